@@ -1,0 +1,111 @@
+"""The MPFR backend, through gmpy2: correct rounding is MPFR's own guarantee.
+
+Every operation goes through a private ``gmpy2.context`` object at the requested
+precision (round to nearest, exponent range ``[-2**30, 2**30]``), called as a
+method (``ctx.log(x)``), so the caller's current gmpy2 context is never read or
+changed.  Each thread gets its own context objects, because a context records
+sticky flags when used.
+"""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+from typing import Any
+
+from snapcore.backend import Arithmetic, Backend
+from snapcore.hookspecs import hookimpl
+
+__all__ = ["MPFRArithmetic", "MPFRBackend"]
+
+try:
+    import gmpy2
+except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
+    gmpy2 = None
+
+
+class MPFRArithmetic(Arithmetic):
+    """Correctly rounded p-bit arithmetic with MPFR."""
+
+    def __init__(self, precision: int) -> None:
+        self.precision = precision
+        self._local = threading.local()
+        self._mpz = gmpy2.mpz
+
+    def _ctx(self) -> Any:
+        ctx = getattr(self._local, "ctx", None)
+        if ctx is None:
+            ctx = self._local.ctx = gmpy2.context(
+                precision=self.precision,
+                round=gmpy2.RoundToNearest,
+                emin=-(1 << 30),
+                emax=1 << 30,
+                subnormalize=False,
+            )
+        return ctx
+
+    def from_dyadic(self, m: int, e: int) -> Any:
+        a = abs(m)
+        if a and (a >> ((a & -a).bit_length() - 1)).bit_length() > self.precision:
+            raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
+        return self._ctx().mul_2exp(self._mpz(m), e)
+
+    def convert(self, q: Fraction | int | float) -> Any:
+        f = Fraction(q)
+        ctx = self._ctx()
+        return ctx.div(self._mpz(f.numerator), self._mpz(f.denominator))
+
+    def add(self, a: Any, b: Any) -> Any:
+        return self._ctx().add(a, b)
+
+    def sub(self, a: Any, b: Any) -> Any:
+        return self._ctx().sub(a, b)
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return self._ctx().mul(a, b)
+
+    def div(self, a: Any, b: Any) -> Any:
+        return self._ctx().div(a, b)
+
+    def ln(self, a: Any) -> Any:
+        return self._ctx().log(a)
+
+    def neg(self, a: Any) -> Any:
+        return self._ctx().minus(a)
+
+    def to_dyadic(self, a: Any) -> tuple[int, int]:
+        if not a:
+            return (0, 0)
+        m, e = a.as_mantissa_exp()
+        return (int(m), int(e))
+
+
+class MPFRBackend(Backend):
+    """MPFR (GNU multiple-precision floats with correct rounding) via gmpy2."""
+
+    name = "mpfr"
+    library = "gmpy2"
+    install_hint = "pip install gmpy2"
+
+    def __init__(self) -> None:
+        self._cache: dict[int, MPFRArithmetic] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return gmpy2 is not None
+
+    def version(self) -> str:
+        return f"gmpy2 {gmpy2.version()}, {gmpy2.mpfr_version()}"
+
+    def arithmetic(self, precision: int) -> MPFRArithmetic:
+        with self._lock:
+            arith = self._cache.get(precision)
+            if arith is None:
+                arith = self._cache[precision] = MPFRArithmetic(precision)
+            return arith
+
+
+@hookimpl
+def snapcore_register_backends(registry: Any) -> None:
+    registry.add(MPFRBackend)

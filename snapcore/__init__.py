@@ -1,0 +1,44 @@
+"""snapcore: ε-differentially private releases with Mironov's snapping mechanism,
+exact at every step.
+
+>>> import snapcore
+>>> m = snapcore.SnappingMechanism(epsilon=0.5, bounds=(0, 10), source=snapcore.SeededSource(1))
+>>> m.granularity
+Fraction(4, 1)
+"""
+
+from __future__ import annotations
+
+from snapcore.backend import Arithmetic, Backend
+from snapcore.errors import (
+    BackendUnavailableError,
+    ParameterError,
+    PluginError,
+    SnapcoreError,
+    SourceExhaustedError,
+)
+from snapcore.hookspecs import hookimpl
+from snapcore.mechanism import SnappingMechanism
+from snapcore.params import Calibration, PrivacyAnalysis
+from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Arithmetic",
+    "Backend",
+    "BackendUnavailableError",
+    "Calibration",
+    "ParameterError",
+    "PluginError",
+    "PrivacyAnalysis",
+    "RandomSource",
+    "ReplaySource",
+    "SeededSource",
+    "SnapcoreError",
+    "SnappingMechanism",
+    "SourceExhaustedError",
+    "SystemSource",
+    "__version__",
+    "hookimpl",
+]

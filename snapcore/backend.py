@@ -1,0 +1,105 @@
+"""The contract every arithmetic backend fulfils.
+
+A backend does correctly rounded arithmetic at a precision of ``p`` bits and
+exposes each value's exact ``(mantissa, exponent)``.  Nothing else: the mechanism's
+logic lives in :mod:`snapcore.pipeline`, and the rounding of the parameters lives in
+:mod:`snapcore.dyadic`.  The conformance suite (:mod:`snapcore.testing`) tests each
+line marked *Contract* below, for every registered backend.
+
+A backend's numbers are opaque to the core: it only ever hands them back to the
+same :class:`Arithmetic` object, or asks for :meth:`Arithmetic.to_dyadic`.
+"""
+
+from __future__ import annotations
+
+import abc
+from fractions import Fraction
+from typing import Any, ClassVar
+
+__all__ = ["Arithmetic", "Backend"]
+
+#: The type of a backend's numbers (opaque to the core).
+Num = Any
+
+
+class Arithmetic(abc.ABC):
+    """Correctly rounded arithmetic at one fixed precision.
+
+    Every operation rounds to nearest, ties to even, at ``precision`` bits, with an
+    exponent range wide enough that no overflow, underflow or subnormal occurs for
+    the values snapcore uses (at least ``[-2**30, 2**30]``).  Instances must be safe
+    to use from several threads at once and must not change any global state of
+    their library (precision, rounding mode) that a caller could observe.
+    """
+
+    precision: int
+
+    @abc.abstractmethod
+    def from_dyadic(self, m: int, e: int) -> Num:
+        """Contract: returns ``m * 2**e`` exactly; raises ValueError if it needs more than p bits."""
+
+    @abc.abstractmethod
+    def convert(self, q: Fraction | int | float) -> Num:
+        """Contract: returns the p-bit float nearest to the rational ``q``, ties to even."""
+
+    @abc.abstractmethod
+    def add(self, a: Num, b: Num) -> Num:
+        """Contract: returns the p-bit float nearest to ``a + b``, ties to even."""
+
+    @abc.abstractmethod
+    def sub(self, a: Num, b: Num) -> Num:
+        """Contract: returns the p-bit float nearest to ``a - b``, ties to even."""
+
+    @abc.abstractmethod
+    def mul(self, a: Num, b: Num) -> Num:
+        """Contract: returns the p-bit float nearest to ``a * b``, ties to even."""
+
+    @abc.abstractmethod
+    def div(self, a: Num, b: Num) -> Num:
+        """Contract: returns the p-bit float nearest to ``a / b`` (``b != 0``), ties to even."""
+
+    @abc.abstractmethod
+    def ln(self, a: Num) -> Num:
+        """Contract: returns the p-bit float nearest to ``ln(a)`` (``a > 0``), ties to even."""
+
+    def neg(self, a: Num) -> Num:
+        """Contract: returns ``-a`` exactly."""
+        m, e = self.to_dyadic(a)
+        return self.from_dyadic(-m, e)
+
+    @abc.abstractmethod
+    def to_dyadic(self, a: Num) -> tuple[int, int]:
+        """Contract: returns ``(m, e)`` with ``m * 2**e == a`` exactly (``(0, 0)`` for zero)."""
+
+
+class Backend(abc.ABC):
+    """An arithmetic backend plugin.
+
+    Subclasses set :attr:`name`, :attr:`library` and :attr:`install_hint`, and
+    implement :meth:`is_available`, :meth:`version` and :meth:`arithmetic`.
+    Register one from a plugin with ``registry.add(MyBackend)`` inside the
+    ``snapcore_register_backends`` hook.
+    """
+
+    #: Name under which users select the backend (``backend="mpfr"``).
+    name: ClassVar[str]
+    #: The library that does the arithmetic (shown in comparisons).
+    library: ClassVar[str]
+    #: What to run when the library is missing.
+    install_hint: ClassVar[str]
+
+    @classmethod
+    @abc.abstractmethod
+    def is_available(cls) -> bool:
+        """Whether the backend's library can be imported.  Must not raise."""
+
+    @abc.abstractmethod
+    def version(self) -> str:
+        """The library's version string."""
+
+    @abc.abstractmethod
+    def arithmetic(self, precision: int) -> Arithmetic:
+        """The :class:`Arithmetic` for ``precision`` bits (may be cached)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

@@ -1,0 +1,140 @@
+"""Exact p-bit rounding of rationals, on integers only.
+
+A *dyadic* is a pair ``(m, e)`` of Python integers standing for ``m * 2**e``.
+Every finite double and every p-bit float is one.  The functions here round an
+exact rational to ``p`` significant bits in a named direction; they are the single
+place where snapcore's core (not a backend) rounds, so every backend sees the same
+bits for the quantities DESIGN.md §1 marks "rounded once".
+"""
+
+from __future__ import annotations
+
+import enum
+from fractions import Fraction
+
+__all__ = [
+    "Rounding",
+    "dyadic_cmp",
+    "dyadic_to_float",
+    "float_to_dyadic",
+    "is_p_bit",
+    "round_ratio",
+    "round_fraction",
+    "to_fraction",
+]
+
+
+class Rounding(enum.Enum):
+    """Rounding directions at p bits."""
+
+    NEAREST = "RN"  #: to nearest, ties to even
+    TOWARD_ZERO = "RZ"
+    UP = "RU"  #: toward +inf
+    DOWN = "RD"  #: toward -inf
+
+
+def round_ratio(num: int, den: int, p: int, mode: Rounding = Rounding.NEAREST) -> tuple[int, int]:
+    """Round the rational ``num/den`` to a p-bit float.
+
+    Parameters
+    ----------
+    num, den : int
+        Numerator and (non-zero) denominator.
+    p : int
+        Precision in bits, ``p >= 2``.
+    mode : Rounding
+        Rounding direction.
+
+    Returns
+    -------
+    tuple of int
+        ``(m, e)`` with ``m * 2**e`` the rounded value, ``2**(p-1) <= |m| < 2**p``,
+        or ``(0, 0)`` for zero.  The exponent range is unbounded.
+    """
+    if den == 0:
+        raise ZeroDivisionError("round_ratio: den == 0")
+    if den < 0:
+        num, den = -num, -den
+    if num == 0:
+        return (0, 0)
+    negative = num < 0
+    a = -num if negative else num
+    # Choose e so that 2**(p-1) <= a / (den * 2**e) < 2**p.
+    e = a.bit_length() - den.bit_length() - p
+    if e >= 0:
+        n2, d2 = a, den << e
+    else:
+        n2, d2 = a << -e, den
+    if n2 < (d2 << (p - 1)):
+        e -= 1
+        if e >= 0:
+            d2 = den << e
+        else:
+            n2 = a << -e
+    q, r = divmod(n2, d2)
+    if r:
+        if mode is Rounding.NEAREST:
+            twice = r << 1
+            if twice > d2 or (twice == d2 and q & 1):
+                q += 1
+        elif mode is Rounding.UP:
+            if not negative:
+                q += 1
+        elif mode is Rounding.DOWN:
+            if negative:
+                q += 1
+        # TOWARD_ZERO: truncate the magnitude.
+    if q >> p:  # carried into a new binade
+        q >>= 1
+        e += 1
+    return (-q if negative else q, e)
+
+
+def round_fraction(q: Fraction | int | float, p: int, mode: Rounding = Rounding.NEAREST) -> tuple[int, int]:
+    """Round an exact rational (a float is one) to p bits; see :func:`round_ratio`."""
+    f = Fraction(q)
+    return round_ratio(f.numerator, f.denominator, p, mode)
+
+
+def to_fraction(m: int, e: int) -> Fraction:
+    """The exact value ``m * 2**e`` as a Fraction."""
+    return Fraction(m << e) if e >= 0 else Fraction(m, 1 << -e)
+
+
+def float_to_dyadic(x: float) -> tuple[int, int]:
+    """A finite double as an exact ``(m, e)`` pair (``m`` odd, or ``(0, 0)``)."""
+    n, d = x.as_integer_ratio()
+    if n == 0:
+        return (0, 0)
+    return (n, -(d.bit_length() - 1))
+
+
+def dyadic_to_float(m: int, e: int) -> float:
+    """Round ``m * 2**e`` to the nearest double, ties to even (correctly, subnormals included).
+
+    Raises
+    ------
+    OverflowError
+        If the value is too large for a double.
+    """
+    if e >= 0:
+        return float(m << e)
+    return m / (1 << -e)  # CPython's int true division is correctly rounded
+
+
+def dyadic_cmp(m1: int, e1: int, m2: int, e2: int) -> int:
+    """Compare ``m1*2**e1`` with ``m2*2**e2`` exactly: -1, 0 or 1."""
+    if e1 > e2:
+        a, b = m1 << (e1 - e2), m2
+    else:
+        a, b = m1, m2 << (e2 - e1)
+    return (a > b) - (a < b)
+
+
+def is_p_bit(m: int, p: int) -> bool:
+    """Whether the integer ``m`` fits in ``p`` significant bits (after stripping trailing zeros)."""
+    if m == 0:
+        return True
+    a = abs(m)
+    a >>= (a & -a).bit_length() - 1
+    return a.bit_length() <= p

@@ -1,0 +1,281 @@
+"""The public mechanism object: :class:`SnappingMechanism`."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, overload
+
+import numpy as np
+
+from snapcore.backend import Backend
+from snapcore.errors import ParameterError
+from snapcore.params import Calibration, PrivacyAnalysis, calibrate
+from snapcore.pipeline import Pipeline
+from snapcore.plugins import get_registries
+from snapcore.sources import RandomSource, draw_from_u
+
+__all__ = ["SnappingMechanism", "check_value"]
+
+
+def check_value(value: Any, name: str = "value") -> Fraction:
+    """A finite real statistic value as an exact Fraction, else a ParameterError."""
+    if isinstance(value, float):  # the hot path
+        if value - value != 0.0:
+            raise ParameterError(f"{name} must be a finite real number, got {value!r}")
+        return Fraction(value)
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise ParameterError(
+            f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, numbers.Rational):
+        return Fraction(value.numerator, value.denominator)
+    f = float(value)
+    if not math.isfinite(f):
+        raise ParameterError(f"{name} must be a finite real number, got {f!r}")
+    return Fraction(f)
+
+
+class SnappingMechanism:
+    """Mironov's snapping mechanism, exact at every step (DESIGN.md §1).
+
+    Parameters
+    ----------
+    epsilon : real
+        The privacy budget ε > 0 this mechanism spends per release of one value.
+    sensitivity : real, default 1
+        Δ > 0: how much one record can change the statistic.
+    bounds : (lower, upper), optional
+        Clamping interval, finite doubles with ``lower < upper``.
+    bound : real, optional
+        Symmetric clamping bound ``B > 0`` (the interval ``[-B, B]``).  Give exactly
+        one of ``bounds`` and ``bound``.
+    backend : str, default "mpfr"
+        Name of a registered arithmetic backend.
+    source : str or RandomSource, optional
+        Randomness: a :class:`~snapcore.sources.RandomSource`, or the name of a
+        registered source that needs no options (default ``"system"``, the OS CSPRNG).
+    precision : int, optional
+        Working precision in bits; at least the required one (the default).
+
+    Raises
+    ------
+    ParameterError
+        On any invalid parameter, before anything is drawn.
+    BackendUnavailableError
+        If the backend's library is not installed.
+
+    Examples
+    --------
+    >>> from snapcore import SnappingMechanism
+    >>> from snapcore.sources import SeededSource
+    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0), source=SeededSource(7))
+    >>> m.precision, m.granularity
+    (118, Fraction(2, 1))
+    >>> 0.0 <= m.release(42.0) <= 100.0
+    True
+    """
+
+    __slots__ = ("_backend", "_cal", "_pipeline", "_source")
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        sensitivity: Any = 1,
+        bounds: Any = None,
+        bound: Any = None,
+        backend: str | Backend = "mpfr",
+        source: str | RandomSource | None = None,
+        precision: int | None = None,
+    ) -> None:
+        self._cal = calibrate(
+            epsilon=epsilon,
+            sensitivity=sensitivity,
+            bounds=bounds,
+            bound=bound,
+            precision=precision,
+        )
+        reg = get_registries()
+        if isinstance(backend, Backend):
+            self._backend = backend
+        elif isinstance(backend, str):
+            self._backend = reg.backends.create(backend)
+        else:
+            raise ParameterError(
+                f"backend must be a backend name {reg.backends.names()} or a Backend, "
+                f"got {backend!r}"
+            )
+        if source is None:
+            source = "system"
+        if isinstance(source, RandomSource):
+            self._source = source
+        elif isinstance(source, str):
+            try:
+                self._source = reg.sources.create(source)
+            except TypeError as exc:
+                raise ParameterError(
+                    f"source {source!r} needs options; pass an instance instead, for "
+                    f"example snapcore.sources.SeededSource(seed) ({exc})"
+                ) from None
+        else:
+            raise ParameterError(
+                f"source must be a source name {reg.sources.names()} or a RandomSource, "
+                f"got {source!r}"
+            )
+        self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+
+    # -- exact parameters ----------------------------------------------------------
+    @property
+    def calibration(self) -> Calibration:
+        """All exact constants (see :class:`snapcore.params.Calibration`)."""
+        return self._cal
+
+    @property
+    def precision(self) -> int:
+        """Working precision p in bits (η = 2**-p)."""
+        return self._cal.precision
+
+    @property
+    def epsilon(self) -> Fraction:
+        """The requested ε, exactly."""
+        return self._cal.epsilon
+
+    @property
+    def epsilon_prime(self) -> Fraction:
+        """ε′ = RZ((ε − 2η)/(1 + 12·b·η)), the Laplace parameter actually used."""
+        from snapcore.dyadic import to_fraction
+
+        return to_fraction(*self._cal.epsilon_prime)
+
+    @property
+    def scale(self) -> Fraction:
+        """λ = RU(1/ε′), the noise scale in sensitivity units."""
+        from snapcore.dyadic import to_fraction
+
+        return to_fraction(*self._cal.scale)
+
+    @property
+    def granularity(self) -> Fraction:
+        """Λ, the smallest power of two >= λ (sensitivity units); outputs lie on
+        ``c + Δ·Λ·ℤ``."""
+        return self._cal.granularity
+
+    @property
+    def clamp_bound(self) -> Fraction:
+        """b = RN(B/Δ), the clamp bound in sensitivity units."""
+        return self._cal.b
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The output interval ``(lower, upper)``."""
+        return (float(self._cal.lower), float(self._cal.upper))
+
+    @property
+    def sensitivity(self) -> Fraction:
+        """Δ, exactly."""
+        return self._cal.sensitivity
+
+    @property
+    def backend(self) -> Backend:
+        """The arithmetic backend."""
+        return self._backend
+
+    @property
+    def source(self) -> RandomSource:
+        """The randomness source."""
+        return self._source
+
+    @property
+    def privacy(self) -> PrivacyAnalysis:
+        """The privacy analysis this mechanism relies on, with exact numbers."""
+        return self._cal.privacy()
+
+    # -- the mechanism -------------------------------------------------------------
+    def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
+        """The stages after sampling, as a pure function of ``(value, U*, S)``.
+
+        Parameters
+        ----------
+        value : real
+            The statistic value f(D), finite.
+        u : Fraction or float
+            ``U*``: a p-bit float in (0, 1) (``p = self.precision``).
+        sign : int
+            ``S``: 1 or -1.
+
+        Returns
+        -------
+        float
+            The mechanism's output for that draw.
+
+        Raises
+        ------
+        ParameterError
+            If ``value`` is not finite, ``u`` is not a p-bit float in (0, 1), or
+            ``sign`` is not ±1.
+        """
+        v = check_value(value)
+        draw = draw_from_u(u, sign, self._cal.precision)
+        pipe = self._pipeline
+        return pipe.run(pipe.centre(v), draw)
+
+    @overload
+    def release(self, value: float) -> float: ...
+    @overload
+    def release(self, value: np.ndarray) -> np.ndarray: ...
+    @overload
+    def release(self, value: Sequence[Any]) -> list[float]: ...
+
+    def release(self, value: Any) -> Any:
+        """Release ``value`` with fresh noise: ε-differentially private.
+
+        Parameters
+        ----------
+        value : real, sequence of reals, or numpy array
+            The statistic value(s).  Each element gets independent noise and costs ε
+            (composition across elements is the caller's concern).
+
+        Returns
+        -------
+        float, list of float, or numpy.ndarray
+            Same shape as ``value``.  All or nothing: on any error nothing is
+            returned and, for invalid input, nothing is drawn.
+        """
+        pipe = self._pipeline
+        p = self._cal.precision
+        if isinstance(value, np.ndarray) or (
+            isinstance(value, Sequence) and not isinstance(value, str | bytes)
+        ):
+            arr = np.asarray(value)
+            if arr.dtype == object or arr.dtype.kind not in "iuf":
+                raise ParameterError(
+                    f"value must be an array of finite real numbers, got dtype {arr.dtype}"
+                )
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                raise ParameterError("value must contain only finite numbers; it contains nan or inf")
+            flat = arr.reshape(-1)
+            xs = [pipe.centre(check_value(v.item())) for v in flat]
+            draws = self._source.draws(len(xs), p)
+            outs = np.fromiter(
+                (pipe.run(x, d) for x, d in zip(xs, draws, strict=True)),
+                dtype=np.float64,
+                count=len(xs),
+            ).reshape(arr.shape)
+            if isinstance(value, np.ndarray):
+                return outs
+            return outs.tolist()
+        v = check_value(value)
+        x = pipe.centre(v)
+        return pipe.run(x, self._source.draw(p))
+
+    def __repr__(self) -> str:
+        lo, hi = self.bounds
+        return (
+            f"SnappingMechanism(epsilon={float(self.epsilon)!r}, "
+            f"sensitivity={float(self.sensitivity)!r}, bounds=({lo!r}, {hi!r}), "
+            f"backend={self._backend.name!r}, source={self._source.name!r}, "
+            f"precision={self.precision})"
+        )

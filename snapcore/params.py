@@ -1,0 +1,292 @@
+"""Parameter validation and the exact calibration of the mechanism (DESIGN.md §1, steps 1-3).
+
+Everything here is exact rational arithmetic plus the core's own p-bit rounding
+(:mod:`snapcore.dyadic`): the calibration does not depend on the backend, so every
+backend starts from the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
+from snapcore.errors import ParameterError
+
+__all__ = [
+    "MIN_PRECISION",
+    "MAX_GRID_POINTS_LOG2",
+    "Calibration",
+    "PrivacyAnalysis",
+    "calibrate",
+    "ceil_log2",
+    "check_real",
+    "required_precision",
+]
+
+#: Precision needed for an exactly rounded LN (seed §3).
+MIN_PRECISION = 118
+#: Upper condition: the clamp bound may hold at most 2**52 grid steps (b <= 2**52 * Λ).
+MAX_GRID_POINTS_LOG2 = 52
+
+
+def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
+    """``value`` as an exact Fraction, or a ParameterError naming ``name``.
+
+    Accepts int, float, Fraction and NumPy scalars; refuses bool, NaN, ±inf,
+    strings and anything else.
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise ParameterError(f"{name} must be a finite real number, got the bool {value!r}")
+    if not isinstance(value, numbers.Real):
+        raise ParameterError(
+            f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, numbers.Rational):
+        q = Fraction(value.numerator, value.denominator)
+    else:
+        f = float(value)
+        if not math.isfinite(f):
+            raise ParameterError(f"{name} must be a finite real number, got {f!r}")
+        q = Fraction(f)
+    if positive and q <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
+    return q
+
+
+def ceil_log2(q: Fraction) -> int:
+    """The least integer ``k`` with ``2**k >= q`` (``q > 0``), exactly."""
+    n, d = q.numerator, q.denominator
+    k = n.bit_length() - d.bit_length()
+    # 2**(k-1) < n/d < 2**(k+1)
+    if k >= 0:
+        return k if n <= d << k else k + 1
+    return k if n << -k <= d else k + 1
+
+
+def required_precision(epsilon: Fraction, half_width_over_sensitivity: Fraction) -> int:
+    """The precision DESIGN.md §1 requires: ``max(118, m + 2, ceil(log2 b) + 52)``.
+
+    ``2**-m`` is the smallest power of two ``>= epsilon`` (so ``epsilon > 2η``), and the
+    last term makes ``b·η <= 2**-52``.
+    """
+    m = -ceil_log2(epsilon)
+    return max(MIN_PRECISION, m + 2, ceil_log2(half_width_over_sensitivity) + 52)
+
+
+@attrs.frozen(kw_only=True)
+class PrivacyAnalysis:
+    """The privacy claim a mechanism relies on, with its exact numbers.
+
+    Attributes
+    ----------
+    theorem : str
+        The analysis used.
+    epsilon : Fraction
+        The ε the user asked for.
+    bound : Fraction
+        Mironov's bound ``ε′(1 + 12·b·η) + 2η`` evaluated exactly; ``bound <= epsilon``
+        holds by construction.
+    liu_bound : Fraction
+        For comparison, the bound of seed 002 (Liu 2020) for its semantics,
+        ``ε + 23·b·ε·η``.
+    conditions : tuple of str
+        The theorem's conditions and how they hold for these parameters.
+    """
+
+    theorem: str
+    epsilon: Fraction
+    bound: Fraction
+    liu_bound: Fraction
+    conditions: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Calibration:
+    """The exact constants of one mechanism (all in sensitivity units unless noted).
+
+    Attributes
+    ----------
+    precision : int
+        ``p``; ``η = 2**-p``.
+    lower, upper : Fraction
+        The user's interval (exact doubles).
+    center : Fraction
+        ``c = (lower + upper) / 2``.
+    half_width : Fraction
+        ``B = (upper - lower) / 2`` in the user's units.
+    sensitivity : Fraction
+        ``Δ``.
+    epsilon : Fraction
+        The requested ε.
+    clamp_bound : tuple of int
+        ``b = RN(B/Δ)`` as ``(m, e)``.
+    epsilon_prime : tuple of int
+        ``ε′ = RZ((ε − 2η)/(1 + 12·b·η))`` as ``(m, e)``.
+    scale : tuple of int
+        ``λ = RU(1/ε′)`` as ``(m, e)``.
+    granularity_log2 : int
+        ``L`` with ``Λ = 2**L`` the smallest power of two ``>= λ``.
+    """
+
+    precision: int
+    lower: Fraction
+    upper: Fraction
+    center: Fraction
+    half_width: Fraction
+    sensitivity: Fraction
+    epsilon: Fraction
+    clamp_bound: tuple[int, int]
+    epsilon_prime: tuple[int, int]
+    scale: tuple[int, int]
+    granularity_log2: int
+
+    @property
+    def b(self) -> Fraction:
+        """``b`` as a Fraction."""
+        return to_fraction(*self.clamp_bound)
+
+    @property
+    def granularity(self) -> Fraction:
+        """``Λ`` (sensitivity units)."""
+        return to_fraction(1, self.granularity_log2)
+
+    def privacy(self) -> PrivacyAnalysis:
+        """The privacy analysis these constants satisfy."""
+        eta = Fraction(1, 1 << self.precision)
+        eps_p = to_fraction(*self.epsilon_prime)
+        b = self.b
+        bound = eps_p * (1 + 12 * b * eta) + 2 * eta
+        lam = to_fraction(*self.scale)
+        return PrivacyAnalysis(
+            theorem=(
+                "Mironov (2012), Theorem 1 (snapping mechanism), with machine epsilon "
+                f"eta = 2**-{self.precision} and every operation correctly rounded at "
+                f"p = {self.precision} bits"
+            ),
+            epsilon=self.epsilon,
+            bound=bound,
+            liu_bound=self.epsilon + 23 * b * self.epsilon * eta,
+            conditions=(
+                f"epsilon > 2*eta: epsilon = {float(self.epsilon)!r} > 2**-{self.precision - 1}",
+                f"b*eta <= 2**-52: b = {float(b)!r}, eta = 2**-{self.precision}",
+                f"b <= 2**{MAX_GRID_POINTS_LOG2} * Lambda (every grid point an exact double; "
+                f"implies Mironov's b < 2**(p-7) * lambda): b / Lambda = "
+                f"{float(b / self.granularity)!r}",
+                f"lambda = RU(1/epsilon') = {float(lam)!r}; b <= lambda is allowed "
+                "(the mechanism stays private, mostly clamped)",
+            ),
+        )
+
+
+def _exact_double(name: str, value: Any) -> Fraction:
+    q = check_real(name, value)
+    try:
+        as_double = Fraction(float(q))
+    except OverflowError:
+        as_double = None
+    if as_double != q:
+        raise ParameterError(f"{name} must be exactly representable as a double, got {value!r}")
+    return q
+
+
+def calibrate(
+    *,
+    epsilon: Any,
+    sensitivity: Any = 1,
+    bounds: Any = None,
+    bound: Any = None,
+    precision: Any = None,
+) -> Calibration:
+    """Validate the parameters and compute the exact calibration.
+
+    Parameters
+    ----------
+    epsilon : real
+        ε > 0, finite.
+    sensitivity : real
+        Δ > 0, finite.
+    bounds : (lower, upper), optional
+        Finite doubles with ``lower < upper``.  Exactly one of ``bounds`` and ``bound``.
+    bound : real, optional
+        A finite double ``B > 0``: the interval ``[-B, B]``.
+    precision : int, optional
+        Ask for at least this many bits; never fewer than required.
+
+    Raises
+    ------
+    ParameterError
+        On any invalid parameter; the message names it, its value and the valid range.
+    """
+    eps = check_real("epsilon", epsilon, positive=True)
+    delta = check_real("sensitivity", sensitivity, positive=True)
+    if (bounds is None) == (bound is None):
+        raise ParameterError(
+            "give exactly one of bounds=(lower, upper) and bound=B, got "
+            f"bounds={bounds!r}, bound={bound!r}"
+        )
+    if bound is not None:
+        bq = _exact_double("bound", bound)
+        if bq <= 0:
+            raise ParameterError(f"bound must be a finite number > 0, got {bound!r}")
+        lower, upper = -bq, bq
+    else:
+        if isinstance(bounds, str | bytes) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+            raise ParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}")
+        lower = _exact_double("bounds[0] (lower)", bounds[0])
+        upper = _exact_double("bounds[1] (upper)", bounds[1])
+        if not lower < upper:
+            raise ParameterError(
+                f"bounds must satisfy lower < upper, got lower={bounds[0]!r}, upper={bounds[1]!r}"
+            )
+    center = (lower + upper) / 2
+    half = (upper - lower) / 2
+    need = required_precision(eps, half / delta)
+    if precision is None:
+        p = need
+    else:
+        if isinstance(precision, bool) or not isinstance(precision, numbers.Integral):
+            raise ParameterError(f"precision must be an int >= {need}, got {precision!r}")
+        p = int(precision)
+        if p < need:
+            raise ParameterError(
+                f"precision must be an int >= {need} for these parameters, got {p}"
+            )
+        if p > 1 << 20:
+            raise ParameterError(f"precision must be an int <= {1 << 20}, got {p}")
+    eta = Fraction(1, 1 << p)
+    if not eps > 2 * eta:  # guaranteed by the precision choice; kept as an invariant
+        raise ParameterError(f"epsilon must be > 2**-{p - 1} at precision {p}, got {epsilon!r}")
+    q = half / delta
+    b = round_ratio(q.numerator, q.denominator, p)
+    bq = to_fraction(*b)
+    eps_p = round_fraction((eps - 2 * eta) / (1 + 12 * bq * eta), p, Rounding.TOWARD_ZERO)
+    ep = to_fraction(*eps_p)
+    lam = round_fraction(1 / ep, p, Rounding.UP)
+    m, e = lam
+    L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
+    if bq > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
+        raise ParameterError(
+            "bounds are too wide for epsilon: the half-width over the sensitivity, "
+            f"B/sensitivity = {float(q)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} * Lambda = "
+            f"{float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = 2**{L}, the "
+            "granularity for this epsilon), so that every output grid point is an exact "
+            "double; narrow the bounds or lower epsilon"
+        )
+    return Calibration(
+        precision=p,
+        lower=lower,
+        upper=upper,
+        center=center,
+        half_width=half,
+        sensitivity=delta,
+        epsilon=eps,
+        clamp_bound=b,
+        epsilon_prime=eps_p,
+        scale=lam,
+        granularity_log2=L,
+    )
