@@ -24,59 +24,74 @@ except ImportError:  # pragma: no cover - exercised by the unavailable-backend t
     gmpy2 = None
 
 
+class _ThreadContexts(threading.local):
+    """One private gmpy2 context per thread (a context records sticky flags)."""
+
+    def __init__(self, precision: int) -> None:
+        self.ctx = gmpy2.context(
+            precision=precision,
+            round=gmpy2.RoundToNearest,
+            emin=-(1 << 30),
+            emax=1 << 30,
+            subnormalize=False,
+        )
+
+
 class MPFRArithmetic(Arithmetic):
     """Correctly rounded p-bit arithmetic with MPFR."""
 
     def __init__(self, precision: int) -> None:
         self.precision = precision
-        self._local = threading.local()
-        self._mpz = gmpy2.mpz
-
-    def _ctx(self) -> Any:
-        ctx = getattr(self._local, "ctx", None)
-        if ctx is None:
-            ctx = self._local.ctx = gmpy2.context(
-                precision=self.precision,
-                round=gmpy2.RoundToNearest,
-                emin=-(1 << 30),
-                emax=1 << 30,
-                subnormalize=False,
-            )
-        return ctx
+        self._local = _ThreadContexts(precision)
 
     def from_dyadic(self, m: int, e: int) -> Any:
-        a = abs(m)
-        if a and (a >> ((a & -a).bit_length() - 1)).bit_length() > self.precision:
-            raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
-        return self._ctx().mul_2exp(self._mpz(m), e)
+        if m.bit_length() > self.precision:  # only then can it need more than p bits
+            a = abs(m)
+            if (a >> ((a & -a).bit_length() - 1)).bit_length() > self.precision:
+                raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
+        return self._local.ctx.mul_2exp(m, e)  # exact: m has at most p bits
 
     def convert(self, q: Fraction | int | float) -> Any:
         f = Fraction(q)
-        ctx = self._ctx()
-        return ctx.div(self._mpz(f.numerator), self._mpz(f.denominator))
+        return self._local.ctx.div(gmpy2.mpz(f.numerator), gmpy2.mpz(f.denominator))
 
     def add(self, a: Any, b: Any) -> Any:
-        return self._ctx().add(a, b)
+        return self._local.ctx.add(a, b)
 
     def sub(self, a: Any, b: Any) -> Any:
-        return self._ctx().sub(a, b)
+        return self._local.ctx.sub(a, b)
 
     def mul(self, a: Any, b: Any) -> Any:
-        return self._ctx().mul(a, b)
+        return self._local.ctx.mul(a, b)
 
     def div(self, a: Any, b: Any) -> Any:
-        return self._ctx().div(a, b)
+        return self._local.ctx.div(a, b)
 
     def ln(self, a: Any) -> Any:
-        return self._ctx().log(a)
+        return self._local.ctx.log(a)
 
     def neg(self, a: Any) -> Any:
-        return self._ctx().minus(a)
+        return self._local.ctx.minus(a)
 
     def to_dyadic(self, a: Any) -> tuple[int, int]:
         if not a:
             return (0, 0)
         m, e = a.as_mantissa_exp()
+        return (int(m), int(e))
+
+    def scale_add(
+        self, lam: Any, x: tuple[int, int], sign: int, u: tuple[int, int]
+    ) -> tuple[int, int]:
+        # The base-class composition with the method calls inlined (same operations).
+        p = self.precision
+        if x[0].bit_length() > p or u[0].bit_length() > p:
+            return super().scale_add(lam, x, sign, u)  # validates and raises
+        ctx = self._local.ctx
+        noise = ctx.mul(lam, ctx.log(ctx.mul_2exp(u[0], u[1])))
+        y = ctx.add(ctx.mul_2exp(x[0], x[1]), noise if sign > 0 else ctx.minus(noise))
+        if not y:
+            return (0, 0)
+        m, e = y.as_mantissa_exp()
         return (int(m), int(e))
 
 

@@ -18,8 +18,8 @@ __all__ = [
     "dyadic_to_float",
     "float_to_dyadic",
     "is_p_bit",
-    "round_ratio",
     "round_fraction",
+    "round_ratio",
     "to_fraction",
 ]
 
@@ -77,12 +77,8 @@ def round_ratio(num: int, den: int, p: int, mode: Rounding = Rounding.NEAREST) -
             twice = r << 1
             if twice > d2 or (twice == d2 and q & 1):
                 q += 1
-        elif mode is Rounding.UP:
-            if not negative:
-                q += 1
-        elif mode is Rounding.DOWN:
-            if negative:
-                q += 1
+        elif (mode is Rounding.UP and not negative) or (mode is Rounding.DOWN and negative):
+            q += 1
         # TOWARD_ZERO: truncate the magnitude.
     if q >> p:  # carried into a new binade
         q >>= 1
@@ -90,7 +86,9 @@ def round_ratio(num: int, den: int, p: int, mode: Rounding = Rounding.NEAREST) -
     return (-q if negative else q, e)
 
 
-def round_fraction(q: Fraction | int | float, p: int, mode: Rounding = Rounding.NEAREST) -> tuple[int, int]:
+def round_fraction(
+    q: Fraction | int | float, p: int, mode: Rounding = Rounding.NEAREST
+) -> tuple[int, int]:
     """Round an exact rational (a float is one) to p bits; see :func:`round_ratio`."""
     f = Fraction(q)
     return round_ratio(f.numerator, f.denominator, p, mode)
@@ -132,7 +130,7 @@ def dyadic_cmp(m1: int, e1: int, m2: int, e2: int) -> int:
 
 
 def is_p_bit(m: int, p: int) -> bool:
-    """Whether the integer ``m`` fits in ``p`` significant bits (after stripping trailing zeros)."""
+    """Whether ``m`` fits in ``p`` significant bits (after stripping trailing zeros)."""
     if m == 0:
         return True
     a = abs(m)

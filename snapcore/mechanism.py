@@ -255,21 +255,35 @@ class SnappingMechanism:
                     f"value must be an array of finite real numbers, got dtype {arr.dtype}"
                 )
             if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                raise ParameterError("value must contain only finite numbers; it contains nan or inf")
+                raise ParameterError(
+                    "value must contain only finite numbers; it contains nan or inf"
+                )
             flat = arr.reshape(-1)
-            xs = [pipe.centre(check_value(v.item())) for v in flat]
-            draws = self._source.draws(len(xs), p)
-            outs = np.fromiter(
-                (pipe.run(x, d) for x, d in zip(xs, draws, strict=True)),
-                dtype=np.float64,
-                count=len(xs),
-            ).reshape(arr.shape)
+            xs = [pipe.centre(check_value(v)) for v in flat.tolist()]
+            draws = self._draws_raw(len(xs))
+            outs = np.array(pipe.run_many(xs, draws), dtype=np.float64).reshape(arr.shape)
             if isinstance(value, np.ndarray):
                 return outs
             return outs.tolist()
-        v = check_value(value)
-        x = pipe.centre(v)
-        return pipe.run(x, self._source.draw(p))
+        if type(value) is float:  # the hot path: no Fraction
+            try:
+                vn, vd = value.as_integer_ratio()
+            except (ValueError, OverflowError):
+                raise ParameterError(
+                    f"value must be a finite real number, got {value!r}"
+                ) from None
+            x = pipe.centre_ratio(vn, vd)
+        else:
+            x = pipe.centre(check_value(value))
+        return pipe.run(x, self._source.draw_raw(p))
+
+    def _draws_raw(self, count: int) -> list[tuple[int, int, int]]:
+        src = self._source
+        p = self._cal.precision
+        bulk = getattr(src, "draws_raw", None)
+        if bulk is not None:
+            return bulk(count, p)  # type: ignore[no-any-return]
+        return [(d.sign, d.mantissa, d.exponent) for d in src.draws(count, p)]
 
     def __repr__(self) -> str:
         lo, hi = self.bounds

@@ -18,8 +18,8 @@ from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
 from snapcore.errors import ParameterError
 
 __all__ = [
-    "MIN_PRECISION",
     "MAX_GRID_POINTS_LOG2",
+    "MIN_PRECISION",
     "Calibration",
     "PrivacyAnalysis",
     "calibrate",

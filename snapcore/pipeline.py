@@ -84,22 +84,54 @@ class Pipeline:
         self._c = (c.numerator, c.denominator)
         self._d = (d.numerator, d.denominator)
         self._trivial = c == 0 and d == 1
+        # When Δ is a power of two, (v − c)/Δ is dyadic: x is computed with shifts.
+        self._d_log2 = (
+            (d.numerator.bit_length() - d.denominator.bit_length())
+            if (d.numerator & (d.numerator - 1)) == 0
+            and (d.denominator & (d.denominator - 1)) == 0
+            else None
+        )
+        self._cm = c.numerator
+        self._ce = 1 - c.denominator.bit_length()  # c's denominator is a power of two
         self._lower = float(cal.lower)
         self._upper = float(cal.upper)
+        # |x| < 2**_inside_log2 implies |x| <= b (a cheap test before the exact one).
+        self._inside_log2 = self._b[0].bit_length() - 1 + self._b[1]
+        # Grid indices k with |k·Λ| <= b, exactly: k in [-_kmax, _kmax].
+        bm, be = self._b
+        s = be - self._L
+        self._kmax = bm << s if s >= 0 else bm >> -s
 
     # -- step 1 for one value: x = RN((v - c)/Δ), then clamp_b(x) ----------------
     def centre(self, value: Fraction) -> tuple[int, int]:
         """``clamp_b(RN((v − c)/Δ))`` as ``(m, e)``: step 1 and the inner clamp."""
+        return self.centre_ratio(value.numerator, value.denominator)
+
+    def centre_ratio(self, vn: int, vd: int) -> tuple[int, int]:
+        """:meth:`centre` for the value ``vn / vd`` (``vd > 0``)."""
         if self._trivial:
-            num, den = value.numerator, value.denominator
+            if vd & (vd - 1) == 0 and abs(vn).bit_length() <= self._p:
+                m, e = vn, 1 - vd.bit_length()  # exact already: no rounding needed
+            else:
+                m, e = round_ratio(vn, vd, self._p)
+        elif self._d_log2 is not None and vd & (vd - 1) == 0:
+            # v − c = N·2**E exactly; x = N·2**(E − log2 Δ), rounded only if N is too long.
+            ve, ce, cm = 1 - vd.bit_length(), self._ce, self._cm
+            E = min(ve, ce)
+            n = (vn << (ve - E)) - (cm << (ce - E))
+            e = E - self._d_log2
+            if n.bit_length() <= self._p:
+                m = n
+            else:
+                m, e2 = round_ratio(n, 1, self._p)
+                e += e2
         else:
             cn, cd = self._c
             dn, dd = self._d
             # (v - c) / Δ = (vn·cd − cn·vd)·dd / (vd·cd·dn)
-            vn, vd = value.numerator, value.denominator
-            num = (vn * cd - cn * vd) * dd
-            den = vd * cd * dn
-        m, e = round_ratio(num, den, self._p)
+            m, e = round_ratio((vn * cd - cn * vd) * dd, vd * cd * dn, self._p)
+        if abs(m).bit_length() + e <= self._inside_log2:
+            return (m, e)
         bm, be = self._b
         if dyadic_cmp(m, e, bm, be) > 0:
             return (bm, be)
@@ -127,13 +159,37 @@ class Pipeline:
             return self._upper
         return out
 
-    def run(self, x: tuple[int, int], draw: Draw) -> float:
-        """Steps 5-9 for a centred, clamped ``x`` and one draw."""
-        arith = self.arith
-        noise = scale(arith, self._lam, draw)
-        y = add(arith, arith.from_dyadic(*x), noise)
-        k = snap(*arith.to_dyadic(y), self._L)
+    def run(self, x: tuple[int, int], draw: tuple[int, int, int] | Draw) -> float:
+        """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``.
+
+        This is :func:`scale` and :func:`add` (fused in the backend's
+        :meth:`~snapcore.backend.Arithmetic.scale_add`), :func:`snap`, :func:`clamp`
+        and :meth:`output`, in sequence.
+        """
+        sign, um, ue = draw if type(draw) is tuple else (draw.sign, draw.mantissa, draw.exponent)
+        k = snap(*self.arith.scale_add(self._lam, x, sign, (um, ue)), self._L)
+        kmax = self._kmax
+        if -kmax <= k <= kmax:  # clamp() would return (k, L) unchanged
+            return self.output((k, self._L))
         return self.output(clamp(k, self._L, self._b))
+
+    def run_many(
+        self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
+    ) -> list[float]:
+        """:meth:`run` over paired lists (same results, less per-element overhead)."""
+        scale_add, output, lam, L, kmax, b = (
+            self.arith.scale_add,
+            self.output,
+            self._lam,
+            self._L,
+            self._kmax,
+            self._b,
+        )
+        out = []
+        for x, (sign, um, ue) in zip(xs, draws, strict=True):
+            k = snap(*scale_add(lam, x, sign, (um, ue)), L)
+            out.append(output((k, L) if -kmax <= k <= kmax else clamp(k, L, b)))
+        return out
 
     def stages(self, value: Fraction, draw: Draw) -> dict[str, object]:
         """Every intermediate of one run, exactly, for inspection and teaching."""
@@ -152,4 +208,3 @@ class Pipeline:
             "z": z,
             "output": self.output(z),
         }
-

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN_PLUGINS",
     "BackendRegistry",
-    "Registry",
     "Registries",
+    "Registry",
     "SourceRegistry",
     "StatisticRegistry",
     "get_registries",
@@ -186,7 +186,9 @@ class Registries:
             registry._current_plugin = "<direct>"
 
 
-def make_plugin_manager(*, entry_points: bool = True, builtins: bool = True) -> pluggy.PluginManager:
+def make_plugin_manager(
+    *, entry_points: bool = True, builtins: bool = True
+) -> pluggy.PluginManager:
     """A plugin manager with snapcore's hooks and its plugins registered.
 
     Parameters

@@ -31,6 +31,7 @@ import abc
 import hashlib
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -54,7 +55,7 @@ __all__ = [
 _LOW63 = (1 << 63) - 1
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Draw:
     """One draw ``(S, U*)``: ``U* = mantissa * 2**exponent``.
 
@@ -124,29 +125,48 @@ class RandomSource(abc.ABC):
         """``count`` independent draws, in stream order."""
         return [self.draw(precision) for _ in range(count)]
 
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        """One draw as a plain ``(sign, mantissa, exponent)`` tuple (the hot path)."""
+        d = self.draw(precision)
+        return (d.sign, d.mantissa, d.exponent)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
 def decode_draw(read: Any, precision: int) -> Draw:
     """Decode one draw from ``read(n) -> bytes`` per format ``snapcore-draw-v1``."""
-    w = int.from_bytes(read(8), "big")
-    sign = -1 if w >> 63 else 1
+    return Draw(*_decode_raw(read, precision))
+
+
+def _decode_raw(read: Any, precision: int) -> tuple[int, int, int]:
+    nbytes = (precision + 6) >> 3  # ceil((p - 1) / 8)
+    block = read(8 + nbytes)
+    whole = int.from_bytes(block, "big")
+    w = whole >> (8 * nbytes)
     r = w & _LOW63
-    if r:
+    if r:  # all but a 2**-63 fraction of draws
         e = 64 - r.bit_length()
+        t = whole & ((1 << (8 * nbytes)) - 1)
     else:
+        # The bytes after the first word continue the exponent's bit stream.
+        pending = block[8:]
+
+        def more(n: int) -> bytes:
+            nonlocal pending
+            out, pending = pending[:n], pending[n:]
+            return out + read(n - len(out)) if len(out) < n else out
+
         e = 64
         while True:
-            v = int.from_bytes(read(8), "big")
+            v = int.from_bytes(more(8), "big")
             if v:
                 e += 64 - v.bit_length()
                 break
             e += 64
-    nbytes = (precision + 6) >> 3  # ceil((p - 1) / 8)
-    t = int.from_bytes(read(nbytes), "big")
+        t = int.from_bytes(more(nbytes), "big")
     m = t >> (8 * nbytes - (precision - 1))
-    return Draw(sign=sign, mantissa=(1 << (precision - 1)) | m, exponent=-(precision - 1) - e)
+    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
 
 
 class ByteSource(RandomSource):
@@ -165,34 +185,46 @@ class ByteSource(RandomSource):
 
     def draw(self, precision: int) -> Draw:
         with self._lock:
-            return decode_draw(self.read, precision)
+            return Draw(*_decode_raw(self.read, precision))
 
     def draws(self, count: int, precision: int) -> list[Draw]:
         with self._lock:
-            return [decode_draw(self.read, precision) for _ in range(count)]
+            return [Draw(*_decode_raw(self.read, precision)) for _ in range(count)]
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        with self._lock:
+            return _decode_raw(self.read, precision)
+
+    def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
+        """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order."""
+        read = self.read
+        with self._lock:
+            return [_decode_raw(read, precision) for _ in range(count)]
 
 
 class SystemSource(ByteSource):
     """The operating system's CSPRNG (``os.urandom``); the default.
 
-    Bytes are read in blocks and buffered in this process; the buffer is dropped
-    in a forked child, so parent and child never share noise.
+    Bytes are read in blocks and buffered in this process; every buffer is dropped
+    in a forked child (``os.register_at_fork``), so parent and child never share
+    noise.
     """
 
     name = "system"
     cryptographic = True
     _BLOCK = 4096
+    _instances: ClassVar[weakref.WeakSet[SystemSource]] = weakref.WeakSet()
 
     def __init__(self) -> None:
         super().__init__()
         self._buf = b""
         self._pos = 0
-        self._pid = os.getpid()
+        SystemSource._instances.add(self)
+
+    def _drop_buffer(self) -> None:
+        self._buf, self._pos = b"", 0
 
     def read(self, n: int) -> bytes:
-        pid = os.getpid()
-        if pid != self._pid:
-            self._buf, self._pos, self._pid = b"", 0, pid
         end = self._pos + n
         if end > len(self._buf):
             rest = self._buf[self._pos :]
@@ -201,6 +233,16 @@ class SystemSource(ByteSource):
         out = self._buf[self._pos : end]
         self._pos = end
         return out
+
+
+def _after_fork_in_child() -> None:
+    for src in list(SystemSource._instances):
+        src._lock = threading.Lock()
+        src._drop_buffer()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SeededSource(ByteSource):

@@ -6,8 +6,9 @@ import sys
 
 
 def test_import_statistics_is_stdlib_after_snapcore():
-    import snapcore  # noqa: F401
     import snapcore.statistics
+
+    import snapcore
 
     mod = importlib.import_module("statistics")
     assert mod is stdlib_statistics

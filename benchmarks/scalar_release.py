@@ -1,0 +1,100 @@
+"""Scalar release rate of the exact MPFR path (issue 2's benchmark).
+
+Measures, in one process and one run, releases per second of
+``SnappingMechanism.release(float)`` with the MPFR backend, and reports them against
+references timed in the same run: one bare MPFR ``log`` at the same precision
+(the floor of any exact scalar path) and numpy's scalar ``Generator.laplace()``
+(non-private, for scale).
+
+Run: ``python benchmarks/scalar_release.py [--seconds 2]``; pin to one core with
+``taskset -c 0`` for a single-core figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from collections.abc import Callable
+
+import gmpy2
+import numpy as np
+
+import snapcore
+
+
+def rate(fn: Callable[[], object], seconds: float) -> float:
+    """Calls per second of ``fn``: best of three timed batches of about ``seconds``/3."""
+    n = 1000
+    while True:  # calibrate the batch size
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt > seconds / 30:
+            break
+        n *= 2
+    n = max(1, int(n * (seconds / 3) / dt))
+    best = 0.0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = max(best, n / (time.perf_counter() - t0))
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    args = ap.parse_args()
+
+    rows: list[tuple[str, float]] = []
+    for label, kwargs in [
+        ("release, bounds (0, 100), eps 1, system source", {"bounds": (0.0, 100.0)}),
+        ("release, bound 1e6, eps 0.1, system source", {"bound": 1e6, "epsilon": 0.1}),
+        (
+            "release, bounds (0, 100), eps 1, seeded source",
+            {"bounds": (0.0, 100.0), "source": snapcore.SeededSource(1)},
+        ),
+    ]:
+        params = {"epsilon": 1.0, **kwargs}
+        m = snapcore.SnappingMechanism(**params)
+        rows.append((label, rate(lambda m=m: m.release(42.0), args.seconds)))
+    m = snapcore.SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0))
+    arr = np.full(100_000, 42.0)
+    t0 = time.perf_counter()
+    m.release(arr)
+    rows.append(
+        ("release of a 1e5 array (per element), exact MPFR", 1e5 / (time.perf_counter() - t0))
+    )
+
+    ctx = gmpy2.context(precision=m.precision)
+    us = [
+        ctx.mul_2exp((1 << 117) | int.from_bytes(os.urandom(15), "big") >> 3, -119)
+        for _ in range(4096)
+    ]
+    it = iter(us * 10_000)
+    log_rate = rate(lambda: ctx.log(next(it)), args.seconds)
+    gen = np.random.default_rng()
+    lap_rate = rate(lambda: gen.laplace(0.0, 1.0), args.seconds)
+
+    print(f"snapcore {snapcore.__version__}, {m.backend.version()}, p = {m.precision}")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print()
+    print(f"{'measurement':55s} {'per second':>12s} {'vs bare log':>12s} {'vs numpy':>9s}")
+    for label, r in rows:
+        print(f"{label:55s} {r:12,.0f} {r / log_rate:12.3f} {r / lap_rate:9.3f}")
+    for label, r in [
+        ("reference: one bare MPFR log at p bits", log_rate),
+        ("reference: numpy Generator.laplace() scalar call", lap_rate),
+    ]:
+        print(f"{label:55s} {r:12,.0f} {r / log_rate:12.3f} {r / lap_rate:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
