@@ -32,7 +32,7 @@ import hashlib
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -134,12 +134,12 @@ class RandomSource(abc.ABC):
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-def decode_draw(read: Any, precision: int) -> Draw:
+def decode_draw(read: Callable[[int], bytes], precision: int) -> Draw:
     """Decode one draw from ``read(n) -> bytes`` per format ``snapcore-draw-v1``."""
     return Draw(*_decode_raw(read, precision))
 
 
-def _decode_raw(read: Any, precision: int) -> tuple[int, int, int]:
+def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
     nbytes = (precision + 6) >> 3  # ceil((p - 1) / 8)
     block = read(8 + nbytes)
     whole = int.from_bytes(block, "big")
