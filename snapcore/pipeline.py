@@ -166,7 +166,9 @@ class Pipeline:
         :meth:`~snapcore.backend.Arithmetic.scale_add`), :func:`snap`, :func:`clamp`
         and :meth:`output`, in sequence.
         """
-        sign, um, ue = (draw.sign, draw.mantissa, draw.exponent) if isinstance(draw, Draw) else draw
+        if isinstance(draw, Draw):
+            draw = (draw.sign, draw.mantissa, draw.exponent)
+        sign, um, ue = draw
         k = snap(*self.arith.scale_add(self._lam, x, sign, (um, ue)), self._L)
         kmax = self._kmax
         if -kmax <= k <= kmax:  # clamp() would return (k, L) unchanged
