@@ -79,20 +79,14 @@ class MPFRArithmetic(Arithmetic):
         m, e = a.as_mantissa_exp()
         return (int(m), int(e))
 
-    def scale_add(
-        self, lam: Any, x: tuple[int, int], sign: int, u: tuple[int, int]
-    ) -> tuple[int, int]:
+    def noise(self, lam: Any, sign: int, u: tuple[int, int]) -> tuple[int, int]:
         # The base-class composition with the method calls inlined (same operations).
-        p = self.precision
-        if x[0].bit_length() > p or u[0].bit_length() > p:
-            return super().scale_add(lam, x, sign, u)  # validates and raises
+        if u[0].bit_length() > self.precision:
+            return super().noise(lam, sign, u)  # validates and raises
         ctx = self._local.ctx
-        noise = ctx.mul(lam, ctx.log(ctx.mul_2exp(u[0], u[1])))
-        y = ctx.add(ctx.mul_2exp(x[0], x[1]), noise if sign > 0 else ctx.minus(noise))
-        if not y:
-            return (0, 0)
-        m, e = y.as_mantissa_exp()
-        return (int(m), int(e))
+        n = ctx.mul(lam, ctx.log(ctx.mul_2exp(u[0], u[1])))
+        m, e = n.as_mantissa_exp()  # n != 0: U* < 1 so ln U* < 0
+        return (int(m) if sign > 0 else -int(m), int(e))
 
 
 class MPFRBackend(Backend):

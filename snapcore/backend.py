@@ -71,19 +71,17 @@ class Arithmetic(abc.ABC):
     def to_dyadic(self, a: Num) -> tuple[int, int]:
         """Contract: returns ``(m, e)`` with ``m * 2**e == a`` exactly (``(0, 0)`` for zero)."""
 
-    def scale_add(
-        self, lam: Num, x: tuple[int, int], sign: int, u: tuple[int, int]
-    ) -> tuple[int, int]:
-        """Stages *scale* and *add* in one call: ``y = RN(x + S·RN(λ·RN(ln U*)))`` as ``(m, e)``.
+    def noise(self, lam: Num, sign: int, u: tuple[int, int]) -> tuple[int, int]:
+        """Stage *scale*: ``N = S·RN(λ·RN(ln U*))`` as an exact ``(m, e)``.
 
         Contract: identical to composing :meth:`from_dyadic`, :meth:`ln`, :meth:`mul`,
-        :meth:`neg`, :meth:`add` and :meth:`to_dyadic` as written here.  A backend may
-        override it only to go faster; the conformance suite checks the two agree.
+        :meth:`neg` and :meth:`to_dyadic` as written here.  A backend may override it
+        only to go faster; the conformance suite checks the two agree.
         """
-        noise = self.mul(lam, self.ln(self.from_dyadic(*u)))
+        n = self.mul(lam, self.ln(self.from_dyadic(*u)))
         if sign < 0:
-            noise = self.neg(noise)
-        return self.to_dyadic(self.add(self.from_dyadic(*x), noise))
+            n = self.neg(n)
+        return self.to_dyadic(n)
 
 
 class Backend(abc.ABC):

@@ -259,7 +259,11 @@ class SnappingMechanism:
                     "value must contain only finite numbers; it contains nan or inf"
                 )
             flat = arr.reshape(-1)
-            xs = [pipe.centre(check_value(v)) for v in flat.tolist()]
+            centre = pipe.centre_ratio
+            if arr.dtype.kind == "f":  # finite, checked above
+                xs = [centre(*v.as_integer_ratio()) for v in flat.astype(np.float64).tolist()]
+            else:  # integers, exactly (int64 values beyond 2**53 stay exact)
+                xs = [centre(int(v), 1) for v in flat.tolist()]
             draws = self._draws_raw(len(xs))
             outs = np.array(pipe.run_many(xs, draws), dtype=np.float64).reshape(arr.shape)
             if isinstance(value, np.ndarray):

@@ -1,10 +1,18 @@
 """The snapping mechanism's stages, top to bottom (DESIGN.md §1, steps 4-9).
 
 ``sample -> scale -> add -> snap -> clamp -> output``.  Each stage is a small
-function; :class:`Pipeline` binds them to one calibration and one backend.  All
-p-bit arithmetic goes through the backend's :class:`~snapcore.backend.Arithmetic`;
-snapping and clamping are exact integer operations on ``(mantissa, exponent)``
-pairs, so no rounding happens there.
+function; :class:`Pipeline` binds them to one calibration and one backend.  The
+p-bit arithmetic of *scale* (LN and the product with λ) goes through the backend's
+:class:`~snapcore.backend.Arithmetic`; *add* rounds the exact sum once with the
+core's integer rounding; snapping and clamping are exact integer operations on
+``(mantissa, exponent)`` pairs, so no rounding happens there.
+
+The centred value ``x = clamp_b((v − c)/Δ)`` is kept **exact** (a rational), not
+rounded to p bits first: rounding it could stretch the distance between
+neighbouring inputs beyond 1 (by up to ``2·b·η``), which no term of Mironov's bound
+covers.  ``y = RN(x + N)`` is then the one rounding of step 6.  When ``(v − c)/Δ`` is
+a p-bit float (always when Δ = 1 and the value and centre are doubles within 2**64
+of each other), this is the same as rounding x first.
 """
 
 from __future__ import annotations
@@ -24,16 +32,30 @@ def sample(source: RandomSource, precision: int) -> Draw:
     return source.draw(precision)
 
 
-def scale(arith: Arithmetic, lam: Num, draw: Draw) -> Num:
-    """Stage 5, *scale*: ``N = S · RN(λ · RN(ln U*))``; the sign flip is exact."""
-    u = arith.from_dyadic(draw.mantissa, draw.exponent)
-    n = arith.mul(lam, arith.ln(u))
-    return n if draw.sign > 0 else arith.neg(n)
+def scale(arith: Arithmetic, lam: Num, draw: Draw) -> tuple[int, int]:
+    """Stage 5, *scale*: ``N = S · RN(λ · RN(ln U*))`` as ``(m, e)``; the sign flip is exact."""
+    return arith.noise(lam, draw.sign, (draw.mantissa, draw.exponent))
 
 
-def add(arith: Arithmetic, x: Num, noise: Num) -> Num:
-    """Stage 6, *add*: ``y = RN(clamp_b(x) + N)`` (``x`` is already clamped)."""
-    return arith.add(x, noise)
+def add(x: tuple[int, int], noise: tuple[int, int], precision: int) -> tuple[int, int]:
+    """Stage 6, *add*: ``y = RN(x + N)`` for the exact, clamped ``x = xn/xd`` (``xd > 0``).
+
+    The sum is formed exactly in integers and rounded once to ``precision`` bits,
+    to nearest, ties to even.
+    """
+    xn, xd = x
+    nm, ne = noise
+    if xd & (xd - 1) == 0:  # x is dyadic: xn·2**xe
+        xe = 1 - xd.bit_length()
+        e = min(xe, ne)
+        total = (xn << (xe - e)) + (nm << (ne - e))
+        if total.bit_length() <= precision:
+            return (total, e)
+        m, e2 = round_ratio(total, 1, precision)
+        return (m, e + e2)
+    if ne >= 0:
+        return round_ratio(xn + (nm << ne) * xd, xd, precision)
+    return round_ratio((xn << -ne) + nm * xd, xd << -ne, precision)
 
 
 def snap(m: int, e: int, granularity_log2: int) -> int:
@@ -102,42 +124,40 @@ class Pipeline:
         s = be - self._L
         self._kmax = bm << s if s >= 0 else bm >> -s
 
-    # -- step 1 for one value: x = RN((v - c)/Δ), then clamp_b(x) ----------------
+    # -- step 1 for one value: x = clamp_b((v - c)/Δ), exact ----------------------
     def centre(self, value: Fraction) -> tuple[int, int]:
-        """``clamp_b(RN((v − c)/Δ))`` as ``(m, e)``: step 1 and the inner clamp."""
+        """``x = clamp_b((v − c)/Δ)``, exactly, as ``(numerator, denominator)``."""
         return self.centre_ratio(value.numerator, value.denominator)
 
     def centre_ratio(self, vn: int, vd: int) -> tuple[int, int]:
         """:meth:`centre` for the value ``vn / vd`` (``vd > 0``)."""
         if self._trivial:
-            if vd & (vd - 1) == 0 and abs(vn).bit_length() <= self._p:
-                m, e = vn, 1 - vd.bit_length()  # exact already: no rounding needed
-            else:
-                m, e = round_ratio(vn, vd, self._p)
+            n, d = vn, vd
         elif self._d_log2 is not None and vd & (vd - 1) == 0:
-            # v − c = N·2**E exactly; x = N·2**(E − log2 Δ), rounded only if N is too long.
+            # v − c = n·2**E exactly and Δ = 2**d_log2: stay with powers of two.
             ve, ce, cm = 1 - vd.bit_length(), self._ce, self._cm
             E = min(ve, ce)
             n = (vn << (ve - E)) - (cm << (ce - E))
-            e = E - self._d_log2
-            if n.bit_length() <= self._p:
-                m = n
+            E -= self._d_log2
+            if E >= 0:
+                n, d = n << E, 1
             else:
-                m, e2 = round_ratio(n, 1, self._p)
-                e += e2
+                d = 1 << -E
         else:
             cn, cd = self._c
             dn, dd = self._d
             # (v - c) / Δ = (vn·cd − cn·vd)·dd / (vd·cd·dn)
-            m, e = round_ratio((vn * cd - cn * vd) * dd, vd * cd * dn, self._p)
-        if abs(m).bit_length() + e <= self._inside_log2:
-            return (m, e)
+            n, d = (vn * cd - cn * vd) * dd, vd * cd * dn
+        # Clamp exactly: |n/d| < 2**(bitlen(n) - bitlen(d) + 1), cheap test first.
+        if n.bit_length() - d.bit_length() + 1 <= self._inside_log2:
+            return (n, d)
         bm, be = self._b
-        if dyadic_cmp(m, e, bm, be) > 0:
-            return (bm, be)
-        if dyadic_cmp(m, e, -bm, be) < 0:
-            return (-bm, be)
-        return (m, e)
+        bn, bd = (bm << be, 1) if be >= 0 else (bm, 1 << -be)
+        if n * bd > bn * d:
+            return (bn, bd)
+        if n * bd < -bn * d:
+            return (-bn, bd)
+        return (n, d)
 
     def output(self, z: tuple[int, int]) -> float:
         """Step 9: ``c + Δ·z′`` rounded once to the nearest double, then clamped to
@@ -160,16 +180,13 @@ class Pipeline:
         return out
 
     def run(self, x: tuple[int, int], draw: tuple[int, int, int] | Draw) -> float:
-        """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``.
-
-        This is :func:`scale` and :func:`add` (fused in the backend's
-        :meth:`~snapcore.backend.Arithmetic.scale_add`), :func:`snap`, :func:`clamp`
-        and :meth:`output`, in sequence.
-        """
+        """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``:
+        :func:`scale`, :func:`add`, :func:`snap`, :func:`clamp` and :meth:`output`."""
         if isinstance(draw, Draw):
             draw = (draw.sign, draw.mantissa, draw.exponent)
         sign, um, ue = draw
-        k = snap(*self.arith.scale_add(self._lam, x, sign, (um, ue)), self._L)
+        y = add(x, self.arith.noise(self._lam, sign, (um, ue)), self._p)
+        k = snap(*y, self._L)
         kmax = self._kmax
         if -kmax <= k <= kmax:  # clamp() would return (k, L) unchanged
             return self.output((k, self._L))
@@ -179,33 +196,32 @@ class Pipeline:
         self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
     ) -> list[float]:
         """:meth:`run` over paired lists (same results, less per-element overhead)."""
-        scale_add, output, lam, L, kmax, b = (
-            self.arith.scale_add,
+        noise, output, lam, L, kmax, b, p = (
+            self.arith.noise,
             self.output,
             self._lam,
             self._L,
             self._kmax,
             self._b,
+            self._p,
         )
         out = []
         for x, (sign, um, ue) in zip(xs, draws, strict=True):
-            k = snap(*scale_add(lam, x, sign, (um, ue)), L)
+            k = snap(*add(x, noise(lam, sign, (um, ue)), p), L)
             out.append(output((k, L) if -kmax <= k <= kmax else clamp(k, L, b)))
         return out
 
     def stages(self, value: Fraction, draw: Draw) -> dict[str, object]:
         """Every intermediate of one run, exactly, for inspection and teaching."""
-        arith = self.arith
         x = self.centre(value)
-        noise = scale(arith, self._lam, draw)
-        y = add(arith, arith.from_dyadic(*x), noise)
-        ym, ye = arith.to_dyadic(y)
-        k = snap(ym, ye, self._L)
+        noise = scale(self.arith, self._lam, draw)
+        y = add(x, noise, self._p)
+        k = snap(*y, self._L)
         z = clamp(k, self._L, self._b)
         return {
-            "x": x,
-            "noise": arith.to_dyadic(noise),
-            "y": (ym, ye),
+            "x": Fraction(*x),
+            "noise": noise,
+            "y": y,
             "k": k,
             "z": z,
             "output": self.output(z),
