@@ -343,7 +343,7 @@ def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.floa
     if not finite.all():
         i = int(np.flatnonzero(~finite.ravel())[0])
         raise ParameterError(
-            f"x must hold finite doubles, got {arr.ravel()[i]!r} at flat index {i}"
+            f"x must hold finite doubles, got {float(arr.ravel()[i])!r} at flat index {i}"
         )
 
     u64 = np.uint64
@@ -373,7 +373,7 @@ def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.floa
     if over.any():
         i = int(np.flatnonzero(over.ravel())[0])
         raise SnapOverflowError(
-            f"snap_doubles: element {arr.ravel()[i]!r} at flat index {i} snaps to "
+            f"snap_doubles: element {float(arr.ravel()[i])!r} at flat index {i} snaps to "
             f"±2**1024 at granularity 2**{L}, not a finite double"
         )
     out = np.where(out_mag == u64(0), u64(0), out_mag | (neg << u64(63)))
