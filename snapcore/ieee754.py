@@ -81,7 +81,7 @@ def _from_bits(word: int) -> float:
 
 def _as_double(name: str, value: Any) -> float:
     """``value`` as a finite double, exactly, or a ParameterError naming ``name``."""
-    if isinstance(value, bool) or isinstance(value, np.bool_):
+    if isinstance(value, bool | np.bool_):
         raise ParameterError(f"{name} must be a finite double, got the bool {value!r}")
     if isinstance(value, float | np.floating) and np.dtype(type(value)).itemsize <= 8:
         f = float(value)
