@@ -69,18 +69,24 @@ class SnapOverflowError(SnapcoreError, OverflowError):
     """The nearest multiple of ``Λ`` is not a finite double (it is ``±2**1024``)."""
 
 
+_PACK_D = struct.Struct("<d")
+_PACK_Q = struct.Struct("<Q")
+
+
 def _bits(x: float) -> int:
-    word: int = struct.unpack("<Q", struct.pack("<d", x))[0]
+    word: int = _PACK_Q.unpack(_PACK_D.pack(x))[0]
     return word
 
 
 def _from_bits(word: int) -> float:
-    value: float = struct.unpack("<d", struct.pack("<Q", word))[0]
+    value: float = _PACK_D.unpack(_PACK_Q.pack(word))[0]
     return value
 
 
 def _as_double(name: str, value: Any) -> float:
     """``value`` as a finite double, exactly, or a ParameterError naming ``name``."""
+    if type(value) is float and math.isfinite(value):  # the common case, fast
+        return value
     if isinstance(value, bool | np.bool_):
         raise ParameterError(f"{name} must be a finite double, got the bool {value!r}")
     if isinstance(value, float | np.floating) and np.dtype(type(value)).itemsize <= 8:
