@@ -353,34 +353,36 @@ def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.floa
         )
 
     u64 = np.uint64
-    word = arr.view(u64)
+    word = arr.reshape(-1).view(u64)  # 1-d (a view: arr is C-contiguous)
     neg = word >> u64(63)
     mag = word & u64(_MAG_MASK)
-    exp_field = (mag >> u64(_FRAC_BITS)).astype(np.int64)
-    # y, the unbiased exponent of x/Λ; a subnormal x is treated as y = 52 − (L + 1074).
-    y = np.where(exp_field == 0, _FRAC_BITS - (L - MIN_GRANULARITY_LOG2), exp_field - _BIAS - L)
-    subnormal_small = (exp_field == 0) & (y < 0)  # |x| < 2**-1022 <= Λ/2: zero
-    # Case 2 for every element (shift amounts kept in [1, 52]; other lanes discarded).
-    t = (_FRAC_BITS - np.clip(y, 0, _FRAC_BITS - 1)).astype(u64)
-    half = (u64(1) << (t - u64(1))) - neg
-    rounded = (mag + half) >> t << t
-    # Case 3: Λ with x's sign, or +0 for the exact negative tie x = −Λ/2.
-    lam_word = u64(_bits(math.ldexp(1.0, L)))
-    neg_tie = (neg == u64(1)) & ((mag & u64(_FRAC_MASK)) == u64(0))
-    case3 = np.where(neg_tie, u64(0), lam_word)
-
-    out_mag = np.where(
-        y >= _FRAC_BITS,
-        mag,  # case 1
-        np.where(y >= 0, rounded, np.where(y == -1, case3, u64(0))),  # cases 2, 3, 4
-    )
-    out_mag = np.where(subnormal_small | (mag == u64(0)), u64(0), out_mag)
-    over = out_mag >= u64(_INF_WORD)
+    exp_field = (mag >> u64(_FRAC_BITS)).view(np.int64)
+    # t = 52 − y fraction bits below Λ, y the unbiased exponent of x/Λ; a subnormal x
+    # counts as exponent field 1 (its word is |x| / 2**−1074), i.e. t = L + 1074.
+    t = np.maximum(exp_field, 1)
+    np.subtract(_BIAS + _FRAC_BITS + L, t, out=t)
+    # Case 2 on every lane (shift kept in [1, 52]; lanes of other cases overwritten):
+    # add 2**(t−1), or 2**(t−1) − 1 for x < 0, to the word and clear its low t bits.
+    tc = np.clip(t, 1, _FRAC_BITS).view(u64)
+    out = u64(1) << (tc - u64(1))
+    out -= neg
+    out += mag
+    out >>= tc
+    out <<= tc
+    np.copyto(out, mag, where=t <= 0)  # case 1, y >= 52: already a multiple of Λ
+    beyond = t > _FRAC_BITS
+    if beyond.any():
+        out[beyond] = 0  # case 4, y < −1 (and subnormal |x| < 2**−1022 <= Λ/2)
+        # Case 3, y = −1 (normal x only): Λ, except the exact negative tie x = −Λ/2.
+        case3 = (t == _FRAC_BITS + 1) & (exp_field >= 1)
+        case3 &= ~((neg == u64(1)) & ((mag & u64(_FRAC_MASK)) == u64(0)))
+        out[case3] = _bits(math.ldexp(1.0, L))
+    over = out >= u64(_INF_WORD)
     if over.any():
         i = int(np.flatnonzero(over.ravel())[0])
         raise SnapOverflowError(
             f"snap_doubles: element {float(arr.ravel()[i])!r} at flat index {i} snaps to "
             f"±2**1024 at granularity 2**{L}, not a finite double"
         )
-    out = np.where(out_mag == u64(0), u64(0), out_mag | (neg << u64(63)))
-    return out.view(np.float64)
+    out |= (neg << u64(63)) * (out != u64(0))  # x's sign on non-zero results; zero is +0.0
+    return out.view(np.float64).reshape(arr.shape)
