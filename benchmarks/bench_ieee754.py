@@ -55,6 +55,21 @@ def main() -> None:
     naive = np.floor(x / lam + 0.5) * lam
     mismatches = int(np.count_nonzero(exact.view(np.uint64) != naive.view(np.uint64)))
 
+    # One ulp below the ties (k + 1/2)·Λ, k = 0 … 2**20, both signs: the exact snap
+    # rounds the magnitude down; floor(x/Λ + 0.5) can round up when the sum is inexact.
+    k = np.arange(2**20, dtype=np.float64) + 0.5
+    near = np.concatenate([np.nextafter(k, 0.0), -np.nextafter(k, np.inf)]) * lam
+    # Odd multiples k·Λ with 2**52 <= k < 2**53 are already snapped; x/Λ + 0.5 rounds
+    # to an even integer there, so the naive formula moves every one of them.
+    big = (2.0**52 + 2 * np.arange(2**19, dtype=np.float64) + 1) * lam
+    near = np.concatenate([near, big, -big])
+    near_bad = int(
+        np.count_nonzero(
+            snap_doubles(near, L).view(np.uint64)
+            != (np.floor(near / lam + 0.5) * lam).view(np.uint64)
+        )
+    )
+
     xs = x[: args.n_scalar].tolist()
 
     def scalar_bits() -> None:
@@ -80,6 +95,10 @@ def main() -> None:
     for name, t in rows:
         print(f"  {name:42s} {args.n / t:14,.0f} /s   snap_doubles is {t / t_vec:7.2f}x faster")
     print(f"  naive float formula differs from the exact snap on {mismatches:,} of {args.n:,}")
+    print(
+        f"  ... and on {near_bad:,} of {near.size:,} values one ulp inside a tie or odd "
+        "multiples >= 2**52·Λ (e.g. x = 0.49999999999999994·Λ: naive Λ, exact 0)"
+    )
 
 
 if __name__ == "__main__":

@@ -295,8 +295,9 @@ def snap_double(x: float, granularity: float) -> float:
 def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.float64]:
     """:func:`snap_double` vectorised: every element snapped to a multiple of ``2**L``.
 
-    The same four cases, computed on a ``uint64`` view with masks (no per-element
-    Python), bit-identical to ``snap_double(x_i, 2.0**L)`` for every element.
+    The same four cases, computed on a ``uint64`` view with whole-array integer
+    operations (no per-element Python), bit-identical to ``snap_double(x_i, 2.0**L)``
+    for every element.
 
     Parameters
     ----------
