@@ -16,17 +16,15 @@ subnormals).  The low 63 bits, ``E·2**52 + F`` with ``F = (m1…m52)₂``, are 
 *magnitude word*: as an integer it is increasing in ``|x|``, and inside one binade (and
 across the whole subnormal range) it is ``|x|`` divided by the binade's ulp.
 
-Departure from the seed's text
-------------------------------
-The seed rounds the *magnitude* of ``x/Λ`` half up (case 2 tests the half bit
-``m_{y+1}``; case 3 always rounds the magnitude up), so a negative exact tie goes away
-from zero: ``−Λ/2 ↦ −Λ`` and ``−3Λ/2 ↦ −2Λ``.  The mechanism's snap is
-``⌊x/Λ + 1/2⌋·Λ``, ties toward +∞: ``−Λ/2 ↦ 0`` and ``−3Λ/2 ↦ −Λ``.  Mironov's privacy
-proof is for that function, and these routines must agree bit for bit with the exact
-integer snap, so for negative ``x`` the magnitude is rounded half *down*: the only
-change is that an exact negative tie keeps the smaller magnitude.  Every zero result is
-``+0.0`` (``k = 0`` and ``0·Λ = +0``), including ``−0.0`` and negative ``x`` that snap
-to zero.
+**Departure from the seed's text.** The seed rounds the *magnitude* of ``x/Λ`` half up
+(case 2 tests the half bit ``m_{y+1}``; case 3 always rounds the magnitude up), so a
+negative exact tie goes away from zero: ``−Λ/2 ↦ −Λ`` and ``−3Λ/2 ↦ −2Λ``. The
+mechanism's snap is ``⌊x/Λ + 1/2⌋·Λ``, ties toward +∞: ``−Λ/2 ↦ 0`` and ``−3Λ/2 ↦ −Λ``.
+Mironov's privacy proof is for that function, and these routines must agree bit for bit
+with the exact integer snap, so for negative ``x`` the magnitude is rounded half *down*:
+the only change is that an exact negative tie keeps the smaller magnitude. Every zero
+result is ``+0.0`` (``k = 0`` and ``0·Λ = +0``), including ``−0.0`` and negative ``x``
+that snap to zero.
 """
 
 from __future__ import annotations
@@ -137,12 +135,10 @@ def power_of_two_exponent(granularity: float) -> int:
     g = _as_double("granularity", granularity)
     word = _bits(g)
     exp_field, frac = word >> _FRAC_BITS, word & _FRAC_MASK
-    if word & _SIGN or word == 0:
-        pass
-    elif exp_field == 0 and frac & (frac - 1) == 0:  # subnormal power of two
-        return frac.bit_length() - 1 + MIN_GRANULARITY_LOG2
-    elif exp_field != 0 and frac == 0:
+    if g > 0.0 and frac == 0:  # a normal power of two
         return exp_field - _BIAS
+    if g > 0.0 and exp_field == 0 and frac & (frac - 1) == 0:  # a subnormal one
+        return frac.bit_length() - 1 + MIN_GRANULARITY_LOG2
     raise ParameterError(
         "granularity must be a power of two 2**L with "
         f"{MIN_GRANULARITY_LOG2} <= L <= {MAX_GRANULARITY_LOG2}, got {g!r}"
