@@ -255,11 +255,13 @@ def test_zero_and_negative_zero_give_positive_zero():
 @pytest.mark.parametrize("L", LS)
 def test_exact_ties_go_toward_plus_infinity(L):
     g = math.ldexp(1.0, L)
+    checked = 0
     for k in (0, 1, 2, 7, 2**20, 2**52 - 1, -1, -2, -3, -(2**30) - 1, -(2**52)):
         tie = (k + Fraction(1, 2)) * Fraction(2) ** L
         if abs(tie) >= 2**1024 or Fraction(float(tie)) != tie:
             continue  # not a double (too large, or more than 53 bits / below 2**-1074)
         x = float(tie)
+        checked += 1
         if abs(Fraction(k + 1) * Fraction(2) ** L) >= 2**1024:
             with pytest.raises(SnapOverflowError):
                 snap_double(x, g)
@@ -269,6 +271,7 @@ def test_exact_ties_go_toward_plus_infinity(L):
         assert Fraction(got) == expected, (x, L)
         if expected == 0:
             assert math.copysign(1.0, got) == 1.0
+    assert checked >= (0 if L == -1074 else 4)  # at Λ = 2**-1074 no double is a tie
 
 
 def test_negative_ties_departure_from_seed_text():
