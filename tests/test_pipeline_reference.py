@@ -168,7 +168,6 @@ def test_reference_rounding_hand_cases():
 
 def test_reference_ln_against_mpmath():
     import mpmath
-
     from snapref import ln_rn
 
     ctx = mpmath.MPContext()

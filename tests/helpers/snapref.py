@@ -77,10 +77,8 @@ def round_p(q: Fraction, p: int, mode: str = RN) -> Fraction:
     if frac == 0:
         n = lo
     elif mode == RN:
-        if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and lo % 2 == 1):
-            n = lo + 1
-        else:
-            n = lo
+        half = Fraction(1, 2)
+        n = lo + 1 if frac > half or (frac == half and lo % 2 == 1) else lo
     elif mode == RZ:
         n = lo
     elif mode == RU:
