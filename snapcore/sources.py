@@ -208,8 +208,12 @@ class SeededSource(ByteSource):
 
     **Not for production releases**: anyone who knows the seed knows the noise.
     The stream is BLAKE2b in counter mode: block ``i`` (64 bytes) is
-    ``blake2b(i.to_bytes(16, "big"), key=blake2b(b"snapcore-seeded-v1" + seed))``.
-    It is stable across versions and platforms.
+    ``blake2b(i.to_bytes(16, "big"), key=K)`` with the 64-byte key
+    ``K = blake2b(b"snapcore-seeded-v1" + raw)``, where ``raw`` is ``b"i"`` followed
+    by the int seed in big-endian bytes (as few as possible, at least one), or
+    ``b"s"`` followed by the UTF-8 text, or ``b"b"`` followed by the bytes.  The
+    blocks are concatenated and decoded per ``snapcore-draw-v1``.  It is stable
+    across versions and platforms.
 
     Parameters
     ----------
