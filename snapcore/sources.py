@@ -96,15 +96,15 @@ def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "
     if den & (den - 1):
         raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {u!r}")
     num = q.numerator
-    shift = precision - num.bit_length()
-    mantissa = num << shift
-    exponent = -(den.bit_length() - 1) - shift
     # num is odd (Fraction is reduced), so its bit length is its significant width.
     if num.bit_length() > precision:
         raise ParameterError(
             f"{name} must be a p-bit float with p = {precision}, got {u!r} "
             f"which needs {num.bit_length()} bits"
         )
+    shift = precision - num.bit_length()
+    mantissa = num << shift
+    exponent = -(den.bit_length() - 1) - shift
     return Draw(sign=sign, mantissa=mantissa, exponent=exponent)
 
 
