@@ -23,7 +23,7 @@ from stattests import ALPHA, binomial_two_sided, chi_square, counts
 import snapcore
 from snapcore import ReplaySource, SeededSource, SourceExhaustedError, SystemSource
 from snapcore.errors import ParameterError
-from snapcore.sources import ByteSource, Draw, decode_draw
+from snapcore.sources import ByteSource, Draw
 
 FAST, SLOW = 20_000, 1_000_000
 
@@ -159,8 +159,14 @@ def blake2b_stream(raw: bytes, nbytes: int) -> bytes:
 
 @pytest.mark.parametrize(
     ("seed", "raw"),
-    [(0, b"i\x00"), (1, b"i\x01"), (2**70 + 5, b"i" + (2**70 + 5).to_bytes(9, "big")),
-     ("snap", b"ssnap"), (b"\x00\xff", b"b\x00\xff"), ("é", b"s\xc3\xa9")],
+    [
+        (0, b"i\x00"),
+        (1, b"i\x01"),
+        (2**70 + 5, b"i" + (2**70 + 5).to_bytes(9, "big")),
+        ("snap", b"ssnap"),
+        (b"\x00\xff", b"b\x00\xff"),
+        ("é", b"s\xc3\xa9"),
+    ],
 )
 def test_seeded_stream_is_blake2b_counter_mode(seed, raw):
     stream = blake2b_stream(raw, 23 * 40 + 64)
@@ -339,8 +345,9 @@ def test_exact_cdf_identity_small_precision():
             assert exact_cdf(u, p) == u + ulp
 
 
-@pytest.mark.parametrize("n", [pytest.param(FAST, id="fast"),
-                               pytest.param(SLOW, id="large", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "n", [pytest.param(FAST, id="fast"), pytest.param(SLOW, id="large", marks=pytest.mark.slow)]
+)
 def test_u_star_cell_probabilities_at_three_bits(n):
     """At p = 3 every value's probability (its ulp) is large enough to see: a
     chi-square over all values, and binomial tests of P(U* <= u) = u + ulp_p(u)

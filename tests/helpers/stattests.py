@@ -37,7 +37,10 @@ def chi_square_sf(statistic: float, dof: int) -> float:
 
 
 def chi_square(
-    observed: Mapping[object, int], expected_prob: Mapping[object, object], *, min_expected: float = 5
+    observed: Mapping[object, int],
+    expected_prob: Mapping[object, object],
+    *,
+    min_expected: float = 5,
 ) -> tuple[float, float, int]:
     """Pearson's chi-square of ``observed`` counts against exact cell probabilities.
 
@@ -95,10 +98,7 @@ def binomial_two_sided(k: int, n: int, p: object) -> float:
     q = float(p)  # type: ignore[arg-type]
     if not 0 < q < 1:
         return 1.0 if k == round(q * n) else 0.0
-    if k >= n * q:
-        tail = _binomial_tail(k, n, q, +1)
-    else:
-        tail = _binomial_tail(k, n, q, -1)
+    tail = _binomial_tail(k, n, q, +1) if k >= n * q else _binomial_tail(k, n, q, -1)
     return min(1.0, 2 * tail)
 
 
