@@ -31,7 +31,7 @@ def check_value(value: Any, name: str = "value") -> Fraction:
             f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
         )
     if isinstance(value, numbers.Rational):
-        return Fraction(value.numerator, value.denominator)
+        return Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
     f = float(value)
     if not math.isfinite(f):
         raise ParameterError(f"{name} must be a finite real number, got {f!r}")

@@ -47,7 +47,7 @@ def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
             f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
         )
     if isinstance(value, numbers.Rational):
-        q = Fraction(value.numerator, value.denominator)
+        q = Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
     else:
         f = float(value)
         if not math.isfinite(f):
