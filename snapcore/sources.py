@@ -87,8 +87,8 @@ def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "
         raise ParameterError(
             f"{name} must be a fractions.Fraction or float in (0, 1), got {type(u).__name__} {u!r}"
         )
-    if isinstance(u, float) and u != u:
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got nan")
+    if isinstance(u, float) and (u != u or u in (float("inf"), float("-inf"))):
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
     q = Fraction(u) if isinstance(u, float) else u
     if not 0 < q < 1:
         raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
