@@ -235,7 +235,12 @@ def calibrate(
             raise ParameterError(f"bound must be a finite number > 0, got {bound!r}")
         lower, upper = -bq, bq
     else:
-        if isinstance(bounds, str | bytes) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+        if (
+            isinstance(bounds, str | bytes)
+            or not hasattr(bounds, "__len__")
+            or not hasattr(bounds, "__getitem__")
+            or len(bounds) != 2
+        ):
             raise ParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}")
         lower = _exact_double("bounds[0] (lower)", bounds[0])
         upper = _exact_double("bounds[1] (upper)", bounds[1])
