@@ -276,7 +276,8 @@ def calibrate(
     L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
     if bq > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
-            "bounds are too wide for epsilon: the half-width over the sensitivity, "
+            f"bounds are too wide for epsilon = {epsilon!r}: the half-width over the "
+            "sensitivity, "
             f"B/sensitivity = {float(q)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} * Lambda = "
             f"{float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = 2**{L}, the "
             "granularity for this epsilon), so that every output grid point is an exact "
