@@ -291,3 +291,30 @@ def test_tie_goes_to_plus_infinity():
         for sign in (1, -1):
             assert reference_stages(ref, v, u, sign)["y"] == v  # a true tie
             assert mech.transform(v, u, sign) == want
+
+
+@settings(SETTINGS, max_examples=150)
+@given(kw=parameters(), data=st.data())
+def test_every_stage_matches_reference(kw, data):
+    """Stage by stage (x, N, y, k, z′): a failure names the first stage that differs."""
+    from snapcore.dyadic import to_fraction
+    from snapcore.pipeline import Pipeline
+    from snapcore.sources import draw_from_u
+
+    try:
+        ref = reference_for(kw)
+    except RefInvalid:
+        return
+    mech = SnappingMechanism(**kw, source="system")
+    pipe = Pipeline(mech.calibration, mech.backend.arithmetic(mech.precision))
+    value = data.draw(value_strategy(kw), label="value")
+    u = data.draw(u_strategy(ref.precision), label="u")
+    sign = data.draw(st.sampled_from([1, -1]), label="sign")
+    want = reference_stages(ref, value, Fraction(u), sign)
+    got = pipe.stages(Fraction(value), draw_from_u(u, sign, mech.precision))
+    assert to_fraction(*got["x"]) == want["x"]
+    assert to_fraction(*got["noise"]) == want["noise"]
+    assert to_fraction(*got["y"]) == want["y"]
+    assert got["k"] == want["k"]
+    assert to_fraction(*got["z"]) == want["z"]
+    assert bits(got["output"]) == bits(want["output"])
