@@ -207,8 +207,7 @@ def _check_entry_point_names() -> None:
             first = seen.setdefault(ep.name, (where, ep.value))
             if first[1] != ep.value:
                 raise PluginError(
-                    f"plugin name {ep.name!r} is declared twice: by {first[0]} "
-                    f"and by {where}"
+                    f"plugin name {ep.name!r} is declared twice: by {first[0]} and by {where}"
                 )
 
 
