@@ -318,3 +318,11 @@ def test_every_stage_matches_reference(kw, data):
     assert got["k"] == want["k"]
     assert to_fraction(*got["z"]) == want["z"]
     assert bits(got["output"]) == bits(want["output"])
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=5000)
+@given(kw=parameters(), data=st.data())
+def test_transform_matches_reference_large(kw, data):
+    """The bit-for-bit comparison with many more examples (run with -m slow)."""
+    test_transform_matches_reference.hypothesis.inner_test(kw, data)
