@@ -31,7 +31,7 @@ def check_value(value: Any, name: str = "value") -> Fraction:
             f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
         )
     if isinstance(value, numbers.Rational):
-        return Fraction(int(value.numerator), int(value.denominator))
+        return Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
     f = float(value)
     if not math.isfinite(f):
         raise ParameterError(f"{name} must be a finite real number, got {f!r}")
@@ -249,6 +249,11 @@ class SnappingMechanism:
         if isinstance(value, np.ndarray) or (
             isinstance(value, Sequence) and not isinstance(value, str | bytes)
         ):
+            if not isinstance(value, np.ndarray):
+                # Check the elements as given, before NumPy coerces them (True would
+                # become 1.0) or chokes on ragged rows.
+                for v in np.asarray(value, dtype=object).reshape(-1):
+                    check_value(v, "each element of value")
             arr = np.asarray(value)
             if arr.dtype == object or arr.dtype.kind not in "iuf":
                 raise ParameterError(

@@ -47,7 +47,7 @@ def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
             f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
         )
     if isinstance(value, numbers.Rational):
-        q = Fraction(int(value.numerator), int(value.denominator))
+        q = Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
     else:
         f = float(value)
         if not math.isfinite(f):
@@ -235,7 +235,12 @@ def calibrate(
             raise ParameterError(f"bound must be a finite number > 0, got {bound!r}")
         lower, upper = -bq, bq
     else:
-        if isinstance(bounds, str | bytes) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+        if (
+            isinstance(bounds, str | bytes)
+            or not hasattr(bounds, "__len__")
+            or not hasattr(bounds, "__getitem__")
+            or len(bounds) != 2
+        ):
             raise ParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}")
         lower = _exact_double("bounds[0] (lower)", bounds[0])
         upper = _exact_double("bounds[1] (upper)", bounds[1])
@@ -271,7 +276,8 @@ def calibrate(
     L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
     if bq > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
-            "bounds are too wide for epsilon: the half-width over the sensitivity, "
+            f"bounds are too wide for epsilon = {epsilon!r}: the half-width over the "
+            "sensitivity, "
             f"B/sensitivity = {float(q)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} * Lambda = "
             f"{float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = 2**{L}, the "
             "granularity for this epsilon), so that every output grid point is an exact "

@@ -186,6 +186,31 @@ class Registries:
             registry._current_plugin = "<direct>"
 
 
+def _check_entry_point_names() -> None:
+    """Refuse two entry points with one name but different targets.
+
+    pluggy keeps the first entry point of a name and silently skips the others, so
+    a third-party plugin named like a built-in (``sources``) would replace it, or be
+    dropped, depending on ``sys.path`` order.  The same target seen twice (one
+    distribution found on two paths) is fine.
+    """
+    import importlib.metadata
+
+    seen: dict[str, tuple[str, str]] = {
+        name: ("snapcore (built-in)", modname) for name, modname in BUILTIN_PLUGINS.items()
+    }
+    for dist in importlib.metadata.distributions():
+        for ep in dist.entry_points:
+            if ep.group != hookspecs.PROJECT_NAME:
+                continue
+            where = f"{dist.metadata['Name']} ({ep.value})"
+            first = seen.setdefault(ep.name, (where, ep.value))
+            if first[1] != ep.value:
+                raise PluginError(
+                    f"plugin name {ep.name!r} is declared twice: by {first[0]} and by {where}"
+                )
+
+
 def make_plugin_manager(
     *, entry_points: bool = True, builtins: bool = True
 ) -> pluggy.PluginManager:
@@ -201,6 +226,7 @@ def make_plugin_manager(
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     if entry_points:
+        _check_entry_point_names()
         pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
     if builtins:
         for name, modname in BUILTIN_PLUGINS.items():

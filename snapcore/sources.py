@@ -88,8 +88,8 @@ def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "
         raise ParameterError(
             f"{name} must be a fractions.Fraction or float in (0, 1), got {type(u).__name__} {u!r}"
         )
-    if isinstance(u, float) and u != u:
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got nan")
+    if isinstance(u, float) and (u != u or u in (float("inf"), float("-inf"))):
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
     q = Fraction(u) if isinstance(u, float) else u
     if not 0 < q < 1:
         raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
@@ -97,15 +97,15 @@ def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "
     if den & (den - 1):
         raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {u!r}")
     num = q.numerator
-    shift = precision - num.bit_length()
-    mantissa = num << shift
-    exponent = -(den.bit_length() - 1) - shift
     # num is odd (Fraction is reduced), so its bit length is its significant width.
     if num.bit_length() > precision:
         raise ParameterError(
             f"{name} must be a p-bit float with p = {precision}, got {u!r} "
             f"which needs {num.bit_length()} bits"
         )
+    shift = precision - num.bit_length()
+    mantissa = num << shift
+    exponent = -(den.bit_length() - 1) - shift
     return Draw(sign=sign, mantissa=mantissa, exponent=exponent)
 
 
@@ -250,8 +250,12 @@ class SeededSource(ByteSource):
 
     **Not for production releases**: anyone who knows the seed knows the noise.
     The stream is BLAKE2b in counter mode: block ``i`` (64 bytes) is
-    ``blake2b(i.to_bytes(16, "big"), key=blake2b(b"snapcore-seeded-v1" + seed))``.
-    It is stable across versions and platforms.
+    ``blake2b(i.to_bytes(16, "big"), key=K)`` with the 64-byte key
+    ``K = blake2b(b"snapcore-seeded-v1" + raw)``, where ``raw`` is ``b"i"`` followed
+    by the int seed in big-endian bytes (as few as possible, at least one), or
+    ``b"s"`` followed by the UTF-8 text, or ``b"b"`` followed by the bytes.  The
+    blocks are concatenated and decoded per ``snapcore-draw-v1``.  It is stable
+    across versions and platforms.
 
     Parameters
     ----------

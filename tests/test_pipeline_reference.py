@@ -1,0 +1,328 @@
+"""``SnappingMechanism.transform`` agrees bit for bit with an independent exact reference.
+
+The reference (``tests/helpers/snapref.py``) is written from DESIGN.md §1 with its
+own rational rounding and a Ziv-checked MPFR logarithm at higher precision; it
+shares no code with snapcore.  Hypothesis generates the parameters (tiny and huge ε,
+sensitivities that are not powers of two, symmetric and asymmetric bounds, explicit
+precisions above the minimum), the values (inside, far outside, negative, tiny,
+non-dyadic) and the draws (generic, ``u`` near 1, ``u`` deep in the tail).
+
+Reproduce a failure with the ``@reproduce_failure`` line hypothesis prints, or with
+the printed ``kwargs``/``value``/``u``/``sign`` fed to ``transform`` and to
+``snapref.reference_transform``.
+"""
+
+from __future__ import annotations
+
+import struct
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, assume, event, example, given, settings
+from hypothesis import strategies as st
+from snapref import (
+    RN,
+    RU,
+    RZ,
+    RefInvalid,
+    ceil_log2,
+    reference_calibration,
+    reference_stages,
+    required_precision,
+    round_p,
+)
+
+from snapcore import ParameterError, SnappingMechanism
+from snapcore.dyadic import Rounding, round_fraction, to_fraction
+
+SETTINGS = settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def bits(x: float) -> bytes:
+    """The IEEE-754 bit pattern (distinguishes 0.0 from -0.0)."""
+    return struct.pack("<d", x)
+
+
+# -- strategies ---------------------------------------------------------------------
+
+EPSILONS = [2.0**-60, 2.0**-20, 1e-5, 0.01, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 8.0, 64.0]
+SENSITIVITIES = [1, 1.0, 0.1, 3, 3.0, 0.5, 2.0**-10, 7.25, 1000.0, 1e-3]
+
+
+@st.composite
+def parameters(draw: st.DrawFn) -> dict:
+    """Keyword arguments for SnappingMechanism (may violate the upper condition)."""
+    eps = draw(
+        st.sampled_from(EPSILONS)
+        | st.floats(min_value=2.0**-60, max_value=64.0, allow_nan=False, allow_infinity=False)
+    )
+    delta = draw(
+        st.sampled_from(SENSITIVITIES)
+        | st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
+    )
+    # Half-width in sensitivity units, relative to the noise scale 1/ε: from far
+    # below λ (mostly clamped) to beyond 2**52·Λ (refused).
+    j = draw(st.integers(min_value=-12, max_value=56))
+    frac = draw(st.floats(min_value=1.0, max_value=2.0))
+    half = float(delta) * frac * 2.0**j / eps
+    assume(0 < half < 1e300)
+    kw: dict = {"epsilon": eps, "sensitivity": delta}
+    if draw(st.booleans()):
+        kw["bound"] = half
+    else:
+        centre = half * draw(st.sampled_from([0.0, 0.5, -1.0, 3.0]) | st.floats(-1e3, 1e3))
+        lower, upper = centre - half, centre + half
+        assume(lower < upper)
+        kw["bounds"] = (lower, upper)
+    extra = draw(st.sampled_from([None, None, 0, 1, 7, 64, 130]))
+    if extra is not None:
+        lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+        need = required_precision(
+            Fraction(eps), (Fraction(upper) - Fraction(lower)) / 2 / Fraction(delta)
+        )
+        kw["precision"] = need + extra
+    return kw
+
+
+def u_strategy(p: int) -> st.SearchStrategy[Fraction | float]:
+    """p-bit floats in (0, 1): generic, near 1, deep in the tail, short, as floats."""
+    top = 1 << (p - 1)
+    mant = st.integers(min_value=0, max_value=top - 1)
+    generic = st.builds(lambda e, m: Fraction(top + m, 1 << (p - 1 + e)), st.integers(1, 70), mant)
+    tail = st.builds(
+        lambda e, m: Fraction(top + m, 1 << (p - 1 + e)), st.integers(900, 40000), mant
+    )
+    near_one = st.builds(lambda k: 1 - Fraction(k, 1 << p), st.integers(1, 1 << 20))
+    short = st.builds(
+        lambda k, e: Fraction(2 * k + 1, 1 << e), st.integers(0, 7), st.integers(4, 2000)
+    ).filter(lambda q: q < 1)
+    as_float = st.floats(min_value=5e-324, max_value=1.0, exclude_max=True)
+    return generic | tail | near_one | short | as_float
+
+
+def value_strategy(kw: dict) -> st.SearchStrategy:
+    lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+    width = upper - lower
+    inside = st.floats(min_value=lower, max_value=upper)
+    near_edges = st.sampled_from([lower, upper, (lower + upper) / 2]) | st.builds(
+        lambda t: lower + t * width, st.floats(-0.01, 1.01)
+    )
+    far = st.sampled_from([-1e300, 1e300, -5e-324, 5e-324, 0.0, -0.0, 1e18, -1e18]) | st.builds(
+        lambda t: (lower + upper) / 2 + t * width, st.sampled_from([-1e6, 1e6, -17.0, 40.0])
+    )
+    other = st.integers(-(10**20), 10**20) | st.builds(
+        Fraction, st.integers(-(10**6), 10**6), st.integers(1, 10**6)
+    )
+    anyfloat = st.floats(allow_nan=False, allow_infinity=False)
+    return inside | near_edges | far | other | anyfloat
+
+
+def reference_for(kw: dict):
+    lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+    return reference_calibration(
+        epsilon=kw["epsilon"],
+        sensitivity=kw.get("sensitivity", 1),
+        lower=lower,
+        upper=upper,
+        precision=kw.get("precision"),
+    )
+
+
+def check_calibration(mech: SnappingMechanism, ref) -> None:
+    assert mech.precision == ref.precision
+    assert mech.epsilon == ref.epsilon
+    assert mech.sensitivity == ref.sensitivity
+    assert mech.clamp_bound == ref.b
+    assert mech.epsilon_prime == ref.epsilon_prime
+    assert mech.scale == ref.scale
+    assert mech.granularity == ref.granularity
+    cal = mech.calibration
+    assert cal.center == ref.center and cal.half_width == ref.half_width
+    assert (cal.lower, cal.upper) == (ref.lower, ref.upper)
+    # Mironov's bound holds by construction, and exactly.
+    eta = Fraction(1, 1 << ref.precision)
+    assert mech.privacy.bound == ref.epsilon_prime * (1 + 12 * ref.b * eta) + 2 * eta
+    assert mech.privacy.bound <= ref.epsilon
+
+
+# -- the reference's own sanity (it must be right before it judges) -----------------
+
+
+def test_reference_rounding_hand_cases():
+    # 1/3 at 2 bits: 0.0101..b -> 0.011b (3/8) is nearer than 0.010b (1/4)
+    assert round_p(Fraction(1, 3), 2, RN) == Fraction(3, 8)
+    assert round_p(Fraction(1, 3), 2, RZ) == Fraction(1, 4)
+    assert round_p(Fraction(-1, 3), 2, RU) == Fraction(-1, 4)
+    # ties to even: 5/4 at 2 bits lies between 1 (even mantissa 10b) and 3/2 (11b)
+    assert round_p(Fraction(5, 4), 2, RN) == 1
+    assert round_p(Fraction(7, 4), 2, RN) == 2  # tie between 3/2 (11b) and 2 (10b)
+    assert round_p(Fraction(2**118 - 1, 2**118), 118, RN) == Fraction(2**118 - 1, 2**118)
+    assert round_p(Fraction(2**119 - 1, 2**119), 118, RN) == 1  # tie, to even
+    assert ceil_log2(Fraction(1)) == 0 and ceil_log2(Fraction(3)) == 2
+    assert ceil_log2(Fraction(1, 3)) == -1 and ceil_log2(Fraction(1, 4)) == -2
+
+
+def test_reference_ln_against_mpmath():
+    import mpmath
+    from snapref import ln_rn
+
+    ctx = mpmath.MPContext()
+    ctx.prec = 600
+
+    for u in [Fraction(1, 2), Fraction(3, 4), 1 - Fraction(1, 2**118), Fraction(1, 2**900)]:
+        got = ln_rn(u, 118)
+        exact = ctx.log(ctx.mpf(u.numerator) / u.denominator)
+        assert (
+            abs(ctx.mpf(got.numerator) / got.denominator - exact)
+            <= abs(exact) * ctx.mpf(2) ** -118
+        )
+
+
+# -- the core's p-bit rounding against the reference's -----------------------------
+
+
+@SETTINGS
+@given(
+    num=st.integers(-(10**60), 10**60).filter(bool),
+    den=st.integers(1, 10**45),
+    p=st.sampled_from([2, 3, 24, 53, 118, 119, 200]),
+    mode=st.sampled_from(list(Rounding)),
+)
+@example(
+    num=2202183421838573241164797427557637853351,
+    den=187979873232015069465288371270,
+    p=118,
+    mode=Rounding.UP,
+)
+def test_round_fraction_matches_reference(num, den, p, mode):
+    names = {
+        Rounding.NEAREST: "RN",
+        Rounding.TOWARD_ZERO: "RZ",
+        Rounding.UP: "RU",
+        Rounding.DOWN: "RD",
+    }
+    q = Fraction(num, den)
+    assert to_fraction(*round_fraction(q, p, mode)) == round_p(q, p, names[mode]), (q, p, mode)
+
+
+# -- calibration and transform ------------------------------------------------------
+
+
+@SETTINGS
+@given(kw=parameters(), data=st.data())
+def test_transform_matches_reference(kw, data):
+    try:
+        ref = reference_for(kw)
+    except RefInvalid:
+        event("refused (upper condition)")
+        with pytest.raises(ParameterError):
+            SnappingMechanism(**kw, source="system")
+        return
+    mech = SnappingMechanism(**kw, source="system")
+    check_calibration(mech, ref)
+    values = value_strategy(kw)
+    us = u_strategy(ref.precision)
+    for _ in range(3):
+        value = data.draw(values, label="value")
+        u = data.draw(us, label="u")
+        sign = data.draw(st.sampled_from([1, -1]), label="sign")
+        want = reference_stages(ref, value, Fraction(u), sign)
+        got = mech.transform(value, u, sign)
+        z = want["z"]
+        event("z clamped" if abs(z) == ref.b else "z inside")
+        assert bits(got) == bits(want["output"]), (kw, value, u, sign, want)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"epsilon": 1.0, "bound": 8.0},
+        {"epsilon": 2.0**-60, "sensitivity": 3, "bounds": (-1e20, 3e20)},
+        {"epsilon": 64.0, "sensitivity": 0.1, "bounds": (10.0, 10.5)},
+        {"epsilon": 0.5, "sensitivity": 0.1, "bound": 1e6, "precision": 300},
+        {"epsilon": 1.0, "sensitivity": 1, "bound": 0.25},  # B <= λ: allowed
+    ],
+    ids=["plain", "tiny-eps", "huge-eps", "explicit-precision", "B-below-lambda"],
+)
+def test_extreme_draws(kw):
+    """The edges of U*: nearest to 1, tiny exponents, pure powers of two, both signs."""
+    ref = reference_for(kw)
+    mech = SnappingMechanism(**kw, source="system")
+    check_calibration(mech, ref)
+    p = ref.precision
+    lo, hi = mech.bounds
+    draws = [1 - Fraction(k, 1 << p) for k in (1, 2, 3, 1000)]
+    draws += [Fraction(1, 2), Fraction(1, 2**900), Fraction(3, 2**1001), Fraction(1, 2**20000)]
+    draws += [Fraction((1 << p) - 1, 1 << (p + 900)), 2.0**-1074, 0.5, 1 - 2.0**-53]
+    values = [lo, hi, (lo + hi) / 2, lo - 1e9 * (hi - lo), hi * 1e9 + 1e9, -hi, 0.0]
+    for u in draws:
+        for sign in (1, -1):
+            for v in values:
+                want = reference_stages(ref, v, Fraction(u), sign)["output"]
+                assert bits(mech.transform(v, u, sign)) == bits(want), (kw, v, u, sign)
+
+
+def test_tail_is_clamped_and_near_one_is_centre():
+    """Hand-checkable consequences: deep-tail draws saturate at the bounds;
+    u = 1 - 2**-p gives noise of magnitude λ·2**-p, which snaps back to x's grid point."""
+    mech = SnappingMechanism(epsilon=1.0, bounds=(-8.0, 8.0), source="system")
+    p = mech.precision
+    assert mech.transform(0.0, Fraction(1, 2**900), 1) == -8.0
+    assert mech.transform(0.0, Fraction(1, 2**900), -1) == 8.0
+    u = 1 - Fraction(1, 1 << p)
+    for v, want in [(0.0, 0.0), (2.9, 2.0), (3.1, 4.0), (-3.1, -4.0), (1e9, 8.0), (-1e9, -8.0)]:
+        for sign in (1, -1):
+            assert mech.transform(v, u, sign) == want
+
+
+def test_tie_goes_to_plus_infinity():
+    """Exact ties: with u = 1 - 2**-p the noise is about 2**-p, below half an ulp of
+    3 and 5 at p bits, so y = v exactly, an odd multiple of Λ/2 = 1: snapped up."""
+    kw = {"epsilon": 1.0, "sensitivity": 1, "bounds": (-8.0, 8.0)}
+    mech = SnappingMechanism(**kw, source="system")
+    ref = reference_for(kw)
+    assert mech.granularity == 2
+    u = 1 - Fraction(1, 1 << mech.precision)
+    for v, want in [(3.0, 4.0), (-3.0, -2.0), (5.0, 6.0), (-5.0, -4.0)]:
+        for sign in (1, -1):
+            assert reference_stages(ref, v, u, sign)["y"] == v  # a true tie
+            assert mech.transform(v, u, sign) == want
+
+
+@settings(SETTINGS, max_examples=150)
+@given(kw=parameters(), data=st.data())
+def test_every_stage_matches_reference(kw, data):
+    """Stage by stage (x, N, y, k, z′): a failure names the first stage that differs."""
+    from snapcore.dyadic import to_fraction
+    from snapcore.pipeline import Pipeline
+    from snapcore.sources import draw_from_u
+
+    try:
+        ref = reference_for(kw)
+    except RefInvalid:
+        return
+    mech = SnappingMechanism(**kw, source="system")
+    pipe = Pipeline(mech.calibration, mech.backend.arithmetic(mech.precision))
+    value = data.draw(value_strategy(kw), label="value")
+    u = data.draw(u_strategy(ref.precision), label="u")
+    sign = data.draw(st.sampled_from([1, -1]), label="sign")
+    want = reference_stages(ref, value, Fraction(u), sign)
+    got = pipe.stages(Fraction(value), draw_from_u(u, sign, mech.precision))
+    assert to_fraction(*got["x"]) == want["x"]
+    assert to_fraction(*got["noise"]) == want["noise"]
+    assert to_fraction(*got["y"]) == want["y"]
+    assert got["k"] == want["k"]
+    assert to_fraction(*got["z"]) == want["z"]
+    assert bits(got["output"]) == bits(want["output"])
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=5000)
+@given(kw=parameters(), data=st.data())
+def test_transform_matches_reference_large(kw, data):
+    """The bit-for-bit comparison with many more examples (run with -m slow)."""
+    test_transform_matches_reference.hypothesis.inner_test(kw, data)

@@ -1,0 +1,521 @@
+"""The plugin system: real entry-point discovery, duplicates, selection by name,
+built-ins declared like third-party plugins, hookspecs documented and implemented,
+unavailable backends.
+
+Third-party plugins are written here as real distributions: a module and a
+``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt`` in a temporary
+directory put on ``sys.path``, found by ``importlib.metadata`` exactly as an
+installed package would be.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import sys
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import tomllib
+
+import snapcore
+import snapcore.plugins
+from snapcore import (
+    BackendUnavailableError,
+    ParameterError,
+    PluginError,
+    ReplaySource,
+    SnappingMechanism,
+    hookspecs,
+)
+from snapcore.plugins import BUILTIN_PLUGINS, get_registries, make_plugin_manager
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A correctly rounded backend on exact rationals, built on the independent reference's
+# rounding and Ziv-checked logarithm: a genuine second implementation of Arithmetic.
+REF_BACKEND = '''
+from fractions import Fraction
+
+import snapcore
+import snapcore.sources
+import snapref
+from snapcore import Arithmetic, Backend, hookimpl
+
+
+class RefArithmetic(Arithmetic):
+    def __init__(self, precision):
+        self.precision = precision
+
+    def from_dyadic(self, m, e):
+        q = Fraction(m) * Fraction(2) ** e
+        if snapref.round_p(q, self.precision, "RZ") != q:
+            raise ValueError("more than p bits")
+        return q
+
+    def convert(self, q):
+        return snapref.round_p(Fraction(q), self.precision)
+
+    def add(self, a, b):
+        return snapref.round_p(a + b, self.precision)
+
+    def sub(self, a, b):
+        return snapref.round_p(a - b, self.precision)
+
+    def mul(self, a, b):
+        return snapref.round_p(a * b, self.precision)
+
+    def div(self, a, b):
+        return snapref.round_p(a / b, self.precision)
+
+    def ln(self, a):
+        return snapref.ln_rn(a, self.precision)
+
+    def to_dyadic(self, a):
+        if a == 0:
+            return (0, 0)
+        d = a.denominator
+        return (a.numerator, -(d.bit_length() - 1))
+
+
+class RefBackend(Backend):
+    name = "{backend}"
+    library = "fractions"
+    install_hint = "nothing to install"
+
+    @classmethod
+    def is_available(cls):
+        return True
+
+    def version(self):
+        return "test"
+
+    def arithmetic(self, precision):
+        return RefArithmetic(precision)
+
+
+class ConstantSource(snapcore.RandomSource):
+    """Always S = -1, U* = 3/4."""
+
+    name = "{source}"
+
+    def draw(self, precision):
+        return snapcore.sources.draw_from_u(Fraction(3, 4), -1, precision)
+
+
+class CountStatistic:
+    name = "{statistic}"
+    sensitivity = 1
+
+
+@hookimpl
+def snapcore_register_backends(registry):
+    registry.add(RefBackend)
+
+
+@hookimpl
+def snapcore_register_sources(registry):
+    registry.add("{source}", ConstantSource)
+
+
+@hookimpl
+def snapcore_register_statistics(registry):
+    registry.add(CountStatistic())
+'''
+
+GHOST_BACKEND = """
+import importlib.util
+
+from snapcore import Backend, hookimpl
+
+
+class GhostBackend(Backend):
+    name = "ghost"
+    library = "snapcore_ghost_library_xyz"
+    install_hint = "pip install snapcore-ghost-library-xyz"
+
+    @classmethod
+    def is_available(cls):
+        return importlib.util.find_spec("snapcore_ghost_library_xyz") is not None
+
+    def version(self):
+        import snapcore_ghost_library_xyz
+
+        return snapcore_ghost_library_xyz.__version__
+
+    def arithmetic(self, precision):
+        import snapcore_ghost_library_xyz
+
+        return snapcore_ghost_library_xyz.Arithmetic(precision)
+
+
+@hookimpl
+def snapcore_register_backends(registry):
+    registry.add(GhostBackend)
+"""
+
+
+def one_hook(hook: str, body: str) -> str:
+    return textwrap.dedent(
+        f"""
+        from snapcore import Backend, hookimpl
+        import snapcore.sources
+
+
+        @hookimpl
+        def {hook}(registry):
+            {body}
+        """
+    )
+
+
+class Distributions:
+    """Writes fake installed distributions and puts their folders on sys.path."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.paths: list[str] = []
+        self.modules: list[str] = []
+
+    def add(
+        self, dist: str, module: str, source: str, ep_name: str | None = None, folder: str = "site"
+    ) -> Path:
+        where = self.tmp / folder
+        where.mkdir(exist_ok=True)
+        (where / f"{module}.py").write_text(source)
+        info = where / f"{dist.replace('-', '_')}-1.0.dist-info"  # normalized, as pip writes
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[snapcore]\n{ep_name or dist} = {module}\n")
+        if str(where) not in self.paths:
+            self.paths.append(str(where))
+            sys.path.append(str(where))
+        self.modules.append(module)
+        importlib.invalidate_caches()
+        snapcore.plugins.reset()
+        return where
+
+    def cleanup(self) -> None:
+        for p in self.paths:
+            while p in sys.path:
+                sys.path.remove(p)
+        for m in self.modules:
+            sys.modules.pop(m, None)
+        importlib.invalidate_caches()
+        snapcore.plugins.reset()
+
+
+@pytest.fixture
+def dists(tmp_path):
+    d = Distributions(tmp_path)
+    snapcore.plugins.reset()
+    yield d
+    d.cleanup()
+
+
+# -- discovery of a third-party plugin ---------------------------------------------------
+
+
+def test_third_party_plugin_discovered_and_used(dists):
+    src = REF_BACKEND.format(backend="refexact", source="constant", statistic="count-test")
+    dists.add("snapcore-refexact", "snapcore_refexact_plugin", src, ep_name="refexact")
+    reg = get_registries()
+    assert "refexact" in reg.backends and "mpfr" in reg.backends
+    assert reg.backends.origin("refexact") == "refexact"
+    assert reg.backends.origin("mpfr") == "mpfr"
+    assert "constant" in reg.sources and reg.sources.origin("constant") == "refexact"
+    assert "count-test" in reg.statistics
+    assert reg.statistics.get("count-test").sensitivity == 1
+    # The plugin's distribution is what pluggy loaded it from.
+    dist_names = {d.project_name for _, d in reg.plugin_manager.list_plugin_distinfo()}
+    assert "snapcore-refexact" in dist_names
+
+    m = SnappingMechanism(epsilon=1.0, bound=8.0, backend="refexact", source="constant")
+    assert type(m.backend).__module__ == "snapcore_refexact_plugin"
+    assert m.source.name == "constant"
+    ref = SnappingMechanism(
+        epsilon=1.0, bound=8.0, backend="mpfr", source=ReplaySource([(-1, Fraction(3, 4))] * 3)
+    )
+    assert m.release(1.0) == ref.release(1.0)
+    # A second, independent backend agrees with MPFR bit for bit on varied draws.
+    p = m.precision
+    for u in (
+        Fraction(3, 4),
+        1 - Fraction(1, 2**p),
+        Fraction(1, 2**900),
+        Fraction(2**p - 3, 2 ** (p + 5)),
+    ):
+        for v in (0.3, -7.9, 3.0, 1e9):
+            for s in (1, -1):
+                assert m.transform(v, u, s) == ref.transform(v, u, s)
+
+
+def test_discovery_goes_through_importlib_metadata(dists):
+    dists.add("snapcore-ghost", "snapcore_ghost_plugin", GHOST_BACKEND, ep_name="ghost")
+    eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="snapcore")}
+    assert eps["ghost"] == "snapcore_ghost_plugin"
+    assert "ghost" in get_registries().backends
+    # Without entry points only the built-ins are there.
+    from snapcore.plugins import Registries
+
+    assert "ghost" not in Registries(make_plugin_manager(entry_points=False)).backends
+
+
+# -- unavailable backends --------------------------------------------------------------
+
+
+def test_unavailable_backend_raises_with_install_hint(dists):
+    dists.add("snapcore-ghost", "snapcore_ghost_plugin", GHOST_BACKEND, ep_name="ghost")
+    reg = get_registries()
+    assert "ghost" in reg.backends.names()
+    assert "ghost" not in reg.backends.available()
+    assert "mpfr" in reg.backends.available()
+    with pytest.raises(BackendUnavailableError) as info:
+        SnappingMechanism(epsilon=1.0, bound=8.0, backend="ghost")
+    err = info.value
+    assert isinstance(err, ImportError) and isinstance(err, snapcore.SnapcoreError)
+    msg = str(err)
+    assert "'ghost'" in msg and "snapcore_ghost_library_xyz" in msg
+    assert "pip install snapcore-ghost-library-xyz" in msg
+
+
+def test_unavailable_backend_listed_by_cli(dists):
+    from click.testing import CliRunner
+
+    from snapcore.cli import main
+
+    dists.add("snapcore-ghost", "snapcore_ghost_plugin", GHOST_BACKEND, ep_name="ghost")
+    out = CliRunner().invoke(main, ["info"])
+    assert out.exit_code == 0, out.output
+    line = next(ln for ln in out.output.splitlines() if ln.strip().startswith("ghost"))
+    assert "unavailable" in line and "pip install snapcore-ghost-library-xyz" in line
+
+
+# -- duplicates -------------------------------------------------------------------------
+
+
+def test_duplicate_backend_name_names_both_plugins(dists):
+    body = (
+        "registry.add(type('Imposter', (Backend,), {'name': 'mpfr', 'library': 'x', "
+        "'install_hint': 'x', 'is_available': classmethod(lambda c: True), "
+        "'version': lambda s: 'x', 'arithmetic': lambda s, p: None}))"
+    )
+    dists.add(
+        "snapcore-imposter",
+        "snapcore_imposter",
+        one_hook("snapcore_register_backends", body),
+        ep_name="imposter",
+    )
+    with pytest.raises(PluginError) as info:
+        get_registries()
+    msg = str(info.value)
+    assert "'mpfr'" in msg and "imposter" in msg and "by mpfr" in msg
+
+
+def test_duplicate_source_name_names_both_plugins(dists):
+    body = "registry.add('system', snapcore.sources.SystemSource)"
+    dists.add(
+        "snapcore-twin",
+        "snapcore_twin",
+        one_hook("snapcore_register_sources", body),
+        ep_name="twin",
+    )
+    with pytest.raises(PluginError, match=r"source 'system' is registered twice: by .*"):
+        get_registries()
+    with pytest.raises(PluginError) as info:
+        get_registries()
+    assert "sources" in str(info.value) and "twin" in str(info.value)
+
+
+def test_duplicate_statistic_between_two_third_party_plugins(dists):
+    stat = "registry.add(type('S', (), {'name': 'median-test'})())"
+    dists.add(
+        "snapcore-stat-a",
+        "snapcore_stat_a",
+        one_hook("snapcore_register_statistics", stat),
+        ep_name="stat-a",
+    )
+    dists.add(
+        "snapcore-stat-b",
+        "snapcore_stat_b",
+        one_hook("snapcore_register_statistics", stat),
+        ep_name="stat-b",
+    )
+    with pytest.raises(PluginError) as info:
+        get_registries()
+    msg = str(info.value)
+    assert "'median-test'" in msg and "stat-a" in msg and "stat-b" in msg
+
+
+def test_third_party_entry_point_cannot_take_a_builtin_plugin_name(dists):
+    """A third-party distribution declaring an entry point named like a built-in
+    plugin ("sources") must not silently replace the built-in."""
+    body = "registry.add('other', snapcore.sources.SystemSource)"
+    dists.add(
+        "snapcore-squatter",
+        "snapcore_squatter",
+        one_hook("snapcore_register_sources", body),
+        ep_name="sources",
+        folder="first",
+    )
+    # Put the squatter ahead of the real installation on sys.path.
+    sys.path.remove(dists.paths[0])
+    sys.path.insert(0, dists.paths[0])
+    with pytest.raises(PluginError) as info:
+        get_registries()
+    msg = str(info.value)
+    assert "'sources'" in msg and "snapcore (built-in)" in msg and "snapcore-squatter" in msg
+
+
+def test_two_third_party_entry_points_with_one_name(dists):
+    """pluggy would keep whichever comes first on sys.path and drop the other."""
+    body = "registry.add('x-{}', snapcore.sources.SystemSource)"
+    dists.add(
+        "snapcore-one",
+        "snapcore_one",
+        one_hook("snapcore_register_sources", body.format(1)),
+        ep_name="same",
+        folder="one",
+    )
+    dists.add(
+        "snapcore-two",
+        "snapcore_two",
+        one_hook("snapcore_register_sources", body.format(2)),
+        ep_name="same",
+        folder="two",
+    )
+    with pytest.raises(PluginError) as info:
+        get_registries()
+    assert "'same'" in str(info.value)
+    assert "snapcore-one" in str(info.value) and "snapcore-two" in str(info.value)
+
+
+# -- selection is by name, never by load order --------------------------------------
+
+
+def test_selection_by_name_not_load_order(dists):
+    a = REF_BACKEND.format(backend="alpha", source="const-a", statistic="stat-a")
+    b = REF_BACKEND.format(backend="beta", source="const-b", statistic="stat-b")
+    dists.add("snapcore-alpha", "snapcore_alpha", a, ep_name="alpha", folder="a")
+    dists.add("snapcore-beta", "snapcore_beta", b, ep_name="beta", folder="b")
+    seen = []
+    for order in (dists.paths, dists.paths[::-1]):
+        for p in order:
+            sys.path.remove(p)
+        sys.path[0:0] = order
+        importlib.invalidate_caches()
+        snapcore.plugins.reset()
+        reg = get_registries()
+        loaded = [n for n, _ in reg.plugin_manager.list_name_plugin() if n in ("alpha", "beta")]
+        seen.append(loaded)
+        assert reg.backends.get("alpha").__module__ == "snapcore_alpha"
+        assert reg.backends.get("beta").__module__ == "snapcore_beta"
+        m = SnappingMechanism(epsilon=1.0, bound=8.0, backend="beta", source="const-a")
+        assert type(m.backend).__module__ == "snapcore_beta"
+        assert type(m.source).__module__ == "snapcore_alpha"
+        # The default stays MPFR whatever else is installed.
+        assert SnappingMechanism(epsilon=1.0, bound=8.0).backend.name == "mpfr"
+        assert reg.backends.names() == sorted(reg.backends.names())
+    assert seen[0] != seen[1], "both orders should really have been exercised"
+
+
+def test_unknown_names_list_the_choices():
+    with pytest.raises(ParameterError, match=r"backend must be one of \['mpfr'"):
+        get_registries().backends.get("MPFR")
+    with pytest.raises(ParameterError, match="source must be one of"):
+        get_registries().sources.get("urandom")
+
+
+# -- built-ins are declared as entry points --------------------------------------------
+
+
+def test_builtin_plugins_match_pyproject_entry_points():
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    declared = data["project"]["entry-points"]["snapcore"]
+    assert declared == BUILTIN_PLUGINS
+
+
+def test_builtin_plugins_match_installed_entry_points():
+    eps = importlib.metadata.entry_points(group="snapcore")
+    ours = {ep.name: ep.value for ep in eps if ep.dist is not None and ep.dist.name == "snapcore"}
+    assert ours == BUILTIN_PLUGINS, (
+        "the installed metadata is stale: reinstall with pip install -e ."
+    )
+
+
+def test_builtin_modules_import_and_register_under_their_names():
+    pm = make_plugin_manager(entry_points=False)
+    for name, modname in BUILTIN_PLUGINS.items():
+        assert pm.get_plugin(name) is importlib.import_module(modname)
+    pm2 = make_plugin_manager(entry_points=True)
+    for name, modname in BUILTIN_PLUGINS.items():
+        assert pm2.get_plugin(name) is importlib.import_module(modname)
+
+
+# -- hookspecs: documented and implemented (after datasette) ---------------------------
+
+HOOKSPECS = sorted(
+    name
+    for name, obj in vars(hookspecs).items()
+    if name.startswith("snapcore_") and hasattr(obj, "snapcore_spec")
+)
+
+
+def test_hookspecs_found():
+    assert HOOKSPECS == [
+        "snapcore_register_backends",
+        "snapcore_register_sources",
+        "snapcore_register_statistics",
+    ]
+
+
+@pytest.mark.parametrize("hook", HOOKSPECS)
+def test_hookspec_is_documented(hook):
+    fn = getattr(hookspecs, hook)
+    doc = inspect.getdoc(fn) or ""
+    summary = doc.splitlines()[0] if doc else ""
+    assert summary.endswith("."), f"{hook} needs a one-line summary"
+    for param in inspect.signature(fn).parameters:
+        assert f":param {param}:" in doc, f"{hook} does not document {param}"
+    assert "registry.add(" in doc, f"{hook} must say how to register"
+    assert hook in (hookspecs.__doc__ or "") or "registry" in (hookspecs.__doc__ or "")
+
+
+def _builtin_impls() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, modname in BUILTIN_PLUGINS.items():
+        mod = importlib.import_module(modname)
+        for attr, obj in vars(mod).items():
+            if attr.startswith("snapcore_") and hasattr(obj, "snapcore_impl"):
+                out.setdefault(attr, []).append(name)
+    return out
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        pytest.param(
+            h,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="no built-in statistic plugin yet: remove this mark when one lands",
+            ),
+        )
+        if h == "snapcore_register_statistics"
+        and "snapcore_register_statistics" not in _builtin_impls()
+        else h
+        for h in HOOKSPECS
+    ],
+)
+def test_hookspec_is_implemented_by_a_builtin(hook):
+    assert hook in _builtin_impls()
+
+
+def test_every_builtin_hookimpl_has_a_spec():
+    pm = make_plugin_manager(entry_points=False)
+    pm.check_pending()  # raises if a plugin implements an unknown hook
+    for hook, _ in _builtin_impls().items():
+        assert hook in HOOKSPECS
