@@ -237,7 +237,8 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     v = Fraction(value)
     u = Fraction(u)
     assert sign in (1, -1) and 0 < u < 1 and is_p_bit(u, p)
-    x = _clamp(round_p((v - cal.center) / cal.sensitivity, p, RN), cal.b)
+    # x stays exact (snapcore departs from DESIGN.md step 1 here; see docs/semantics.md).
+    x = _clamp((v - cal.center) / cal.sensitivity, cal.b)
     ln_u = ln_rn(u, p)
     noise = sign * round_p(cal.scale * ln_u, p, RN)
     y = round_p(x + noise, p, RN)
