@@ -13,7 +13,21 @@ __all__ = [
     "PluginError",
     "SnapcoreError",
     "SourceExhaustedError",
+    "show",
 ]
+
+
+def show(value: object) -> str:
+    """``repr(value)`` for error messages, kept short and possible for huge Fractions."""
+    from fractions import Fraction
+
+    if (
+        isinstance(value, Fraction)
+        and max(value.numerator.bit_length(), value.denominator.bit_length()) > 4000
+    ):
+        lg = value.numerator.bit_length() - value.denominator.bit_length()
+        return f"Fraction(about 2**{lg})"
+    return repr(value)
 
 
 class SnapcoreError(Exception):

@@ -15,10 +15,11 @@ from typing import Any
 import attrs
 
 from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 
 __all__ = [
     "MAX_GRID_POINTS_LOG2",
+    "MAX_PRECISION",
     "MIN_PRECISION",
     "Calibration",
     "PrivacyAnalysis",
@@ -30,6 +31,8 @@ __all__ = [
 
 #: Precision needed for an exactly rounded LN (seed §3).
 MIN_PRECISION = 118
+#: The largest working precision supported (the backends' exponent range is 2**30).
+MAX_PRECISION = 1 << 20
 #: Upper condition: the clamp bound may hold at most 2**52 grid steps (b <= 2**52 * Λ).
 MAX_GRID_POINTS_LOG2 = 52
 
@@ -44,7 +47,7 @@ def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
         raise ParameterError(f"{name} must be a finite real number, got the bool {value!r}")
     if not isinstance(value, numbers.Real):
         raise ParameterError(
-            f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
+            f"{name} must be a finite real number, got {type(value).__name__} {show(value)}"
         )
     if isinstance(value, numbers.Rational):
         q = Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
@@ -54,7 +57,7 @@ def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
             raise ParameterError(f"{name} must be a finite real number, got {f!r}")
         q = Fraction(f)
     if positive and q <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ParameterError(f"{name} must be a finite number > 0, got {show(value)}")
     return q
 
 
@@ -190,7 +193,9 @@ def _exact_double(name: str, value: Any) -> Fraction:
     except OverflowError:
         as_double = None
     if as_double != q:
-        raise ParameterError(f"{name} must be exactly representable as a double, got {value!r}")
+        raise ParameterError(
+            f"{name} must be exactly representable as a double, got {show(value)}"
+        )
     return q
 
 
@@ -251,6 +256,12 @@ def calibrate(
     center = (lower + upper) / 2
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
+    if need > MAX_PRECISION:
+        raise ParameterError(
+            f"epsilon = {show(epsilon)} with B/sensitivity = {float(half / delta)!r} needs a "
+            f"working precision of {need} bits; at most {MAX_PRECISION} is supported "
+            "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))"
+        )
     if precision is None:
         p = need
     else:
@@ -261,11 +272,13 @@ def calibrate(
             raise ParameterError(
                 f"precision must be an int >= {need} for these parameters, got {p}"
             )
-        if p > 1 << 20:
-            raise ParameterError(f"precision must be an int <= {1 << 20}, got {p}")
+        if p > MAX_PRECISION:
+            raise ParameterError(f"precision must be an int <= {MAX_PRECISION}, got {p}")
     eta = Fraction(1, 1 << p)
     if not eps > 2 * eta:  # guaranteed by the precision choice; kept as an invariant
-        raise ParameterError(f"epsilon must be > 2**-{p - 1} at precision {p}, got {epsilon!r}")
+        raise ParameterError(
+            f"epsilon must be > 2**-{p - 1} at precision {p}, got {show(epsilon)}"
+        )
     q = half / delta
     b = round_ratio(q.numerator, q.denominator, p)
     bq = to_fraction(*b)
@@ -276,7 +289,7 @@ def calibrate(
     L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
     if bq > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
-            f"bounds are too wide for epsilon = {epsilon!r}: the half-width over the "
+            f"bounds are too wide for epsilon = {show(epsilon)}: the half-width over the "
             "sensitivity, "
             f"B/sensitivity = {float(q)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} * Lambda = "
             f"{float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = 2**{L}, the "

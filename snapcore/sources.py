@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from snapcore.errors import ParameterError, SourceExhaustedError
+from snapcore.errors import ParameterError, SourceExhaustedError, show
 from snapcore.hookspecs import hookimpl
 
 __all__ = [
@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 _LOW63 = (1 << 63) - 1
+#: U* below 2**-(MIN_U_LOG2 - 1) is refused by transform (backends' exponent range
+#: is at least 2**30); a source would need 2**29 zero bits in a row to draw one.
+MIN_U_LOG2 = (1 << 29) + 1
 
 
 @attrs.frozen
@@ -86,21 +89,26 @@ def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "
         raise ParameterError(f"sign must be the int 1 or -1, got {sign!r}")
     if isinstance(u, bool) or not isinstance(u, Fraction | float):
         raise ParameterError(
-            f"{name} must be a fractions.Fraction or float in (0, 1), got {type(u).__name__} {u!r}"
+            f"{name} must be a fractions.Fraction or float in (0, 1), "
+            f"got {type(u).__name__} {show(u)}"
         )
     if isinstance(u, float) and (u != u or u in (float("inf"), float("-inf"))):
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
     q = Fraction(u) if isinstance(u, float) else u
     if not 0 < q < 1:
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {u!r}")
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
     den = q.denominator
+    if den.bit_length() > MIN_U_LOG2:
+        raise ParameterError(
+            f"{name} must be >= 2**-{MIN_U_LOG2 - 1} (the backends' exponent range), got {show(u)}"
+        )
     if den & (den - 1):
-        raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {u!r}")
+        raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {show(u)}")
     num = q.numerator
     # num is odd (Fraction is reduced), so its bit length is its significant width.
     if num.bit_length() > precision:
         raise ParameterError(
-            f"{name} must be a p-bit float with p = {precision}, got {u!r} "
+            f"{name} must be a p-bit float with p = {precision}, got {show(u)} "
             f"which needs {num.bit_length()} bits"
         )
     shift = precision - num.bit_length()

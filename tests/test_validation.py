@@ -482,3 +482,21 @@ def test_replay_draw_not_p_bit_fails_before_output():
         m.release([1.0, 2.0])
     with pytest.raises(ParameterError, match="sign"):
         SnappingMechanism(**GOOD, source=ReplaySource([(True, 0.5)])).release(1.0)
+
+
+def test_precision_beyond_the_supported_range_is_refused():
+    tiny = Fraction(1, 1 << (1 << 21))
+    with pytest.raises(
+        ParameterError,
+        match=r"epsilon = Fraction\(about 2\*\*-2097152\).*"
+        r"at most 1048576",
+    ):
+        SnappingMechanism(epsilon=tiny, bound=10.0)
+
+
+def test_u_below_the_backends_exponent_range_is_refused():
+    m = SnappingMechanism(epsilon=1.0, bound=10.0)
+    with pytest.raises(ParameterError, match=r"u must be >= 2\*\*-536870912"):
+        m.transform(1.0, Fraction(1, 1 << ((1 << 29) + 5)), 1)
+    # Just inside the range the tail is computed (and clamped).
+    assert m.transform(1.0, Fraction(1, 1 << (1 << 20)), 1) == -10.0
