@@ -13,7 +13,9 @@ half-width ``(hi − lo)/2``, so the interval
 guarantee, and is never wider than the seed's ``[−B, B]`` (equal when
 ``lo = −hi``).  ``ln(1/γ)`` is bounded above with MPFR (directed rounding), the
 rest is exact, and the endpoints are rounded outward to doubles: the chosen B is a
-double never below the formula.
+double never below the formula.  (The margin is first rounded up to 8 significant
+bits, so that for ordinary ranges both ends are exact doubles and the interval stays
+centred on the range: at most 1/128 more margin, for a readable output grid.)
 """
 
 from __future__ import annotations
@@ -114,6 +116,32 @@ def granularity_bound(epsilon: Fraction) -> Fraction:
     return (2 + 24 * Fraction(1, 1 << 52)) / (epsilon - _TWO_POW_M117)
 
 
+def _round_up_bits(q: Fraction, bits: int) -> Fraction:
+    """The least number ``>= q > 0`` with at most ``bits`` significant bits."""
+    s = q.numerator.bit_length() - q.denominator.bit_length() - bits
+    unit = Fraction(2) ** s
+    return -((-q) // unit) * unit
+
+
+def _outward(lo: Fraction, hi: Fraction, margin: Fraction) -> tuple[float, float]:
+    """Doubles ``lower <= lo − margin`` and ``upper >= hi + margin``.
+
+    The margin is first rounded up to 8 significant bits; when ``lo − M`` and
+    ``hi + M`` are then exact doubles they are used as they are, which keeps the
+    centre of the clamp interval at the centre of ``[lo, hi]`` (so outputs sit on a
+    readable grid).  Otherwise each end is rounded outward on its own.
+    """
+    if margin > 0:
+        m = _round_up_bits(margin, 8)
+        a, b = lo - m, hi + m
+        try:
+            if Fraction(float(a)) == a and Fraction(float(b)) == b:
+                return float(a), float(b)
+        except OverflowError:
+            pass
+    return round_down_double(lo - margin), round_up_double(hi + margin)
+
+
 def check_gamma(gamma: Any) -> Fraction:
     """γ as an exact Fraction in (0, 1], else a ParameterError."""
     g = check_real("gamma", gamma)
@@ -157,8 +185,7 @@ def choose_clamp_bounds(
     margin = sensitivity * units
     lo, hi = value_range
     try:
-        lower = round_down_double(lo - margin)
-        upper = round_up_double(hi + margin)
+        lower, upper = _outward(lo, hi, margin)
     except OverflowError:
         raise ParameterError(
             "the clamp interval chosen from gamma does not fit in doubles; narrow the "
