@@ -221,8 +221,8 @@ class Covariance(Statistic):
     """Sample covariance ``Σ(x_i − x̄)(y_i − ȳ)/(n − 1)`` of two columns clamped to
     ``[a, b]`` and ``[c, d]``.
 
-    Relation ``replace`` (bounded: n public, one record — a pair (x, y) — replaced),
-    ``n >= 2``.
+    Relation ``replace`` (bounded: n public, one record replaced; a record is a pair
+    (x, y)), ``n >= 2``.
 
     Δ = (b − a)(d − c)/n: with the other records fixed (means ``m_x, m_y``),
     ``C = C₋ + (n−1)/n·(x_n − m_x)(y_n − m_y)``.  Writing ``s = (m_x − a)/w`` and
