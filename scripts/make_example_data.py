@@ -30,10 +30,7 @@ def make_rows(rng: random.Random, rows: int) -> list[dict[str, object]]:
         region = rng.choices(REGIONS, REGION_WEIGHTS)[0]
         retired = age >= 67 and rng.random() < 0.85
         unemployed = not retired and rng.random() < 0.06
-        if retired or unemployed:
-            hours = 0
-        else:
-            hours = min(80, max(5, round(rng.gauss(38, 8))))
+        hours = 0 if retired or unemployed else min(80, max(5, round(rng.gauss(38, 8))))
         # Income: log-normal around an age curve peaking in the fifties, higher with
         # education; pensions for the retired; a little for the unemployed.
         peak = 1.0 - ((age - 52) / 40) ** 2

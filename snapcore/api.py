@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -361,7 +361,8 @@ def release(
         precision=precision,
     )
     with _reserve(budget, eps, stat.name):
-        outs = tuple(mech.release(v) for v in prep.values)
+        # release() accepts any real, exact Fractions included (check_value).
+        outs = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
@@ -395,4 +396,3 @@ def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
     if budget is None:
         return _NoBudget()
     return budget.reserve(eps, label=label)
-

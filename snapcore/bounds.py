@@ -217,9 +217,7 @@ def given_clamp_bounds(clamp_bounds: Any) -> ClampChoice:
         or not hasattr(clamp_bounds, "__len__")
         or len(clamp_bounds) != 2
     ):
-        raise ParameterError(
-            f"clamp_bounds must be a pair (lower, upper), got {clamp_bounds!r}"
-        )
+        raise ParameterError(f"clamp_bounds must be a pair (lower, upper), got {clamp_bounds!r}")
     lo = check_real("clamp_bounds[0] (lower)", clamp_bounds[0])
     hi = check_real("clamp_bounds[1] (upper)", clamp_bounds[1])
     for nm, q, raw in (("lower", lo, clamp_bounds[0]), ("upper", hi, clamp_bounds[1])):

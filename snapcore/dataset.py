@@ -86,9 +86,7 @@ class Dataset:
         arr = np.asarray(arr, dtype=object).reshape(-1)
         bad = False
         for v in arr:
-            if v is None:
-                bad = True
-            elif isinstance(v, float | np.floating) and not np.isfinite(v):
+            if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
                 bad = True
             if bad:
                 break
@@ -105,9 +103,7 @@ def _to_float_array(obj: Any) -> np.ndarray | None:
             arr = np.asarray(obj.to_numpy(dtype=np.float64, na_value=np.nan))
         else:
             raw = np.asarray(obj)
-            if raw.dtype.kind in "biuf":
-                arr = raw.astype(np.float64)
-            elif raw.dtype.kind in "OUS":
+            if raw.dtype.kind in "biuf" or raw.dtype.kind in "OUS":
                 arr = raw.astype(np.float64)
             else:
                 return None
@@ -158,8 +154,10 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     else:
         raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
     if isinstance(data, str | bytes):
-        raise ParameterError(f"data must be a sequence, array, Series, DataFrame or mapping, "
-                             f"got {type(data).__name__}")
+        raise ParameterError(
+            f"data must be a sequence, array, Series, DataFrame or mapping, "
+            f"got {type(data).__name__}"
+        )
     table = _is_frame(data) or isinstance(data, Mapping)
     if keys is not None:
         if not table:
@@ -187,15 +185,14 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     elif _is_series(data):
         cols, names = [data], [str(data.name) if data.name is not None else "data"]
     else:
-        if not isinstance(data, np.ndarray):
-            if not isinstance(data, Sequence):
-                try:
-                    data = list(data)
-                except TypeError:
-                    raise ParameterError(
-                        "data must be a sequence, array, Series, DataFrame or mapping, "
-                        f"got {type(data).__name__}"
-                    ) from None
+        if not isinstance(data, np.ndarray | Sequence):
+            try:
+                data = list(data)
+            except TypeError:
+                raise ParameterError(
+                    "data must be a sequence, array, Series, DataFrame or mapping, "
+                    f"got {type(data).__name__}"
+                ) from None
         arr = np.asarray(data, dtype=object) if not isinstance(data, np.ndarray) else data
         if arr.ndim == 1:
             cols, names = [data if isinstance(data, np.ndarray) else list(data)], ["data"]
@@ -207,9 +204,7 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     if columns == 0:
         return Dataset([], [], _length(cols[0]) if cols else 0)
     if len(cols) != columns:
-        raise ParameterError(
-            f"this statistic reads {columns} column(s), the data has {len(cols)}"
-        )
+        raise ParameterError(f"this statistic reads {columns} column(s), the data has {len(cols)}")
     sizes = {_length(c) for c in cols}
     if len(sizes) != 1:
         raise ParameterError(f"columns {names} must have the same length")

@@ -98,7 +98,8 @@ def scaled_integers(values: Sequence[float] | np.ndarray) -> ScaledIntegers:
 def _trailing_zeros(m: np.ndarray) -> np.ndarray:
     a = np.abs(m)
     low = a & -a  # lowest set bit, a power of two <= 2**52
-    return np.log2(low.astype(np.float64)).astype(np.int64)  # exact for powers of two
+    out: np.ndarray = np.log2(low.astype(np.float64)).astype(np.int64)  # exact: powers of 2
+    return out
 
 
 def exact_sum(values: Sequence[float] | np.ndarray | Any) -> Fraction:

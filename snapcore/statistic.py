@@ -71,9 +71,7 @@ class Neighbouring(enum.Enum):
         for r in cls:
             if value == r.value:
                 return r
-        raise ParameterError(
-            f"relation must be one of {[r.value for r in cls]}, got {value!r}"
-        )
+        raise ParameterError(f"relation must be one of {[r.value for r in cls]}, got {value!r}")
 
 
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
@@ -86,6 +84,10 @@ def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> Non
             raise ParameterError(
                 f"Prepared.values must hold Fractions, ints or finite floats, got {v!r}"
             )
+
+
+def _fraction_pair(r: Any) -> tuple[Fraction, Fraction]:
+    return (Fraction(r[0]), Fraction(r[1]))
 
 
 @attrs.frozen(kw_only=True)
@@ -126,9 +128,7 @@ class Prepared:
     values: tuple[Fraction | float, ...] = attrs.field(validator=_check_values)
     labels: tuple[str, ...]
     sensitivity: Fraction = attrs.field(converter=Fraction)
-    value_range: tuple[Fraction, Fraction] = attrs.field(
-        converter=lambda r: (Fraction(r[0]), Fraction(r[1]))
-    )
+    value_range: tuple[Fraction, Fraction] = attrs.field(converter=_fraction_pair)
     epsilon_share: Fraction = attrs.field(default=Fraction(1), converter=Fraction)
     composition: str = "a single value: it gets the whole budget"
     derivation: str = ""
@@ -234,9 +234,7 @@ class Statistic(abc.ABC):
 def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, float]:
     """The single ``(lower, upper)`` pair of a one-column statistic, or a clear error."""
     if bounds is None:
-        raise ParameterError(
-            f"statistic {name!r} needs bounds=(lower, upper) on the data values"
-        )
+        raise ParameterError(f"statistic {name!r} needs bounds=(lower, upper) on the data values")
     if len(bounds) != 1:
         raise ParameterError(
             f"statistic {name!r} reads one column and needs one (lower, upper) pair, "
@@ -256,8 +254,7 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
     if relation is Neighbouring.REPLACE:
         if n is None:
             return data_size, (
-                f"n = {data_size} is the number of records; under the replace relation "
-                "n is public"
+                f"n = {data_size} is the number of records; under the replace relation n is public"
             )
         if n != data_size:
             raise ParameterError(

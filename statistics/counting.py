@@ -5,11 +5,12 @@ Counts are integers, so they are exact by construction.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _edges(bins: Any) -> np.ndarray:
         out.append(f)
     if len(out) < 2:
         raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
-    if any(not x < y for x, y in zip(out, out[1:], strict=False)):
+    if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
     return np.array(out, dtype=np.float64)
 
@@ -137,7 +138,7 @@ class Histogram(Statistic):
     summary = "counts per bin (bin edges or categories)"
     relations = (REPLACE, ADD_REMOVE)
     needs_bounds = False
-    options = {
+    options: ClassVar[Mapping[str, str]] = {
         "bins": "bin edges e_0 < ... < e_k (numeric column)",
         "categories": "category values (one bin each)",
     }

@@ -256,9 +256,7 @@ class Covariance(Statistic):
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 2:
-            raise ParameterError(
-                f"statistic 'covariance' needs n >= 2 records, got n={n_used}"
-            )
+            raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
         x = scaled_integers(_clamped(data, 0, a, b))
         y = scaled_integers(_clamped(data, 1, c, d))
         cov = (x.dot(y) - x.total() * y.total() / n_used) / (n_used - 1)

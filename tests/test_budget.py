@@ -53,13 +53,11 @@ def test_failed_release_spends_nothing():
     # A histogram of 3 bins needs 3 draws; the source has 2: it fails midway.
     src = ReplaySource([(1, 0.5), (-1, 0.25)])
     with pytest.raises(SourceExhaustedError):
-        snapcore.release(
-            "histogram", DATA, epsilon=1, bins=[0, 10, 20, 40], budget=b, source=src
-        )
+        snapcore.release("histogram", DATA, epsilon=1, bins=[0, 10, 20, 40], budget=b, source=src)
     assert b.spent == 0 and b.remaining == 2 and b.history == ()
     # Invalid input: refused before anything, spends nothing.
     with pytest.raises(ParameterError):
-        snapcore.release("mean", DATA + [float("nan")], epsilon=1, bounds=(0, 1), budget=b)
+        snapcore.release("mean", [*DATA, float("nan")], epsilon=1, bounds=(0, 1), budget=b)
     assert b.spent == 0
     snapcore.release("mean", DATA, epsilon=1, bounds=(0, 100), budget=b)
     assert b.spent == 1 and b.history == (("mean", Fraction(1)),)
@@ -77,7 +75,11 @@ def test_threads_racing_to_spend():
         barrier.wait()
         try:
             r = snapcore.release(
-                "sum", DATA, epsilon=each, bounds=(0, 100), budget=b,
+                "sum",
+                DATA,
+                epsilon=each,
+                bounds=(0, 100),
+                budget=b,
                 source=snapcore.SeededSource(i),
             )
         except BudgetExceededError as exc:

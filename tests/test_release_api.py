@@ -73,8 +73,12 @@ def test_dataframe_columns():
     r = snapcore.release("mean", df, column="age", epsilon=1, bounds=(0, 100))
     assert r.n == 10
     r = snapcore.release(
-        "covariance", df, column=("age", "income"), epsilon=1,
-        bounds=((0, 100), (0, 1e5)), source=SeededSource(2),
+        "covariance",
+        df,
+        column=("age", "income"),
+        epsilon=1,
+        bounds=((0, 100), (0, 1e5)),
+        source=SeededSource(2),
     )
     assert r.sensitivity == Fraction(100 * 100000, 10)
     h = snapcore.release("histogram", df["region"], epsilon=1, categories=["n", "s"])
@@ -95,8 +99,13 @@ def test_non_finite_data_error_reveals_nothing(bad):
         (pd.DataFrame({"salary": secret}), "salary"),
     ):
         with pytest.raises(ParameterError) as info:
-            snapcore.release("mean", data, epsilon=1, bounds=(0, 100), column=None
-                             if name == "data" or isinstance(data, pd.Series) else "salary")
+            snapcore.release(
+                "mean",
+                data,
+                epsilon=1,
+                bounds=(0, 100),
+                column=None if name == "data" or isinstance(data, pd.Series) else "salary",
+            )
         msg = str(info.value)
         assert msg in (
             f"column {name!r} contains non-finite values",
@@ -189,8 +198,9 @@ def test_statistic_object_and_registry():
 
 
 def test_builtin_entry_points_agree():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     from snapcore.plugins import BUILTIN_PLUGINS
 

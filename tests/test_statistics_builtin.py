@@ -15,12 +15,12 @@ import pytest
 import snapstat_helpers as H
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from snapcore.statistics.counting import Count, Histogram
+from snapcore.statistics.moments import Covariance, Mean, Sum, Variance, variance_range_bound
 
 from snapcore.dataset import as_dataset
 from snapcore.errors import ParameterError
 from snapcore.statistic import Neighbouring
-from snapcore.statistics.counting import Count, Histogram
-from snapcore.statistics.moments import Covariance, Mean, Sum, Variance, variance_range_bound
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE

@@ -19,7 +19,8 @@ The count is an integer, so it is exact; no floating-point rounding can break Δ
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -43,7 +44,10 @@ class RangeCount(Statistic):
     summary = "number of records with a value in [low, high]"
     relations = (Neighbouring.REPLACE, Neighbouring.ADD_REMOVE)
     needs_bounds = False
-    options = {"low": "lower end of the range (inclusive)", "high": "upper end (inclusive)"}
+    options: ClassVar[Mapping[str, str]] = {
+        "low": "lower end of the range (inclusive)",
+        "high": "upper end (inclusive)",
+    }
 
     def prepare(self, data, *, bounds, n, relation, **options):
         if bounds is not None:

@@ -98,36 +98,59 @@ def _fmt(x: Any) -> str:
 @click.argument("statistic")
 @click.argument("csv_file", metavar="[CSV]", required=False, type=click.Path(dir_okay=False))
 @click.option(
-    "--column", "-c", "columns", multiple=True,
+    "--column",
+    "-c",
+    "columns",
+    multiple=True,
     help="Column to read (twice for covariance). Default: the only column it can be.",
 )
 @click.option(
-    "--bounds", "-b", "bounds", nargs=2, type=float, multiple=True, metavar="LO HI",
+    "--bounds",
+    "-b",
+    "bounds",
+    nargs=2,
+    type=float,
+    multiple=True,
+    metavar="LO HI",
     help="Data bounds: values are clamped to [LO, HI] (once per column).",
 )
 @click.option("--epsilon", "-e", type=float, required=True, help="Privacy budget ε > 0.")
 @click.option(
-    "--gamma", "-g", type=float, default=None,
+    "--gamma",
+    "-g",
+    type=float,
+    default=None,
     help="Choose the clamp interval so it binds with probability <= γ (default 0.05).",
 )
 @click.option(
-    "--clamp", nargs=2, type=float, default=None, metavar="LO HI",
+    "--clamp",
+    nargs=2,
+    type=float,
+    default=None,
+    metavar="LO HI",
     help="Give the clamp interval for the statistic directly instead of --gamma.",
 )
 @click.option("--n", "n", type=int, default=None, help="Public n (see --relation).")
 @click.option(
-    "--relation", type=click.Choice(["replace", "add-remove"]), default=None,
+    "--relation",
+    type=click.Choice(["replace", "add-remove"]),
+    default=None,
     help="Neighbouring relation (default: the statistic's first).",
 )
 @click.option("--bins", default=None, help="Histogram bin edges, comma-separated.")
 @click.option("--categories", default=None, help="Histogram categories, comma-separated.")
 @click.option(
-    "--option", "-o", "extra", multiple=True, metavar="KEY=VALUE",
+    "--option",
+    "-o",
+    "extra",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="An option of a plugin statistic (repeatable).",
 )
 @click.option("--backend", default="mpfr", show_default=True, help="Arithmetic backend.")
 @click.option(
-    "--seed", default=None,
+    "--seed",
+    default=None,
     help="Use a seeded source (reproducible; NOT for production releases).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")

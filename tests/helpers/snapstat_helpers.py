@@ -74,13 +74,16 @@ def ref_variance(xs: list[float], a: float, b: float) -> Fraction:
     return sum(((v - m) ** 2 for v in c), Fraction(0)) / (len(c) - 1)
 
 
-def ref_covariance(xs: list[float], ys: list[float], bx: tuple[float, float],
-                   by: tuple[float, float]) -> Fraction:
+def ref_covariance(
+    xs: list[float], ys: list[float], bx: tuple[float, float], by: tuple[float, float]
+) -> Fraction:
     cx = [clamp(x, *bx) for x in xs]
     cy = [clamp(y, *by) for y in ys]
     mx = sum(cx, Fraction(0)) / len(cx)
     my = sum(cy, Fraction(0)) / len(cy)
-    return sum(((u - mx) * (v - my) for u, v in zip(cx, cy)), Fraction(0)) / (len(cx) - 1)
+    return sum(((u - mx) * (v - my) for u, v in zip(cx, cy, strict=True)), Fraction(0)) / (
+        len(cx) - 1
+    )
 
 
 def ref_histogram(xs: list[float], edges: list[float]) -> list[int]:
@@ -93,7 +96,9 @@ def ref_histogram(xs: list[float], edges: list[float]) -> list[int]:
 
 
 @st.composite
-def replace_neighbour(draw: st.DrawFn, xs: list[float], elem: st.SearchStrategy[float]) -> list[float]:
+def replace_neighbour(
+    draw: st.DrawFn, xs: list[float], elem: st.SearchStrategy[float]
+) -> list[float]:
     """``xs`` with one record replaced (``xs`` non-empty)."""
     i = draw(st.integers(0, len(xs) - 1))
     out = list(xs)
@@ -102,7 +107,9 @@ def replace_neighbour(draw: st.DrawFn, xs: list[float], elem: st.SearchStrategy[
 
 
 @st.composite
-def add_remove_neighbour(draw: st.DrawFn, xs: list[float], elem: st.SearchStrategy[float]) -> list[float]:
+def add_remove_neighbour(
+    draw: st.DrawFn, xs: list[float], elem: st.SearchStrategy[float]
+) -> list[float]:
     """``xs`` with one record added or removed."""
     out = list(xs)
     if out and draw(st.booleans()):
