@@ -39,7 +39,8 @@ ADD_REMOVE = Neighbouring.ADD_REMOVE
 
 
 def _clamped(data: Dataset, i: int, lo: float, hi: float) -> np.ndarray:
-    return np.clip(data.numeric(i), lo, hi)  # exact: a clamp only compares
+    out: np.ndarray = np.clip(data.numeric(i), lo, hi)  # exact: a clamp only compares
+    return out
 
 
 def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
