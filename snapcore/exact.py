@@ -32,7 +32,9 @@ class ScaledIntegers:
     Attributes
     ----------
     ints : numpy.ndarray
-        Object array of Python ints.
+        int64 array when every integer fits in 62 bits (the common case: sums and
+        products are then done in int64 whenever they provably cannot overflow),
+        otherwise an object array of Python ints.
     exponent : int
         The common binary exponent ``e0``.
     """
@@ -43,15 +45,32 @@ class ScaledIntegers:
         self.ints = ints
         self.exponent = exponent
 
+    def _small(self) -> int | None:
+        """A bound ``2**k > max|ints|`` if the ints are an int64 array, else None."""
+        if self.ints.dtype != np.int64 or not len(self.ints):
+            return None
+        return int(np.max(np.abs(self.ints))).bit_length()
+
     def total(self) -> Fraction:
         """``sum(x)``, exactly."""
-        return _scaled(int(self.ints.sum()) if len(self.ints) else 0, self.exponent)
+        k = self._small()
+        if k is not None and k + len(self.ints).bit_length() <= 62:
+            s = int(self.ints.sum())  # |sum| < 2**62: no int64 overflow
+        else:
+            s = int(self.ints.astype(object).sum()) if len(self.ints) else 0
+        return _scaled(s, self.exponent)
 
     def dot(self, other: ScaledIntegers) -> Fraction:
         """``sum(x[i] * y[i])``, exactly."""
         if len(self.ints) != len(other.ints):
             raise ValueError("dot: columns have different lengths")
-        s = int(np.dot(self.ints, other.ints)) if len(self.ints) else 0
+        k1, k2 = self._small(), other._small()
+        if k1 is not None and k2 is not None and k1 + k2 + len(self.ints).bit_length() <= 62:
+            s = int(np.dot(self.ints, other.ints))  # every partial sum < 2**62
+        elif len(self.ints):
+            s = int(np.dot(self.ints.astype(object), other.ints.astype(object)))
+        else:
+            s = 0
         return _scaled(s, self.exponent + other.exponent)
 
 
@@ -79,7 +98,7 @@ def scaled_integers(values: Sequence[float] | np.ndarray) -> ScaledIntegers:
     e = exp.astype(np.int64) - 53
     nonzero = m != 0
     if not nonzero.any():
-        return ScaledIntegers(np.zeros(len(x), dtype=object), 0)
+        return ScaledIntegers(np.zeros(len(x), dtype=np.int64), 0)
     # Strip trailing zeros so the integers stay small for ordinary data (exact:
     # the shifted-out bits are zero).
     tz = np.zeros(len(m), dtype=np.int64)
@@ -89,7 +108,7 @@ def scaled_integers(values: Sequence[float] | np.ndarray) -> ScaledIntegers:
     e0 = int(e[nonzero].min())
     shifts = np.where(nonzero, e - e0, 0)
     if int(shifts.max()) + 53 <= 62:
-        ints = (m << shifts).astype(object)  # still fits in int64
+        ints = m << shifts  # |ints| < 2**62: still int64
     else:
         ints = m.astype(object) << shifts.astype(object)
     return ScaledIntegers(ints, e0)
