@@ -291,3 +291,16 @@ def test_small_n_refused():
         prep(Mean(), [1.0, 2.0], ((0.0, 1.0),), n=3)
     with pytest.raises(ParameterError, match="public upper"):
         prep(Sum(), [1.0], ((0.0, 1.0),), ADD_REMOVE)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_replace_sensitivity_large_slow(data):
+    """The default-size sensitivity test, with many more examples and records."""
+    a, b = data.draw(H.data_bounds())
+    elem = st.one_of(H.finite_floats(), st.just(a), st.just(b))
+    xs = data.draw(H.values_for((a, b), max_size=1500).filter(lambda v: len(v) >= 2))
+    ys = data.draw(H.replace_neighbour(xs, elem))
+    for stat in (Sum(), Mean(), Variance()):
+        check_pair(prep(stat, xs, ((a, b),)), prep(stat, ys, ((a, b),)), stat.name)

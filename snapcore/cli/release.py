@@ -102,7 +102,7 @@ def _fmt(x: Any) -> str:
     "-c",
     "columns",
     multiple=True,
-    help="Column to read (twice for covariance). Default: the only column it can be.",
+    help="Column to read (give it twice for covariance); count needs none.",
 )
 @click.option(
     "--bounds",
@@ -114,7 +114,7 @@ def _fmt(x: Any) -> str:
     metavar="LO HI",
     help="Data bounds: values are clamped to [LO, HI] (once per column).",
 )
-@click.option("--epsilon", "-e", type=float, required=True, help="Privacy budget ε > 0.")
+@click.option("--epsilon", "-e", type=float, required=True, help="ε > 0 this release spends.")
 @click.option(
     "--gamma",
     "-g",
@@ -130,7 +130,14 @@ def _fmt(x: Any) -> str:
     metavar="LO HI",
     help="Give the clamp interval for the statistic directly instead of --gamma.",
 )
-@click.option("--n", "n", type=int, default=None, help="Public n (see --relation).")
+@click.option(
+    "--n",
+    "n",
+    type=int,
+    default=None,
+    help="replace: the number of records (default: from the data); add-remove: a "
+    "public upper bound on it (required).",
+)
 @click.option(
     "--relation",
     type=click.Choice(["replace", "add-remove"]),
