@@ -143,6 +143,7 @@ def test_csv_file(tmp_path: Path):
         (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--backend", "zz"), "backend"),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--bogus"), "No such option"),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-o", "x"), "KEY=VALUE"),
+        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1", "--seed", "3"), "not found"),
     ],
 )
 def test_bad_arguments_one_line(args, needle):

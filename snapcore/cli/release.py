@@ -217,14 +217,7 @@ def release(
             raise _Fail(f"--option must look like KEY=VALUE, got {item!r}")
         options[key] = _option_value(value)
 
-    source = None
-    if seed is not None:
-        source = SeededSource(seed)
-        click.echo(
-            "WARNING: --seed uses a seeded, deterministic source: anyone who knows the "
-            "seed can remove the noise. NOT for production releases.",
-            err=True,
-        )
+    source = None if seed is None else SeededSource(seed)
     if bounds:
         bounds_arg: Any = bounds[0] if len(bounds) == 1 else bounds
     else:
@@ -249,6 +242,12 @@ def release(
         )
     except (SnapcoreError, ValueError) as exc:
         raise _Fail(str(exc)) from None
+    if seed is not None:
+        click.echo(
+            "WARNING: --seed uses a seeded, deterministic source: anyone who knows the "
+            "seed can remove the noise. NOT for production releases.",
+            err=True,
+        )
 
     if as_json:
         out = r.to_dict()
