@@ -80,6 +80,19 @@ def test_exact_where_floats_fail():
     assert p.values == (Fraction(0.1),)  # sum([0.1]*10)/10 in floats is 0.09999999999999999
 
 
+def test_naive_float_sum_breaks_sensitivity_exact_sum_does_not():
+    """Casacuberta et al. (2022): a float sum of values in [2**52, 2**52 + 1] (Δ = 1)
+    can move by 8 when one record changes by 1; the exact sum moves by exactly 1."""
+    lo, hi = 2.0**52, 2.0**52 + 1
+    d = [hi, hi, lo, hi, lo, lo, lo, hi, lo, lo, lo]
+    d2 = list(d)
+    d2[3] = lo
+    assert abs(sum(d) - sum(d2)) == 8.0  # the naive computation: 8 > Δ = 1
+    p, q = prep(Sum(), d, ((lo, hi),)), prep(Sum(), d2, ((lo, hi),))
+    assert p.sensitivity == 1 and abs(p.values[0] - q.values[0]) == 1
+    check_pair(p, q, "sum")
+
+
 # -- sensitivity on neighbouring datasets -----------------------------------------------
 
 

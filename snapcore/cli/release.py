@@ -54,7 +54,7 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
         if len(set(header)) != len(header):
             raise _Fail(f"CSV file {str(path)!r} has duplicate column names")
         cols: dict[str, list[str]] = {h: [] for h in header}
-        for i, row in enumerate(reader):
+        for row in reader:
             if not row:
                 continue
             if len(row) != len(header):
@@ -62,7 +62,6 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
                     f"CSV file {str(path)!r}: a row has {len(row)} fields, the header has "
                     f"{len(header)}"
                 )
-            del i
             for h, v in zip(header, row, strict=True):
                 cols[h].append(v.strip())
     return cols
