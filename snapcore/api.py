@@ -21,6 +21,7 @@ from snapcore.backend import Backend
 from snapcore.bounds import (
     DEFAULT_GAMMA,
     ClampChoice,
+    check_gamma,
     choose_clamp_bounds,
     given_clamp_bounds,
 )
@@ -297,8 +298,8 @@ def release(
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError("give at most one of gamma= and clamp_bounds=")
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
-    if given is None and gamma is None:
-        gamma = DEFAULT_GAMMA
+    if given is None:
+        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     n_pub = _check_n(n)
     unknown = sorted(set(options) - set(stat.options))
     if unknown:

@@ -32,6 +32,7 @@ from snapcore.params import check_real
 __all__ = [
     "DEFAULT_GAMMA",
     "ClampChoice",
+    "check_gamma",
     "choose_clamp_bounds",
     "given_clamp_bounds",
     "granularity_bound",
