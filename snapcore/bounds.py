@@ -193,12 +193,13 @@ def choose_clamp_bounds(
             "data bounds or raise epsilon or gamma"
         ) from None
     b_prime = max(abs(lo), abs(hi))
+    used = min(lo - Fraction(lower), Fraction(upper) - hi)
     reason = (
         f"chosen from gamma = {float(g)!r}: the statistic lies in [{float(lo)!r}, "
         f"{float(hi)!r}] (B′ = {float(b_prime)!r}); each side gets the margin "
         f"Δ·(k/2)(1 + 2 ln(1/γ)) = {float(margin)!r} with k = (2 + 24·2**-52)/(ε − 2**-117) "
-        f"= {float(k)!r} (seed §6.5), rounded outward to doubles, so the clamp binds "
-        f"with probability at most {float(g)!r}"
+        f"= {float(k)!r} (seed §6.5), rounded up (margin used: {float(used)!r}), so the "
+        f"clamp binds with probability at most {float(g)!r}"
     )
     return ClampChoice(
         lower=lower,
