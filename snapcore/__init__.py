@@ -9,7 +9,9 @@ Fraction(4, 1)
 
 from __future__ import annotations
 
+from snapcore.api import Release, release
 from snapcore.backend import Arithmetic, Backend
+from snapcore.budget import Budget, BudgetExceededError
 from snapcore.errors import (
     BackendUnavailableError,
     ParameterError,
@@ -21,6 +23,7 @@ from snapcore.hookspecs import hookimpl
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import Calibration, PrivacyAnalysis
 from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
+from snapcore.statistic import Neighbouring, Prepared, Statistic
 
 __version__ = "0.1.0"
 
@@ -28,17 +31,24 @@ __all__ = [
     "Arithmetic",
     "Backend",
     "BackendUnavailableError",
+    "Budget",
+    "BudgetExceededError",
     "Calibration",
+    "Neighbouring",
     "ParameterError",
     "PluginError",
+    "Prepared",
     "PrivacyAnalysis",
     "RandomSource",
+    "Release",
     "ReplaySource",
     "SeededSource",
     "SnapcoreError",
     "SnappingMechanism",
     "SourceExhaustedError",
+    "Statistic",
     "SystemSource",
     "__version__",
     "hookimpl",
+    "release",
 ]

@@ -40,6 +40,8 @@ __all__ = [
 BUILTIN_PLUGINS: dict[str, str] = {
     "mpfr": "snapcore.backends.mpfr",
     "sources": "snapcore.sources",
+    "counting": "snapcore.statistics.counting",
+    "moments": "snapcore.statistics.moments",
 }
 
 T = TypeVar("T")

@@ -1,0 +1,81 @@
+"""``range_count``: how many records have a value in [low, high] — a snapcore plugin.
+
+Written as an outside author would: it uses only snapcore's public plugin API and is
+found through its entry point (``[project.entry-points.snapcore]`` in its own
+``pyproject.toml``).
+
+Relations
+---------
+- ``replace`` (bounded: n public, one record replaced): one replaced record can enter
+  or leave the range, so the count changes by at most 1: Δ = 1.  The count lies in
+  ``[0, n]``: B′ = n.
+- ``add-remove`` (unbounded: add or remove one record): Δ = 1.  The count is capped at
+  the public upper bound N on the number of records (a cap is 1-Lipschitz, so Δ
+  holds), so it lies in ``[0, N]``: B′ = N.
+
+The count is an integer, so it is exact; no floating-point rounding can break Δ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from snapcore import Neighbouring, ParameterError, Prepared, Statistic, hookimpl
+from snapcore.statistic import resolve_n
+
+
+def _endpoint(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParameterError(f"range_count option {name} must be a number, got {value!r}")
+    v = float(value)
+    if math.isnan(v):
+        raise ParameterError(f"range_count option {name} must not be nan")
+    return v
+
+
+class RangeCount(Statistic):
+    """Number of records whose value lies in ``[low, high]`` (options ``low``, ``high``)."""
+
+    name = "range_count"
+    summary = "number of records with a value in [low, high]"
+    relations = (Neighbouring.REPLACE, Neighbouring.ADD_REMOVE)
+    needs_bounds = False
+    options: ClassVar[Mapping[str, str]] = {
+        "low": "lower end of the range (inclusive)",
+        "high": "upper end (inclusive)",
+    }
+
+    def prepare(self, data, *, bounds, n, relation, **options):
+        if bounds is not None:
+            raise ParameterError("range_count does not use bounds; give low= and high=")
+        if "low" not in options or "high" not in options:
+            raise ParameterError("range_count needs both options low= and high=")
+        low = _endpoint("low", options["low"])
+        high = _endpoint("high", options["high"])
+        if not low <= high:
+            raise ParameterError(f"range_count needs low <= high, got {low!r}, {high!r}")
+        n_used, note = resolve_n(data.size, n, relation, self.name)
+        x = data.numeric(0)  # a clear error on NaN/inf that names no record
+        count = int(np.count_nonzero((x >= low) & (x <= high)))
+        if relation is Neighbouring.ADD_REMOVE:
+            count = min(count, n_used)
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(count,),
+            labels=(self.name,),
+            sensitivity=1,
+            value_range=(0, n_used),
+            derivation="one record enters or leaves [low, high]: Δ = 1; 0 <= count <= n",
+            n=n_used,
+            notes=(note,),
+        )
+
+
+@hookimpl
+def snapcore_register_statistics(registry):
+    registry.add(RangeCount())

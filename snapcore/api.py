@@ -1,0 +1,399 @@
+"""The release call: a statistic of private data, ε-differentially private, in one call.
+
+>>> import snapcore
+>>> r = snapcore.release("mean", [31, 45, 52, 28, 60], epsilon=1.0, bounds=(0, 100),
+...                      source=snapcore.SeededSource(3))
+>>> r.statistic, r.relation.value, float(r.sensitivity), r.epsilon_spent
+('mean', 'replace', 20.0, Fraction(1, 1))
+>>> r.clamp_bounds[0] <= r.value <= r.clamp_bounds[1]
+True
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+from typing import Any, cast
+
+import attrs
+
+from snapcore.backend import Backend
+from snapcore.bounds import (
+    DEFAULT_GAMMA,
+    ClampChoice,
+    check_gamma,
+    choose_clamp_bounds,
+    given_clamp_bounds,
+)
+from snapcore.budget import Budget
+from snapcore.dataset import as_dataset
+from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.mechanism import SnappingMechanism
+from snapcore.params import check_real
+from snapcore.plugins import get_registries
+from snapcore.sources import RandomSource
+from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic
+
+__all__ = ["Release", "release"]
+
+
+def _frac_str(q: Fraction | None) -> str | None:
+    return None if q is None else str(q)
+
+
+@attrs.frozen(kw_only=True)
+class Release:
+    """The result of :func:`release`: the private value and everything about how.
+
+    Attributes
+    ----------
+    statistic : str
+        The statistic released.
+    value : float or tuple of float
+        The released value; one per coordinate (a tuple) for vector statistics.
+    labels : tuple of str
+        Coordinate labels (for a histogram, the bins).
+    epsilon_spent : Fraction
+        The total ε this release spent (what a :class:`~snapcore.Budget` was charged).
+    epsilon_per_value : Fraction
+        The ε of the mechanism releasing each coordinate.
+    composition : str
+        How the budget was divided over the coordinates, and why.
+    relation : Neighbouring
+        The neighbouring relation the guarantee is for.
+    sensitivity : Fraction
+        Δ per coordinate (data units).
+    value_range : (Fraction, Fraction)
+        Where f(D) can lie given the data bounds; ``b_prime = max(|lo|, |hi|)``.
+    clamp_bounds : (float, float) or None
+        The clamp interval ``[c − B, c + B]``; outputs lie in it.  None when nothing
+        was noised (Δ = 0).
+    half_width : Fraction or None
+        B, the half-width of the clamp interval.
+    bounds_reason : str
+        How the clamp interval was chosen (γ and the formula, or given directly).
+    gamma : Fraction or None
+        The γ used, if the interval was chosen from γ.
+    precision : int or None
+        Working precision p in bits.
+    granularity : Fraction or None
+        Λ in the data's units (Δ·Λ): outputs are multiples of it from the centre.
+    backend : str or None
+        The arithmetic backend.
+    source : str or None
+        The randomness source's name (``"seeded"`` is not for production).
+    data_bounds : tuple of (float, float), or None
+        The bounds the data were clamped to.
+    n : int or None
+        The public n used (or the public cap on n under add-remove).
+    derivation : str
+        Where Δ and the range come from.
+    notes : tuple of str
+        Anything else worth knowing.
+    """
+
+    statistic: str
+    value: float | tuple[float, ...]
+    labels: tuple[str, ...]
+    epsilon_spent: Fraction
+    epsilon_per_value: Fraction
+    composition: str
+    relation: Neighbouring
+    sensitivity: Fraction
+    value_range: tuple[Fraction, Fraction]
+    clamp_bounds: tuple[float, float] | None
+    half_width: Fraction | None
+    bounds_reason: str
+    gamma: Fraction | None
+    precision: int | None
+    granularity: Fraction | None
+    backend: str | None
+    source: str | None
+    data_bounds: DataBounds | None
+    n: int | None
+    derivation: str
+    notes: tuple[str, ...]
+
+    @property
+    def b_prime(self) -> Fraction:
+        """The seed's B′ = max(|lo|, |hi|) of :attr:`value_range`."""
+        return max(abs(self.value_range[0]), abs(self.value_range[1]))
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The released values as a tuple (one element for a scalar statistic)."""
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
+
+        def f(q: Fraction | None) -> float | None:
+            return None if q is None else float(q)
+
+        return {
+            "statistic": self.statistic,
+            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
+            "labels": list(self.labels),
+            "epsilon_spent": f(self.epsilon_spent),
+            "epsilon_spent_exact": _frac_str(self.epsilon_spent),
+            "epsilon_per_value": f(self.epsilon_per_value),
+            "composition": self.composition,
+            "relation": self.relation.value,
+            "relation_description": self.relation.description,
+            "sensitivity": f(self.sensitivity),
+            "sensitivity_exact": _frac_str(self.sensitivity),
+            "value_range": [f(self.value_range[0]), f(self.value_range[1])],
+            "b_prime": f(self.b_prime),
+            "clamp_bounds": None if self.clamp_bounds is None else list(self.clamp_bounds),
+            "half_width": f(self.half_width),
+            "bounds_reason": self.bounds_reason,
+            "gamma": f(self.gamma),
+            "precision": self.precision,
+            "granularity": f(self.granularity),
+            "granularity_exact": _frac_str(self.granularity),
+            "backend": self.backend,
+            "source": self.source,
+            "data_bounds": None
+            if self.data_bounds is None
+            else [list(p) for p in self.data_bounds],
+            "n": self.n,
+            "derivation": self.derivation,
+            "notes": list(self.notes),
+        }
+
+
+def _statistic(statistic: Any) -> Statistic:
+    if isinstance(statistic, Statistic):
+        return statistic
+    reg = get_registries().statistics
+    if isinstance(statistic, str):
+        st: Statistic = reg.get(statistic)
+        return st
+    raise ParameterError(
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got {statistic!r}"
+    )
+
+
+def _pair(name: str, pair: Any) -> tuple[float, float]:
+    if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) != 2:
+        raise ParameterError(f"{name} must be a pair (lower, upper), got {pair!r}")
+    out = []
+    for which, v in (("lower", pair[0]), ("upper", pair[1])):
+        q = check_real(f"{name} {which}", v)
+        try:
+            exact = Fraction(float(q)) == q
+        except OverflowError:
+            exact = False
+        if not exact:
+            raise ParameterError(f"{name} {which} must be exactly a double, got {v!r}")
+        out.append(float(q))
+    if not out[0] < out[1]:
+        raise ParameterError(f"{name} must satisfy lower < upper, got {tuple(pair)!r}")
+    return (out[0], out[1])
+
+
+def _data_bounds(bounds: Any, stat: Statistic) -> DataBounds | None:
+    if bounds is None:
+        if stat.needs_bounds:
+            pairs = "one (lower, upper) pair per column" if stat.columns > 1 else "(lower, upper)"
+            raise ParameterError(
+                f"statistic {stat.name!r} needs bounds= on the data values: {pairs}"
+            )
+        return None
+    if (
+        stat.columns > 1
+        and hasattr(bounds, "__len__")
+        and len(bounds) == stat.columns
+        and all(hasattr(p, "__len__") and not isinstance(p, str) for p in bounds)
+    ):
+        return tuple(_pair(f"bounds[{i}]", p) for i, p in enumerate(bounds))
+    if stat.columns > 1:
+        raise ParameterError(
+            f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
+            f"(lower, upper) pair per column, got bounds={bounds!r}"
+        )
+    return (_pair("bounds", bounds),)
+
+
+def _check_n(n: Any) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ParameterError(f"n must be an int >= 0, got {n!r}")
+    return int(n)
+
+
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    bounds: Any = None,
+    gamma: Any = None,
+    clamp_bounds: Any = None,
+    n: int | None = None,
+    relation: str | Neighbouring | None = None,
+    column: str | tuple[str, ...] | None = None,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    budget: Budget | None = None,
+    precision: int | None = None,
+    **options: Any,
+) -> Release:
+    """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
+
+    Parameters
+    ----------
+    statistic : str or Statistic
+        A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
+        ``covariance``, ``histogram``, or a plugin's) or a statistic object.
+    data : sequence, numpy.ndarray, pandas Series/DataFrame, or mapping
+        The private data (see :func:`snapcore.dataset.as_dataset`).
+    epsilon : real
+        The total ε this release spends.
+    bounds : (lower, upper), or one pair per column
+        Data bounds: every value is clamped to them before the statistic is computed.
+    gamma : real in (0, 1], optional
+        Choose the clamp interval so that it binds with probability at most γ (seed
+        §6.5).  The default, when ``clamp_bounds`` is not given, is 0.05.
+    clamp_bounds : (lower, upper), optional
+        The clamp interval for the statistic, given directly instead of ``gamma``.
+    n : int, optional
+        Public n: under ``replace`` the number of records (taken from the data when
+        omitted); under ``add-remove`` a public upper bound on it.
+    relation : {"replace", "add-remove"}, optional
+        The neighbouring relation; default: the statistic's first.
+    column : str or tuple of str, optional
+        Column name(s) in a DataFrame or mapping.
+    backend : str or Backend
+        Arithmetic backend (default ``"mpfr"``).
+    source : str or RandomSource, optional
+        Randomness (default: the OS CSPRNG).
+    budget : Budget, optional
+        Charged ``epsilon`` (sequential composition); checked before any noise.
+    precision : int, optional
+        Working precision, at least the required one.
+    **options
+        The statistic's own options (for ``histogram``: ``bins`` or ``categories``).
+
+    Returns
+    -------
+    Release
+
+    Raises
+    ------
+    ParameterError
+        On invalid arguments or data (never naming a record or value), before noise.
+    BudgetExceededError
+        If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
+    """
+    stat = _statistic(statistic)
+    eps = check_real("epsilon", epsilon, positive=True)
+    rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
+    if rel not in stat.relations:
+        raise ParameterError(
+            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
+            f"got {rel.value!r}"
+        )
+    if gamma is not None and clamp_bounds is not None:
+        raise ParameterError("give at most one of gamma= and clamp_bounds=")
+    given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
+    if given is None:
+        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
+    n_pub = _check_n(n)
+    unknown = sorted(set(options) - set(stat.options))
+    if unknown:
+        valid = sorted(stat.options) or "none"
+        raise ParameterError(
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
+        )
+    if budget is not None and not isinstance(budget, Budget):
+        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
+    data_bounds = _data_bounds(bounds, stat)
+    ds = as_dataset(data, column=column, columns=stat.columns)
+    prep = stat.prepare(ds, bounds=data_bounds, n=n_pub, relation=rel, **options)
+    if not isinstance(prep, Prepared) or prep.relation is not rel:
+        raise SnapcoreError(
+            f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
+            f"{rel.value!r}; expected a Prepared for that relation"
+        )
+    common: dict[str, Any] = {
+        "statistic": stat.name,
+        "labels": prep.labels,
+        "relation": rel,
+        "sensitivity": prep.sensitivity,
+        "value_range": prep.value_range,
+        "data_bounds": data_bounds,
+        "n": prep.n,
+        "derivation": prep.derivation,
+    }
+    if prep.sensitivity == 0:
+        # f(D) is the same for every neighbour: it is public, released exactly.
+        with _reserve(budget, Fraction(0), stat.name):
+            outs = tuple(float(v) for v in prep.values)
+        return Release(
+            value=outs if prep.is_vector else outs[0],
+            epsilon_spent=Fraction(0),
+            epsilon_per_value=Fraction(0),
+            composition="nothing to compose: the value does not depend on any one record",
+            clamp_bounds=None,
+            half_width=None,
+            bounds_reason="no clamp: nothing was noised (Δ = 0)",
+            gamma=None,
+            precision=None,
+            granularity=None,
+            backend=None,
+            source=None,
+            notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
+            **common,
+        )
+    eps_each = eps * prep.epsilon_share
+    choice: ClampChoice = (
+        given
+        if given is not None
+        else choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    )
+    mech = SnappingMechanism(
+        epsilon=eps_each,
+        sensitivity=prep.sensitivity,
+        bounds=(choice.lower, choice.upper),
+        backend=backend,
+        source=source,
+        precision=precision,
+    )
+    with _reserve(budget, eps, stat.name):
+        # release() accepts any real, exact Fractions included (check_value).
+        outs = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+    notes = list(prep.notes)
+    if mech.source.name == "seeded":
+        notes.append("seeded source: deterministic noise, NOT for production releases")
+    return Release(
+        value=outs if prep.is_vector else outs[0],
+        epsilon_spent=eps,
+        epsilon_per_value=eps_each,
+        composition=prep.composition,
+        clamp_bounds=(choice.lower, choice.upper),
+        half_width=choice.half_width,
+        bounds_reason=choice.reason,
+        gamma=choice.gamma,
+        precision=mech.precision,
+        granularity=mech.granularity * mech.sensitivity,
+        backend=mech.backend.name,
+        source=mech.source.name,
+        notes=tuple(notes),
+        **common,
+    )
+
+
+class _NoBudget:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
+    if budget is None:
+        return _NoBudget()
+    return budget.reserve(eps, label=label)

@@ -1,0 +1,214 @@
+"""Data as statistics see it: named columns of one length, validated without leaking.
+
+:func:`as_dataset` accepts Python sequences, NumPy arrays, pandas Series and
+DataFrames (pandas is never imported: it is recognised by duck typing) and mappings
+of column name to values.  Errors about the data name the column and the kind of
+problem, never a record, its position or its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from snapcore.errors import ParameterError
+
+__all__ = ["Dataset", "as_dataset"]
+
+
+def _is_frame(obj: Any) -> bool:
+    return hasattr(obj, "columns") and hasattr(obj, "iloc") and getattr(obj, "ndim", 2) == 2
+
+
+def _is_series(obj: Any) -> bool:
+    return hasattr(obj, "to_numpy") and hasattr(obj, "iloc") and getattr(obj, "ndim", 1) == 1
+
+
+def _length(obj: Any) -> int:
+    return len(obj)
+
+
+class Dataset:
+    """Named columns of equal length; conversions check values without revealing them.
+
+    Parameters
+    ----------
+    columns : sequence
+        The column objects (array-likes), as given.
+    names : sequence of str
+        One name per column, used in error messages.
+    size : int
+        The number of records (also for zero columns).
+    """
+
+    __slots__ = ("_cols", "names", "size")
+
+    def __init__(self, columns: Sequence[Any], names: Sequence[str], size: int) -> None:
+        self._cols = tuple(columns)
+        self.names = tuple(names)
+        self.size = int(size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"<Dataset {self.size} records, columns {list(self.names)}>"
+
+    def numeric(self, i: int) -> np.ndarray:
+        """Column ``i`` as finite float64 values.
+
+        Raises
+        ------
+        ParameterError
+            ``column 'x' contains non-finite values`` (NaN, ±inf or missing), or
+            ``column 'x' must contain only real numbers``; neither says which record.
+        """
+        obj, name = self._cols[i], self.names[i]
+        arr = _to_float_array(obj)  # never raises: None means "not numbers"
+        if arr is None:
+            raise ParameterError(f"column {name!r} must contain only real numbers")
+        if not np.isfinite(arr).all():
+            raise ParameterError(f"column {name!r} contains non-finite values")
+        return arr
+
+    def categorical(self, i: int) -> np.ndarray:
+        """Column ``i`` as an object array (for category matching).
+
+        Raises
+        ------
+        ParameterError
+            ``column 'x' contains missing or non-finite values`` (None, NaN, ±inf).
+        """
+        obj, name = self._cols[i], self.names[i]
+        arr = obj.to_numpy(dtype=object) if hasattr(obj, "to_numpy") else np.asarray(obj)
+        arr = np.asarray(arr, dtype=object).reshape(-1)
+        bad = False
+        for v in arr:
+            if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
+                bad = True
+            if bad:
+                break
+        if bad:
+            raise ParameterError(f"column {name!r} contains missing or non-finite values")
+        return arr
+
+
+def _to_float_array(obj: Any) -> np.ndarray | None:
+    """float64 copy of a 1-D column, or None if it is not all numbers (no exception
+    escapes, so no message or context can carry a value)."""
+    try:
+        if hasattr(obj, "to_numpy"):
+            arr = np.asarray(obj.to_numpy(dtype=np.float64, na_value=np.nan))
+        else:
+            raw = np.asarray(obj)
+            if raw.dtype.kind in "biuf" or raw.dtype.kind in "OUS":
+                arr = raw.astype(np.float64)
+            else:
+                return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if arr.ndim != 1:
+        return None
+    return arr
+
+
+def _column_of(data: Any, key: str) -> Any:
+    try:
+        return data[key]
+    except (KeyError, IndexError, TypeError):
+        pass
+    available = list(data.columns) if _is_frame(data) else list(data)
+    raise ParameterError(f"column {key!r} not found; available columns: {available}")
+
+
+def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
+    """Validate the shape of ``data`` and pick the columns a statistic reads.
+
+    Parameters
+    ----------
+    data : sequence, numpy.ndarray, pandas Series or DataFrame, or mapping
+        One column: a 1-D sequence/array or a Series.  Several columns: a 2-D
+        array-like of shape (n, k), or a DataFrame/mapping with ``column`` naming them.
+    column : str or sequence of str, optional
+        Column name(s) to read from a DataFrame or mapping.
+    columns : int
+        How many columns the statistic reads (0: only the number of records).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    ParameterError
+        If the shape does not fit; values are not looked at here.
+    """
+    if isinstance(column, str):
+        keys: list[str] | None = [column]
+    elif column is None:
+        keys = None
+    elif isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
+        keys = list(column)
+    else:
+        raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
+    if isinstance(data, str | bytes):
+        raise ParameterError(
+            f"data must be a sequence, array, Series, DataFrame or mapping, "
+            f"got {type(data).__name__}"
+        )
+    table = _is_frame(data) or isinstance(data, Mapping)
+    if keys is not None:
+        if not table:
+            raise ParameterError(
+                f"column={column!r} needs a DataFrame or a mapping of columns, "
+                f"got {type(data).__name__}"
+            )
+        if columns and len(keys) != columns:
+            raise ParameterError(
+                f"this statistic reads {columns} column(s), got column={column!r}"
+            )
+        cols = [_column_of(data, k) for k in keys]
+        names = keys
+    elif table:
+        names = [str(c) for c in (data.columns if _is_frame(data) else data)]
+        if columns and len(names) != columns:
+            raise ParameterError(
+                f"this statistic reads {columns} column(s); the table has {len(names)}: "
+                f"choose with column=..."
+            )
+        cols = [data[c] for c in (data.columns if _is_frame(data) else data)]
+        if not columns:
+            size = len(data) if _is_frame(data) else (_length(cols[0]) if cols else 0)
+            return Dataset([], [], size)
+    elif _is_series(data):
+        cols, names = [data], [str(data.name) if data.name is not None else "data"]
+    else:
+        if not isinstance(data, np.ndarray | Sequence):
+            try:
+                data = list(data)
+            except TypeError:
+                raise ParameterError(
+                    "data must be a sequence, array, Series, DataFrame or mapping, "
+                    f"got {type(data).__name__}"
+                ) from None
+        arr = np.asarray(data, dtype=object) if not isinstance(data, np.ndarray) else data
+        if arr.ndim == 1:
+            cols, names = [data if isinstance(data, np.ndarray) else list(data)], ["data"]
+        elif arr.ndim == 2:
+            cols = [arr[:, j] for j in range(arr.shape[1])]
+            names = [f"column {j}" for j in range(arr.shape[1])]
+        else:
+            raise ParameterError(f"data must be 1-D or 2-D, got {arr.ndim} dimensions")
+    if columns == 0:
+        return Dataset([], [], _length(cols[0]) if cols else 0)
+    if len(cols) != columns:
+        raise ParameterError(f"this statistic reads {columns} column(s), the data has {len(cols)}")
+    sizes = {_length(c) for c in cols}
+    if len(sizes) != 1:
+        raise ParameterError(f"columns {names} must have the same length")
+    for c, nm in zip(cols, names, strict=True):
+        if getattr(c, "ndim", 1) != 1:
+            raise ParameterError(f"column {nm!r} must be one-dimensional")
+    return Dataset(cols, names, sizes.pop())

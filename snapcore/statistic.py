@@ -1,0 +1,278 @@
+"""The statistic plugin protocol: what a statistic supplies to a release.
+
+A statistic is an object with a ``name`` and a :meth:`Statistic.prepare` method.
+Given the data (a :class:`~snapcore.dataset.Dataset`), the data bounds, the public
+``n`` and the neighbouring relation, ``prepare`` returns a :class:`Prepared`:
+
+- ``values`` — f(D), one per coordinate, computed from the data clamped to the
+  bounds **exactly** (a :class:`fractions.Fraction`; see :mod:`snapcore.exact`), so
+  the declared sensitivity holds for the very values passed to the mechanism;
+- ``sensitivity`` — Δ for the stated relation: ``|f(D) − f(D′)| <= Δ`` for every
+  coordinate and every pair of neighbouring datasets within the bounds;
+- ``value_range`` — an interval that contains f(D) for every dataset the bounds and
+  ``n`` allow (the seed's B′ is ``max(|lo|, |hi|)``);
+- for vector statistics, the share of ε each coordinate's mechanism gets and why.
+
+Register a statistic through the ``snapcore_register_statistics`` hook
+(``registry.add(MyStatistic())``) and an entry point in the ``snapcore`` group.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from snapcore.errors import ParameterError
+
+if TYPE_CHECKING:
+    from snapcore.dataset import Dataset
+
+__all__ = [
+    "DataBounds",
+    "Neighbouring",
+    "Prepared",
+    "Statistic",
+    "clamp_fraction",
+    "one_column_bounds",
+    "resolve_n",
+]
+
+#: Data bounds as given to :meth:`Statistic.prepare`: one ``(lower, upper)`` pair of
+#: exact doubles per data column, or ``None`` when none were given.
+DataBounds = tuple[tuple[float, float], ...]
+
+
+class Neighbouring(enum.Enum):
+    """Neighbouring relations: which datasets count as differing in one record."""
+
+    #: Bounded DP: the number of records n is public; neighbours replace one record.
+    REPLACE = "replace"
+    #: Unbounded DP: neighbours add or remove one record (n is private).
+    ADD_REMOVE = "add-remove"
+
+    @property
+    def description(self) -> str:
+        """One line for people."""
+        if self is Neighbouring.REPLACE:
+            return "bounded: n public, one record replaced"
+        return "unbounded: add or remove one record"
+
+    @classmethod
+    def parse(cls, value: Any) -> Neighbouring:
+        """A relation from itself or its value (``"replace"``, ``"add-remove"``)."""
+        if isinstance(value, Neighbouring):
+            return value
+        for r in cls:
+            if value == r.value:
+                return r
+        raise ParameterError(f"relation must be one of {[r.value for r in cls]}, got {value!r}")
+
+
+def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
+    if not isinstance(value, tuple) or not value:
+        raise ParameterError(f"Prepared.values must be a non-empty tuple, got {value!r}")
+    for v in value:
+        ok = isinstance(v, Fraction | int) and not isinstance(v, bool)
+        ok = ok or (isinstance(v, float) and math.isfinite(v))
+        if not ok:
+            raise ParameterError(
+                f"Prepared.values must hold Fractions, ints or finite floats, got {v!r}"
+            )
+
+
+def _fraction_pair(r: Any) -> tuple[Fraction, Fraction]:
+    return (Fraction(r[0]), Fraction(r[1]))
+
+
+@attrs.frozen(kw_only=True)
+class Prepared:
+    """What a statistic hands to the release: f(D), Δ, the range of f, the budget split.
+
+    Attributes
+    ----------
+    statistic : str
+        The statistic's name.
+    relation : Neighbouring
+        The neighbouring relation the sensitivity holds for.
+    values : tuple of Fraction
+        f(D), one per coordinate, exactly (floats are accepted from plugins that
+        account for their own rounding in ``sensitivity``).
+    labels : tuple of str
+        One label per coordinate (the statistic's name for a scalar).
+    sensitivity : Fraction
+        Δ >= 0 per coordinate, in the data's units.  Δ = 0 means f(D) is public
+        under this relation and is released exactly, spending nothing.
+    value_range : (Fraction, Fraction)
+        ``lo <= f(D) <= hi`` for every coordinate of every dataset the bounds and
+        ``n`` allow.
+    epsilon_share : Fraction
+        Each coordinate is released with ``ε · epsilon_share``.
+    composition : str
+        How the budget is divided over the coordinates and why.
+    derivation : str
+        Where Δ and the range come from (formulas).
+    n : int or None
+        The public n used (or the public cap on n under add/remove).
+    notes : tuple of str
+        Anything else the user should know.
+    """
+
+    statistic: str
+    relation: Neighbouring = attrs.field(validator=attrs.validators.instance_of(Neighbouring))
+    values: tuple[Fraction | float, ...] = attrs.field(validator=_check_values)
+    labels: tuple[str, ...]
+    sensitivity: Fraction = attrs.field(converter=Fraction)
+    value_range: tuple[Fraction, Fraction] = attrs.field(converter=_fraction_pair)
+    epsilon_share: Fraction = attrs.field(default=Fraction(1), converter=Fraction)
+    composition: str = "a single value: it gets the whole budget"
+    derivation: str = ""
+    n: int | None = None
+    notes: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.labels) != len(self.values):
+            raise ParameterError(
+                f"Prepared.labels must have one label per value: {len(self.labels)} labels, "
+                f"{len(self.values)} values"
+            )
+        if self.sensitivity < 0:
+            raise ParameterError(f"Prepared.sensitivity must be >= 0, got {self.sensitivity}")
+        lo, hi = self.value_range
+        if not lo <= hi:
+            raise ParameterError(f"Prepared.value_range must have lo <= hi, got {lo}, {hi}")
+        if not 0 < self.epsilon_share <= 1:
+            raise ParameterError(
+                f"Prepared.epsilon_share must be in (0, 1], got {self.epsilon_share}"
+            )
+
+    @property
+    def b_prime(self) -> Fraction:
+        """The seed's B′: the largest ``|f(D)|`` the bounds allow, ``max(|lo|, |hi|)``."""
+        lo, hi = self.value_range
+        return max(abs(lo), abs(hi))
+
+    @property
+    def is_vector(self) -> bool:
+        """Whether the statistic has more than one coordinate."""
+        return len(self.values) > 1
+
+
+class Statistic(abc.ABC):
+    """Base class of statistic plugins.
+
+    Subclasses set the class attributes and implement :meth:`prepare`.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    summary : str
+        One line for listings.
+    relations : tuple of Neighbouring
+        The relations the statistic supports; the first is the default.
+    columns : int
+        Data columns it reads (0: only the number of records).
+    needs_bounds : bool
+        Whether ``bounds`` (data bounds, one pair per column) are required.
+    options : mapping of str to str
+        Extra keyword options ``prepare`` accepts, with a description each.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    relations: ClassVar[tuple[Neighbouring, ...]] = (Neighbouring.REPLACE,)
+    columns: ClassVar[int] = 1
+    needs_bounds: ClassVar[bool] = True
+    options: ClassVar[Mapping[str, str]] = {}
+
+    @abc.abstractmethod
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        """f(D), Δ and the range of f for ``data`` under ``relation``.
+
+        Parameters
+        ----------
+        data : Dataset
+            The validated columns (``data.numeric(i)`` raises a clear error on
+            non-finite values without revealing them).
+        bounds : tuple of (float, float), or None
+            Data bounds, one pair of exact doubles per column.
+        n : int or None
+            The public n, if the caller gave one.
+        relation : Neighbouring
+            One of :attr:`relations`.
+        **options
+            The statistic's own options (see :attr:`options`).
+
+        Returns
+        -------
+        Prepared
+
+        Raises
+        ------
+        ParameterError
+            On invalid parameters; never on (or revealing) private values.
+        """
+
+    def __repr__(self) -> str:
+        return f"<statistic {self.name!r}>"
+
+
+def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, float]:
+    """The single ``(lower, upper)`` pair of a one-column statistic, or a clear error."""
+    if bounds is None:
+        raise ParameterError(f"statistic {name!r} needs bounds=(lower, upper) on the data values")
+    if len(bounds) != 1:
+        raise ParameterError(
+            f"statistic {name!r} reads one column and needs one (lower, upper) pair, "
+            f"got {len(bounds)} pairs"
+        )
+    return bounds[0]
+
+
+def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) -> tuple[int, str]:
+    """The public n for ``relation``, with a sentence saying where it comes from.
+
+    Under :attr:`Neighbouring.REPLACE` n is public: it is taken from the data when not
+    given, and must equal the data's size when given.  Under
+    :attr:`Neighbouring.ADD_REMOVE` the size is private, so ``n`` must be given as a
+    public upper bound on the number of records (used to cap the statistic).
+    """
+    if relation is Neighbouring.REPLACE:
+        if n is None:
+            return data_size, (
+                f"n = {data_size} is the number of records; under the replace relation n is public"
+            )
+        if n != data_size:
+            raise ParameterError(
+                f"n must equal the number of records under the replace relation "
+                f"(n is public), got n={n} for {data_size} records"
+            )
+        return n, f"n = {n} (public under the replace relation)"
+    if n is None:
+        raise ParameterError(
+            f"statistic {name!r} under the add-remove relation needs n=, a public upper "
+            "bound on the number of records (the number itself is private)"
+        )
+    return n, (
+        f"n = {n} is a public upper bound on the number of records (add-remove relation); "
+        "the statistic is capped so that it never exceeds what n records allow"
+    )
+
+
+def clamp_fraction(q: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
+    """``min(max(q, lo), hi)``: 1-Lipschitz, so it never increases a sensitivity."""
+    return lo if q < lo else hi if q > hi else q

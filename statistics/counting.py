@@ -1,0 +1,225 @@
+"""Built-in counting statistics: count and histogram (DESIGN.md §3, seed §7.4).
+
+Counts are integers, so they are exact by construction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from snapcore.dataset import Dataset
+from snapcore.errors import ParameterError
+from snapcore.hookspecs import hookimpl
+from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
+
+__all__ = ["Count", "Histogram"]
+
+REPLACE = Neighbouring.REPLACE
+ADD_REMOVE = Neighbouring.ADD_REMOVE
+
+
+class Count(Statistic):
+    """The number of records.
+
+    Relations
+    ---------
+    - ``add-remove`` (unbounded: add or remove one record; the default): Δ = 1.  With
+      a public cap ``N`` (``n=``) the released value is ``min(#records, N)`` (still
+      Δ = 1), in ``[0, N]``, so B′ = N.
+    - ``replace`` (bounded: n public, one record replaced): the count *is* the public
+      n and never changes, Δ = 0.  It is returned exactly, spending no ε.
+    """
+
+    name = "count"
+    summary = "number of records"
+    relations = (ADD_REMOVE, REPLACE)
+    columns = 0
+    needs_bounds = False
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        if bounds is not None:
+            raise ParameterError("statistic 'count' does not use bounds; leave bounds=None")
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        if relation is REPLACE:
+            return Prepared(
+                statistic=self.name,
+                relation=relation,
+                values=(Fraction(n_used),),
+                labels=(self.name,),
+                sensitivity=0,
+                value_range=(n_used, n_used),
+                derivation="under the replace relation every neighbour has n records: Δ = 0",
+                n=n_used,
+                notes=(n_note, "the count is public under this relation: no noise, no ε"),
+            )
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(Fraction(min(data.size, n_used)),),
+            labels=(self.name,),
+            sensitivity=1,
+            value_range=(0, n_used),
+            derivation=(
+                "adding or removing one record changes the count by 1: Δ = 1; capped at "
+                "the public N, it lies in [0, N], B′ = N"
+            ),
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+def _fmt(x: float) -> str:
+    r = repr(float(x))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def _edges(bins: Any) -> np.ndarray:
+    if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
+        raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
+    out = []
+    for i, e in enumerate(bins):
+        if isinstance(e, bool) or not isinstance(e, numbers.Real):
+            raise ParameterError(f"bins[{i}] must be a finite real number, got {e!r}")
+        f = float(e)
+        if not math.isfinite(f) or (isinstance(e, numbers.Rational) and Fraction(f) != e):
+            raise ParameterError(f"bins[{i}] must be a finite double, got {e!r}")
+        out.append(f)
+    if len(out) < 2:
+        raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
+    if any(not x < y for x, y in itertools.pairwise(out)):
+        raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
+    return np.array(out, dtype=np.float64)
+
+
+class Histogram(Statistic):
+    """Counts per bin: given bin edges (numeric data) or categories.
+
+    Options
+    -------
+    bins : sequence of float
+        Edges ``e_0 < ... < e_k``: bins ``[e_i, e_{i+1})``, the last one closed.
+        Values are first clamped to ``[e_0, e_k]``, so every record lands in a bin.
+    categories : sequence
+        Category values; a record counts in the bin equal to its value, records with
+        other values are not counted.  Give exactly one of ``bins`` and ``categories``.
+
+    Relations
+    ---------
+    Each record lies in at most one bin; every bin has Δ = 1.
+
+    - ``replace`` (bounded: n public, one record replaced; the default): a replaced
+      record can leave one bin and enter another, changing **two** bins by 1 each.
+      The mechanism's guarantee is for changes up to Δ in one value, so each bin is
+      released with ``ε/2`` (Δ = 1): two changed bins cost ``ε/2 + ε/2 = ε``.  (Doubling
+      Δ to 2 with ε per bin would give ε per changed bin, 2ε in all.)
+    - ``add-remove`` (unbounded: add or remove one record): one record changes exactly
+      one bin by 1, and the bins are disjoint, so by parallel composition every bin
+      gets the full ε with Δ = 1.  Counts are capped at the public N.
+
+    B′ = n (N under add-remove): a bin holds at most every record (seed §7.4).
+    """
+
+    name = "histogram"
+    summary = "counts per bin (bin edges or categories)"
+    relations = (REPLACE, ADD_REMOVE)
+    needs_bounds = False
+    options: ClassVar[Mapping[str, str]] = {
+        "bins": "bin edges e_0 < ... < e_k (numeric column)",
+        "categories": "category values (one bin each)",
+    }
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        bins = options.get("bins")
+        cats = options.get("categories")
+        if (bins is None) == (cats is None):
+            raise ParameterError(
+                "statistic 'histogram' needs exactly one of bins=[edges] and "
+                f"categories=[values], got bins={bins!r}, categories={cats!r}"
+            )
+        if bounds is not None:
+            raise ParameterError(
+                "statistic 'histogram' takes its range from bins= (or categories=); "
+                "leave bounds=None"
+            )
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        if bins is not None:
+            edges = _edges(bins)
+            k = len(edges) - 1
+            x = np.clip(data.numeric(0), edges[0], edges[-1])
+            idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
+            counts = [int(c) for c in np.bincount(idx, minlength=k)]
+            labels = tuple(
+                f"[{_fmt(edges[i])}, {_fmt(edges[i + 1])}{']' if i == k - 1 else ')'}"
+                for i in range(k)
+            )
+            placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
+        else:
+            if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+                raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
+            cats = list(cats)
+            if not cats:
+                raise ParameterError("categories must not be empty")
+            if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
+                raise ParameterError(f"categories must be distinct, got {cats!r}")
+            col = data.categorical(0)
+            counts = [int(np.count_nonzero(col == c)) for c in cats]
+            labels = tuple(str(c) for c in cats)
+            placement = "a record counts in the bin equal to its value; others are not counted"
+        if relation is ADD_REMOVE:
+            counts = [min(c, n_used) for c in counts]
+            share = Fraction(1)
+            comp = (
+                "add-remove: one record changes one bin by 1 and bins are disjoint, so by "
+                "parallel composition each bin is released with the full ε (Δ = 1)"
+            )
+        else:
+            share = Fraction(1, 2)
+            comp = (
+                "replace: one replaced record can change two bins by 1 each, so each bin "
+                "is released with ε/2 (Δ = 1); the two changed bins together spend ε"
+            )
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=tuple(Fraction(c) for c in counts),
+            labels=labels,
+            sensitivity=1,
+            value_range=(0, n_used),
+            epsilon_share=share,
+            composition=comp,
+            derivation=(
+                f"{placement}; each record is in at most one bin, a bin changes by at "
+                "most 1 (Δ = 1) and holds at most n records (B′ = n, seed §7.4)"
+            ),
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+@hookimpl
+def snapcore_register_statistics(registry: Any) -> None:
+    registry.add(Count())
+    registry.add(Histogram())

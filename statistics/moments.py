@@ -1,0 +1,287 @@
+"""Built-in statistics of the values themselves: sum, mean, sample variance and sample
+covariance (DESIGN.md §3, seed §7).
+
+Every value is computed **exactly** from the data clamped to the bounds (the data are
+doubles, hence exact rationals; :mod:`snapcore.exact` sums them as integers) and
+handed to the mechanism as an exact :class:`fractions.Fraction`.  No floating-point
+rounding happens between the data and the mechanism, so each declared sensitivity
+is a theorem about the value the mechanism receives (Casacuberta et al. 2022).
+
+Notation: data bounds ``[a, b]`` (covariance: ``[a, b]`` and ``[c, d]``), widths
+``w = b − a`` (and ``v = d − c``), ``n`` records.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from snapcore.dataset import Dataset
+from snapcore.errors import ParameterError
+from snapcore.exact import scaled_integers
+from snapcore.hookspecs import hookimpl
+from snapcore.statistic import (
+    DataBounds,
+    Neighbouring,
+    Prepared,
+    Statistic,
+    clamp_fraction,
+    one_column_bounds,
+    resolve_n,
+)
+
+__all__ = ["Covariance", "Mean", "Sum", "Variance", "variance_range_bound"]
+
+REPLACE = Neighbouring.REPLACE
+ADD_REMOVE = Neighbouring.ADD_REMOVE
+
+
+def _clamped(data: Dataset, i: int, lo: float, hi: float) -> np.ndarray:
+    out: np.ndarray = np.clip(data.numeric(i), lo, hi)  # exact: a clamp only compares
+    return out
+
+
+def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
+    """The largest sample variance (``v=None``) or |sample covariance| of ``n >= 2``
+    records with ranges of widths ``w`` (and ``v``).
+
+    ``S = Σ(x_i − x̄)²`` is convex in the data, so its maximum over the box
+    ``[a, b]^n`` is at a vertex: ``k`` records at ``b`` and ``n − k`` at ``a`` give
+    ``S = k(n − k)w²/n``, largest at ``k = ⌊n/2⌋``.  Hence
+    ``n/(n−1)·w²/4`` for even n (seed §7.2) and ``(n+1)/n·w²/4`` for odd n.  The
+    covariance is bounded by Cauchy–Schwarz, ``|cov| <= sqrt(var_x·var_y)``, with the
+    same factor times ``w·v/4``; both are reached (see the docs).
+    """
+    wv = w * w if v is None else w * v
+    if n % 2 == 0:
+        return Fraction(n, n - 1) * wv / 4
+    return Fraction(n + 1, n) * wv / 4
+
+
+class Sum(Statistic):
+    """Sum of the values clamped to ``[a, b]``.
+
+    Relations
+    ---------
+    - ``replace`` (bounded: n public, one record replaced): Δ = b − a; the sum lies
+      in ``[n·a, n·b]``, so B′ = ``n·max(|a|, |b|)``.
+    - ``add-remove`` (unbounded: add or remove one record): Δ = max(|a|, |b|), the
+      largest value one record contributes.  With a public cap ``N`` on the number of
+      records the sum lies in ``[N·min(a, 0), N·max(b, 0)]``; the computed sum is
+      clamped to that interval (1-Lipschitz, so Δ still holds), B′ = ``N·max(|a|, |b|)``.
+    """
+
+    name = "sum"
+    summary = "sum of the values clamped to [a, b]"
+    relations = (REPLACE, ADD_REMOVE)
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        lo, hi = one_column_bounds(bounds, self.name)
+        a, b = Fraction(lo), Fraction(hi)
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        total = scaled_integers(_clamped(data, 0, lo, hi)).total()
+        if relation is REPLACE:
+            delta = b - a
+            rng = (n_used * a, n_used * b)
+            deriv = (
+                "replacing one record x by x' in [a, b] changes the sum by x' - x, so "
+                "Δ = b − a; n values in [a, b] sum to [n·a, n·b]"
+            )
+        else:
+            delta = max(abs(a), abs(b))
+            rng = (n_used * min(a, Fraction(0)), n_used * max(b, Fraction(0)))
+            total = clamp_fraction(total, *rng)
+            deriv = (
+                "adding or removing a record x in [a, b] changes the sum by |x| <= "
+                "max(|a|, |b|) = Δ; at most N records sum to [N·min(a,0), N·max(b,0)] "
+                "(the computed sum is clamped there, which keeps Δ)"
+            )
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(total,),
+            labels=(self.name,),
+            sensitivity=delta,
+            value_range=rng,
+            derivation=deriv,
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+class Mean(Statistic):
+    """Mean of the values clamped to ``[a, b]``.
+
+    Relation ``replace`` (bounded: n public, one record replaced): the mean is the
+    exact sum over the public n, Δ = (b − a)/n, and it lies in ``[a, b]``, so
+    B′ = max(|a|, |b|) (seed §7.1), reached by n records all at the endpoint of
+    larger magnitude.
+    """
+
+    name = "mean"
+    summary = "mean of the values clamped to [a, b] (n public)"
+    relations = (REPLACE,)
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        lo, hi = one_column_bounds(bounds, self.name)
+        a, b = Fraction(lo), Fraction(hi)
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        if n_used < 1:
+            raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
+        mean = scaled_integers(_clamped(data, 0, lo, hi)).total() / n_used
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(mean,),
+            labels=(self.name,),
+            sensitivity=(b - a) / n_used,
+            value_range=(a, b),
+            derivation=(
+                "the exact sum changes by at most b − a when one record is replaced, "
+                "so the mean changes by at most Δ = (b − a)/n; it lies in [a, b], "
+                "B′ = max(|a|, |b|) (seed §7.1)"
+            ),
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+class Variance(Statistic):
+    """Sample variance ``Σ(x_i − x̄)²/(n − 1)`` of the values clamped to ``[a, b]``.
+
+    Relation ``replace`` (bounded: n public, one record replaced), ``n >= 2``.
+
+    Δ = (b − a)²/n: with ``S = Σ(x_i − x̄)²`` and the other n − 1 records fixed
+    (mean ``m``), ``S = S₋ + (n−1)/n·(x_n − m)²`` and ``0 <= (x_n − m)² <= w²``, so
+    replacing ``x_n`` moves S by at most ``(n−1)/n·w²`` and the variance by ``w²/n``
+    (reached: n − 1 records at a, the last one moved from a to b).
+
+    B′: ``n/(n−1)·w²/4`` for even n (seed §7.2) and ``(n+1)/n·w²/4`` for odd n.
+    *Departure:* the seed gives ``w²/4`` for odd n, but ``(n−1)/2`` records at a and
+    ``(n+1)/2`` at b reach ``(n+1)/n·w²/4`` (n = 3: w²/3 > w²/4); see
+    :func:`variance_range_bound`.
+    """
+
+    name = "variance"
+    summary = "sample variance (n − 1 denominator) of the values clamped to [a, b]"
+    relations = (REPLACE,)
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        lo, hi = one_column_bounds(bounds, self.name)
+        w = Fraction(hi) - Fraction(lo)
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        if n_used < 2:
+            raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
+        x = scaled_integers(_clamped(data, 0, lo, hi))
+        s = x.total()
+        var = (x.dot(x) - s * s / n_used) / (n_used - 1)
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(var,),
+            labels=(self.name,),
+            sensitivity=w * w / n_used,
+            value_range=(Fraction(0), variance_range_bound(n_used, w)),
+            derivation=(
+                "S = S₋ + (n−1)/n·(x − m)² with (x − m)² in [0, w²], so replacing one "
+                "record moves the variance by at most Δ = w²/n; B′ = n/(n−1)·w²/4 "
+                "(even n), (n+1)/n·w²/4 (odd n)"
+            ),
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+class Covariance(Statistic):
+    """Sample covariance ``Σ(x_i − x̄)(y_i − ȳ)/(n − 1)`` of two columns clamped to
+    ``[a, b]`` and ``[c, d]``.
+
+    Relation ``replace`` (bounded: n public, one record replaced; a record is a pair
+    (x, y)), ``n >= 2``.
+
+    Δ = (b − a)(d − c)/n: with the other records fixed (means ``m_x, m_y``),
+    ``C = C₋ + (n−1)/n·(x_n − m_x)(y_n − m_y)``.  Writing ``s = (m_x − a)/w`` and
+    ``t = (m_y − c)/v``, the product lies between ``−max((1−s)t, s(1−t))·wv`` and
+    ``max((1−s)(1−t), st)·wv``; the four terms are non-negative and sum to 1, so the
+    product's range has width at most ``wv`` and C moves by at most ``(n−1)/n·wv``.
+
+    B′: ``n/(n−1)·wv/4`` for even n (seed §7.3), ``(n+1)/n·wv/4`` for odd n (the
+    seed's ``wv/4`` for odd n is too small, as for the variance).
+    """
+
+    name = "covariance"
+    summary = "sample covariance (n − 1 denominator) of two clamped columns"
+    relations = (REPLACE,)
+    columns = 2
+
+    def prepare(
+        self,
+        data: Dataset,
+        *,
+        bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        if bounds is None or len(bounds) != 2:
+            raise ParameterError(
+                "statistic 'covariance' needs bounds=((a, b), (c, d)), one pair per column"
+            )
+        (a, b), (c, d) = bounds
+        w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
+        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        if n_used < 2:
+            raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
+        x = scaled_integers(_clamped(data, 0, a, b))
+        y = scaled_integers(_clamped(data, 1, c, d))
+        cov = (x.dot(y) - x.total() * y.total() / n_used) / (n_used - 1)
+        bp = variance_range_bound(n_used, w, v)
+        return Prepared(
+            statistic=self.name,
+            relation=relation,
+            values=(cov,),
+            labels=(self.name,),
+            sensitivity=w * v / n_used,
+            value_range=(-bp, bp),
+            derivation=(
+                "C = C₋ + (n−1)/n·(x − m_x)(y − m_y), whose last factor ranges over an "
+                "interval of width at most w·v, so Δ = w·v/n; |cov| <= "
+                "sqrt(var_x·var_y) gives B′ = n/(n−1)·wv/4 (even n), (n+1)/n·wv/4 (odd n)"
+            ),
+            n=n_used,
+            notes=(n_note,),
+        )
+
+
+@hookimpl
+def snapcore_register_statistics(registry: Any) -> None:
+    registry.add(Sum())
+    registry.add(Mean())
+    registry.add(Variance())
+    registry.add(Covariance())

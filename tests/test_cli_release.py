@@ -1,0 +1,170 @@
+"""``snapcore release`` from the command line (click's CliRunner)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from snapcore.cli import main
+from snapcore.data import example_path
+
+
+def _runner() -> CliRunner:
+    try:  # click < 8.2 mixes stderr into stdout unless told not to
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+def run(*args: str):
+    return _runner().invoke(main, ["release", *args])
+
+
+def example_column(name: str) -> list[str]:
+    with example_path().open(newline="") as fh:
+        return [row[name] for row in csv.DictReader(fh)]
+
+
+def test_bundled_data_mean():
+    r = run("mean", "--column", "age", "--bounds", "0", "100", "--epsilon", "1")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    out = r.stdout
+    for label in (
+        "released value",
+        "epsilon spent",
+        "data bounds",
+        "clamp interval",
+        "granularity",
+    ):
+        assert label in out
+    assert "bundled synthetic example data" in out
+    value = float(out.split("released value")[1].split()[0])
+    assert -1.0 < value < 101.0
+    assert "WARNING" not in r.stderr
+
+
+def test_example_data_is_realistic():
+    ages = [int(a) for a in example_column("age")]
+    incomes = [int(v) for v in example_column("income")]
+    assert len(ages) == 1000 and min(ages) >= 18 and max(ages) <= 90
+    assert min(incomes) >= 0 and max(incomes) <= 400000
+    assert set(example_column("region")) == {"north", "south", "east", "west"}
+    assert set(example_column("education")) == {"primary", "secondary", "tertiary"}
+
+
+def test_json_and_seed_reproducible():
+    args = ("sum", "-c", "hours_per_week", "-b", "0", "80", "-e", "0.5", "--seed", "7", "--json")
+    a, b = run(*args), run(*args)
+    assert a.exit_code == 0, a.stderr
+    assert "NOT for production" in a.stderr
+    da, db = json.loads(a.stdout), json.loads(b.stdout)
+    assert da["value"] == db["value"] and da["source"] == "seeded" and da["seed"] == "7"
+    assert da["epsilon_spent_exact"] == "1/2" and da["relation"] == "replace"
+    assert Fraction(da["sensitivity_exact"]) == 80
+    lo, hi = da["clamp_bounds"]
+    assert lo <= da["value"] <= hi
+
+
+def test_histogram_categories_and_bins():
+    r = run(
+        "histogram", "-c", "region", "--categories", "north,south,east,west", "-e", "1", "--json"
+    )
+    d = json.loads(r.stdout)
+    assert d["labels"] == ["north", "south", "east", "west"] and len(d["value"]) == 4
+    assert d["epsilon_per_value"] == 0.5
+    r = run(
+        "histogram",
+        "-c",
+        "age",
+        "--bins",
+        "0,30,60,100",
+        "-e",
+        "2",
+        "--relation",
+        "add-remove",
+        "--n",
+        "5000",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "[60, 100]" in r.stdout and "parallel composition" in r.stdout
+
+
+def test_covariance_two_columns():
+    r = run(
+        "covariance",
+        "-c",
+        "age",
+        "-c",
+        "income",
+        "-b",
+        "18",
+        "90",
+        "-b",
+        "0",
+        "400000",
+        "-e",
+        "1",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert Fraction(d["sensitivity_exact"]) == Fraction(72 * 400000, 1000)
+
+
+def test_csv_file(tmp_path: Path):
+    p = tmp_path / "d.csv"
+    p.write_text("x,y\n1,a\n2,b\n3.5,a\n")
+    r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1", "--clamp", "0", "4", "--json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["n"] == 3 and d["clamp_bounds"] == [0.0, 4.0] and 0 <= d["value"] <= 4
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("mean", "-c", "age", "-b", "0", "100"), "Missing option '--epsilon'"),
+        (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "'abc' is not a valid float"),
+        (("mean", "-c", "age", "-e", "1"), "needs bounds="),
+        (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper"),
+        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found"),
+        (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "must contain only real numbers"),
+        (("median", "-c", "age", "-e", "1"), "statistic must be one of"),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "-1"), "epsilon must be"),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-g", "2"), "gamma must be"),
+        (("count", "-e", "1"), "needs n="),
+        (("histogram", "-c", "age", "-e", "1", "--bins", "0,x"), "--bins must be"),
+        (("mean", "missing.csv", "-c", "age", "-b", "0", "1", "-e", "1"), "cannot read"),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--backend", "zz"), "backend"),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--bogus"), "No such option"),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-o", "x"), "KEY=VALUE"),
+        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1", "--seed", "3"), "not found"),
+    ],
+)
+def test_bad_arguments_one_line(args, needle):
+    r = run(*args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in r.stderr + r.stdout and r.stdout == ""
+
+
+def test_non_finite_csv(tmp_path: Path):
+    p = tmp_path / "d.csv"
+    p.write_text("x\n1\nnan\n3\n")
+    r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "Error: column 'x' contains non-finite values"
+
+
+def test_listed_in_help():
+    r = CliRunner().invoke(main, ["--help"])
+    assert "release" in r.stdout
+    r = CliRunner().invoke(main, ["release", "--help"])
+    assert r.exit_code == 0 and "--epsilon" in r.stdout and "--seed" in r.stdout
