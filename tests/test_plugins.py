@@ -494,22 +494,7 @@ def _builtin_impls() -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize(
-    "hook",
-    [
-        pytest.param(
-            h,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="no built-in statistic plugin yet: remove this mark when one lands",
-            ),
-        )
-        if h == "snapcore_register_statistics"
-        and "snapcore_register_statistics" not in _builtin_impls()
-        else h
-        for h in HOOKSPECS
-    ],
-)
+@pytest.mark.parametrize("hook", HOOKSPECS)
 def test_hookspec_is_implemented_by_a_builtin(hook):
     assert hook in _builtin_impls()
 
