@@ -59,8 +59,10 @@ def round_ratio(num: int, den: int, p: int, mode: Rounding = Rounding.NEAREST) -
         return (0, 0)
     negative = num < 0
     a = -num if negative else num
-    # Choose e so that 2**(p-1) <= a / (den * 2**e) < 2**p.
-    e = a.bit_length() - den.bit_length() - p
+    # Choose e so that 2**(p-1) <= a / (den * 2**e) < 2**p: a/den lies in
+    # (2**(d-1), 2**(d+1)) for d = a.bit_length() - den.bit_length(), so start from
+    # a quotient in (2**(p-2), 2**p) and step down once if it is below 2**(p-1).
+    e = a.bit_length() - den.bit_length() - p + 1
     if e >= 0:
         n2, d2 = a, den << e
     else:
