@@ -296,9 +296,50 @@ def _transform_all(backend: Backend, kwargs: dict[str, Any], n: int, seed: int) 
     ]
 
 
+@functools.lru_cache(maxsize=32)
+def _reference_stages(case: str, n: int, seed: int) -> tuple[tuple[Any, ...], ...]:
+    return tuple(_stages_all(ReferenceBackend(), dict(PIPELINE_GRID)[case], n, seed))
+
+
+def _stages_all(backend: Backend, kwargs: dict[str, Any], n: int, seed: int) -> list[tuple]:
+    """``(noise, y, k, z)`` of every draw, exact and canonical."""
+    from snapcore.params import calibrate
+    from snapcore.pipeline import Pipeline
+
+    cal = calibrate(**kwargs)
+    pipe = Pipeline(cal, backend.arithmetic(cal.precision))
+    p = cal.precision
+    vals = pipeline_values(kwargs, seed)
+    out = []
+    for i, d in enumerate(pipeline_draws(p, n, seed)):
+        st = pipe.stages(Fraction(vals[i % len(vals)]), d)
+        out.append((_canon(st["noise"], p), _canon(st["y"], p), st["k"], st["z"]))  # type: ignore[arg-type]
+    return out
+
+
+#: Draws whose intermediate values (noise, y, k, z) are compared as well.
+STAGE_DRAWS = 2000
+
+
 def check_pipeline(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> None:
-    """``transform`` on ``backend`` equals the reference's, bit for bit, on ``n`` draws."""
+    """``transform`` on ``backend`` equals the reference's, bit for bit, on ``n`` draws.
+
+    On the first :data:`STAGE_DRAWS` draws the exact intermediates — the noise
+    ``N``, the sum ``y``, the snapped ``k`` and the clamped ``z′`` — must match too,
+    which a wrong last bit of ``N`` or ``y`` cannot pass (snapping hides most of them
+    from the output).
+    """
     kwargs = dict(PIPELINE_GRID)[case]
+    m = min(n, STAGE_DRAWS)
+    want_st = _reference_stages(case, m, seed)
+    got_st = _stages_all(backend, kwargs, m, seed)
+    for i, (g, w) in enumerate(zip(got_st, want_st, strict=True)):
+        if g != w:
+            raise ConformanceError(
+                f"[{name}] pipeline {case}: draw {i}: stages (noise, y, k, z) got {g}, "
+                f"expected {w}; reproduce: snapcore.pipeline.Pipeline(calibrate(**{kwargs!r}), "
+                f"backend.arithmetic(p)).stages(value, pipeline_draws(p, {m}, {seed})[{i}])"
+            )
     want = _reference_outputs(case, n, seed)
     got = _transform_all(backend, kwargs, n, seed)
     bad = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
