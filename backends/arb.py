@@ -26,16 +26,17 @@ from fractions import Fraction
 from typing import Any
 
 from snapcore.backend import Arithmetic, Backend
-from snapcore.backends._exact import add_nearest, fits, round_nearest
 from snapcore.dyadic import round_ratio
 from snapcore.hookspecs import hookimpl
 
-__all__ = ["ArbArithmetic", "ArbBackend", "FLINT_LOCK"]
+from ._exact import add_nearest, fits, round_nearest
+
+__all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 
 try:
     import flint
 except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
-    flint = None
+    flint = None  # type: ignore[assignment]
 
 #: Guards python-flint's process-wide ``ctx.prec``.
 FLINT_LOCK = threading.Lock()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from snapcore.backend import Arithmetic, Backend
 from snapcore.hookspecs import hookimpl
@@ -119,16 +119,13 @@ def ln_enclosure(x: _Mpf, w: int) -> _Interval:
     relative to ``|ln x|`` (more when ``w`` is too small for ``|k|``; the caller's
     Ziv loop then widens).
     """
-    sign, man, exp, bc = x
+    _, man, exp, bc = x
     # k with v = x * 2**-k in [1/sqrt 2, sqrt 2): x in [2**(mag-1), 2**mag).
     mag = exp + bc
     k = mag if man * man >= 1 << (2 * bc - 1) else mag - 1
     # v = man * 2**(exp - k); c = j * 2**-8 with j the nearest integer to v * 2**8.
     sh = exp - k + _TABLE_BITS  # v * 2**8 = man * 2**sh
-    if sh >= 0:
-        j = man << sh
-    else:
-        j = (man + (1 << (-sh - 1))) >> -sh
+    j = man << sh if sh >= 0 else (man + (1 << (-sh - 1))) >> -sh
     v = libmp.from_man_exp(man, exp - k)
     c = libmp.from_man_exp(j, -_TABLE_BITS)
     d = libmp.mpf_sub(v, c)  # exact (prec=0)
@@ -171,12 +168,12 @@ def ln_nearest(x: _Mpf, p: int) -> _Mpf:
     ``x == 1`` gives exactly 0.
     """
     if x == libmp.fone:
-        return libmp.fzero
+        return cast(_Mpf, libmp.fzero)
     guard = _FIRST_GUARD
     while True:
         w = p + guard
         lo, hi = ln_enclosure(x, w)
-        r_lo = libmp.mpf_pos(lo, p, _NEAREST)
+        r_lo: _Mpf = libmp.mpf_pos(lo, p, _NEAREST)
         if r_lo == libmp.mpf_pos(hi, p, _NEAREST):
             return r_lo
         if w > _MAX_WORKING:  # pragma: no cover - impossible for ln of a rational != 1

@@ -89,7 +89,9 @@ def lattice_block(p: int, m0: int, e: int, target_log2: int) -> list[int]:
     g0 = Fraction(lm) * Fraction(2) ** (le - r)
     g1 = Fraction(1, m0) / Fraction(2) ** r
     g2 = abs(g1) / (2 * m0)
-    n = min(1 << 64, 1 << (p - 2), max(16, math.isqrt(int(Fraction(2) ** -(target_log2 + 3) / g2))))
+    n = min(
+        1 << 64, 1 << (p - 2), max(16, math.isqrt(int(Fraction(2) ** -(target_log2 + 3) / g2)))
+    )
     nbits = n.bit_length()
     s_log2 = target_log2 + nbits + 48
     s = 1 << s_log2
@@ -109,6 +111,7 @@ def lattice_block(p: int, m0: int, e: int, target_log2: int) -> list[int]:
             i = vx // k
             if 0 <= i < n:
                 found.add(i)
+
     # Rank by the linear model and keep the best few.
     def model(i: int) -> float:
         t = (a * i + c) % s
@@ -199,7 +202,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=20261122)
     ap.add_argument("--per-binade", type=int, default=4, help="lattice cases per binade")
-    ap.add_argument("--budget", type=float, default=8.0, help="seconds of lattice search per binade")
+    ap.add_argument(
+        "--budget", type=float, default=8.0, help="seconds of lattice search per binade"
+    )
     ap.add_argument("--out", type=Path, default=DATA)
     ap.add_argument("--check", action="store_true", help="verify the committed file")
     args = ap.parse_args()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -19,7 +20,7 @@ from snapcore.plugins import get_registries
 __all__ = ["BackendComparison", "compare_backends", "format_table"]
 
 #: The mechanism every backend is timed on.
-BENCH_PARAMS = {"epsilon": 1.0, "bounds": (0.0, 100.0)}
+BENCH_PARAMS: dict[str, Any] = {"epsilon": 1.0, "bounds": (0.0, 100.0)}
 
 
 @attrs.frozen(kw_only=True)

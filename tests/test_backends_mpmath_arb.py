@@ -9,7 +9,6 @@ import math
 import random
 import sys
 import threading
-import tomllib
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import gmpy2
 import mpmath
 import pluggy
 import pytest
+import tomllib
 
 from snapcore import hookspecs
 from snapcore.dyadic import round_ratio
@@ -139,7 +139,9 @@ def test_arb_backend_restores_flint_precision():
 def test_threads_at_different_precisions(name):
     backend = get_registries().backends.create(name)
     rng = random.Random(9)
-    jobs = [(p, rng.getrandbits(p - 1) | (1 << (p - 1))) for p in (53, 118, 400) for _ in range(30)]
+    jobs = [
+        (p, rng.getrandbits(p - 1) | (1 << (p - 1))) for p in (53, 118, 400) for _ in range(30)
+    ]
     expected = {(p, m): ln_nearest(m, -p, p) for p, m in jobs}
     errors: list[str] = []
 
@@ -172,7 +174,6 @@ def test_ln_of_one_is_zero_and_bad_arguments_raise():
 
 def test_mpmath_ln_enclosure_is_rigorous_and_tight():
     from mpmath import libmp
-
     from snapcore.backends.mpmath_backend import ln_enclosure as mp_enclosure
 
     rng = random.Random(3)

@@ -10,7 +10,7 @@ from snapcore.compare import compare_backends, format_table
 
 def test_compare_backends_measures_every_backend():
     rows = compare_backends(size=300, scalar_seconds=0.05)
-    assert [r.name for r in rows][0] == "mpfr"
+    assert rows[0].name == "mpfr"
     assert {r.name for r in rows} >= {"mpfr", "mpmath", "arb"}
     for r in rows:
         assert r.available
@@ -26,7 +26,8 @@ def test_compare_backends_measures_every_backend():
 def test_compare_cli():
     assert SUBCOMMANDS["compare"] == "snapcore.cli.compare:compare"
     res = CliRunner().invoke(
-        main, ["compare", "--size", "200", "--seconds", "0.05", "--no-conformance", "--backend", "arb"]
+        main,
+        ["compare", "--size", "200", "--seconds", "0.05", "--no-conformance", "--backend", "arb"],
     )
     assert res.exit_code == 0, res.output
     assert "arb" in res.output and "python-flint" in res.output and "not run" in res.output

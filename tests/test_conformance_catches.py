@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from broken_backends import BROKEN, DoubleRoundedLnBackend, MpmathLogBackend, TruncatedLnBackend
+from broken_backends import BROKEN, DoubleRoundedLnBackend, MpmathLogBackend
 
 from snapcore.testing import run_conformance
 from snapcore.testing.checks import check_ln, hard_ln_cases, random_operands
@@ -46,7 +46,9 @@ def test_every_precision_has_a_hard_case_that_catches_it(backend):
         assert wrong >= 3, (backend.name, p, wrong)
 
 
-@pytest.mark.parametrize("backend", [DoubleRoundedLnBackend, MpmathLogBackend], ids=lambda b: b.name)
+@pytest.mark.parametrize(
+    "backend", [DoubleRoundedLnBackend, MpmathLogBackend], ids=lambda b: b.name
+)
 def test_random_inputs_alone_would_miss_subtle_breakage(backend):
     # Why the hard cases exist: 2,000 random U* per precision do not expose these two.
     be = backend()
@@ -71,12 +73,30 @@ def _run_suite(tmp_path, backend_name: str, select: str, module: str = "broken_b
         )
     )
     junit = tmp_path / "out.xml"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])
+    )
     env["PYTHONSAFEPATH"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-         f"--rootdir={tmp_path}", f"--junitxml={junit}", "-k", select, str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            f"--rootdir={tmp_path}",
+            f"--junitxml={junit}",
+            "-k",
+            select,
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert junit.exists(), proc.stdout + proc.stderr
     out = {}

@@ -27,7 +27,9 @@ __all__ = ["compare"]
 @click.option("--no-conformance", is_flag=True, help="Skip the quick conformance run.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
 @click.option("--backend", "names", multiple=True, help="Only these backends (repeatable).")
-def compare(size: int, seconds: float, no_conformance: bool, markdown: bool, names: tuple) -> None:
+def compare(
+    size: int, seconds: float, no_conformance: bool, markdown: bool, names: tuple[str, ...]
+) -> None:
     """Compare the registered arithmetic backends.
 
     For each backend: the library version; a quick conformance run (every primitive

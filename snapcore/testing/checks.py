@@ -301,7 +301,9 @@ def _reference_stages(case: str, n: int, seed: int) -> tuple[tuple[Any, ...], ..
     return tuple(_stages_all(ReferenceBackend(), dict(PIPELINE_GRID)[case], n, seed))
 
 
-def _stages_all(backend: Backend, kwargs: dict[str, Any], n: int, seed: int) -> list[tuple]:
+def _stages_all(
+    backend: Backend, kwargs: dict[str, Any], n: int, seed: int
+) -> list[tuple[Any, ...]]:
     """``(noise, y, k, z)`` of every draw, exact and canonical."""
     from snapcore.params import calibrate
     from snapcore.pipeline import Pipeline

@@ -67,7 +67,9 @@ _HYPOTHESIS = settings(
 _GRID_IDS = [case for case, _ in PIPELINE_GRID]
 
 
-def _dyadic(data: Any, p: int, *, positive: bool = False, spread: int = 1 << 20) -> tuple:
+def _dyadic(
+    data: Any, p: int, *, positive: bool = False, spread: int = 1 << 20
+) -> tuple[int, int]:
     """A p-bit value: full, short (powers of two, few bits) or near-1 mantissas."""
     kind = data.draw(st.sampled_from(["full", "short", "near-one"]))
     if kind == "full":
@@ -138,7 +140,9 @@ class BackendConformance:
         rng = random.Random(1000 + p)
         qs: list[Fraction | int | float] = []
         for _ in range(self.random_inputs):
-            qs.append(Fraction(rng.getrandbits(2 * p) - (1 << (2 * p - 1)), rng.getrandbits(p) | 1))
+            qs.append(
+                Fraction(rng.getrandbits(2 * p) - (1 << (2 * p - 1)), rng.getrandbits(p) | 1)
+            )
             qs.append(rng.uniform(-1.0, 1.0) * 2.0 ** rng.randrange(-1000, 1000))
             qs.append(rng.getrandbits(p + 40) - (1 << (p + 39)))
         # Exact ties at p bits: odd multiples of half an ulp.
@@ -187,9 +191,7 @@ class BackendConformance:
     @pytest.mark.parametrize("p", PRECISIONS)
     @_HYPOTHESIS
     @given(data=st.data())
-    def test_op_hypothesis(
-        self, conformance_backend: Backend, p: int, op: str, data: Any
-    ) -> None:
+    def test_op_hypothesis(self, conformance_backend: Backend, p: int, op: str, data: Any) -> None:
         """op on hypothesis-generated p-bit values (exponents up to ±2**20 apart)."""
         a = _dyadic(data, p)
         b = _dyadic(data, p)
@@ -262,9 +264,10 @@ class BackendConformance:
         """LN of random values (U* in (0, 1) mostly), specials and exponent extremes."""
         arith = conformance_backend.arithmetic(p)
         rng = random.Random(3000 + p)
-        vals = [(m, -p - rng.randrange(0, 60)) for m, _ in random_operands(
-            rng, p, self.random_inputs, positive=True
-        )]
+        vals = [
+            (m, -p - rng.randrange(0, 60))
+            for m, _ in random_operands(rng, p, self.random_inputs, positive=True)
+        ]
         vals += random_operands(rng, p, self.random_inputs // 3, positive=True, spread=5000)
         vals += [(m, e) for m, e in special_operands(p) + extreme_operands(p) if m > 0]
         vals += [((1 << (p - 1)) + 1, -p - (EXPONENT_LIMIT >> 1))]  # deep in the tail

@@ -7,7 +7,6 @@ from typing import Any
 
 import gmpy2
 from mpmath import libmp
-
 from snapcore.backends.mpfr import MPFRArithmetic, MPFRBackend
 
 
