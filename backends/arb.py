@@ -59,10 +59,10 @@ def ln_ball(m: int, e: int, w: int) -> tuple[int, int, int, int]:
             flint.ctx.prec = w
             # Exact: an arb is built from (mantissa, exponent) without rounding.
             y = flint.arb((m, e)).log()
+            mm, me = y.mid().man_exp()  # exact reads
+            rm, re = y.rad().man_exp()
         finally:
             flint.ctx.prec = saved
-    mm, me = y.mid().man_exp()
-    rm, re = y.rad().man_exp()
     return (int(mm), int(me), int(rm), int(re))
 
 
