@@ -258,3 +258,30 @@ def test_hard_cases_are_as_hard_as_claimed():
         exact = ctx.log(ctx.mul_2exp(gmpy2.mpz(a[0]), a[1]))
         offset = (exact - ctx.mul_2exp(gmpy2.mpz(want[0]), want[1])) / ctx.mul_2exp(1, want[1])
         assert abs(abs(offset) - 0.5) < 2.0**-19 or abs(abs(offset) - 0.25) < 2.0**-19
+
+
+def test_core_round_ratio_directed_modes_agree_with_mpfr():
+    # The same regression for the directed roundings the calibration uses (λ = RU(1/ε′)).
+    from snapcore.dyadic import Rounding
+
+    modes = {
+        Rounding.NEAREST: gmpy2.RoundToNearest,
+        Rounding.TOWARD_ZERO: gmpy2.RoundToZero,
+        Rounding.UP: gmpy2.RoundUp,
+        Rounding.DOWN: gmpy2.RoundDown,
+    }
+    rng = random.Random(15)
+    for _ in range(2000):
+        p = rng.choice([2, 53, 118, 200])
+        num = (rng.getrandbits(rng.randrange(1, 300)) or 1) * rng.choice([1, -1])
+        den = rng.getrandbits(rng.randrange(1, 200)) or 1
+        for mode, mpfr_mode in modes.items():
+            ctx = gmpy2.context(precision=p, round=mpfr_mode)
+            ref = ctx.div(gmpy2.mpz(num), gmpy2.mpz(den))
+            m, e = round_ratio(num, den, p, mode)
+            assert Fraction(m) * Fraction(2) ** e == Fraction(*ref.as_integer_ratio()), (
+                num,
+                den,
+                p,
+                mode,
+            )
