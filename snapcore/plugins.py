@@ -39,6 +39,8 @@ __all__ = [
 #: same pairs as entry points (a test checks that the two agree).
 BUILTIN_PLUGINS: dict[str, str] = {
     "mpfr": "snapcore.backends.mpfr",
+    "mpmath": "snapcore.backends.mpmath_backend",
+    "arb": "snapcore.backends.arb",
     "sources": "snapcore.sources",
     "counting": "snapcore.statistics.counting",
     "moments": "snapcore.statistics.moments",

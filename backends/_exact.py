@@ -1,0 +1,58 @@
+"""Exact integer helpers shared by the backends that round in integers.
+
+Values are dyadic pairs ``(m, e)`` standing for ``m * 2**e``.  Every function
+rounds to nearest, ties to even, at ``p`` significant bits, with an unbounded
+exponent range, using shifts and integer comparisons only.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_nearest", "fits", "round_nearest"]
+
+
+def fits(m: int, p: int) -> bool:
+    """Whether ``m`` has at most ``p`` significant bits once trailing zeros are stripped."""
+    a = abs(m)
+    return not a or (a >> ((a & -a).bit_length() - 1)).bit_length() <= p
+
+
+def round_nearest(m: int, e: int, p: int) -> tuple[int, int]:
+    """``m * 2**e`` rounded to ``p`` bits, to nearest, ties to even (``(0, 0)`` for zero)."""
+    if not m:
+        return (0, 0)
+    a = -m if m < 0 else m
+    s = a.bit_length() - p
+    if s <= 0:
+        return (m, e)
+    q = a >> s
+    r = a - (q << s)
+    half = 1 << (s - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+        if q >> p:  # carried into the next binade
+            q >>= 1
+            s += 1
+    return (-q if m < 0 else q, e + s)
+
+
+def add_nearest(ma: int, ea: int, mb: int, eb: int, p: int) -> tuple[int, int]:
+    """``ma*2**ea + mb*2**eb`` rounded to ``p`` bits; both operands have at most ``p`` bits.
+
+    When the smaller operand is below a quarter of the larger one's unit in the last
+    place, the sum rounds to the larger one (even when the larger is a power of two,
+    whose lower neighbour is only half an ulp away); the exact sum is formed only
+    otherwise, so the shifts stay below ``2p + 2`` bits whatever the exponents.
+    """
+    if not mb:
+        return (ma, ea) if ma else (0, 0)
+    if not ma:
+        return (mb, eb)
+    ta = ea + abs(ma).bit_length()  # 2**(ta-1) <= |a| < 2**ta
+    tb = eb + abs(mb).bit_length()
+    if ta < tb:
+        ma, ea, mb, eb, ta, tb = mb, eb, ma, ea, tb, ta
+    if tb <= ta - p - 2:  # |b| < 2**(ta-p-2) = ulp_p(a) / 4
+        return (ma, ea)
+    if ea >= eb:
+        return round_nearest((ma << (ea - eb)) + mb, eb, p)
+    return round_nearest(ma + (mb << (eb - ea)), ea, p)

@@ -1,0 +1,166 @@
+"""The arb backend: python-flint's arb balls for LN, exact integers for the rest.
+
+arb computes rigorous balls ``[mid +- rad]`` but rounds their midpoints toward zero
+and python-flint 0.9 exposes no correctly rounded wrapper (``arb_fpwrap``).  So:
+
+* Numbers are exact dyadic pairs ``(m, e)`` (``m * 2**e``, at most ``p`` bits).
+  add, sub, mul, div and conversion form the exact result (or, for a sum whose
+  smaller term is far below the larger's last bit, an exact stand-in) and round it
+  to nearest-even in Python integers.
+* LN runs a Ziv loop: compute ``arb.log`` of the exact input at a working precision,
+  read the ball exactly (``mid().man_exp()``, ``rad().man_exp()``), and accept when
+  both ends of the ball round to the same p-bit value — that is, when the ball holds
+  no p-bit rounding midpoint.  Otherwise double the guard bits.
+
+python-flint's working precision ``flint.ctx.prec`` is one process-wide setting:
+every use here holds a module lock, sets it, and restores the caller's value in a
+``finally``.  (A thread outside snapcore that changes ``ctx.prec`` without the lock
+cannot make a result wrong: balls are rigorous at any precision, so it can only
+make the loop run again.)
+"""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+from typing import Any
+
+from snapcore.backend import Arithmetic, Backend
+from snapcore.dyadic import round_ratio
+from snapcore.hookspecs import hookimpl
+
+from ._exact import add_nearest, fits, round_nearest
+
+__all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
+
+try:
+    import flint
+except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
+    flint = None  # type: ignore[assignment]
+
+#: Guards python-flint's process-wide ``ctx.prec``.
+FLINT_LOCK = threading.Lock()
+
+_FIRST_GUARD = 32
+_MAX_WORKING = 1 << 22
+
+Dyadic = tuple[int, int]
+
+
+def ln_ball(m: int, e: int, w: int) -> tuple[int, int, int, int]:
+    """``ln(m * 2**e)`` as an arb ball at ``w`` bits: ``(mid_m, mid_e, rad_m, rad_e)``.
+
+    The ball ``[mid - rad, mid + rad]`` contains ``ln(m * 2**e)`` (arb's guarantee);
+    its ends are read exactly.
+    """
+    with FLINT_LOCK:
+        saved = flint.ctx.prec
+        try:
+            flint.ctx.prec = w
+            # Exact: an arb is built from (mantissa, exponent) without rounding.
+            y = flint.arb((m, e)).log()
+            mm, me = y.mid().man_exp()  # exact reads
+            rm, re = y.rad().man_exp()
+        finally:
+            flint.ctx.prec = saved
+    return (int(mm), int(me), int(rm), int(re))
+
+
+def ln_nearest(m: int, e: int, p: int) -> Dyadic:
+    """``ln(m * 2**e)`` rounded to nearest-even at ``p`` bits, proven by a Ziv loop.
+
+    Both ends of the ball are rounded exactly; ``RN`` is monotone, so when they agree
+    the logarithm inside rounds to the same value.  The loop ends for every input
+    ``!= 1``: ``ln`` of a rational ``!= 1`` is transcendental (Lindemann-Weierstrass),
+    hence never a rounding midpoint, and arb's radius shrinks to zero as ``w`` grows.
+    ``ln(1) = 0`` comes back as an exact ball.
+    """
+    guard = _FIRST_GUARD
+    while True:
+        w = p + guard
+        mm, me, rm, re = ln_ball(m, e, w)
+        # Ends mid -/+ rad exactly on the common exponent.
+        f = min(me, re)
+        mid = mm << (me - f)
+        rad = rm << (re - f)
+        lo = round_nearest(mid - rad, f, p)
+        if lo == round_nearest(mid + rad, f, p):
+            return lo
+        if w > _MAX_WORKING:  # pragma: no cover - impossible for ln of a rational != 1
+            raise ArithmeticError(f"ln: no convergence at {w} bits for {m}*2**{e}")
+        guard *= 2
+
+
+class ArbArithmetic(Arithmetic):
+    """Correctly rounded p-bit arithmetic: exact integers, and LN by arb balls."""
+
+    def __init__(self, precision: int) -> None:
+        self.precision = precision
+
+    def from_dyadic(self, m: int, e: int) -> Dyadic:
+        if not fits(m, self.precision):
+            raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
+        return (m, e) if m else (0, 0)
+
+    def convert(self, q: Fraction | int | float) -> Dyadic:
+        f = Fraction(q)
+        return round_ratio(f.numerator, f.denominator, self.precision)
+
+    def add(self, a: Dyadic, b: Dyadic) -> Dyadic:
+        return add_nearest(a[0], a[1], b[0], b[1], self.precision)
+
+    def sub(self, a: Dyadic, b: Dyadic) -> Dyadic:
+        return add_nearest(a[0], a[1], -b[0], b[1], self.precision)
+
+    def mul(self, a: Dyadic, b: Dyadic) -> Dyadic:
+        return round_nearest(a[0] * b[0], a[1] + b[1], self.precision)
+
+    def div(self, a: Dyadic, b: Dyadic) -> Dyadic:
+        if not b[0]:
+            raise ZeroDivisionError("div: division by zero")
+        if not a[0]:
+            return (0, 0)
+        m, e = round_ratio(a[0], b[0], self.precision)
+        return (m, e + a[1] - b[1])
+
+    def ln(self, a: Dyadic) -> Dyadic:
+        if a[0] <= 0:
+            raise ValueError(f"ln: argument must be > 0, got {a[0]}*2**{a[1]}")
+        return ln_nearest(a[0], a[1], self.precision)
+
+    def neg(self, a: Dyadic) -> Dyadic:
+        return (-a[0], a[1]) if a[0] else (0, 0)
+
+    def to_dyadic(self, a: Dyadic) -> tuple[int, int]:
+        return a
+
+
+class ArbBackend(Backend):
+    """arb ball arithmetic (FLINT) through python-flint, LN proven by a Ziv loop."""
+
+    name = "arb"
+    library = "python-flint"
+    install_hint = "pip install python-flint"
+
+    def __init__(self) -> None:
+        self._cache: dict[int, ArbArithmetic] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return flint is not None
+
+    def version(self) -> str:
+        return f"python-flint {flint.__version__} (FLINT {flint.__FLINT_VERSION__})"
+
+    def arithmetic(self, precision: int) -> ArbArithmetic:
+        with self._lock:
+            arith = self._cache.get(precision)
+            if arith is None:
+                arith = self._cache[precision] = ArbArithmetic(precision)
+            return arith
+
+
+@hookimpl
+def snapcore_register_backends(registry: Any) -> None:
+    registry.add(ArbBackend)

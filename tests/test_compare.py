@@ -1,0 +1,40 @@
+"""`snapcore compare` and snapcore.compare.compare_backends (small sizes)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from snapcore.cli import SUBCOMMANDS, main
+from snapcore.compare import compare_backends, format_table
+
+
+def test_compare_backends_measures_every_backend():
+    rows = compare_backends(size=300, scalar_seconds=0.05)
+    assert rows[0].name == "mpfr"
+    assert {r.name for r in rows} >= {"mpfr", "mpmath", "arb"}
+    for r in rows:
+        assert r.available
+        assert r.conformance.startswith("pass ("), r.conformance
+        assert r.scalar_per_s > 0 and r.vector_per_s > 0 and r.vector_size == 300
+        assert r.outputs_agree is True
+    text = format_table(rows)
+    assert "scalar releases/s" in text and "mpmath" in text
+    md = format_table(rows, markdown=True)
+    assert md.startswith("| backend |") and md.count("\n") == len(rows) + 1
+
+
+def test_compare_cli():
+    assert SUBCOMMANDS["compare"] == "snapcore.cli.compare:compare"
+    res = CliRunner().invoke(
+        main,
+        ["compare", "--size", "200", "--seconds", "0.05", "--no-conformance", "--backend", "arb"],
+    )
+    assert res.exit_code == 0, res.output
+    assert "arb" in res.output and "python-flint" in res.output and "not run" in res.output
+    assert "mpmath" not in res.output.split("\n", 1)[1]
+
+
+def test_compare_cli_unknown_backend():
+    res = CliRunner().invoke(main, ["compare", "--backend", "nope", "--size", "10"])
+    assert res.exit_code != 0
+    assert "backend must be one of" in res.output
