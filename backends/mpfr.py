@@ -43,6 +43,13 @@ class MPFRArithmetic(Arithmetic):
     def __init__(self, precision: int) -> None:
         self.precision = precision
         self._local = _ThreadContexts(precision)
+        # The inlined noise() below is only valid while the primitives it inlines are
+        # MPFR's own; a subclass that overrides one gets the base-class composition.
+        cls = type(self)
+        self._inline = all(
+            getattr(cls, n) is getattr(MPFRArithmetic, n)
+            for n in ("from_dyadic", "ln", "mul", "neg", "to_dyadic")
+        )
 
     def from_dyadic(self, m: int, e: int) -> Any:
         if m.bit_length() > self.precision:  # only then can it need more than p bits
@@ -81,7 +88,7 @@ class MPFRArithmetic(Arithmetic):
 
     def noise(self, lam: Any, sign: int, u: tuple[int, int]) -> tuple[int, int]:
         # The base-class composition with the method calls inlined (same operations).
-        if u[0].bit_length() > self.precision:
+        if not self._inline or u[0].bit_length() > self.precision:
             return super().noise(lam, sign, u)  # validates and raises
         ctx = self._local.ctx
         n = ctx.mul(lam, ctx.log(ctx.mul_2exp(u[0], u[1])))

@@ -14,7 +14,7 @@ class _TruncatedLn(MPFRArithmetic):
     """MPFR, but LN rounded toward zero: faithful, wrong about half the time."""
 
     def ln(self, a: Any) -> Any:
-        ctx = gmpy2.context(self._ctx(), round=gmpy2.RoundToZero)
+        ctx = gmpy2.context(self._local.ctx, round=gmpy2.RoundToZero)
         return ctx.log(a)
 
 
@@ -23,8 +23,8 @@ class _DoubleRoundedLn(MPFRArithmetic):
     lies within about 2**-17 ulp of a midpoint (random inputs almost never do)."""
 
     def ln(self, a: Any) -> Any:
-        wide = gmpy2.context(self._ctx(), precision=self.precision + 16)
-        return self._ctx().add(wide.log(a), 0)
+        wide = gmpy2.context(self._local.ctx, precision=self.precision + 16)
+        return self._local.ctx.add(wide.log(a), 0)
 
 
 class _MpmathLogLn(MPFRArithmetic):
