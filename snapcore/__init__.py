@@ -9,6 +9,7 @@ Fraction(4, 1)
 
 from __future__ import annotations
 
+from snapcore.audit import AuditResult, audit
 from snapcore.backend import Arithmetic, Backend
 from snapcore.errors import (
     BackendUnavailableError,
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Arithmetic",
+    "AuditResult",
     "Backend",
     "BackendUnavailableError",
     "Calibration",
@@ -40,5 +42,6 @@ __all__ = [
     "SourceExhaustedError",
     "SystemSource",
     "__version__",
+    "audit",
     "hookimpl",
 ]

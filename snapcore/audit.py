@@ -375,6 +375,9 @@ class AuditResult:
         ``attained_at`` more likely.
     private : bool
         Whether ``loss <= epsilon`` (decided exactly).
+    distance : Fraction
+        ``|value − neighbour| / Δ`` exactly; the claim covers only pairs with
+        ``distance <= 1`` (see :attr:`neighbouring`).
     """
 
     epsilon: Fraction
@@ -391,12 +394,24 @@ class AuditResult:
     attained_at: tuple[float, ...]
     more_likely_under: str
     private: bool
+    distance: Fraction
+
+    @property
+    def neighbouring(self) -> bool:
+        """Whether the inputs are at most one sensitivity apart (the claim's scope)."""
+        return self.distance <= 1
 
     @property
     def verdict(self) -> str:
         """One line: the loss against the claimed ε."""
+        note = ""
+        if not self.neighbouring:
+            note = (
+                f" [inputs are {float(self.distance)!r} sensitivities apart, not neighbours: "
+                "the epsilon claim does not cover them]"
+            )
         if self.max_ratio is None:
-            return (
+            return note + (
                 f"NOT PRIVATE: infinite privacy loss (output {self.attained_at[0]!r} is "
                 f"possible only under the {self.more_likely_under})"
             )
@@ -405,7 +420,7 @@ class AuditResult:
         return (
             f"{word}: loss {self.loss!r} {rel} epsilon {float(self.epsilon)!r} "
             f"(loss - epsilon = {self.excess:.6g})"
-        )
+        ) + note
 
 
 # ---------------------------------------------------------------------------------
@@ -689,13 +704,14 @@ def audit(
     q = p if sampler_precision is None else sampler_precision
     backend = getattr(mechanism.backend, "name", str(mechanism.backend))
     eps = cal.epsilon
+    dist = abs(v - w) / cal.sensitivity
     if infinite:
         return AuditResult(
             epsilon=eps, value=float(v), neighbour=float(w), backend=backend, precision=p,
             sampler_precision=q, distribution=dv, neighbour_distribution=dw,
             max_ratio=None, loss=math.inf, excess=math.inf,
             attained_at=tuple(o for o, _ in infinite), more_likely_under=infinite[0][1],
-            private=False,
+            private=False, distance=dist,
         )
     assert best is not None
     sgn, excess = compare_ln(best, eps)
@@ -704,5 +720,5 @@ def audit(
         epsilon=eps, value=float(v), neighbour=float(w), backend=backend, precision=p,
         sampler_precision=q, distribution=dv, neighbour_distribution=dw, max_ratio=best,
         loss=loss, excess=excess, attained_at=tuple(attained), more_likely_under=under,
-        private=sgn <= 0,
+        private=sgn <= 0, distance=dist,
     )
