@@ -406,3 +406,33 @@ def test_not_neighbours_is_said():
 def test_exported():
     assert snapcore.audit is audit
     assert "audit" in snapcore.__all__
+
+
+# ----------------------------------------------------------------------------------
+# CLI
+# ----------------------------------------------------------------------------------
+
+
+def test_cli_audit_reports_loss_output_and_verdict():
+    from click.testing import CliRunner
+
+    from snapcore.cli import main
+
+    res = CliRunner().invoke(
+        main, ["audit", "--epsilon", "1", "--bound", "8", "--value", "0", "--neighbour", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "privacy loss: 1.0 (loss - epsilon = -2.796" in res.output
+    assert "attained at output: 6.0" in res.output
+    assert "verdict: private" in res.output
+    res = CliRunner().invoke(
+        main,
+        ["audit", "--epsilon", "1", "--bounds", "-8", "8", "--value", "0",
+         "--sampler-precision", "53"],
+    )
+    assert res.exit_code == 1, res.output
+    assert "DEMONSTRATION" in res.output and "NOT PRIVATE" in res.output
+    res = CliRunner().invoke(
+        main, ["audit", "--epsilon", "8", "--bound", "1e6", "--value", "0"]
+    )
+    assert res.exit_code == 2 and "max_outputs = 32768" in res.output
