@@ -51,6 +51,8 @@ __all__ = [
 
 #: Default limit on the number of outputs one walk may enumerate (about 2·b/Λ + 3).
 DEFAULT_MAX_OUTPUTS = 1 << 15
+#: The backends guarantee exponents down to -2**30; the tail point 2**-K must fit.
+_MAX_TAIL_EXPONENT = 1 << 29
 
 
 class AuditError(SnapcoreError):
@@ -574,6 +576,11 @@ def output_distribution(
     vf = float(v)
     grid = UGrid(q)
     K = tail_exponent(cal)
+    if K > _MAX_TAIL_EXPONENT:
+        raise AuditLimitError(
+            f"the clamp tail starts at U* = 2**-{K}, beyond the backends' guaranteed "
+            f"exponent range (2**-{_MAX_TAIL_EXPONENT}); narrow the bounds or raise epsilon"
+        )
     tail_index = grid.index_of_power(K)
     pmf: dict[float, Fraction] = {}
     evaluations = 0

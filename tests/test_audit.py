@@ -436,3 +436,11 @@ def test_cli_audit_reports_loss_output_and_verdict():
         main, ["audit", "--epsilon", "8", "--bound", "1e6", "--value", "0"]
     )
     assert res.exit_code == 2 and "max_outputs = 32768" in res.output
+
+
+def test_progress_bar_runs(capsys):
+    pytest.importorskip("tqdm")
+    m = SnappingMechanism(epsilon=1.0, bound=8.0)
+    r = audit(m, 0.0, 1.0, progress=True)
+    assert r.private
+    assert "audit" in capsys.readouterr().err
