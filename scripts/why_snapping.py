@@ -63,8 +63,7 @@ def seed_sampler_section() -> list[str]:
         f"p = {m.precision}. snapcore's audit can model that sampler",
         "(`audit(..., sampler_precision=53)`, a demonstration-only option) and compute",
         "its exact output distribution. For ε = 1, bounds [−8, 8], sensitivity 1, the",
-        "audit of the pair value = "
-        f"{first[0]!r}, neighbour = {first[1]!r} prints:",
+        f"audit of the pair value = {first[0]!r}, neighbour = {first[1]!r} prints:",
         "",
         "```text",
         f"$ snapcore audit --epsilon 1 --bound 8 --value {first[0]!r} --neighbour "
@@ -74,8 +73,7 @@ def seed_sampler_section() -> list[str]:
         f"{first[2].more_likely_under})",
         f"verdict: {first[2].verdict}",
         "",
-        f"$ snapcore audit --epsilon 1 --bound 8 --value {first[0]!r} --neighbour "
-        f"{first[1]!r}",
+        f"$ snapcore audit --epsilon 1 --bound 8 --value {first[0]!r} --neighbour {first[1]!r}",
         f"privacy loss: {first[3].loss!r} (loss - epsilon = {first[3].excess:.6g})",
         f"attained at output: {first[3].attained_at[0]!r} (more likely under the "
         f"{first[3].more_likely_under})",
@@ -168,8 +166,7 @@ def attack_section(trials: int) -> list[str]:
         f"Each row: {trials} trials, the true input chosen by a fair coin; no ε-DP mechanism",
         "lets any attacker succeed with probability above e^ε/(1 + e^ε).",
         "",
-        "| ε | sampler | success rate | decided with certainty | exact optimum "
-        "| e^ε/(1+e^ε) |",
+        "| ε | sampler | success rate | decided with certainty | exact optimum | e^ε/(1+e^ε) |",
         "| ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for eps in (0.1, 1.0):
@@ -186,7 +183,7 @@ def attack_section(trials: int) -> list[str]:
         )
     lines += [
         "",
-        "Inputs 0 and 1, sensitivity 1. \"Exact optimum\" is the success probability of",
+        'Inputs 0 and 1, sensitivity 1. "Exact optimum" is the success probability of',
         "the best possible attacker against snapcore, ½·Σ_o max(P(o|0), P(o|1)), from the",
         "audit's exact distributions.",
         "",
@@ -207,8 +204,11 @@ def witness_section() -> list[str]:
         "",
         "```text",
     ]
-    for value, neighbour, scale, seed in ((0.0, 1.0, 1.0, 1), (0.0, 1.0, 10.0, 2),
-                                          (100.0, 101.0, 1.0, 3)):
+    for value, neighbour, scale, seed in (
+        (0.0, 1.0, 1.0, 1),
+        (0.0, 1.0, 10.0, 2),
+        (100.0, 101.0, 1.0, 3),
+    ):
         w = find_witness(value, neighbour, scale, seed=seed)
         lines += w.lines()
         lines.append("")

@@ -211,10 +211,13 @@ def run_snapcore_attack(
         raise ParameterError(f"trials must be an int >= 1, got {trials!r}")
     d0 = output_distribution(mechanism, inputs[0]).as_dict()
     d1 = output_distribution(mechanism, inputs[1]).as_dict()
-    exact = sum(
-        (max(d0.get(o, Fraction(0)), d1.get(o, Fraction(0))) for o in set(d0) | set(d1)),
-        Fraction(0),
-    ) / 2
+    exact = (
+        sum(
+            (max(d0.get(o, Fraction(0)), d1.get(o, Fraction(0))) for o in set(d0) | set(d1)),
+            Fraction(0),
+        )
+        / 2
+    )
     rng = random.Random(seed)
     ok = sure = 0
     for _ in range(trials):

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import attrs
 import gmpy2
 
-from snapcore.dyadic import Rounding, round_fraction, to_fraction
+from snapcore.dyadic import round_fraction, to_fraction
 from snapcore.errors import ParameterError, SnapcoreError
 from snapcore.mechanism import check_value
 from snapcore.params import Calibration
@@ -514,7 +514,8 @@ def _boundary_guesser(
         u = ctx.exp(a)
         if not 0 < u < 1:
             return None
-        return Fraction(*u.as_integer_ratio())
+        n, d = u.as_integer_ratio()
+        return Fraction(int(n), int(d))
 
     return guess
 
@@ -589,9 +590,7 @@ def output_distribution(
         def f(u: Fraction, sign: int = sign) -> float:
             return mechanism.transform(value, u, sign)
 
-        walker = _Walker(
-            f, grid, sign, tail_index, _boundary_guesser(cal, v, sign), max_outputs
-        )
+        walker = _Walker(f, grid, sign, tail_index, _boundary_guesser(cal, v, sign), max_outputs)
         for piece in walker.walk():
             hi = grid.cdf(piece.high)
             lo = Fraction(0) if piece.low is None else grid.cdf(piece.low - 1)
@@ -603,14 +602,12 @@ def output_distribution(
     total = sum(pmf.values(), Fraction(0))
     if total != 1:
         raise AuditError(f"output probabilities for value {vf!r} sum to {total}, not 1")
-    return OutputDistribution(
-        value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations
-    )
+    return OutputDistribution(value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations)
 
 
 def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # pragma: no cover - depends on the optional extra
         return None, None
     bar = tqdm(total=total, desc=desc, unit="output", leave=False)
@@ -681,11 +678,17 @@ def audit(
         cb, bar = _make_progress(2 * 2 * _estimate_outputs(cal), "audit")
     try:
         dv = output_distribution(
-            mechanism, v, sampler_precision=sampler_precision, max_outputs=max_outputs,
+            mechanism,
+            v,
+            sampler_precision=sampler_precision,
+            max_outputs=max_outputs,
             progress=cb,
         )
         dw = output_distribution(
-            mechanism, w, sampler_precision=sampler_precision, max_outputs=max_outputs,
+            mechanism,
+            w,
+            sampler_precision=sampler_precision,
+            max_outputs=max_outputs,
             progress=cb,
         )
     finally:
@@ -714,18 +717,39 @@ def audit(
     dist = abs(v - w) / cal.sensitivity
     if infinite:
         return AuditResult(
-            epsilon=eps, value=float(v), neighbour=float(w), backend=backend, precision=p,
-            sampler_precision=q, distribution=dv, neighbour_distribution=dw,
-            max_ratio=None, loss=math.inf, excess=math.inf,
-            attained_at=tuple(o for o, _ in infinite), more_likely_under=infinite[0][1],
-            private=False, distance=dist,
+            epsilon=eps,
+            value=float(v),
+            neighbour=float(w),
+            backend=backend,
+            precision=p,
+            sampler_precision=q,
+            distribution=dv,
+            neighbour_distribution=dw,
+            max_ratio=None,
+            loss=math.inf,
+            excess=math.inf,
+            attained_at=tuple(o for o, _ in infinite),
+            more_likely_under=infinite[0][1],
+            private=False,
+            distance=dist,
         )
     assert best is not None
     sgn, excess = compare_ln(best, eps)
     _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
     return AuditResult(
-        epsilon=eps, value=float(v), neighbour=float(w), backend=backend, precision=p,
-        sampler_precision=q, distribution=dv, neighbour_distribution=dw, max_ratio=best,
-        loss=loss, excess=excess, attained_at=tuple(attained), more_likely_under=under,
-        private=sgn <= 0, distance=dist,
+        epsilon=eps,
+        value=float(v),
+        neighbour=float(w),
+        backend=backend,
+        precision=p,
+        sampler_precision=q,
+        distribution=dv,
+        neighbour_distribution=dw,
+        max_ratio=best,
+        loss=loss,
+        excess=excess,
+        attained_at=tuple(attained),
+        more_likely_under=under,
+        private=sgn <= 0,
+        distance=dist,
     )

@@ -271,8 +271,9 @@ def test_audited_loss_at_most_epsilon_wide_grid(backend, eps):
     lam = 1 / eps
     for B in (lam / 8, lam, 300 * 2.0 ** math.ceil(math.log2(lam))):
         for delta in (1.0, 7.0, 0.125):
-            m = SnappingMechanism(epsilon=eps, bounds=(-B / 3, B), sensitivity=delta,
-                                  backend=backend)
+            m = SnappingMechanism(
+                epsilon=eps, bounds=(-B / 3, B), sensitivity=delta, backend=backend
+            )
             for v, w in value_pairs(m):
                 r = audit(m, v, w)
                 assert r.private, (backend, eps, B, delta, v, w, r.verdict)
@@ -327,7 +328,9 @@ class _NonMonotone:
     def __init__(self):
         self._m = SnappingMechanism(epsilon=1.0, bound=8.0)
         self.calibration, self.precision, self.backend = (
-            self._m.calibration, self._m.precision, self._m.backend,
+            self._m.calibration,
+            self._m.precision,
+            self._m.backend,
         )
 
     def transform(self, value, u, sign):
@@ -383,7 +386,7 @@ def test_refuses_too_many_outputs_before_any_work():
 @pytest.mark.parametrize("bad", [math.nan, math.inf, "1", None])
 def test_rejects_bad_values(bad):
     m = SnappingMechanism(epsilon=1.0, bound=8.0)
-    with pytest.raises(ParameterError, match="value|neighbour"):
+    with pytest.raises(ParameterError, match=r"value|neighbour"):
         audit(m, bad, 1.0)
     with pytest.raises(ParameterError, match="neighbour"):
         audit(m, 0.0, bad)
@@ -427,14 +430,22 @@ def test_cli_audit_reports_loss_output_and_verdict():
     assert "verdict: private" in res.output
     res = CliRunner().invoke(
         main,
-        ["audit", "--epsilon", "1", "--bounds", "-8", "8", "--value", "0",
-         "--sampler-precision", "53"],
+        [
+            "audit",
+            "--epsilon",
+            "1",
+            "--bounds",
+            "-8",
+            "8",
+            "--value",
+            "0",
+            "--sampler-precision",
+            "53",
+        ],
     )
     assert res.exit_code == 1, res.output
     assert "DEMONSTRATION" in res.output and "NOT PRIVATE" in res.output
-    res = CliRunner().invoke(
-        main, ["audit", "--epsilon", "8", "--bound", "1e6", "--value", "0"]
-    )
+    res = CliRunner().invoke(main, ["audit", "--epsilon", "8", "--bound", "1e6", "--value", "0"])
     assert res.exit_code == 2 and "max_outputs = 32768" in res.output
 
 
@@ -444,3 +455,17 @@ def test_progress_bar_runs(capsys):
     r = audit(m, 0.0, 1.0, progress=True)
     assert r.private
     assert "audit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "kw, value",
+    [
+        (dict(epsilon=1.0, bounds=(-3.0, 13.0), sensitivity=2.0), 5.5),
+        (dict(epsilon=0.5, bound=6.0), 6.0),
+    ],
+)
+def test_exact_distribution_is_the_same_on_every_backend(kw, value):
+    dists = {
+        be: output_distribution(SnappingMechanism(backend=be, **kw), value).pmf for be in BACKENDS
+    }
+    assert len(set(dists.values())) == 1, list(dists)
