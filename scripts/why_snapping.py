@@ -40,6 +40,18 @@ def fmt_excess(x: float) -> str:
     return "+inf" if math.isinf(x) else f"{x:+.3e}"
 
 
+def run_cli(extra: list[str]) -> list[str]:
+    """Run ``snapcore audit --epsilon 1 --bound 8 ...`` and return its printed lines."""
+    from click.testing import CliRunner
+
+    from snapcore.cli import main
+
+    args = ["audit", "--epsilon", "1", "--bound", "8", "--no-progress", *extra]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code in (0, 1), res.output
+    return ["$ snapcore " + " ".join(args), *res.output.rstrip("\n").splitlines()]
+
+
 def seed_sampler_section() -> list[str]:
     m = SnappingMechanism(epsilon=1.0, bound=8.0)
     values = [0.0, 0.25, 0.5, 1.0, 3.0, 6.0, 7.0, 7.5, 8.0, -8.0, 2.0**-20, 6.875]
@@ -66,18 +78,11 @@ def seed_sampler_section() -> list[str]:
         f"audit of the pair value = {first[0]!r}, neighbour = {first[1]!r} prints:",
         "",
         "```text",
-        f"$ snapcore audit --epsilon 1 --bound 8 --value {first[0]!r} --neighbour "
-        f"{first[1]!r} --sampler-precision 53",
-        f"privacy loss: {first[2].loss!r} (loss - epsilon = {first[2].excess:.6g})",
-        f"attained at output: {first[2].attained_at[0]!r} (more likely under the "
-        f"{first[2].more_likely_under})",
-        f"verdict: {first[2].verdict}",
+        *run_cli(
+            ["--value", repr(first[0]), "--neighbour", repr(first[1]), "--sampler-precision", "53"]
+        ),
         "",
-        f"$ snapcore audit --epsilon 1 --bound 8 --value {first[0]!r} --neighbour {first[1]!r}",
-        f"privacy loss: {first[3].loss!r} (loss - epsilon = {first[3].excess:.6g})",
-        f"attained at output: {first[3].attained_at[0]!r} (more likely under the "
-        f"{first[3].more_likely_under})",
-        f"verdict: {first[3].verdict}",
+        *run_cli(["--value", repr(first[0]), "--neighbour", repr(first[1])]),
         "```",
         "",
         "The double grid of U* rounds the endpoints of each output's interval of U* by",

@@ -374,9 +374,11 @@ class AuditResult:
         The outputs where the worst-case loss is attained.
     more_likely_under : str
         ``"value"`` or ``"neighbour"``: which input makes the first output of
-        ``attained_at`` more likely.
+        ``attained_at`` more likely (``"neither"`` when the distributions are equal).
     private : bool
         Whether ``loss <= epsilon`` (decided exactly).
+    loss_decimal : str
+        ``ln R`` to 40 significant digits (``"inf"`` when infinite).
     distance : Fraction
         ``|value − neighbour| / Δ`` exactly; the claim covers only pairs with
         ``distance <= 1`` (see :attr:`neighbouring`).
@@ -397,6 +399,7 @@ class AuditResult:
     more_likely_under: str
     private: bool
     distance: Fraction
+    loss_decimal: str
 
     @property
     def neighbouring(self) -> bool:
@@ -420,7 +423,7 @@ class AuditResult:
         rel = "<=" if self.private else ">"
         word = "private" if self.private else "NOT PRIVATE"
         return (
-            f"{word}: loss {self.loss!r} {rel} epsilon {float(self.epsilon)!r} "
+            f"{word}: loss {self.loss_decimal} {rel} epsilon {float(self.epsilon)!r} "
             f"(loss - epsilon = {self.excess:.6g})"
         ) + note
 
@@ -471,6 +474,15 @@ def compare_ln(ratio: Fraction, epsilon: Fraction, *, start_bits: int = 256) -> 
         if bits > 1 << 20:  # pragma: no cover - would need a ratio within 2**-2**20 of e**eps
             raise AuditError("could not separate ln(ratio) from epsilon")
         bits *= 2
+
+
+def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
+    """``ln(ratio)`` to ``digits`` significant digits (computed at 512 bits)."""
+    if ratio == 1:
+        return "0"
+    ctx = gmpy2.context(precision=512, emin=-(1 << 30), emax=1 << 30)
+    r = ctx.div(gmpy2.mpz(ratio.numerator), gmpy2.mpz(ratio.denominator))
+    return format(ctx.log(r), f".{digits}g")
 
 
 # ---------------------------------------------------------------------------------
@@ -732,8 +744,11 @@ def audit(
             more_likely_under=infinite[0][1],
             private=False,
             distance=dist,
+            loss_decimal="inf",
         )
     assert best is not None
+    if best == 1:
+        under = "neither"
     sgn, excess = compare_ln(best, eps)
     _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
     return AuditResult(
@@ -752,4 +767,5 @@ def audit(
         more_likely_under=under,
         private=sgn <= 0,
         distance=dist,
+        loss_decimal=_ln_decimal(best),
     )

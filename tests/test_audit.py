@@ -403,6 +403,9 @@ def test_not_neighbours_is_said():
     m = SnappingMechanism(epsilon=1.0, bound=8.0)
     r = audit(m, 0.0, 2.0)
     assert not r.neighbouring and r.distance == 2
+    clamped = audit(m, 8.0, 9.0)  # both clamp to b: identical distributions
+    assert clamped.max_ratio == 1 and clamped.loss == 0 and clamped.loss_decimal == "0"
+    assert clamped.more_likely_under == "neither" and len(clamped.attained_at) == 9
     assert "not neighbours" in r.verdict
 
 
@@ -425,7 +428,9 @@ def test_cli_audit_reports_loss_output_and_verdict():
         main, ["audit", "--epsilon", "1", "--bound", "8", "--value", "0", "--neighbour", "1"]
     )
     assert res.exit_code == 0, res.output
-    assert "privacy loss: 1.0 (loss - epsilon = -2.796" in res.output
+    # DESIGN.md §1: loss = epsilon - 2.8e-34 for this example
+    assert "privacy loss: 0.999999999999999999999999999999999720" in res.output
+    assert "(loss - epsilon = -2.79" in res.output
     assert "attained at output: 6.0" in res.output
     assert "verdict: private" in res.output
     res = CliRunner().invoke(

@@ -103,10 +103,15 @@ def audit_command(
     if r.max_ratio is None:
         click.echo("privacy loss: inf")
     else:
-        click.echo(f"privacy loss: {r.loss!r} (loss - epsilon = {r.excess:.6g})")
+        click.echo(f"privacy loss: {r.loss_decimal} (loss - epsilon = {r.excess:.6g})")
     shown = ", ".join(repr(o) for o in r.attained_at[:8])
     more = f" and {len(r.attained_at) - 8} more" if len(r.attained_at) > 8 else ""
-    click.echo(f"attained at output: {shown}{more} (more likely under the {r.more_likely_under})")
+    who = (
+        "equally likely under both"
+        if r.more_likely_under == "neither"
+        else f"more likely under the {r.more_likely_under}"
+    )
+    click.echo(f"attained at output: {shown}{more} ({who})")
     if show_distribution:
         pv, pw = r.distribution.as_dict(), r.neighbour_distribution.as_dict()
         click.echo("output\tP(o|value)\tP(o|neighbour)")
