@@ -23,6 +23,8 @@ certain.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any, Protocol
@@ -769,3 +771,19 @@ def audit(
         distance=dist,
         loss_decimal=_ln_decimal(best),
     )
+
+
+class _CallableModule(types.ModuleType):
+    """``snapcore.audit`` names both this module and :func:`audit`.
+
+    ``snapcore/__init__.py`` binds the function, but an import machinery that sets
+    the submodule as the package attribute afterwards (pytest's importlib mode, a
+    reload) would shadow it; making the module callable keeps
+    ``snapcore.audit(mechanism, value, neighbour)`` working either way.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AuditResult:
+        return audit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -410,8 +410,13 @@ def test_not_neighbours_is_said():
 
 
 def test_exported():
+    import sys
+
     assert snapcore.audit is audit
     assert "audit" in snapcore.__all__
+    # The module of the same name stays callable, should it shadow the function.
+    r = sys.modules["snapcore.audit"](SnappingMechanism(epsilon=1.0, bound=8.0), 0.0, 1.0)
+    assert r.private
 
 
 # ----------------------------------------------------------------------------------
