@@ -285,7 +285,7 @@ class Witness:
             f"U = {self.u!r} = {self.u.hex()} (k = {self.k}), loc = {self.value!r}, "
             f"scale = {self.scale!r}",
             f"  numpy Laplace output y = {self.output!r} = {self.output.hex()}",
-            f"  P(y | loc={self.value!r}) = {self.probability.numerator}/(2**53 - 1)",
+            f"  P(y | loc={self.value!r}) = {self.probability * K_MAX}/(2**53 - 1)",
             f"  loc = {self.neighbour!r}: U = {(self.k_above - 1) * _INV53!r} gives "
             f"{self.below!r} < y < {self.above!r} from U = {self.k_above * _INV53!r}"
             f" (the next possible U), so P(y | loc={self.neighbour!r}) = 0",
