@@ -479,3 +479,15 @@ def test_exact_distribution_is_the_same_on_every_backend(kw, value):
         be: output_distribution(SnappingMechanism(backend=be, **kw), value).pmf for be in BACKENDS
     }
     assert len(set(dists.values())) == 1, list(dists)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: Pipeline.output rounds c - Δ·b instead of returning the endpoint; with "
+    "lower = 0 and b = RN(B/Δ) inexact the clamped output is ~1e-34, not 0.0 (DESIGN.md §1: "
+    "outputs are grid points plus the two endpoints)",
+)
+def test_clamped_outputs_are_the_user_endpoints():
+    m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0), sensitivity=3.0)
+    outs = [o for o, _ in output_distribution(m, 50.0).pmf]
+    assert outs[0] == 0.0 and outs[-1] == 100.0
