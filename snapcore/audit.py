@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any, Protocol
@@ -579,6 +580,8 @@ def output_distribution(
     q = p if sampler_precision is None else sampler_precision
     if isinstance(q, bool) or not isinstance(q, int) or not 2 <= q <= p:
         raise ParameterError(f"sampler_precision must be an int in [2, {p}], got {q!r}")
+    if isinstance(max_outputs, bool) or not isinstance(max_outputs, int) or max_outputs < 1:
+        raise ParameterError(f"max_outputs must be an int >= 1, got {max_outputs!r}")
     est = _estimate_outputs(cal)
     if est > max_outputs:
         raise AuditLimitError(
@@ -623,6 +626,10 @@ def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None,
     try:
         from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
     except ImportError:  # pragma: no cover - depends on the optional extra
+        warnings.warn(
+            "progress=True needs tqdm (pip install snapcore[audit]); running without a bar",
+            stacklevel=3,
+        )
         return None, None
     bar = tqdm(total=total, desc=desc, unit="output", leave=False)
     return bar.update, bar
