@@ -10,6 +10,7 @@ Fraction(4, 1)
 from __future__ import annotations
 
 from snapcore.api import Release, release
+from snapcore.audit import AuditResult, audit
 from snapcore.backend import Arithmetic, Backend
 from snapcore.budget import Budget, BudgetExceededError
 from snapcore.errors import (
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Arithmetic",
+    "AuditResult",
     "Backend",
     "BackendUnavailableError",
     "Budget",
@@ -49,6 +51,7 @@ __all__ = [
     "Statistic",
     "SystemSource",
     "__version__",
+    "audit",
     "hookimpl",
     "release",
 ]

@@ -161,8 +161,15 @@ class Pipeline:
 
     def output(self, z: tuple[int, int]) -> float:
         """Step 9: ``c + Δ·z′`` rounded once to the nearest double, then clamped to
-        ``[lower, upper]``."""
+        ``[lower, upper]``; a clamped ``z′ = ±b`` gives the endpoint itself."""
         zm, ze = z
+        bm, be = self._b
+        if zm and dyadic_cmp(abs(zm), ze, bm, be) == 0:
+            return self._upper if zm > 0 else self._lower
+        return self._grid_output(zm, ze)
+
+    def _grid_output(self, zm: int, ze: int) -> float:
+        """``c + Δ·zm·2**ze`` rounded once to the nearest double, clamped to the interval."""
         cn, cd = self._c
         dn, dd = self._d
         # c + Δ·zm·2**ze = (cn·dd·2**-ze + cd·dn·zm) / (cd·dd·2**-ze)   (ze may be >= 0)
@@ -188,17 +195,18 @@ class Pipeline:
         y = add(x, self.arith.noise(self._lam, sign, (um, ue)), self._p)
         k = snap(*y, self._L)
         kmax = self._kmax
-        if -kmax <= k <= kmax:  # clamp() would return (k, L) unchanged
-            return self.output((k, self._L))
+        if -kmax < k < kmax:  # strictly inside: neither clamped nor an endpoint
+            return self._grid_output(k, self._L)
         return self.output(clamp(k, self._L, self._b))
 
     def run_many(
         self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
     ) -> list[float]:
         """:meth:`run` over paired lists (same results, less per-element overhead)."""
-        noise, output, lam, L, kmax, b, p = (
+        noise, output, grid, lam, L, kmax, b, p = (
             self.arith.noise,
             self.output,
+            self._grid_output,
             self._lam,
             self._L,
             self._kmax,
@@ -208,7 +216,7 @@ class Pipeline:
         out = []
         for x, (sign, um, ue) in zip(xs, draws, strict=True):
             k = snap(*add(x, noise(lam, sign, (um, ue)), p), L)
-            out.append(output((k, L) if -kmax <= k <= kmax else clamp(k, L, b)))
+            out.append(grid(k, L) if -kmax < k < kmax else output(clamp(k, L, b)))
         return out
 
     def stages(self, value: Fraction, draw: Draw) -> dict[str, object]:

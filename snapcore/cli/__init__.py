@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "info": "snapcore.cli.info:info",
     "compare": "snapcore.cli.compare:compare",
     "release": "snapcore.cli.release:release",
+    "audit": "snapcore.cli.audit:audit_command",
 }
 
 

@@ -244,9 +244,11 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     y = round_p(x + noise, p, RN)
     k = math.floor(y / cal.granularity + Fraction(1, 2))
     z = _clamp(k * cal.granularity, cal.b)
-    out = round_double(cal.center + cal.sensitivity * z)
     lo, hi = float(cal.lower), float(cal.upper)
-    out = min(max(out, lo), hi)
+    if abs(z) == cal.b:  # a clamped output is the interval's endpoint (DESIGN.md §1)
+        out = hi if z > 0 else lo
+    else:
+        out = min(max(round_double(cal.center + cal.sensitivity * z), lo), hi)
     return {"x": x, "ln_u": ln_u, "noise": noise, "y": y, "k": k, "z": z, "output": out}
 
 

@@ -1,0 +1,796 @@
+"""Exact privacy audit of the mechanism as it runs (DESIGN.md §5).
+
+For fixed parameters, a fixed backend and one input value, the stages after
+sampling are a function ``(U*, S) -> output`` (:meth:`SnappingMechanism.transform`).
+For each sign this map is **monotone** in ``U*`` (non-decreasing for ``S = +1``,
+non-increasing for ``S = -1``): every stage is a correctly rounded monotone operation
+(LN, multiplication by λ > 0, addition of x), an exact snap and an exact clamp.  So
+the set of ``U*`` giving one output is an interval of consecutive grid points, and
+its probability is exact because ``P(U* <= u) = u + ulp(u)`` on the sampling grid.
+:func:`audit` walks the outputs of each sign from ``U*`` just below 1 downwards,
+finding each interval's lower end by bisection on the exact index of the grid
+points, and turns the intervals into the exact output distribution of both
+inputs, as Fractions.  The infinite tail of the grid (``U*`` arbitrarily small) is
+handled by a proof (see :func:`tail_exponent` and ``docs/audit.md``), not by
+truncation.
+
+The worst-case privacy loss ``max_o |ln P(o|v)/P(o|v')|`` is then ``ln R`` for the
+exact rational ``R`` (the largest probability ratio), and ``ln R`` is compared with
+ε by MPFR interval arithmetic at increasing precision until the comparison is
+certain.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from typing import Any, Protocol
+
+import attrs
+import gmpy2
+
+from snapcore.dyadic import round_fraction, to_fraction
+from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.mechanism import check_value
+from snapcore.params import Calibration
+
+__all__ = [
+    "DEFAULT_MAX_OUTPUTS",
+    "AuditError",
+    "AuditLimitError",
+    "AuditResult",
+    "Auditable",
+    "OutputDistribution",
+    "UGrid",
+    "audit",
+    "compare_ln",
+    "output_distribution",
+    "tail_exponent",
+]
+
+#: Default limit on the number of outputs one walk may enumerate (about 2·b/Λ + 3).
+DEFAULT_MAX_OUTPUTS = 1 << 15
+#: The backends guarantee exponents down to -2**30; the tail point 2**-K must fit.
+_MAX_TAIL_EXPONENT = 1 << 29
+
+
+class AuditError(SnapcoreError):
+    """The audit found the mechanism inconsistent with its own assumptions
+    (for example a map ``U* -> output`` that is not monotone)."""
+
+
+class AuditLimitError(SnapcoreError):
+    """The parameters need more enumeration than the audit's limit allows.
+
+    The audit refuses rather than report a truncated result.
+    """
+
+
+class Auditable(Protocol):
+    """What :func:`audit` needs: a :class:`~snapcore.mechanism.SnappingMechanism`.
+
+    The protocol exists so that the test suite can audit a pipeline built at a tiny
+    precision (below the mechanism's 118-bit minimum) where every grid point can be
+    enumerated by brute force.
+    """
+
+    @property
+    def precision(self) -> int: ...
+
+    @property
+    def calibration(self) -> Calibration: ...
+
+    @property
+    def backend(self) -> Any: ...
+
+    def transform(self, value: Any, u: Fraction | float, sign: int) -> float: ...
+
+
+# ---------------------------------------------------------------------------------
+# The sampling grid
+# ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class UGrid:
+    """The q-bit floats in (0, 1), indexed exactly, with the law of ``U*``.
+
+    Index ``i <= 2**(q-1) - 1`` stands for ``u = (2**(q-1) + m) * 2**(-(q-1) - e)``
+    with ``e = 1 - (i >> (q-1))`` and ``m = i mod 2**(q-1)``: indices are all integers
+    up to :attr:`top`, increasing with ``u``; ``top`` is ``1 - 2**-q``.  ``U*`` puts
+    mass ``ulp_q(u) = 2**(-(q-1) - e)`` on ``u``, so ``P(U* <= u) = u + ulp_q(u)``.
+
+    Parameters
+    ----------
+    q : int
+        Bits of the grid, ``q >= 2``.
+    """
+
+    q: int = attrs.field(validator=attrs.validators.ge(2))
+
+    @property
+    def top(self) -> int:
+        """Index of the largest grid point, ``1 - 2**-q``."""
+        return (1 << (self.q - 1)) - 1
+
+    def _split(self, i: int) -> tuple[int, int]:
+        if i > self.top:
+            raise ValueError(f"grid index {i} > top {self.top}")
+        h = self.q - 1
+        return 1 - (i >> h), i & ((1 << h) - 1)
+
+    def value(self, i: int) -> Fraction:
+        """The grid point with index ``i``, exactly."""
+        e, m = self._split(i)
+        h = self.q - 1
+        return Fraction((1 << h) + m, 1 << (h + e))
+
+    def cdf(self, i: int) -> Fraction:
+        """``P(U* <= value(i)) = value(i) + ulp_q(value(i))``, exactly."""
+        e, m = self._split(i)
+        h = self.q - 1
+        return Fraction((1 << h) + m + 1, 1 << (h + e))
+
+    def index_of_power(self, k: int) -> int:
+        """Index of ``2**-k`` (``k >= 1``)."""
+        return (1 - k) << (self.q - 1)
+
+    def index_floor(self, u: Fraction) -> int:
+        """Index of the largest grid point ``<= u`` (``0 < u < 1``)."""
+        n, d = u.numerator, u.denominator
+        if not 0 < n < d:
+            raise ValueError(f"u must be in (0, 1), got {u}")
+        e = max(1, d.bit_length() - n.bit_length())
+        while (n << e) < d:  # want 2**-e <= u
+            e += 1
+        while e > 1 and (n << (e - 1)) >= d:
+            e -= 1
+        h = self.q - 1
+        m = ((n << (h + e)) // d) - (1 << h)
+        return ((1 - e) << h) + m
+
+
+def tail_exponent(cal: Calibration) -> int:
+    """A ``K`` such that every ``U* <= 2**-K`` gives the clamp output, for either sign.
+
+    Proof (also in ``docs/audit.md``): let ``u <= 2**-K`` and ``p >= 3``.  Then
+    ``ln u <= -K ln 2``, so ``|RN(ln u)| >= K ln 2 (1 - 2**(1-p))`` and
+    ``|N| = |RN(λ·RN(ln u))| >= λ K ln 2 (1 - 2**(1-p))**2 >= 0.38·λ·K``.  With
+    ``K >= 3·(4b + 4Λ)/λ`` that is ``|N| >= 4b + 4Λ``.  As ``|x| <= b``,
+    ``|x + N| >= 3b + 4Λ`` with the sign of ``N``, and rounding to p bits keeps
+    ``|y| >= (3b + 4Λ)(1 - 2**(1-p)) >= b + Λ``.  Snapping moves ``y`` by at most
+    ``Λ/2``, so ``|k·Λ| > b`` and the clamp returns ``±b``: the output is the same
+    for all such ``u`` (the lower endpoint for ``S = +1``, the upper for ``S = -1``).
+    """
+    b = cal.b
+    lam = to_fraction(*cal.scale)
+    bound = 3 * (4 * b + 4 * cal.granularity) / lam
+    return max(2, math.ceil(bound) + 2)
+
+
+# ---------------------------------------------------------------------------------
+# Walking the outputs of one (value, sign)
+# ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _Piece:
+    output: float
+    low: int | None  # None: the interval extends to -infinity (the tail)
+    high: int
+
+
+class _Walker:
+    """The outputs of ``u -> f(u)`` for one sign, as intervals of grid indices."""
+
+    def __init__(
+        self,
+        f: Callable[[Fraction], float],
+        grid: UGrid,
+        sign: int,
+        tail_index: int,
+        guess: Callable[[float], Fraction | None],
+        max_outputs: int,
+    ) -> None:
+        self._f = f
+        self._grid = grid
+        self._sign = sign
+        self._tail = tail_index
+        self._guess = guess
+        self._max = max_outputs
+        self._cache: dict[int, float] = {}
+        self.evaluations = 0
+
+    def f(self, i: int) -> float:
+        r = self._cache.get(i)
+        if r is None:
+            r = self._f(self._grid.value(i))
+            self.evaluations += 1
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[i] = r
+        return r
+
+    def _check_side(self, other: float, o: float) -> None:
+        # Below the current interval, outputs are < o for S=+1 and > o for S=-1.
+        if (other >= o) if self._sign > 0 else (other <= o):
+            raise AuditError(
+                f"the map U* -> output is not monotone for sign {self._sign}: found "
+                f"output {other!r} below the interval of {o!r}; the backend breaks the "
+                "correct-rounding contract"
+            )
+
+    def lowest_index(self, o: float, high: int) -> int:
+        """The least index ``l > tail`` with ``f(i) == o`` on ``[l, high]``.
+
+        Requires ``f(high) == o != f(tail)``.  Uses a guess of the boundary, then
+        galloping to a verified bracket, then bisection: the result depends only on
+        evaluations of ``f`` and its monotonicity, never on the guess.
+        """
+        tail = self._tail
+        g: int | None = None
+        gu = self._guess(o)
+        if gu is not None and 0 < gu < 1:
+            g = self._grid.index_floor(gu)
+            if not tail < g <= high:
+                g = None
+        if g is None:
+            g = high
+        if self.f(g) == o:
+            hi, step = g, 1
+            while True:
+                lo = hi - step
+                if lo <= tail:
+                    lo = tail
+                    break
+                if self.f(lo) != o:
+                    break
+                hi, step = lo, step * 2
+        else:
+            lo, step = g, 1
+            while True:
+                hi = lo + step
+                if hi >= high:
+                    hi = high
+                    break
+                if self.f(hi) == o:
+                    break
+                lo, step = hi, step * 2
+        # f(lo) != o (or lo == tail), f(hi) == o
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.f(mid) == o:
+                hi = mid
+            else:
+                lo = mid
+        if lo != tail:
+            self._check_side(self.f(lo), o)
+        return hi
+
+    def walk(self) -> Iterator[_Piece]:
+        grid = self._grid
+        tail_out = self.f(self._tail)
+        high = grid.top
+        o = self.f(high)
+        count = 0
+        while True:
+            count += 1
+            if count > self._max:
+                raise AuditLimitError(
+                    f"more than max_outputs = {self._max} outputs for sign {self._sign}; "
+                    "raise max_outputs"
+                )
+            if o == tail_out:
+                yield _Piece(output=o, low=None, high=high)
+                return
+            low = self.lowest_index(o, high)
+            yield _Piece(output=o, low=low, high=high)
+            high = low - 1
+            nxt = self.f(high)
+            self._check_side(nxt, o)
+            o = nxt
+
+
+# ---------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------
+
+
+def _check_pmf(instance: Any, attribute: Any, value: tuple[tuple[float, Fraction], ...]) -> None:
+    outs = [o for o, _ in value]
+    if outs != sorted(set(outs)):
+        raise ValueError(f"{attribute.name}: outputs must be distinct and sorted")
+    if any(not isinstance(q, Fraction) or q <= 0 for _, q in value):
+        raise ValueError(f"{attribute.name}: probabilities must be positive Fractions")
+
+
+@attrs.frozen(kw_only=True)
+class OutputDistribution:
+    """The exact output distribution of the mechanism for one input.
+
+    Attributes
+    ----------
+    value : float
+        The input value ``f(D)``.
+    pmf : tuple of (float, Fraction)
+        Every possible output (increasing) with its exact probability.
+    evaluations : int
+        Calls of ``transform`` made to compute it.
+    """
+
+    value: float
+    pmf: tuple[tuple[float, Fraction], ...] = attrs.field(validator=_check_pmf)
+    evaluations: int = 0
+
+    def probability(self, output: float) -> Fraction:
+        """``P(output | value)``, exactly (0 for an impossible output)."""
+        for o, q in self.pmf:
+            if o == output:
+                return q
+        return Fraction(0)
+
+    def as_dict(self) -> dict[float, Fraction]:
+        """The pmf as a new dict ``output -> probability``."""
+        return dict(self.pmf)
+
+    @property
+    def total(self) -> Fraction:
+        """The sum of all probabilities (exactly 1 for a complete distribution)."""
+        return sum((q for _, q in self.pmf), Fraction(0))
+
+    def __len__(self) -> int:
+        return len(self.pmf)
+
+
+@attrs.frozen(kw_only=True)
+class AuditResult:
+    """The exact privacy audit of one pair of neighbouring inputs.
+
+    Attributes
+    ----------
+    epsilon : Fraction
+        The ε the mechanism claims.
+    value, neighbour : float
+        The two inputs.
+    backend : str
+        The backend audited.
+    precision : int
+        The mechanism's working precision p.
+    sampler_precision : int
+        The bits of the grid ``U*`` was assumed drawn on (p unless the audit was asked
+        to model another sampler).
+    distribution, neighbour_distribution : OutputDistribution
+        The exact output distributions for ``value`` and ``neighbour``.
+    max_ratio : Fraction or None
+        ``R = max_o max(P(o|v)/P(o|v'), P(o|v')/P(o|v))`` exactly; None when some
+        output is possible for one input and impossible for the other.
+    loss : float
+        ``ln R`` rounded to a double (``inf`` when ``max_ratio`` is None).
+    excess : float
+        ``ln R − ε`` to about 50 correct bits (its sign is certain); ``inf`` when
+        the loss is infinite.
+    attained_at : tuple of float
+        The outputs where the worst-case loss is attained.
+    more_likely_under : str
+        ``"value"`` or ``"neighbour"``: which input makes the first output of
+        ``attained_at`` more likely (``"neither"`` when the distributions are equal).
+    private : bool
+        Whether ``loss <= epsilon`` (decided exactly).
+    loss_decimal : str
+        ``ln R`` to 40 significant digits (``"inf"`` when infinite).
+    distance : Fraction
+        ``|value − neighbour| / Δ`` exactly; the claim covers only pairs with
+        ``distance <= 1`` (see :attr:`neighbouring`).
+    """
+
+    epsilon: Fraction
+    value: float
+    neighbour: float
+    backend: str
+    precision: int
+    sampler_precision: int
+    distribution: OutputDistribution
+    neighbour_distribution: OutputDistribution
+    max_ratio: Fraction | None
+    loss: float
+    excess: float
+    attained_at: tuple[float, ...]
+    more_likely_under: str
+    private: bool
+    distance: Fraction
+    loss_decimal: str
+
+    @property
+    def neighbouring(self) -> bool:
+        """Whether the inputs are at most one sensitivity apart (the claim's scope)."""
+        return self.distance <= 1
+
+    @property
+    def verdict(self) -> str:
+        """One line: the loss against the claimed ε."""
+        note = ""
+        if not self.neighbouring:
+            note = (
+                f" [inputs are {float(self.distance)!r} sensitivities apart, not neighbours: "
+                "the epsilon claim does not cover them]"
+            )
+        if self.max_ratio is None:
+            return note + (
+                f"NOT PRIVATE: infinite privacy loss (output {self.attained_at[0]!r} is "
+                f"possible only under the {self.more_likely_under})"
+            )
+        rel = "<=" if self.private else ">"
+        word = "private" if self.private else "NOT PRIVATE"
+        return (
+            f"{word}: loss {self.loss_decimal} {rel} epsilon {float(self.epsilon)!r} "
+            f"(loss - epsilon = {self.excess:.6g})"
+        ) + note
+
+
+# ---------------------------------------------------------------------------------
+# Certified comparison of ln R with epsilon
+# ---------------------------------------------------------------------------------
+
+
+def _mpfr_bounds(ctx_down: Any, ctx_up: Any, q: Fraction) -> tuple[Any, Any]:
+    n, d = gmpy2.mpz(q.numerator), gmpy2.mpz(q.denominator)
+    return ctx_down.div(n, d), ctx_up.div(n, d)
+
+
+def compare_ln(ratio: Fraction, epsilon: Fraction, *, start_bits: int = 256) -> tuple[int, float]:
+    """Compare ``ln(ratio)`` with ``epsilon`` with certainty.
+
+    Encloses ``ln(ratio) − epsilon`` in an interval with MPFR's directed roundings,
+    doubling the precision until the interval excludes 0 and is relatively narrower
+    than ``2**-50``.  ``ln(ratio) = epsilon`` cannot happen for a rational
+    ``epsilon > 0`` (``exp`` of a non-zero rational is irrational), so this ends.
+
+    Returns
+    -------
+    tuple of (int, float)
+        The sign of ``ln(ratio) − epsilon`` (−1 or 1; 0 only if ``ratio == 1`` and
+        ``epsilon == 0``) and that difference rounded to a double.
+    """
+    if ratio <= 0:
+        raise ValueError(f"ratio must be > 0, got {ratio}")
+    if ratio == 1 and epsilon == 0:
+        return 0, 0.0
+    bits = start_bits
+    while True:
+        emax = 1 << 30
+        down = gmpy2.context(precision=bits, round=gmpy2.RoundDown, emin=-emax, emax=emax)
+        up = gmpy2.context(precision=bits, round=gmpy2.RoundUp, emin=-emax, emax=emax)
+        r_lo, r_hi = _mpfr_bounds(down, up, ratio)
+        e_lo, e_hi = _mpfr_bounds(down, up, epsilon)
+        ln_lo, ln_hi = down.log(r_lo), up.log(r_hi)
+        d_lo, d_hi = down.sub(ln_lo, e_hi), up.sub(ln_hi, e_lo)
+        if d_lo > 0 or d_hi < 0:
+            width = up.sub(d_hi, d_lo)
+            mag = min(abs(d_lo), abs(d_hi))
+            if width <= mag * gmpy2.mpfr(2) ** -50 or bits > 1 << 16:
+                mid = up.div(up.add(d_lo, d_hi), 2)
+                return (1 if d_lo > 0 else -1), float(mid)
+        if bits > 1 << 20:  # pragma: no cover - would need a ratio within 2**-2**20 of e**eps
+            raise AuditError("could not separate ln(ratio) from epsilon")
+        bits *= 2
+
+
+def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
+    """``ln(ratio)`` to ``digits`` significant digits (computed at 512 bits)."""
+    if ratio == 1:
+        return "0"
+    ctx = gmpy2.context(precision=512, emin=-(1 << 30), emax=1 << 30)
+    r = ctx.div(gmpy2.mpz(ratio.numerator), gmpy2.mpz(ratio.denominator))
+    return format(ctx.log(r), f".{digits}g")
+
+
+# ---------------------------------------------------------------------------------
+# The audit
+# ---------------------------------------------------------------------------------
+
+
+def _centred(cal: Calibration, v: Fraction) -> Fraction:
+    """``clamp_b(RN((v − c)/Δ))`` exactly (used only to guess boundaries)."""
+    x = to_fraction(*round_fraction((v - cal.center) / cal.sensitivity, cal.precision))
+    b = cal.b
+    return max(-b, min(b, x))
+
+
+def _boundary_guesser(
+    cal: Calibration, value: Fraction, sign: int
+) -> Callable[[float], Fraction | None]:
+    """A guess of the least ``U*`` that still gives output ``o``.
+
+    Only the speed of the audit depends on it.  With ``zo = (o − c)/Δ``, the next
+    output lies half a grid step beyond the neighbouring grid point; solve
+    ``x + S·λ·ln u = t`` in high precision.
+    """
+    x = _centred(cal, value)
+    lam = to_fraction(*cal.scale)
+    gran = cal.granularity
+    ctx = gmpy2.context(precision=cal.precision + 64, emin=-(1 << 30), emax=1 << 30)
+
+    def guess(o: float) -> Fraction | None:
+        zo = (Fraction(o) - cal.center) / cal.sensitivity
+        k = zo / gran
+        if sign > 0:
+            t = gran * (math.ceil(k) - Fraction(1, 2))
+            arg = (t - x) / lam
+        else:
+            t = gran * (math.floor(k) + Fraction(1, 2))
+            arg = (x - t) / lam
+        if arg >= 0:
+            return None
+        a = ctx.div(gmpy2.mpz(arg.numerator), gmpy2.mpz(arg.denominator))
+        u = ctx.exp(a)
+        if not 0 < u < 1:
+            return None
+        n, d = u.as_integer_ratio()
+        return Fraction(int(n), int(d))
+
+    return guess
+
+
+def _estimate_outputs(cal: Calibration) -> int:
+    return 2 * math.floor(cal.b / cal.granularity) + 3
+
+
+def output_distribution(
+    mechanism: Auditable,
+    value: Any,
+    *,
+    sampler_precision: int | None = None,
+    max_outputs: int = DEFAULT_MAX_OUTPUTS,
+    progress: Callable[[int], None] | None = None,
+) -> OutputDistribution:
+    """The exact output distribution of ``mechanism.transform`` for one input.
+
+    Parameters
+    ----------
+    mechanism : SnappingMechanism
+        The mechanism (its backend is the one audited).
+    value : real
+        The input ``f(D)``.
+    sampler_precision : int, optional
+        Model ``U*`` as drawn on the q-bit grid (``q <= p``) instead of the p-bit one;
+        for the seed-sampler demonstration only (``q = 53`` is a double's grid).
+    max_outputs : int
+        Refuse (:class:`AuditLimitError`) if a walk needs more outputs.
+    progress : callable, optional
+        Called with 1 after each output found.
+
+    Returns
+    -------
+    OutputDistribution
+
+    Raises
+    ------
+    AuditLimitError
+        If about ``2·b/Λ + 3`` outputs exceed ``max_outputs``, before any work.
+    AuditError
+        If the map ``U* -> output`` is found not to be monotone, or the probabilities
+        do not sum to exactly 1.
+    """
+    cal = mechanism.calibration
+    p = mechanism.precision
+    q = p if sampler_precision is None else sampler_precision
+    if isinstance(q, bool) or not isinstance(q, int) or not 2 <= q <= p:
+        raise ParameterError(f"sampler_precision must be an int in [2, {p}], got {q!r}")
+    if isinstance(max_outputs, bool) or not isinstance(max_outputs, int) or max_outputs < 1:
+        raise ParameterError(f"max_outputs must be an int >= 1, got {max_outputs!r}")
+    est = _estimate_outputs(cal)
+    if est > max_outputs:
+        raise AuditLimitError(
+            f"these parameters have about 2*b/Lambda + 3 = {est} outputs (b = "
+            f"{float(cal.b)!r}, Lambda = 2**{cal.granularity_log2}); the audit enumerates "
+            f"every output and its limit is max_outputs = {max_outputs}: raise max_outputs "
+            "(cost grows linearly), narrow the bounds or raise epsilon"
+        )
+    v = check_value(value)
+    vf = float(v)
+    grid = UGrid(q)
+    K = tail_exponent(cal)
+    if K > _MAX_TAIL_EXPONENT:
+        raise AuditLimitError(
+            f"the clamp tail starts at U* = 2**-{K}, beyond the backends' guaranteed "
+            f"exponent range (2**-{_MAX_TAIL_EXPONENT}); narrow the bounds or raise epsilon"
+        )
+    tail_index = grid.index_of_power(K)
+    pmf: dict[float, Fraction] = {}
+    evaluations = 0
+    for sign in (1, -1):
+
+        def f(u: Fraction, sign: int = sign) -> float:
+            return mechanism.transform(value, u, sign)
+
+        walker = _Walker(f, grid, sign, tail_index, _boundary_guesser(cal, v, sign), max_outputs)
+        for piece in walker.walk():
+            hi = grid.cdf(piece.high)
+            lo = Fraction(0) if piece.low is None else grid.cdf(piece.low - 1)
+            mass = (hi - lo) / 2
+            pmf[piece.output] = pmf.get(piece.output, Fraction(0)) + mass
+            if progress is not None:
+                progress(1)
+        evaluations += walker.evaluations
+    total = sum(pmf.values(), Fraction(0))
+    if total != 1:
+        raise AuditError(f"output probabilities for value {vf!r} sum to {total}, not 1")
+    return OutputDistribution(value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations)
+
+
+def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:
+    try:
+        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # pragma: no cover - depends on the optional extra
+        warnings.warn(
+            "progress=True needs tqdm (pip install snapcore[audit]); running without a bar",
+            stacklevel=3,
+        )
+        return None, None
+    bar = tqdm(total=total, desc=desc, unit="output", leave=False)
+    return bar.update, bar
+
+
+def audit(
+    mechanism: Auditable,
+    value: Any,
+    neighbour: Any,
+    *,
+    sampler_precision: int | None = None,
+    max_outputs: int = DEFAULT_MAX_OUTPUTS,
+    progress: bool = False,
+) -> AuditResult:
+    """Exact worst-case privacy loss of ``mechanism`` between two inputs.
+
+    Computes both exact output distributions of :meth:`SnappingMechanism.transform`
+    (so the backend is audited as it really computes), the largest probability
+    ratio ``R`` over all outputs as an exact rational, and decides ``ln R <= ε``
+    with certainty.
+
+    Parameters
+    ----------
+    mechanism : SnappingMechanism
+        The mechanism to audit.
+    value, neighbour : real
+        Two inputs; for a privacy statement, at distance at most the sensitivity.
+    sampler_precision : int, optional
+        Model ``U*`` on a coarser q-bit grid (``q < p``).  **Demonstration only**:
+        ``q = 53`` is the seed notes' double-precision sampler, which is not what
+        snapcore draws; the default (p) audits snapcore's own sampler.
+    max_outputs : int
+        Enumeration limit; the audit refuses (:class:`AuditLimitError`) rather than
+        truncate.
+    progress : bool
+        Show a progress bar (needs ``tqdm``: ``pip install snapcore[audit]``).
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` or ``neighbour`` is not a finite real, or ``sampler_precision``
+        is out of range.
+    AuditLimitError
+        If the parameters have too many outputs to enumerate.
+    AuditError
+        If the mechanism breaks the audit's assumptions (non-monotone map,
+        probabilities not summing to 1).
+
+    Examples
+    --------
+    >>> from snapcore import SnappingMechanism, audit
+    >>> m = SnappingMechanism(epsilon=1.0, bound=8.0)
+    >>> r = audit(m, 0.0, 1.0)
+    >>> r.private, len(r.distribution)
+    (True, 9)
+    """
+    v = check_value(value, "value")
+    w = check_value(neighbour, "neighbour")
+    cal = mechanism.calibration
+    bar: Any = None
+    cb: Callable[[int], None] | None = None
+    if progress:
+        cb, bar = _make_progress(2 * 2 * _estimate_outputs(cal), "audit")
+    try:
+        dv = output_distribution(
+            mechanism,
+            v,
+            sampler_precision=sampler_precision,
+            max_outputs=max_outputs,
+            progress=cb,
+        )
+        dw = output_distribution(
+            mechanism,
+            w,
+            sampler_precision=sampler_precision,
+            max_outputs=max_outputs,
+            progress=cb,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    pv, pw = dv.as_dict(), dw.as_dict()
+    best: Fraction | None = Fraction(1)
+    attained: list[float] = []
+    under = "value"
+    infinite: list[tuple[float, str]] = []
+    for o in sorted(set(pv) | set(pw)):
+        a, c = pv.get(o, Fraction(0)), pw.get(o, Fraction(0))
+        if a == 0 or c == 0:
+            infinite.append((o, "value" if a else "neighbour"))
+            continue
+        r, who = (a / c, "value") if a >= c else (c / a, "neighbour")
+        assert best is not None
+        if r > best:
+            best, attained, under = r, [o], who
+        elif r == best:
+            attained.append(o)
+    p = mechanism.precision
+    q = p if sampler_precision is None else sampler_precision
+    backend = getattr(mechanism.backend, "name", str(mechanism.backend))
+    eps = cal.epsilon
+    dist = abs(v - w) / cal.sensitivity
+    if infinite:
+        return AuditResult(
+            epsilon=eps,
+            value=float(v),
+            neighbour=float(w),
+            backend=backend,
+            precision=p,
+            sampler_precision=q,
+            distribution=dv,
+            neighbour_distribution=dw,
+            max_ratio=None,
+            loss=math.inf,
+            excess=math.inf,
+            attained_at=tuple(o for o, _ in infinite),
+            more_likely_under=infinite[0][1],
+            private=False,
+            distance=dist,
+            loss_decimal="inf",
+        )
+    assert best is not None
+    if best == 1:
+        under = "neither"
+    sgn, excess = compare_ln(best, eps)
+    _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
+    return AuditResult(
+        epsilon=eps,
+        value=float(v),
+        neighbour=float(w),
+        backend=backend,
+        precision=p,
+        sampler_precision=q,
+        distribution=dv,
+        neighbour_distribution=dw,
+        max_ratio=best,
+        loss=loss,
+        excess=excess,
+        attained_at=tuple(attained),
+        more_likely_under=under,
+        private=sgn <= 0,
+        distance=dist,
+        loss_decimal=_ln_decimal(best),
+    )
+
+
+class _CallableModule(types.ModuleType):
+    """``snapcore.audit`` names both this module and :func:`audit`.
+
+    ``snapcore/__init__.py`` binds the function, but an import machinery that sets
+    the submodule as the package attribute afterwards (pytest's importlib mode, a
+    reload) would shadow it; making the module callable keeps
+    ``snapcore.audit(mechanism, value, neighbour)`` working either way.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AuditResult:
+        return audit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

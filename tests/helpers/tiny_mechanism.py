@@ -1,0 +1,83 @@
+"""TEST-ONLY: the snapping pipeline at a tiny precision, for brute-force checks.
+
+:class:`snapcore.SnappingMechanism` refuses precisions below 118 bits (exact LN
+rounding needs them, and the privacy analysis assumes them).  The audit's own
+correctness, however, does not depend on p: it relies only on monotonicity and on
+``P(U* <= u) = u + ulp_p(u)``.  At p = 6..10 every grid point of ``U*`` down to the
+clamp tail can be enumerated, so the audit can be checked against brute force.
+:class:`TinyMechanism` builds the same :class:`~snapcore.params.Calibration`
+formulas (DESIGN.md §1, steps 1-3) without the precision floor and the upper
+condition, and runs the real :class:`~snapcore.pipeline.Pipeline` on a registered
+backend.  It is **not private** at these precisions and must never be used outside
+tests.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from snapcore.dyadic import Rounding, round_fraction, to_fraction
+from snapcore.params import Calibration
+from snapcore.pipeline import Pipeline
+from snapcore.plugins import get_registries
+from snapcore.sources import draw_from_u
+
+__all__ = ["TinyMechanism", "tiny_calibration"]
+
+
+def tiny_calibration(
+    *, epsilon: Fraction, lower: Fraction, upper: Fraction, sensitivity: Fraction, precision: int
+) -> Calibration:
+    """DESIGN.md §1 steps 1-3 at any precision (no floor, no upper condition)."""
+    p = precision
+    eta = Fraction(1, 1 << p)
+    center, half = (lower + upper) / 2, (upper - lower) / 2
+    b = round_fraction(half / sensitivity, p)
+    bq = to_fraction(*b)
+    eps_p = round_fraction((epsilon - 2 * eta) / (1 + 12 * bq * eta), p, Rounding.TOWARD_ZERO)
+    lam = round_fraction(1 / to_fraction(*eps_p), p, Rounding.UP)
+    m, e = lam
+    L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
+    return Calibration(
+        precision=p,
+        lower=lower,
+        upper=upper,
+        center=center,
+        half_width=half,
+        sensitivity=sensitivity,
+        epsilon=epsilon,
+        clamp_bound=b,
+        epsilon_prime=eps_p,
+        scale=lam,
+        granularity_log2=L,
+    )
+
+
+class TinyMechanism:
+    """TEST-ONLY stand-in for SnappingMechanism at a tiny precision (see module doc)."""
+
+    def __init__(
+        self,
+        *,
+        epsilon: Any,
+        lower: Any,
+        upper: Any,
+        sensitivity: Any = 1,
+        precision: int,
+        backend: str = "mpfr",
+    ) -> None:
+        self.calibration = tiny_calibration(
+            epsilon=Fraction(epsilon),
+            lower=Fraction(lower),
+            upper=Fraction(upper),
+            sensitivity=Fraction(sensitivity),
+            precision=precision,
+        )
+        self.precision = precision
+        self.backend = get_registries().backends.create(backend)
+        self._pipe = Pipeline(self.calibration, self.backend.arithmetic(precision))
+
+    def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
+        draw = draw_from_u(u, sign, self.precision)
+        return self._pipe.run(self._pipe.centre(Fraction(value)), draw)
