@@ -47,6 +47,7 @@ __all__ = [
     "accuracy_details",
     "bias",
     "bound_for_gamma",
+    "clamp_probability",
     "compare_with_laplace",
     "epsilon_for_accuracy",
     "guess_accuracy",
@@ -703,6 +704,28 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
         clamped=tuple(c for _, _, c in entries),
         omitted=max(0.0, float(ctx.sub(1, covered))),
     )
+
+
+def clamp_probability(mechanism: Any, guess: Any) -> float:
+    """The probability that the output clamp binds, for a *guess* of f(D).
+
+    ``P(|⌊x + Y⌉_Λ| > b)`` for the ideal mechanism: the snapped value falls outside the
+    interval and is moved to an end.  With B chosen by :func:`bound_for_gamma` and
+    ``|guess| <= B′`` it is at most γ (seed §6.5).  Takes a guess, never data.
+
+    Examples
+    --------
+    >>> from snapcore import SnappingMechanism
+    >>> m = SnappingMechanism(epsilon=1.0, bound=bound_for_gamma(10.0, epsilon=1.0, gamma=0.1))
+    >>> clamp_probability(m, 10.0) <= 0.1
+    True
+    """
+    cal = _calibration_of(mechanism)
+    ideal = _Ideal(cal, _centred(cal, guess))
+    half = Fraction(1, 2)
+    low = ideal.below((ideal.k1 - half) * ideal.grid)
+    high = ideal.survival((ideal.k2 + half) * ideal.grid)
+    return float(ideal.ctx.add(low, high))
 
 
 # -- bias for a guess (seed §6.4) --------------------------------------------------------

@@ -17,6 +17,7 @@ __all__ = ["SUBCOMMANDS", "main"]
 #: subcommand name -> "module:attribute" of a click command.
 SUBCOMMANDS: dict[str, str] = {
     "info": "snapcore.cli.info:info",
+    "plot": "snapcore.cli.plot:plot",
 }
 
 
