@@ -66,15 +66,35 @@ _TWO_M53 = Fraction(1, 1 << 53)
 
 
 def _calibration_of(obj: Any) -> Calibration:
-    """The :class:`Calibration` of a mechanism, a calibration, or anything carrying one."""
+    """The :class:`Calibration` of a mechanism, a calibration, anything carrying one, or
+    a release record.
+
+    A release record is anything with ``clamp_bounds`` (lower, upper),
+    ``epsilon_per_value``, ``sensitivity`` and ``precision`` attributes (the public
+    parameters of one released value, never its data); its calibration is recomputed
+    from them exactly.
+    """
     if isinstance(obj, Calibration):
         return obj
     cal = getattr(obj, "calibration", None)
     if isinstance(cal, Calibration):
         return cal
+    record_fields = ("clamp_bounds", "epsilon_per_value", "sensitivity", "precision")
+    if all(hasattr(obj, f) for f in record_fields):
+        if obj.clamp_bounds is None:
+            raise ParameterError(
+                "this release record has no clamp interval (clamp_bounds is None), so it "
+                "has no snapping accuracy"
+            )
+        return calibrate(
+            epsilon=obj.epsilon_per_value,
+            sensitivity=obj.sensitivity,
+            bounds=tuple(obj.clamp_bounds),
+            precision=obj.precision,
+        )
     raise ParameterError(
-        "expected a SnappingMechanism, a Calibration or an object with a .calibration "
-        f"attribute, got {type(obj).__name__} {obj!r}"
+        "expected a SnappingMechanism, a Calibration, an object with a .calibration "
+        f"attribute or a release record, got {type(obj).__name__} {obj!r}"
     )
 
 
@@ -313,6 +333,7 @@ def plan_calibration(
     bounds: Any = None,
     bound: Any = None,
     b_prime: Any = None,
+    value_range: Any = None,
     gamma: Any = None,
     center: Any = 0,
     statistic: Any = None,
@@ -323,21 +344,40 @@ def plan_calibration(
 
     Give exactly one way to fix the clamp interval: ``bounds=(lower, upper)``,
     ``bound=B``, ``b_prime=B′`` with ``gamma`` (interval ``center ± B`` with B from
-    :func:`bound_for_gamma`), or ``statistic`` with ``n``, ``data_bounds`` and ``gamma``
-    (B′ and Δ from the statistic plugin).
+    :func:`bound_for_gamma`), ``value_range=(lo, hi)`` with ``gamma`` (the statistic's
+    range widened by the seed's margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
+    rounded outward; same clamp guarantee, never wider than the ``b_prime`` form), or
+    ``statistic`` with ``n``, ``data_bounds`` and ``gamma`` (B′ and Δ from the statistic
+    plugin).
 
     Raises
     ------
     ParameterError
         On invalid or conflicting parameters.
     """
-    ways = sum(x is not None for x in (bounds, bound, b_prime, statistic))
+    ways = sum(x is not None for x in (bounds, bound, b_prime, value_range, statistic))
     if ways != 1:
         raise ParameterError(
-            "give exactly one of bounds=(lower, upper), bound=B, b_prime=B' (with gamma) "
-            f"and statistic= (with n, data_bounds, gamma); got bounds={bounds!r}, "
-            f"bound={bound!r}, b_prime={b_prime!r}, statistic={statistic!r}"
+            "give exactly one of bounds=(lower, upper), bound=B, b_prime=B' or "
+            "value_range=(lo, hi) (with gamma), and statistic= (with n, data_bounds, "
+            f"gamma); got bounds={bounds!r}, bound={bound!r}, b_prime={b_prime!r}, "
+            f"value_range={value_range!r}, statistic={statistic!r}"
         )
+    if value_range is not None:
+        if gamma is None:
+            raise ParameterError("value_range= needs gamma= (the probability the clamp binds)")
+        if isinstance(value_range, str | bytes) or len(value_range) != 2:
+            raise ParameterError(f"value_range must be a pair (lo, hi), got {value_range!r}")
+        lo_q = check_real("value_range[0]", value_range[0])
+        hi_q = check_real("value_range[1]", value_range[1])
+        if not lo_q <= hi_q:
+            raise ParameterError(f"value_range must satisfy lo <= hi, got {value_range!r}")
+        # The margin M = Δ·(k/2)(1 + 2 ln(1/γ)) on each side: bound_for_gamma(0) = M.
+        margin = Fraction(
+            bound_for_gamma(0, epsilon=epsilon, gamma=gamma, sensitivity=sensitivity)
+        )
+        lo_d, hi_d = -_float_up(margin - lo_q), _float_up(hi_q + margin)
+        return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=(lo_d, hi_d))
     if statistic is not None:
         if gamma is None or n is None or data_bounds is None:
             raise ParameterError("statistic= needs n=, data_bounds= and gamma=")
@@ -357,7 +397,7 @@ def plan_calibration(
             lo = math.nextafter(lo, -math.inf)
         return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=(lo, hi))
     if gamma is not None:
-        raise ParameterError("gamma= applies only with b_prime= or statistic=")
+        raise ParameterError("gamma= applies only with b_prime=, value_range= or statistic=")
     return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=bounds, bound=bound)
 
 
@@ -462,7 +502,8 @@ def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
     tiny = 2.0**-60
     cal_tiny = plan_calibration(epsilon=tiny, **plan)
     width = cal_tiny.upper - cal_tiny.lower
-    if not plan.get("b_prime") and not plan.get("statistic") and a >= width:
+    gamma_plan = any(plan.get(k) is not None for k in ("b_prime", "value_range", "statistic"))
+    if not gamma_plan and a >= width:
         raise ParameterError(
             f"target accuracy {float(a)!r} is at least the interval's width 2B = "
             f"{float(width)!r}: every epsilon > 0 achieves it (the output always lies in "

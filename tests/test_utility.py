@@ -564,3 +564,47 @@ def test_laplace_distance_example():
     r = utility.laplace_distance(m, 11.0, -2.9)
     # t = 6 > b = 5; x = 5, 5 - 2.9 = 2.1 -> snaps to 2 -> output 7; Laplace 8.1
     assert r.case == 2 and r.distance == pytest.approx(1.1) and r.bound == 2.0
+
+
+# -- planning with a statistic's range, and release records ------------------------------
+
+
+def test_value_range_plan_widens_the_range_by_the_seed_margin():
+    eps, gamma, lo, hi, sens = 0.7, 0.01, 20.0, 80.0, 0.5
+    cal = utility.plan_calibration(
+        epsilon=eps, sensitivity=sens, value_range=(lo, hi), gamma=gamma
+    )
+    k = (2 + 24 * MP.mpf(2) ** -52) / (eps - MP.mpf(2) ** -117)
+    margin = sens * k / 2 * (1 + 2 * MP.log(1 / MP.mpf(gamma)))
+    assert mpq(cal.lower) <= lo - margin and mpq(cal.upper) >= hi + margin
+    assert mpq(cal.upper) - (hi + margin) < 1e-12 and (lo - margin) - mpq(cal.lower) < 1e-12
+    m = snapcore.SnappingMechanism(
+        epsilon=eps, sensitivity=sens, bounds=(float(cal.lower), float(cal.upper))
+    )
+    for f in (lo, hi, (lo + hi) / 2):
+        assert utility.clamp_probability(m, f) <= gamma
+    eps_needed = utility.epsilon_for_accuracy(
+        3.0, 0.05, sensitivity=sens, value_range=(lo, hi), gamma=gamma
+    )
+    assert (
+        utility.plan_accuracy(
+            0.05, epsilon=eps_needed, sensitivity=sens, value_range=(lo, hi), gamma=gamma
+        )
+        <= 3.0
+    )
+
+
+def test_accuracy_of_a_release_record():
+    import attrs
+
+    @attrs.frozen
+    class Record:  # the public fields of a release record (issue 4's Release has them)
+        clamp_bounds: tuple[float, float] | None
+        epsilon_per_value: Fraction
+        sensitivity: Fraction
+        precision: int
+
+    rec = Record((0.0, 100.0), Fraction(1), Fraction(1), 118)
+    assert utility.accuracy(rec, 0.05) == mech(1.0, (0.0, 100.0)).accuracy(0.05)
+    with pytest.raises(ParameterError, match="no clamp interval"):
+        utility.accuracy(Record(None, Fraction(1), Fraction(1), 118), 0.05)
