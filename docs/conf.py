@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,18 @@ def _optdoc_role(
     return [nodes.emphasis(rawtext, f"{title} (not written yet)")], []
 
 
+def _skip_type_aliases(
+    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
+    """Leave module-level type aliases (``X = tuple[...]``) out of the API pages: autodoc
+    cannot format a generic alias's signature, and they document nothing new."""
+    if what == "module" and isinstance(obj, types.GenericAlias | types.UnionType):
+        return True
+    return None
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _source_read)
+    app.connect("autodoc-skip-member", _skip_type_aliases)
     app.add_role("optdoc", _optdoc_role)
     return {"parallel_read_safe": True}
