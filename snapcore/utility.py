@@ -310,20 +310,71 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
     return _float_up(bp + delta * k / 2 * (1 + 2 * ln_up))
 
 
-def _statistic_b_prime(statistic: Any, n: Any, data_bounds: Any) -> tuple[Fraction, Fraction]:
-    """B′ and Δ of a registered statistic for ``n`` records in ``data_bounds``."""
-    from snapcore.plugins import get_registries
+def _plan_statistic(
+    statistic: Any,
+    *,
+    epsilon: Any,
+    gamma: Any,
+    n: Any,
+    data_bounds: Any,
+    relation: Any,
+    options: dict[str, Any],
+) -> Calibration:
+    """The calibration ``snapcore.release`` would use for ``statistic``, without data.
 
-    stat = get_registries().statistics.get(statistic) if isinstance(statistic, str) else statistic
+    A statistic plugin computes Δ, the range of f and the budget share from the data
+    bounds, n and the neighbouring relation only; ``prepare`` is run on ``n``
+    *placeholder* records (each at the lower data bound, the first bin edge or the first
+    category), which are public, so nothing private is touched.  The clamp interval is
+    then chosen exactly as a release chooses it.
+    """
+    import importlib
+
     try:
-        b_prime = stat.b_prime(n=n, bounds=data_bounds)
-        sens = stat.sensitivity(n=n, bounds=data_bounds)
-    except AttributeError:
+        api = importlib.import_module("snapcore.api")
+        bounds_mod = importlib.import_module("snapcore.bounds")
+        dataset_mod = importlib.import_module("snapcore.dataset")
+        statistic_mod = importlib.import_module("snapcore.statistic")
+    except ImportError:  # pragma: no cover - present once the statistics are installed
         raise PluginError(
-            f"statistic {statistic!r} provides no b_prime(n=, bounds=) and "
-            "sensitivity(n=, bounds=); plan with b_prime= and sensitivity= instead"
+            "planning by statistic needs snapcore's statistic support (snapcore.api); "
+            "plan with value_range= and sensitivity= instead"
         ) from None
-    return check_real("b_prime", b_prime), check_real("sensitivity", sens, positive=True)
+    stat = api._statistic(statistic)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ParameterError(f"n must be an int >= 1 to plan a release, got {n!r}")
+    rel = stat.relations[0] if relation is None else statistic_mod.Neighbouring.parse(relation)
+    if rel not in stat.relations:
+        raise ParameterError(
+            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
+            f"got {rel.value!r}"
+        )
+    db = api._data_bounds(data_bounds, stat)
+    # (empty or invalid categories/bins are left for prepare to refuse, with its message)
+    cats = list(options.get("categories") or [])
+    edges = list(options.get("bins") or [])
+    if cats:
+        fill: list[Any] = [cats[0]]
+    elif edges:
+        fill = [edges[0]]
+    elif db is not None:
+        fill = [lo for lo, _ in db]
+    else:
+        fill = [0.0] * max(stat.columns, 1)
+    count = int(n)
+    rows: Any = [fill[0]] * count if len(fill) == 1 else [list(fill)] * count
+    ds = dataset_mod.as_dataset(rows, columns=stat.columns)
+    prep = stat.prepare(ds, bounds=db, n=count, relation=rel, **options)
+    if prep.sensitivity == 0:
+        raise ParameterError(
+            f"statistic {stat.name!r} has sensitivity 0 under {rel.value!r}: it is released "
+            "exactly, with no noise and no accuracy loss"
+        )
+    eps_each = check_real("epsilon", epsilon, positive=True) * prep.epsilon_share
+    choice = bounds_mod.choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    return calibrate(
+        epsilon=eps_each, sensitivity=prep.sensitivity, bounds=(choice.lower, choice.upper)
+    )
 
 
 def plan_calibration(
@@ -339,6 +390,8 @@ def plan_calibration(
     statistic: Any = None,
     n: Any = None,
     data_bounds: Any = None,
+    relation: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> Calibration:
     """The calibration a planned release would use, without any data.
 
@@ -347,8 +400,17 @@ def plan_calibration(
     :func:`bound_for_gamma`), ``value_range=(lo, hi)`` with ``gamma`` (the statistic's
     range widened by the seed's margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
     rounded outward; same clamp guarantee, never wider than the ``b_prime`` form), or
-    ``statistic`` with ``n``, ``data_bounds`` and ``gamma`` (B′ and Δ from the statistic
-    plugin).
+    ``statistic`` with ``n``, ``gamma`` and (for bounded statistics) ``data_bounds``,
+    optionally ``relation`` and the statistic's ``options`` (a dict): then Δ, the
+    value range, the budget share and the clamp interval are exactly those
+    ``snapcore.release`` would use, found without data (see ``docs/utility.md``), and
+    ``epsilon`` is the release's total ε.
+
+    Examples
+    --------
+    >>> cal = plan_calibration(epsilon=1.0, value_range=(0.0, 100.0), gamma=0.05)
+    >>> float(cal.lower) < 0.0 and float(cal.upper) > 100.0
+    True
 
     Raises
     ------
@@ -379,10 +441,20 @@ def plan_calibration(
         lo_d, hi_d = -_float_up(margin - lo_q), _float_up(hi_q + margin)
         return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=(lo_d, hi_d))
     if statistic is not None:
-        if gamma is None or n is None or data_bounds is None:
-            raise ParameterError("statistic= needs n=, data_bounds= and gamma=")
-        bp, sens = _statistic_b_prime(statistic, n, data_bounds)
-        b_prime, sensitivity = bp, sens
+        if gamma is None or n is None:
+            raise ParameterError(
+                "statistic= needs n= (the public number of records) and gamma=; and "
+                "data_bounds= when the statistic reads bounded values"
+            )
+        return _plan_statistic(
+            statistic,
+            epsilon=epsilon,
+            gamma=gamma,
+            n=n,
+            data_bounds=data_bounds,
+            relation=relation,
+            options=dict(options or {}),
+        )
     if b_prime is not None:
         if gamma is None:
             raise ParameterError("b_prime= needs gamma= (the probability that the clamp binds)")
