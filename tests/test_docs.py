@@ -84,3 +84,26 @@ def test_docs_build_without_warnings(tmp_path):
     assert "snapcore.utility.epsilon_for_accuracy" in api
     for img in ("accuracy-vs-epsilon.png", "output-distribution.png", "accuracy-vs-gamma.png"):
         assert (html / "_images" / img).is_file() or (html / "_static" / img).is_file()
+
+
+def test_every_hook_is_documented_in_the_plugin_guide():
+    from snapcore import hookspecs
+
+    hooks = [n for n in dir(hookspecs) if n.startswith("snapcore_")]
+    assert hooks
+    text = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    for name in hooks:
+        assert f"`{name}(registry)`" in text, f"hook {name} missing from docs/plugins.md"
+
+
+def test_plot_commands_in_the_docs_are_real_subcommands():
+    from click.testing import CliRunner
+
+    from snapcore.cli import main
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
+    cmds = set(re.findall(r"snapcore plot (\w+)", text))
+    assert {"accuracy", "distribution", "gamma"} <= cmds
+    for cmd in cmds:
+        res = CliRunner().invoke(main, ["plot", cmd, "--help"])
+        assert res.exit_code == 0, (cmd, res.output)
