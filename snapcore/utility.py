@@ -602,9 +602,13 @@ def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
             f"{eps_max!r}); the granularity cannot shrink below B/(sensitivity*2**52), "
             "because every output grid point must be an exact double"
         )
+    # The search needs acc(tiny) > a; for very wide intervals (B/Δ beyond ~2**60) the
+    # answer can lie below 2**-60: step down until it does not.
     acc_tiny = acc_at(tiny)
-    if acc_tiny is not None and acc_tiny <= a:
-        # Possible only for b_prime/gamma plans, where B itself grows as ε shrinks.
+    while acc_tiny is not None and acc_tiny <= a and tiny > 2.0**-900:
+        tiny *= 2.0**-64
+        acc_tiny = acc_at(tiny)
+    if acc_tiny is None or acc_tiny <= a:  # pragma: no cover - needs B/Δ near 2**900
         raise ParameterError(
             f"target accuracy {float(a)!r} is reached even at epsilon = {tiny!r}: the "
             "interval's width bounds the error; ask for a smaller target"
@@ -1145,7 +1149,6 @@ def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
     m_l = f + y
     dist = abs(m_l - m_s)
     case = 1 + int(inner) + 2 * int(outer)
-    case = {1: 1, 2: 2, 3: 3, 4: 4}[case]
     bound: Fraction | None
     if case == 1:
         bound = delta * g / 2

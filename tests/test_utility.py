@@ -608,3 +608,14 @@ def test_accuracy_of_a_release_record():
     assert utility.accuracy(rec, 0.05) == mech(1.0, (0.0, 100.0)).accuracy(0.05)
     with pytest.raises(ParameterError, match="no clamp interval"):
         utility.accuracy(Record(None, Fraction(1), Fraction(1), 118), 0.05)
+
+
+def test_epsilon_for_accuracy_below_two_to_minus_sixty():
+    # A very wide interval: the answer is far below the search's first floor 2**-60.
+    eps = utility.epsilon_for_accuracy(1e20, 0.05, bound=1e25)
+    assert eps < 2.0**-60
+    assert utility.plan_accuracy(0.05, epsilon=eps, bound=1e25) <= 1e20
+    assert utility.plan_accuracy(0.05, epsilon=math.nextafter(eps, 0), bound=1e25) > 1e20
+    # by hand: λ·ln 20 + Λ/2 <= 1e20 with λ ≈ 1/ε and λ/2 <= Λ/2 < λ
+    assert (math.log(20) + 0.5) * 1e-20 * (1 - 1e-12) <= eps
+    assert eps <= (math.log(20) + 1) * 1e-20 * (1 + 1e-12)
