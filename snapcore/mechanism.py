@@ -193,6 +193,14 @@ class SnappingMechanism:
         """The privacy analysis this mechanism relies on, with exact numbers."""
         return self._cal.privacy()
 
+    def accuracy(self, alpha: Any) -> float:
+        """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
+        for every f(D) in the interval; data-independent (see :func:`snapcore.utility.accuracy`).
+        """
+        from snapcore.utility import accuracy
+
+        return accuracy(self, alpha)
+
     # -- the mechanism -------------------------------------------------------------
     def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
         """The stages after sampling, as a pure function of ``(value, U*, S)``.

@@ -1,0 +1,264 @@
+"""Pictures of the utility math (:mod:`snapcore.utility`), as matplotlib figures.
+
+Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
+global state, no display needed); save it with ``fig.savefig("out.png")`` or ``.svg``.
+matplotlib is an optional dependency: ``pip install "snapcore[plot]"``.  The command
+line has the same pictures: ``snapcore plot --help``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from snapcore import utility
+from snapcore.errors import ParameterError, SnapcoreError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "PlotDependencyError",
+    "accuracy_vs_epsilon",
+    "accuracy_vs_gamma",
+    "output_distribution",
+]
+
+_SNAP = "#1f5fa8"
+_LAPLACE = "#c0392b"
+_CLAMP = "#e67e22"
+
+
+class PlotDependencyError(SnapcoreError, ImportError):
+    """matplotlib, needed for plots, is not installed."""
+
+
+def _figure(**kwargs: Any) -> Figure:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotDependencyError(
+            "plots need matplotlib, which is not installed; install it with: "
+            'pip install "snapcore[plot]"'
+        ) from None
+    return Figure(**kwargs)
+
+
+def _geomspace(lo: float, hi: float, n: int) -> list[float]:
+    a, b = math.log(lo), math.log(hi)
+    pts = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
+    return [min(max(p, lo), hi) for p in pts]  # ends exactly lo and hi
+
+
+def accuracy_vs_epsilon(
+    *,
+    alpha: float = 0.05,
+    sensitivity: float = 1.0,
+    bounds: Sequence[float] | None = None,
+    bound: float | None = None,
+    epsilons: Sequence[float] | None = None,
+) -> Figure:
+    """Accuracy at confidence ``alpha`` against ε, for snapping and for Laplace.
+
+    Snapping's curve is a staircase: Λ, the smallest power of two ``>= λ``, halves
+    each time ε passes a power of two (slightly above it, because ε′ < ε).  The Laplace
+    mechanism's accuracy ``Δ·ln(1/α)/ε`` is the smooth curve below it; snapping's is also
+    capped at the interval's width ``2B``.
+
+    Parameters
+    ----------
+    alpha : float
+        α in (0, 1).
+    sensitivity : float
+        Δ.
+    bounds, bound
+        The clamp interval, as for :class:`~snapcore.SnappingMechanism`.
+    epsilons : sequence of float, optional
+        The ε values (default: 600 points from 0.01 to 100, log-spaced).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    eps_list = list(epsilons) if epsilons is not None else _geomspace(0.01, 100.0, 600)
+    if not eps_list:
+        raise ParameterError("epsilons must not be empty")
+    snap_e: list[float] = []
+    snap_a: list[float] = []
+    width = None
+    for e in eps_list:
+        try:
+            d = utility.accuracy_details(
+                utility.plan_calibration(
+                    epsilon=e, sensitivity=sensitivity, bounds=bounds, bound=bound
+                ),
+                alpha,
+            )
+        except ParameterError as exc:
+            if "too wide" in str(exc):
+                continue
+            raise
+        snap_e.append(e)
+        snap_a.append(d.bound)
+        width = float(d.width)
+    lap = [sensitivity * math.log(1 / alpha) / e for e in eps_list]
+    fig = _figure(figsize=(7.0, 4.4), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(
+        eps_list, lap, color=_LAPLACE, lw=1.6, label=r"Laplace: $\Delta\ln(1/\alpha)/\varepsilon$"
+    )
+    ax.step(snap_e, snap_a, where="post", color=_SNAP, lw=1.8, label="snapping (guarantee)")
+    if width is not None:
+        ax.axhline(width, color="0.5", ls=":", lw=1, label=f"cap 2B = {width:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"privacy budget $\varepsilon$")
+    ax.set_ylabel(f"accuracy at α = {alpha:g} (user units)")
+    lo, hi = bounds if bounds is not None else (-(bound or 0), bound)
+    ax.set_title(f"Accuracy vs ε  (interval [{lo:g}, {hi:g}], Δ = {sensitivity:g})")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="upper right")
+    return fig
+
+
+def output_distribution(
+    *,
+    epsilon: float,
+    guess: float,
+    sensitivity: float = 1.0,
+    bounds: Sequence[float] | None = None,
+    bound: float | None = None,
+    alpha: float | None = 0.05,
+    window: int = 12,
+) -> Figure:
+    """The ideal output distribution of one release, for a *guess* of f(D).
+
+    Stems at the grid points ``c + Δ·kΛ`` with their probabilities, the clamp masses at
+    the interval's ends in a separate colour, the guess, and (with ``alpha``) the
+    accuracy band ``guess ± a``.  Takes a guess, never data.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    cal = utility.plan_calibration(
+        epsilon=epsilon, sensitivity=sensitivity, bounds=bounds, bound=bound
+    )
+    dist = utility.output_distribution(cal, guess, window=window)
+    fig = _figure(figsize=(7.0, 4.4), layout="constrained")
+    ax = fig.subplots()
+    grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]
+    grid_p = [p for p, c in zip(dist.probabilities, dist.clamped, strict=True) if not c]
+    end_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if c]
+    end_p = [p for p, c in zip(dist.probabilities, dist.clamped, strict=True) if c]
+    if grid_v:
+        ax.stem(grid_v, grid_p, linefmt=_SNAP, markerfmt="o", basefmt=" ", label="grid point")
+    if end_v:
+        mk = ax.stem(
+            end_v,
+            end_p,
+            linefmt=_CLAMP,
+            markerfmt="s",
+            basefmt=" ",
+            label="interval end (clamp mass)",
+        )
+        mk.markerline.set_color(_CLAMP)
+    ax.axvline(guess, color="k", ls="--", lw=1, label=f"guess f(D) = {guess:g}")
+    if alpha is not None:
+        a = utility.accuracy(cal, alpha)
+        ax.axvspan(
+            guess - a, guess + a, color=_SNAP, alpha=0.08, label=f"guess ± a (α = {alpha:g})"
+        )
+    lo, hi = float(cal.lower), float(cal.upper)
+    step = float(cal.granularity * cal.sensitivity)
+    ax.set_xlim(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo))
+    ax.set_xlabel("output")
+    ax.set_ylabel("probability")
+    note = f", {dist.omitted:.2g} outside the window" if dist.omitted > 1e-12 else ""
+    ax.set_title(
+        f"One release: ε = {epsilon:g}, interval [{lo:g}, {hi:g}], grid step ΔΛ = {step:g}{note}"
+    )
+    ax.grid(True, axis="y", alpha=0.25)
+    ax.legend(loc="upper left", fontsize="small")
+    return fig
+
+
+def accuracy_vs_gamma(
+    b_prime: float,
+    *,
+    epsilon: float,
+    alpha: float = 0.05,
+    sensitivity: float = 1.0,
+    gammas: Sequence[float] | None = None,
+) -> Figure:
+    """What γ buys: the clamp bound B, the accuracy, and the worst-case bias, against γ.
+
+    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (seed §6.5).  The data-independent
+    accuracy hardly moves (it depends on B only through 12Bη and the 2B cap); what γ
+    trades is the bias at the worst case f(D) = B′ (:func:`~snapcore.utility.bias` for
+    that guess) and the probability that the clamp binds there
+    (:func:`~snapcore.utility.clamp_probability`, at most γ) against a wider interval.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    g_list = list(gammas) if gammas is not None else _geomspace(1e-6, 1.0, 60)
+    if not g_list:
+        raise ParameterError("gammas must not be empty")
+    acc, big_b, b_plus, b_ideal, p_clamp = [], [], [], [], []
+    for g in g_list:
+        cal = utility.plan_calibration(
+            epsilon=epsilon, sensitivity=sensitivity, b_prime=b_prime, gamma=g
+        )
+        acc.append(utility.accuracy(cal, alpha))
+        big_b.append(float(cal.half_width))
+        r = utility.bias(cal, b_prime)
+        b_plus.append(abs(r.bias_plus))
+        b_ideal.append(abs(r.ideal))
+        p_clamp.append(utility.clamp_probability(cal, b_prime))
+    fig = _figure(figsize=(7.0, 8.0), layout="constrained")
+    ax1, ax2, ax3 = fig.subplots(3, 1, sharex=True)
+    ax1.plot(g_list, big_b, color="0.35", lw=1.6, label="clamp bound B")
+    ax1.plot(g_list, acc, color=_SNAP, lw=1.8, label=f"accuracy a (α = {alpha:g})")
+    ax1.axhline(b_prime, color="0.6", ls=":", lw=1, label=f"B′ = {b_prime:g}")
+    ax1.set_ylabel("user units")
+    ax1.set_title(f"Choosing γ: B′ = {b_prime:g}, ε = {epsilon:g}, Δ = {sensitivity:g}")
+    ax1.legend(fontsize="small")
+    ax1.grid(True, which="both", alpha=0.25)
+    floor = 1e-18
+    ax2.plot(
+        g_list,
+        [max(v, floor) for v in b_plus],
+        color=_CLAMP,
+        ls="--",
+        lw=1.4,
+        label="|Bias⁺| (seed §6.4 bound)",
+    )
+    ax2.plot(
+        g_list,
+        [max(v, floor) for v in b_ideal],
+        color=_CLAMP,
+        lw=1.8,
+        label="|bias|, ideal mechanism",
+    )
+    ax2.set_yscale("log")
+    ax2.set_ylabel("|bias| at f(D) = B′")
+    ax2.legend(fontsize="small")
+    ax2.grid(True, which="both", alpha=0.25)
+    ax3.plot(g_list, g_list, color="0.5", ls=":", lw=1, label="γ")
+    ax3.plot(
+        g_list,
+        [max(v, floor) for v in p_clamp],
+        color=_SNAP,
+        lw=1.8,
+        label="P(clamp binds) at f(D) = B′, ideal",
+    )
+    ax3.set_xscale("log")
+    ax3.set_yscale("log")
+    ax3.set_xlabel("γ")
+    ax3.set_ylabel("probability")
+    ax3.legend(fontsize="small")
+    ax3.grid(True, which="both", alpha=0.25)
+    return fig

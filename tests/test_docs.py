@@ -1,0 +1,109 @@
+"""The documentation: its examples run, and the site builds without a warning.
+
+Examples in ``docs/*.md`` are ``>>>`` sessions (in ```` ```pycon ```` fences); each file
+runs as one doctest session.  A page whose examples must not run starts with the line
+``<!-- no-doctest -->``.  The site build needs the ``docs`` extra (it is also in
+``test``); without Sphinx that test is skipped, saying why.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+FENCE = re.compile(r"^\s*(```|:::).*$", re.MULTILINE)
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def test_docs_folder_has_the_site_pages():
+    names = {p.stem for p in PAGES}
+    assert {"index", "quickstart", "utility", "plugins", "sources", "api"} <= names
+    assert (DOCS / "conf.py").is_file()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_doc_examples_run(page):
+    text = page.read_text(encoding="utf-8")
+    if text.startswith("<!-- no-doctest -->"):
+        pytest.skip(f"{page.name} opts out of doctests")
+    # Code fences would read as expected output: blank them (line numbers are kept).
+    text = FENCE.sub("", text)
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(text, {"__name__": page.stem}, page.name, str(page), 0)
+    if not test.examples:
+        pytest.skip(f"{page.name} has no >>> examples")
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    out: list[str] = []
+    runner.run(test, out=out.append)
+    failed, attempted = runner.summarize(verbose=False)
+    assert failed == 0, "".join(out)
+    assert attempted == len(test.examples)
+
+
+def _missing_docs_deps() -> list[str]:
+    mods = ("sphinx", "furo", "myst_parser", "numpydoc", "matplotlib")
+    return [m for m in mods if importlib.util.find_spec(m) is None]
+
+
+@pytest.mark.skipif(bool(_missing_docs_deps()), reason="docs extra not installed")
+def test_docs_build_without_warnings(tmp_path):
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(tmp_path / "doctrees"),
+        str(DOCS),
+        str(tmp_path / "html"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    html = tmp_path / "html"
+    for page in PAGES:
+        assert (html / f"{page.stem}.html").is_file(), page.name
+    index = (html / "index.html").read_text(encoding="utf-8")
+    for page in PAGES:  # every page is reachable from the table of contents
+        if page.stem != "index":
+            assert f'href="{page.stem}.html"' in index, page.name
+    api = (html / "api.html").read_text(encoding="utf-8")
+    assert "snapcore.utility.epsilon_for_accuracy" in api
+    for img in ("accuracy-vs-epsilon.png", "output-distribution.png", "accuracy-vs-gamma.png"):
+        assert (html / "_images" / img).is_file() or (html / "_static" / img).is_file()
+
+
+def test_every_hook_is_documented_in_the_plugin_guide():
+    from snapcore import hookspecs
+
+    hooks = [n for n in dir(hookspecs) if n.startswith("snapcore_")]
+    assert hooks
+    text = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    for name in hooks:
+        assert f"`{name}(registry)`" in text, f"hook {name} missing from docs/plugins.md"
+
+
+def test_plot_commands_in_the_docs_are_real_subcommands():
+    from click.testing import CliRunner
+
+    from snapcore.cli import main
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
+    cmds = set(re.findall(r"snapcore plot (\w+)", text))
+    assert {"accuracy", "distribution", "gamma"} <= cmds
+    for cmd in cmds:
+        res = CliRunner().invoke(main, ["plot", cmd, "--help"])
+        assert res.exit_code == 0, (cmd, res.output)
