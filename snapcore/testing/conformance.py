@@ -107,11 +107,12 @@ class BackendConformance:
     random_inputs: ClassVar[int] = 300
 
     @pytest.fixture(scope="class")
-    def conformance_backend(self) -> Backend:
+    @classmethod
+    def conformance_backend(cls) -> Backend:
         """The backend instance under test."""
-        if self.backend is None:
+        if cls.backend is None:
             pytest.skip("set `backend` on the BackendConformance subclass")
-        return resolve_backend(self.backend)
+        return resolve_backend(cls.backend)
 
     # -- representation -----------------------------------------------------------
     @pytest.mark.parametrize("p", PRECISIONS)
@@ -339,7 +340,8 @@ class RegisteredBackendsConformance(BackendConformance):
     """The conformance suite once per registered backend (built-in and plugins)."""
 
     @pytest.fixture(scope="class", params=registered_backend_params())
-    def conformance_backend(self, request: Any) -> Backend:
+    @classmethod
+    def conformance_backend(cls, request: Any) -> Backend:
         from snapcore.plugins import get_registries
 
         return get_registries().backends.create(request.param)
