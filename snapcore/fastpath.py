@@ -283,16 +283,16 @@ def _get_numba_loop() -> Any:
             import numba
         except Exception:  # pragma: no cover - depends on the environment
             return None
-        nb_two_sum = numba.njit(inline="always")(two_sum)
-        nb_two_prod = numba.njit(inline="always")(two_prod)
+        nb_two_sum = numba.njit(two_sum)
+        nb_two_prod = numba.njit(two_prod)
 
         def _sel(c: Any, a: Any, b: Any) -> Any:
             return a if c else b
 
-        nb_sel = numba.njit(inline="always")(_sel)
-        nb_kernel = numba.njit(inline="always")(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
+        nb_sel = numba.njit(_sel)
+        nb_kernel = numba.njit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
 
-        @numba.njit(cache=False, nogil=True)  # type: ignore[untyped-decorator]
+        @numba.njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
         def loop(v, s, e, mhi, mlo, tr, th, tl, prm, k_out, ok_out):  # type: ignore[no-untyped-def]
             for j in range(v.size):
                 k, ok, _sh, _sl, _err = nb_kernel(

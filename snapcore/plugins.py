@@ -40,6 +40,8 @@ __all__ = [
 BUILTIN_PLUGINS: dict[str, str] = {
     "mpfr": "snapcore.backends.mpfr",
     "sources": "snapcore.sources",
+    "fast": "snapcore.backends.fast",
+    "chacha20": "snapcore.chacha",
 }
 
 T = TypeVar("T")
