@@ -100,7 +100,7 @@ def _build_tables() -> tuple[F64, F64, F64, float, float, F64]:
             # nearest multiple of 2**-9 to 1/mid (1/mid is in (0.5, 1)): 9 bits
             ri = Fraction(round(Fraction(512) / mid), 512)
         r[i] = float(ri)
-        neg_ln = -ctx.log(gmpy2.mpq(ri.numerator, ri.denominator))
+        neg_ln = ctx.minus(ctx.log(gmpy2.mpq(ri.numerator, ri.denominator)))
         hi = float(neg_ln)
         lo = float(ctx.sub(neg_ln, hi))
         lh[i], ll[i] = hi, lo
