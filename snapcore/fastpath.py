@@ -303,8 +303,35 @@ def _get_numba_loop() -> Any:
                 k_out[j] = k
                 ok_out[j] = ok
 
-        _numba_loop = loop
-        return loop
+        u64 = np.uint64
+
+        @numba.njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
+        def decode(buf, count, row, sign, e, mhi, mlo):  # type: ignore[no-untyped-def]
+            # snapcore-draw-v1 rows without continuation; returns the first row
+            # whose 63 exponent bits are all zero (or count).
+            for j in range(count):
+                o = j * row
+                w = u64(0)
+                w1 = u64(0)
+                w2 = u64(0)
+                for b in range(8):
+                    w = (w << u64(8)) | u64(buf[o + b])
+                    w1 = (w1 << u64(8)) | u64(buf[o + 8 + b])
+                    w2 = (w2 << u64(8)) | u64(buf[o + 15 + b])
+                r = w & u64(0x7FFFFFFFFFFFFFFF)
+                if r == u64(0):
+                    return j
+                sign[j] = -1.0 if (w >> u64(63)) != u64(0) else 1.0
+                ee = 1
+                while (r >> u64(63 - ee)) == u64(0):
+                    ee += 1
+                e[j] = float(ee)
+                mhi[j] = w1 >> u64(12)
+                mlo[j] = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
+            return count
+
+        _numba_loop = (loop, decode)
+        return _numba_loop
 
 
 # ----------------------------------------------------------------------------------
@@ -372,10 +399,25 @@ def _bit_length_u63(r: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     return ex - too_big
 
 
-def _decode_rows(buf: bytes, count: int, p: int) -> tuple[Any, ...]:
-    """Vectorised ``snapcore-draw-v1`` for rows without a continuation word."""
+def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tuple[Any, ...]:
+    """Vectorised ``snapcore-draw-v1`` for rows without a continuation word.
+
+    Returns ``(sign, e, mhi, mlo, good)``; rows from the first one that is not
+    ``good`` (its 63 exponent bits are zero) on are meaningless.
+    """
     nb = (p + 6) >> 3
     row = 8 + nb
+    fns = _get_numba_loop() if use_numba else None
+    if fns is not None:
+        sign = np.empty(count)
+        e = np.empty(count)
+        mhi = np.empty(count, np.uint64)
+        mlo = np.empty(count, np.uint64)
+        stop = fns[1](np.frombuffer(buf, np.uint8), count, row, sign, e, mhi, mlo)
+        good = np.ones(count, np.bool_)
+        if stop < count:
+            good[stop] = False
+        return sign, e, mhi, mlo, good
     w = np.ndarray((count,), dtype=">u8", buffer=buf, offset=0, strides=(row,)).astype(np.uint64)
     w1 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=8, strides=(row,)).astype(np.uint64)
     # bytes 15..22 of the mantissa field: t bits 57..120 (from the top)
@@ -392,7 +434,9 @@ def _decode_rows(buf: bytes, count: int, p: int) -> tuple[Any, ...]:
     return sign, e, mhi, mlo, good
 
 
-def decode_draw_batch(source: RandomSource, count: int, precision: int) -> DrawBatch:
+def decode_draw_batch(
+    source: RandomSource, count: int, precision: int, engine: str = "auto"
+) -> DrawBatch:
     """``count`` draws from ``source``, exactly as ``source.draws(count, precision)``.
 
     For a :class:`~snapcore.sources.ByteSource` the stream is decoded in bulk
@@ -417,7 +461,7 @@ def decode_draw_batch(source: RandomSource, count: int, precision: int) -> DrawB
                 pending = pending + source.read(need - len(pending))
             buf = pending
             n = count - done
-            sign, e, mhi, mlo, good = _decode_rows(buf, n, p)
+            sign, e, mhi, mlo, good = _decode_rows(buf, n, p, engine != "numpy")
             bad = np.flatnonzero(~good)
             stop = int(bad[0]) if bad.size else n
             signs.append(sign[:stop])
@@ -651,10 +695,10 @@ class FastEngine:
         ok = np.empty(n, np.bool_)
         prm = self.params
         if engine == "numba":
-            loop = _get_numba_loop()
-            if loop is None:
+            fns = _get_numba_loop()
+            if fns is None:
                 raise RuntimeError("engine='numba' requested but numba is not installed")
-            loop(v, draws.sign, draws.e, draws.mhi, draws.mlo, LOG_R, LOG_NEG_LN_HI,
+            fns[0](v, draws.sign, draws.e, draws.mhi, draws.mlo, LOG_R, LOG_NEG_LN_HI,
                  LOG_NEG_LN_LO, prm, k, ok)  # fmt: skip
         elif engine == "numpy":
             step = self.CHUNK
@@ -736,7 +780,7 @@ def release_batch(
     """
     arr = np.asarray(values, dtype=np.float64)
     flat = np.ascontiguousarray(arr.reshape(-1))
-    draws = decode_draw_batch(source, flat.size, pipe.calibration.precision)
+    draws = decode_draw_batch(source, flat.size, pipe.calibration.precision, engine)
     out, st = engine_for(pipe.calibration).run(flat, draws, pipe, engine)
     res = out.reshape(arr.shape)
     return (res, st) if stats else res
