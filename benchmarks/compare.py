@@ -141,12 +141,13 @@ def bench_diffprivlib(args: argparse.Namespace) -> list[Result]:
 
 def bench_opendp(args: argparse.Namespace) -> list[Result]:
     try:
-        import opendp
+        from importlib.metadata import version
+
         import opendp.prelude as dp
     except Exception as exc:
         return [Result("OpenDP make_laplace (float)", "scalar", None, f"not installed ({type(exc).__name__})")]
     dp.enable_features("contrib")
-    ver = f"opendp {opendp.__version__}"
+    ver = f"opendp {version('opendp')}"
     scale = 1.0 / EPS
     scalar = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale)
     out = [Result("OpenDP make_laplace (float)", "scalar", best_rate(scalar_loop(scalar, 500), args.seconds), ver)]

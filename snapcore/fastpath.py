@@ -154,6 +154,8 @@ def _make_kernel(
     """Build the kernel over the given primitives (numpy or numba versions)."""
     c0, c1, c2, c3, c4, c5, c6 = _C
     ln2_hi, ln2_lo = LN2_HI, LN2_LO
+    # The tables are closure constants (numba freezes them; no reference counting).
+    tab_r, tab_h, tab_l = LOG_R, LOG_NEG_LN_HI, LOG_NEG_LN_LO
 
     def kernel(
         v: Any,  # the statistic value (double)
@@ -161,9 +163,6 @@ def _make_kernel(
         e: Any,  # the geometric exponent e >= 1 as a double: U* = (mH + mL)·2**-e
         mhi: Any,  # top 52 mantissa bits of U* (uint64)
         mlo: Any,  # next 53 mantissa bits (uint64)
-        tab_r: Any,
-        tab_h: Any,
-        tab_l: Any,
         ch: float,  # c = ch + cl (exactly, up to err_c)
         cl: float,
         ih: float,  # 1/(ΔΛ) = ih + il (relative error <= 2**-104)
@@ -248,7 +247,7 @@ def _make_kernel(
         k = fl - select(zero & (sl < 0.0), 1.0, 0.0)
         dist0 = select(zero, abs(sl), f + sl)
         dist1 = (1.0 - f) - sl
-        ok = (dist0 > err) & (dist1 > err) & (e <= MAX_E)
+        ok = (dist0 > err) & (dist1 > err) & (err < 0.25) & (e <= MAX_E)
         return k, ok, sh, sl, err
 
     return kernel
@@ -283,51 +282,81 @@ def _get_numba_loop() -> Any:
             import numba
         except Exception:  # pragma: no cover - depends on the environment
             return None
-        nb_two_sum = numba.njit(two_sum)
-        nb_two_prod = numba.njit(two_prod)
+        # Everything inlined into one loop (numba IR inlining), numpy's error model
+        # (no Python exception checks): LLVM then vectorises the loop.  IEEE
+        # semantics are kept: no fastmath, so no reassociation or contraction.
+        jit = numba.njit(inline="always", error_model="numpy")
+        nb_two_sum = jit(two_sum)
+        nb_two_prod = jit(two_prod)
 
         def _sel(c: Any, a: Any, b: Any) -> Any:
             return a if c else b
 
-        nb_sel = numba.njit(_sel)
-        nb_kernel = numba.njit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
+        nb_sel = jit(_sel)
+        nb_kernel = jit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
 
-        @numba.njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
-        def loop(v, s, e, mhi, mlo, tr, th, tl, prm, k_out, ok_out):  # type: ignore[no-untyped-def]
+        @numba.njit(nogil=True, error_model="numpy")  # type: ignore[untyped-decorator]
+        def loop(v, s, e, mhi, mlo, prm, k_out, ok_out):  # type: ignore[no-untyped-def]
+            ch, cl, ih, il, bh, bl = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+            lam_h, lam_l, far, eabs = prm[6], prm[7], prm[8], prm[9]
             for j in range(v.size):
                 k, ok, _sh, _sl, _err = nb_kernel(
-                    v[j], s[j], e[j], mhi[j], mlo[j], tr, th, tl,
-                    prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
-                    prm[6], prm[7], prm[8], prm[9],
+                    v[j], s[j], e[j], mhi[j], mlo[j],
+                    ch, cl, ih, il, bh, bl, lam_h, lam_l, far, eabs,
                 )  # fmt: skip
                 k_out[j] = k
                 ok_out[j] = ok
 
         u64 = np.uint64
+        try:
+            from numba.cpython.unsafe.numbers import leading_zeros
+        except ImportError:  # pragma: no cover - older or newer numba
+            leading_zeros = None
 
-        @numba.njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
-        def decode(buf, count, row, sign, e, mhi, mlo):  # type: ignore[no-untyped-def]
-            # snapcore-draw-v1 rows without continuation; returns the first row
-            # whose 63 exponent bits are all zero (or count).
-            for j in range(count):
-                o = j * row
-                w = u64(0)
-                w1 = u64(0)
-                w2 = u64(0)
-                for b in range(8):
-                    w = (w << u64(8)) | u64(buf[o + b])
-                    w1 = (w1 << u64(8)) | u64(buf[o + 8 + b])
-                    w2 = (w2 << u64(8)) | u64(buf[o + 15 + b])
-                r = w & u64(0x7FFFFFFFFFFFFFFF)
+        @numba.njit(inline="always")  # type: ignore[untyped-decorator]
+        def be64(buf, o):  # type: ignore[no-untyped-def]
+            return (
+                (u64(buf[o]) << u64(56)) | (u64(buf[o + 1]) << u64(48))
+                | (u64(buf[o + 2]) << u64(40)) | (u64(buf[o + 3]) << u64(32))
+                | (u64(buf[o + 4]) << u64(24)) | (u64(buf[o + 5]) << u64(16))
+                | (u64(buf[o + 6]) << u64(8)) | u64(buf[o + 7])
+            )  # fmt: skip
+
+        if leading_zeros is not None:
+
+            @numba.njit(inline="always")  # type: ignore[untyped-decorator]
+            def geometric(r):  # type: ignore[no-untyped-def]
+                # e = 64 − bit_length(r) = leading zeros of the 64-bit word (bit 63
+                # is clear); 64 when r == 0 (a continuation follows).
+                return float(leading_zeros(r))
+
+        else:  # pragma: no cover
+
+            @numba.njit(inline="always")  # type: ignore[untyped-decorator]
+            def geometric(r):  # type: ignore[no-untyped-def]
                 if r == u64(0):
-                    return j
-                sign[j] = -1.0 if (w >> u64(63)) != u64(0) else 1.0
+                    return 64.0
                 ee = 1
                 while (r >> u64(63 - ee)) == u64(0):
                     ee += 1
-                e[j] = float(ee)
+                return float(ee)
+
+        @numba.njit(nogil=True, error_model="numpy")  # type: ignore[untyped-decorator]
+        def decode(buf, count, row, sign, e, mhi, mlo):  # type: ignore[no-untyped-def]
+            # snapcore-draw-v1 rows as if none had a continuation; returns the first
+            # row whose 63 exponent bits are all zero (or count).
+            for j in range(count):
+                o = j * row
+                w = be64(buf, o)
+                w1 = be64(buf, o + 8)
+                w2 = be64(buf, o + 15)  # mantissa bytes 7..14: bits 57..120
+                sign[j] = 1.0 - 2.0 * float(w >> u64(63))
+                e[j] = geometric(w & u64(0x7FFFFFFFFFFFFFFF))
                 mhi[j] = w1 >> u64(12)
                 mlo[j] = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
+            for j in range(count):
+                if e[j] == 64.0:
+                    return j
             return count
 
         _numba_loop = (loop, decode)
@@ -698,8 +727,7 @@ class FastEngine:
             fns = _get_numba_loop()
             if fns is None:
                 raise RuntimeError("engine='numba' requested but numba is not installed")
-            fns[0](v, draws.sign, draws.e, draws.mhi, draws.mlo, LOG_R, LOG_NEG_LN_HI,
-                 LOG_NEG_LN_LO, prm, k, ok)  # fmt: skip
+            fns[0](v, draws.sign, draws.e, draws.mhi, draws.mlo, prm, k, ok)
         elif engine == "numpy":
             step = self.CHUNK
             with np.errstate(all="ignore"):
@@ -707,7 +735,7 @@ class FastEngine:
                     sl = slice(a, a + step)
                     kk, oo, _, _, _ = _np_kernel(
                         v[sl], draws.sign[sl], draws.e[sl], draws.mhi[sl], draws.mlo[sl],
-                        LOG_R, LOG_NEG_LN_HI, LOG_NEG_LN_LO, *prm.tolist(),
+                        *prm.tolist(),
                     )  # fmt: skip
                     k[sl] = kk
                     ok[sl] = oo
@@ -720,8 +748,7 @@ class FastEngine:
         """``(t_hi, t_lo, err, ok)`` from the numpy engine: ``t ≈ y/Λ + 1/2``."""
         with np.errstate(all="ignore"):
             _k, ok, sh, sl, err = _np_kernel(
-                v, draws.sign, draws.e, draws.mhi, draws.mlo,
-                LOG_R, LOG_NEG_LN_HI, LOG_NEG_LN_LO, *self.params.tolist(),
+                v, draws.sign, draws.e, draws.mhi, draws.mlo, *self.params.tolist(),
             )  # fmt: skip
         return sh, sl, err, ok
 
