@@ -191,7 +191,7 @@ def _make_kernel(
         axl = sg * xl
         over = fr | (axh > bh) | ((axh == bh) & (axl > bl))
         eb = ERR_REL * bh
-        clear = fr | (axh - 2.0 * (ex0 + eb) > bh)
+        clear = fr | ((axh - bh) - (abs(axl) + abs(bl)) > 2.0 * (ex0 + eb))
         Xh = select(over, sg * bh, xh)
         Xl = select(over, sg * bl, xl)
         eX = select(over & clear, eb, ex0 + eb)
@@ -247,7 +247,7 @@ def _make_kernel(
         k = fl - select(zero & (sl < 0.0), 1.0, 0.0)
         dist0 = select(zero, abs(sl), f + sl)
         dist1 = (1.0 - f) - sl
-        ok = (dist0 > err) & (dist1 > err) & (err < 0.25) & (e <= MAX_E)
+        ok = (dist0 > err) & (dist1 > err) & (err < 0.25) & (abs(sh) < 2.0**52) & (e <= MAX_E)
         return k, ok, sh, sl, err
 
     return kernel
