@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from snapcore.backends.mpfr import MPFRBackend
 
 from snapcore.backend import Arithmetic, Backend
-from snapcore.backends.mpfr import MPFRBackend
 from snapcore.hookspecs import hookimpl
 from snapcore.pipeline import Pipeline
 from snapcore.sources import RandomSource
@@ -35,7 +35,7 @@ class FastBackend(Backend):
 
     @classmethod
     def is_available(cls) -> bool:
-        return MPFRBackend.is_available()
+        return bool(MPFRBackend.is_available())
 
     def version(self) -> str:
         from snapcore.fastpath import numba_available
@@ -44,7 +44,8 @@ class FastBackend(Backend):
         return f"{self._mpfr.version()}; numpy {np.__version__}; {engine}"
 
     def arithmetic(self, precision: int) -> Arithmetic:
-        return self._mpfr.arithmetic(precision)
+        arith: Arithmetic = self._mpfr.arithmetic(precision)
+        return arith
 
     def batch(self, pipeline: Pipeline, values: Any, source: RandomSource) -> Any:
         """Release every element of ``values`` (finite float64 array) with fresh noise.

@@ -83,13 +83,17 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
             continue
         m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend=name)
         rate = best_rate(scalar_loop(m.release, 2000), args.seconds)
-        out.append(Result(f"snapcore {name} (exact)", "scalar", rate, f"snapcore {snapcore.__version__}"))
+        out.append(
+            Result(f"snapcore {name} (exact)", "scalar", rate, f"snapcore {snapcore.__version__}")
+        )
     from snapcore import fastpath as fp
 
     engine = "numba" if fp.numba_available() else "numpy"
     for source in ("system", "chacha20"):
         try:
-            m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source=source)
+            m = SnappingMechanism(
+                epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source=source
+            )
         except Exception as exc:
             out.append(Result(f"snapcore fast path, {source}", "batch", None, str(exc)))
             continue
@@ -103,7 +107,9 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         label = f"snapcore fast path ({engine}), source {source}"
         out.append(Result(label, "batch", rate, "bit-identical to MPFR"))
     if fp.numba_available():
-        m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source="chacha20")
+        m = SnappingMechanism(
+            epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source="chacha20"
+        )
         pipe = m._pipeline
 
         def run_np(m: Any = m) -> int:
@@ -130,7 +136,9 @@ def bench_diffprivlib(args: argparse.Namespace) -> list[Result]:
         import diffprivlib
         from diffprivlib.mechanisms import Snapping
     except Exception as exc:
-        return [Result("diffprivlib Snapping", "scalar", None, f"not installed ({type(exc).__name__})")]
+        return [
+            Result("diffprivlib Snapping", "scalar", None, f"not installed ({type(exc).__name__})")
+        ]
     mech = Snapping(epsilon=EPS, sensitivity=1.0, lower=LOWER, upper=UPPER)
     rate = best_rate(scalar_loop(mech.randomise, 2000), args.seconds)
     return [
@@ -145,12 +153,28 @@ def bench_opendp(args: argparse.Namespace) -> list[Result]:
 
         import opendp.prelude as dp
     except Exception as exc:
-        return [Result("OpenDP make_laplace (float)", "scalar", None, f"not installed ({type(exc).__name__})")]
+        return [
+            Result(
+                "OpenDP make_laplace (float)",
+                "scalar",
+                None,
+                f"not installed ({type(exc).__name__})",
+            )
+        ]
     dp.enable_features("contrib")
     ver = f"opendp {version('opendp')}"
     scale = 1.0 / EPS
-    scalar = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale)
-    out = [Result("OpenDP make_laplace (float)", "scalar", best_rate(scalar_loop(scalar, 500), args.seconds), ver)]
+    scalar = dp.m.make_laplace(
+        dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale
+    )
+    out = [
+        Result(
+            "OpenDP make_laplace (float)",
+            "scalar",
+            best_rate(scalar_loop(scalar, 500), args.seconds),
+            ver,
+        )
+    ]
     vec = dp.m.make_laplace(
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale
     )
@@ -161,7 +185,14 @@ def bench_opendp(args: argparse.Namespace) -> list[Result]:
         vec(values)
         return n
 
-    out.append(Result(f"OpenDP make_laplace (float), vector of {n}", "batch", best_rate(run, args.seconds), ver))
+    out.append(
+        Result(
+            f"OpenDP make_laplace (float), vector of {n}",
+            "batch",
+            best_rate(run, args.seconds),
+            ver,
+        )
+    )
     return out
 
 
@@ -204,7 +235,8 @@ def machine() -> list[str]:
     if hasattr(os, "sched_getaffinity"):
         lines.append(f"pinned to CPUs: {sorted(os.sched_getaffinity(0))}")
     if hasattr(os, "getloadavg"):
-        lines.append("load average (1, 5, 15 min) at start: %.2f %.2f %.2f" % os.getloadavg())
+        la = os.getloadavg()
+        lines.append(f"load average (1, 5, 15 min) at start: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     return lines
 
 
@@ -227,15 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
+    start_info = machine()
     results: list[Result] = []
     for bench in (bench_snapcore, bench_diffprivlib, bench_opendp, bench_numpy):
         results.extend(bench(args))
     ref = next(
         (r.rate for r in results if r.name.startswith("snapcore fast path") and r.rate), None
     )
-    lines = ["Machine:"] + [f"- {m}" for m in machine()]
+    lines = ["Machine:"] + [f"- {m}" for m in start_info]
     if hasattr(os, "getloadavg"):
-        lines.append("- load average at end: %.2f %.2f %.2f" % os.getloadavg())
+        la = os.getloadavg()
+        lines.append(f"- load average at end: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     lines += [
         f"- batch size {args.batch}, epsilon {EPS}, bounds [{LOWER}, {UPPER}], best of 3 rounds "
         f"of >= {args.seconds} s",

@@ -24,6 +24,7 @@ the same bits (IEEE-754 double arithmetic, round to nearest, no contraction).
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import threading
 from collections.abc import Callable
@@ -237,9 +238,7 @@ def _make_kernel(
         h3 = h2 + tl
         sh, sl = two_sum(h1, h3)
         # ---- [E8] the total bound ------------------------------------------------
-        err = 2.0 * (
-            eln + eX + ERR_REL * (abs(Xh) + 4.0 * abs(ph) + abs(th) + 1.0) + ERR_FLOOR
-        )
+        err = 2.0 * (eln + eX + ERR_REL * (abs(Xh) + 4.0 * abs(ph) + abs(th) + 1.0) + ERR_FLOOR)
         # ---- [E9] decide k = floor(t) when no integer is within err --------------
         fl = np.floor(sh)
         f = sh - fl  # exact
@@ -279,7 +278,7 @@ def _get_numba_loop() -> Any:
             return _numba_loop
         _numba_checked = True
         try:
-            import numba
+            numba: Any = importlib.import_module("numba")
         except Exception:  # pragma: no cover - depends on the environment
             return None
         # Everything inlined into one loop (numba IR inlining), numpy's error model
@@ -295,8 +294,9 @@ def _get_numba_loop() -> Any:
         nb_sel = jit(_sel)
         nb_kernel = jit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
 
-        @numba.njit(nogil=True, error_model="numpy")  # type: ignore[untyped-decorator]
-        def loop(v, s, e, mhi, mlo, prm, k_out, ok_out):  # type: ignore[no-untyped-def]
+        def loop(
+            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, k_out: Any, ok_out: Any
+        ) -> None:
             ch, cl, ih, il, bh, bl = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
             lam_h, lam_l, far, eabs = prm[6], prm[7], prm[8], prm[9]
             for j in range(v.size):
@@ -307,14 +307,16 @@ def _get_numba_loop() -> Any:
                 k_out[j] = k
                 ok_out[j] = ok
 
+        loop_c = numba.njit(nogil=True, error_model="numpy")(loop)
+
         u64 = np.uint64
         try:
-            from numba.cpython.unsafe.numbers import leading_zeros
-        except ImportError:  # pragma: no cover - older or newer numba
+            unsafe = importlib.import_module("numba.cpython.unsafe.numbers")
+            leading_zeros: Any = unsafe.leading_zeros  # LLVM ctlz
+        except (ImportError, AttributeError):  # pragma: no cover - other numba versions
             leading_zeros = None
 
-        @numba.njit(inline="always")  # type: ignore[untyped-decorator]
-        def be64(buf, o):  # type: ignore[no-untyped-def]
+        def _be64(buf: Any, o: Any) -> Any:
             return (
                 (u64(buf[o]) << u64(56)) | (u64(buf[o + 1]) << u64(48))
                 | (u64(buf[o + 2]) << u64(40)) | (u64(buf[o + 3]) << u64(32))
@@ -322,18 +324,18 @@ def _get_numba_loop() -> Any:
                 | (u64(buf[o + 6]) << u64(8)) | u64(buf[o + 7])
             )  # fmt: skip
 
+        be64 = numba.njit(inline="always")(_be64)
+
         if leading_zeros is not None:
 
-            @numba.njit(inline="always")  # type: ignore[untyped-decorator]
-            def geometric(r):  # type: ignore[no-untyped-def]
+            def _geometric(r: Any) -> float:
                 # e = 64 − bit_length(r) = leading zeros of the 64-bit word (bit 63
                 # is clear); 64 when r == 0 (a continuation follows).
                 return float(leading_zeros(r))
 
         else:  # pragma: no cover
 
-            @numba.njit(inline="always")  # type: ignore[untyped-decorator]
-            def geometric(r):  # type: ignore[no-untyped-def]
+            def _geometric(r: Any) -> float:
                 if r == u64(0):
                     return 64.0
                 ee = 1
@@ -341,8 +343,9 @@ def _get_numba_loop() -> Any:
                     ee += 1
                 return float(ee)
 
-        @numba.njit(nogil=True, error_model="numpy")  # type: ignore[untyped-decorator]
-        def decode(buf, count, row, sign, e, mhi, mlo):  # type: ignore[no-untyped-def]
+        geometric = numba.njit(inline="always")(_geometric)
+
+        def decode(buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any) -> int:
             # snapcore-draw-v1 rows as if none had a continuation; returns the first
             # row whose 63 exponent bits are all zero (or count).
             for j in range(count):
@@ -356,10 +359,12 @@ def _get_numba_loop() -> Any:
                 mlo[j] = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
             for j in range(count):
                 if e[j] == 64.0:
-                    return j
-            return count
+                    return int(j)
+            return int(count)
 
-        _numba_loop = (loop, decode)
+        decode_c = numba.njit(nogil=True, error_model="numpy")(decode)
+
+        _numba_loop = (loop_c, decode_c)
         return _numba_loop
 
 
@@ -425,7 +430,8 @@ def _bit_length_u63(r: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     ex = ex.astype(np.int64)
     # The conversion may round up to the next power of two: correct by one.
     too_big = (r >> (ex - 1).astype(np.uint64)) == 0
-    return ex - too_big
+    out: npt.NDArray[np.int64] = ex - too_big
+    return out
 
 
 def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tuple[Any, ...]:
@@ -450,16 +456,16 @@ def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tupl
     w = np.ndarray((count,), dtype=">u8", buffer=buf, offset=0, strides=(row,)).astype(np.uint64)
     w1 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=8, strides=(row,)).astype(np.uint64)
     # bytes 15..22 of the mantissa field: t bits 57..120 (from the top)
-    w2 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=15, strides=(row,)).astype(
-        np.uint64
-    )
+    w2 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=15, strides=(row,)).astype(np.uint64)
     sign = np.where((w >> np.uint64(63)) != 0, -1.0, 1.0)
     r = w & np.uint64((1 << 63) - 1)
     good = r != 0
     rr = np.where(good, r, np.uint64(1))
     e = (64 - _bit_length_u63(rr)).astype(np.float64)
     mhi = w1 >> np.uint64(12)
-    mlo = ((w1 & np.uint64(0xFFF)) << np.uint64(41)) | ((w2 >> np.uint64(15)) & np.uint64(_M53 >> 12))
+    mlo = ((w1 & np.uint64(0xFFF)) << np.uint64(41)) | (
+        (w2 >> np.uint64(15)) & np.uint64(_M53 >> 12)
+    )
     return sign, e, mhi, mlo, good
 
 
@@ -663,9 +669,7 @@ class FastEngine:
             if self._table is None:
                 L, b = self.L, self.calibration.clamp_bound
                 ks = range(-self.kmax - 1, self.kmax + 2)
-                self._table = np.array(
-                    [pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64
-                )
+                self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
             return self._table
 
     def outputs(self, k: npt.NDArray[np.int64], pipe: Pipeline) -> tuple[F64, Any]:

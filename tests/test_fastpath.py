@@ -21,7 +21,7 @@ from snapcore import SnappingMechanism
 from snapcore import fastpath as fp
 from snapcore.dyadic import round_fraction, to_fraction
 from snapcore.plugins import BUILTIN_PLUGINS, get_registries
-from snapcore.sources import ByteSource, Draw, ReplaySource, SeededSource, decode_draw
+from snapcore.sources import ByteSource, Draw, ReplaySource, SeededSource
 
 ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 
@@ -260,7 +260,9 @@ def near_tie_draw(mech, x: Fraction, target_y: Fraction) -> Draw:
 NEAR_TIE_PARAMS = [PARAMS[0], PARAMS[2], PARAMS[3], PARAMS[4], PARAMS[9]]
 
 
-@pytest.mark.parametrize(("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=[p[0] for p in NEAR_TIE_PARAMS])
+@pytest.mark.parametrize(
+    ("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=[p[0] for p in NEAR_TIE_PARAMS]
+)
 def test_near_ties_take_the_fallback(name, kw, vrange):
     """|y/Λ − (k + 1/2)| from 2**-40 down to 2**-90, and exact ties: bit-identical;
     every one the bound cannot separate takes the exact fallback; ties (distance 0)
