@@ -23,6 +23,7 @@ the same bits (IEEE-754 double arithmetic, round to nearest, no contraction).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
@@ -488,7 +489,8 @@ def decode_draw_batch(
     specials: dict[int, Draw] = {}
     segments: list[tuple[int, int, bytes, int]] = []  # (start, count, buffer, offset)
     done = 0
-    with source._lock:
+    lock = getattr(source, "_lock", None) or contextlib.nullcontext()
+    with lock:
         pending = b""
         while done < count:
             need = (count - done) * row

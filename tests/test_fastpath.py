@@ -380,6 +380,15 @@ def test_release_fast_backend_equals_exact_path():
     assert small == ref[:10].tolist()
 
 
+def test_release_empty_and_shapes():
+    m = SnappingMechanism(epsilon=1.0, bound=3.0, backend="fast", source=SeededSource(1))
+    assert m.release(np.array([])).shape == (0,)
+    out = m.release(np.zeros((2, 3, 4), dtype=np.float32))
+    assert out.shape == (2, 3, 4) and out.dtype == np.float64
+    with pytest.raises(ValueError, match="finite"):
+        m.release(np.array([1.0, np.nan]))
+
+
 def test_release_integer_and_replay_inputs():
     kw = dict(epsilon=1.0, bounds=(0.0, 1000.0))
     ints = np.arange(-100, 1100, dtype=np.int64)
