@@ -272,6 +272,23 @@ def numba_available() -> bool:
     return True
 
 
+#: With engine "auto", numba is compiled (a few seconds, once per process) only for
+#: arrays at least this long; smaller ones use numpy until it has been compiled.
+NUMBA_MIN_SIZE = 1 << 16
+_numba_warm = False
+
+
+def resolve_engine(size: int) -> str:
+    """The engine "auto" stands for, for an array of ``size`` elements."""
+    global _numba_warm
+    if not (_numba_warm or size >= NUMBA_MIN_SIZE):
+        return "numpy"
+    if _get_numba_loop() is None:
+        return "numpy"
+    _numba_warm = True
+    return "numba"
+
+
 def _get_numba_loop() -> Any:
     global _numba_loop, _numba_checked
     with _numba_lock:
@@ -725,7 +742,7 @@ class FastEngine:
         """``k`` and whether it is decided, for each element."""
         n = v.size
         if engine == "auto":
-            engine = "numba" if _get_numba_loop() is not None else "numpy"
+            engine = resolve_engine(n)
         k = np.empty(n, np.float64)
         ok = np.empty(n, np.bool_)
         prm = self.params
@@ -807,12 +824,15 @@ def release_batch(
     source : RandomSource
         The randomness.
     engine : {"auto", "numba", "numpy"}
-        The kernel engine; "auto" uses numba when it is installed.
+        The kernel engine; "auto" uses numba when it is installed and the array has
+        at least ``NUMBA_MIN_SIZE`` elements (or numba is already compiled).
     stats : bool
         Also return a :class:`BatchStats`.
     """
     arr = np.asarray(values, dtype=np.float64)
     flat = np.ascontiguousarray(arr.reshape(-1))
+    if engine == "auto":
+        engine = resolve_engine(flat.size)
     draws = decode_draw_batch(source, flat.size, pipe.calibration.precision, engine)
     out, st = engine_for(pipe.calibration).run(flat, draws, pipe, engine)
     res = out.reshape(arr.shape)
