@@ -260,13 +260,25 @@ def near_tie_draw(mech, x: Fraction, target_y: Fraction) -> Draw:
 NEAR_TIE_PARAMS = [PARAMS[0], PARAMS[2], PARAMS[3], PARAMS[4], PARAMS[9]]
 
 
-@pytest.mark.parametrize(
-    ("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=[p[0] for p in NEAR_TIE_PARAMS]
-)
+NEAR_TIE_IDS = [p[0] for p in NEAR_TIE_PARAMS]
+
+
+@pytest.mark.parametrize(("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=NEAR_TIE_IDS)
 def test_near_ties_take_the_fallback(name, kw, vrange):
     """|y/Λ − (k + 1/2)| from 2**-40 down to 2**-90, and exact ties: bit-identical;
     every one the bound cannot separate takes the exact fallback; ties (distance 0)
-    and distances below the bound's floor always do."""
+    always do."""
+    check_near_ties(name, kw, vrange, per_exponent=3, tie_tries=40)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=NEAR_TIE_IDS)
+def test_near_ties_many(name, kw, vrange):
+    """About 6,000 near-ties and 400 tie attempts per parameter set."""
+    check_near_ties(name, kw, vrange, per_exponent=120, tie_tries=400)
+
+
+def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
     mech = SnappingMechanism(**kw)
     pipe = mech._pipeline
     p = mech.precision
@@ -274,7 +286,7 @@ def test_near_ties_take_the_fallback(name, kw, vrange):
     rng = random.Random(name)
     values, draws, dists = [], [], []
     for j in range(40, 91):
-        for _ in range(3):
+        for _ in range(per_exponent):
             v = rng.uniform(*vrange)
             x = to_fraction(*pipe.centre(Fraction(v)))
             k = rng.randint(-3, 3) + round(x / Lam)
@@ -285,7 +297,7 @@ def test_near_ties_take_the_fallback(name, kw, vrange):
             draws.append(d)
     # exact ties: search p-bit neighbours of U* for y exactly on the half-integer
     ties = 0
-    for _ in range(40):
+    for _ in range(tie_tries):
         v = rng.uniform(*vrange)
         x = to_fraction(*pipe.centre(Fraction(v)))
         k = rng.randint(-3, 3) + round(x / Lam)
@@ -322,7 +334,7 @@ def test_near_ties_take_the_fallback(name, kw, vrange):
                 assert i in fallback, f"{name}: exact tie {i} not refused"
     assert min(dists) < Fraction(1, 2**85)
     assert max(dists) > Fraction(1, 2**41)
-    assert sum(d < Fraction(1, 2**73) for d in dists) >= 40
+    assert sum(d < Fraction(1, 2**73) for d in dists) >= 13 * per_exponent
     assert ties >= 1, "no exact tie found"
     assert not ok[np.array(dists) < Fraction(1, 2**73)].any()
 
