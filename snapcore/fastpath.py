@@ -173,7 +173,7 @@ def _make_kernel(
         bl: float,
         lam_h: float,  # λ/Λ = lam_h + lam_l, in (1/2, 1]
         lam_l: float,
-        far: float,  # |v − c| > far implies |(v − c)/Δ| > b
+        far: float,  # |RN(v − ch)| > far implies |(v − c)/Δ| > b (far = 4Δb, rounded up)
         eabs: float,  # constant absolute error terms of x (err_c·|1/(ΔΛ)|) and the floor
     ) -> tuple[Any, Any, Any, Any, Any]:
         # ---- [E1] x' = clamp_b(RN_p((v − c)/Δ)) / Λ, approximately ----------------
@@ -649,7 +649,7 @@ class FastEngine:
         ch, cl, rc = _dd(c)
         ih, il, _ = _dd(inv)
         bh, bl, _ = _dd(b / Lam)
-        far = 2 * delta * b
+        far = 4 * delta * b
         supported = (
             -600 <= L <= 600
             and Fraction(2) ** -900 < inv < Fraction(2) ** 900

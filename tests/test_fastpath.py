@@ -392,6 +392,35 @@ def test_release_fast_backend_equals_exact_path():
     assert small == ref[:10].tolist()
 
 
+@pytest.mark.parametrize(("name", "kw", "vrange"), [PARAMS[0], PARAMS[2], PARAMS[6]], ids=str)
+def test_extreme_and_boundary_values(name, kw, vrange):
+    """Huge values (overflowing v − c), values around c ± 4Δb (the 'far' test), at
+    the bounds and one ulp around them: bit-identical to the exact pipeline."""
+    mech = SnappingMechanism(**kw)
+    lo, hi = mech.bounds
+    c = float(mech.calibration.center)
+    w = float(4 * mech.sensitivity * mech.clamp_bound)
+    base = [
+        1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 1e18, -1e18,
+        5e-324, -5e-324, 0.0, -0.0, lo, hi, c, c + w, c - w, c + w / 2, c - w / 2,
+    ]  # fmt: skip
+    vals = []
+    for b in base:
+        vals += [b, math.nextafter(b, math.inf), math.nextafter(b, -math.inf)]
+    vals = np.array([v for v in vals if math.isfinite(v)] * 40)
+    draws = SeededSource(17).draws(vals.size, mech.precision)
+    ref = exact_outputs(mech, vals, draws)
+    for engine in ENGINES:
+        out = fp.release_batch(mech._pipeline, vals, SeededSource(17), engine=engine)
+        assert identical(out, ref), name
+    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    sh, sl, err, _ok = fp.engine_for(mech.calibration).diagnose(vals, batch)
+    for i in range(0, vals.size, 7):
+        t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
+        exact = _exact_t(mech._pipeline, vals[i], draws[i])
+        assert abs(t - exact) <= Fraction(float(err[i])), (name, vals[i])
+
+
 def test_release_empty_and_shapes():
     m = SnappingMechanism(epsilon=1.0, bound=3.0, backend="fast", source=SeededSource(1))
     assert m.release(np.array([])).shape == (0,)
