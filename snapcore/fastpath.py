@@ -327,6 +327,23 @@ def _get_numba_loop() -> Any:
 
         loop_c = numba.njit(nogil=True, error_model="numpy")(loop)
 
+        def diag_loop(
+            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, out: Any
+        ) -> None:  # every output of the kernel, for tests
+            for j in range(v.size):
+                k, ok, sh, sl, err = nb_kernel(
+                    v[j], s[j], e[j], mhi[j], mlo[j],
+                    prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
+                    prm[6], prm[7], prm[8], prm[9],
+                )  # fmt: skip
+                out[0, j] = k
+                out[1, j] = 1.0 if ok else 0.0
+                out[2, j] = sh
+                out[3, j] = sl
+                out[4, j] = err
+
+        diag_c = numba.njit(error_model="numpy")(diag_loop)
+
         u64 = np.uint64
         try:
             unsafe = importlib.import_module("numba.cpython.unsafe.numbers")
@@ -382,7 +399,7 @@ def _get_numba_loop() -> Any:
 
         decode_c = numba.njit(nogil=True, error_model="numpy")(decode)
 
-        _numba_loop = (loop_c, decode_c)
+        _numba_loop = (loop_c, decode_c, diag_c)
         return _numba_loop
 
 
@@ -767,8 +784,17 @@ class FastEngine:
         ki = np.where(ok, k, 0.0).astype(np.int64)
         return ki, ok, engine
 
-    def diagnose(self, v: F64, draws: DrawBatch) -> tuple[F64, F64, F64, Any]:
-        """``(t_hi, t_lo, err, ok)`` from the numpy engine: ``t ≈ y/Λ + 1/2``."""
+    def diagnose(
+        self, v: F64, draws: DrawBatch, engine: str = "numpy"
+    ) -> tuple[F64, F64, F64, Any]:
+        """``(t_hi, t_lo, err, ok)`` of the kernel: ``t ≈ y/Λ + 1/2`` within ``err``."""
+        if engine == "numba":
+            fns = _get_numba_loop()
+            if fns is None:
+                raise RuntimeError("engine='numba' requested but numba is not installed")
+            out = np.empty((5, v.size))
+            fns[2](v, draws.sign, draws.e, draws.mhi, draws.mlo, self.params, out)
+            return out[2], out[3], out[4], out[1] != 0.0
         with np.errstate(all="ignore"):
             _k, ok, sh, sl, err = _np_kernel(
                 v, draws.sign, draws.e, draws.mhi, draws.mlo, *self.params.tolist(),

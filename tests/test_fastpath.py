@@ -241,6 +241,23 @@ def test_error_bound_holds(name, kw, vrange):
         assert abs(t - exact) <= Fraction(float(err[i])), (name, i, values[i], draws[i])
 
 
+@pytest.mark.skipif(not fp.numba_available(), reason="numba is not installed")
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS[:5], ids=IDS[:5])
+def test_numba_kernel_same_bits_as_numpy(name, kw, vrange):
+    """The compiled kernel performs the same IEEE operations: every output of the
+    kernel (t_hi, t_lo, err, ok) is bit-identical to the numpy engine's."""
+    mech = SnappingMechanism(**kw)
+    n = 20000
+    values = random_values(*vrange, n, 9)
+    batch = fp.decode_draw_batch(SeededSource(10), n, mech.precision)
+    eng = fp.engine_for(mech.calibration)
+    a = eng.diagnose(values, batch, "numpy")
+    b = eng.diagnose(values, batch, "numba")
+    for x, y in zip(a[:3], b[:3], strict=True):
+        assert identical(x, y)
+    assert np.array_equal(a[3], b[3])
+
+
 # ----------------------------------------------------------------------------------
 # Near-ties and the deep tail
 # ----------------------------------------------------------------------------------
