@@ -472,8 +472,8 @@ def _bit_length_u63(r: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
 def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tuple[Any, ...]:
     """Vectorised ``snapcore-draw-v1`` for rows without a continuation word.
 
-    Returns ``(sign, e, mhi, mlo, good)``; rows from the first one that is not
-    ``good`` (its 63 exponent bits are zero) on are meaningless.
+    Returns ``(sign, e, mhi, mlo, stop)``: ``stop`` is the first row whose 63
+    exponent bits are all zero (``count`` if none); rows from it on are meaningless.
     """
     nb = (p + 6) >> 3
     row = 8 + nb
@@ -484,10 +484,7 @@ def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tupl
         mhi = np.empty(count, np.uint64)
         mlo = np.empty(count, np.uint64)
         stop = fns[1](np.frombuffer(buf, np.uint8), count, row, sign, e, mhi, mlo)
-        good = np.ones(count, np.bool_)
-        if stop < count:
-            good[stop] = False
-        return sign, e, mhi, mlo, good
+        return sign, e, mhi, mlo, int(stop)
     w = np.ndarray((count,), dtype=">u8", buffer=buf, offset=0, strides=(row,)).astype(np.uint64)
     w1 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=8, strides=(row,)).astype(np.uint64)
     # bytes 15..22 of the mantissa field: t bits 57..120 (from the top)
@@ -501,7 +498,8 @@ def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tupl
     mlo = ((w1 & np.uint64(0xFFF)) << np.uint64(41)) | (
         (w2 >> np.uint64(15)) & np.uint64(_M53 >> 12)
     )
-    return sign, e, mhi, mlo, good
+    bad = np.flatnonzero(~good)
+    return sign, e, mhi, mlo, int(bad[0]) if bad.size else count
 
 
 def decode_draw_batch(
@@ -528,13 +526,13 @@ def decode_draw_batch(
         pending = b""
         while done < count:
             need = (count - done) * row
-            if len(pending) < need:
+            if not pending:
+                pending = source.read(need)
+            elif len(pending) < need:
                 pending = pending + source.read(need - len(pending))
             buf = pending
             n = count - done
-            sign, e, mhi, mlo, good = _decode_rows(buf, n, p, engine != "numpy")
-            bad = np.flatnonzero(~good)
-            stop = int(bad[0]) if bad.size else n
+            sign, e, mhi, mlo, stop = _decode_rows(buf, n, p, engine != "numpy")
             signs.append(sign[:stop])
             es.append(e[:stop])
             his.append(mhi[:stop])
@@ -581,12 +579,17 @@ def decode_draw_batch(
         it = iter([chunk[:8], chunk[8:]])
         return decode_draw(lambda k: next(it), p)
 
+    def join(parts: list[Any], dtype: Any) -> Any:
+        if len(parts) == 1:  # the usual case: no copy
+            return parts[0]
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
     return DrawBatch(
         p,
-        np.concatenate(signs) if signs else np.empty(0),
-        np.concatenate(es) if es else np.empty(0),
-        np.concatenate(his) if his else np.empty(0, np.uint64),
-        np.concatenate(los) if los else np.empty(0, np.uint64),
+        join(signs, np.float64),
+        join(es, np.float64),
+        join(his, np.uint64),
+        join(los, np.uint64),
         exact,
     )
 
