@@ -41,7 +41,7 @@ class Result:
         self.name, self.kind, self.rate, self.note = name, kind, rate, note
 
 
-def best_rate(fn: Callable[[], int], seconds: float, rounds: int = 3) -> float:
+def best_rate(fn: Callable[[], int], seconds: float, rounds: int = 5) -> float:
     """Releases per second: the best of ``rounds`` rounds of at least ``seconds`` each."""
     best = 0.0
     for _ in range(rounds):
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         la = os.getloadavg()
         lines.append(f"- load average at end: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     lines += [
-        f"- batch size {args.batch}, epsilon {EPS}, bounds [{LOWER}, {UPPER}], best of 3 rounds "
+        f"- batch size {args.batch}, epsilon {EPS}, bounds [{LOWER}, {UPPER}], best of 5 rounds "
         f"of >= {args.seconds} s",
         "",
         "| method | kind | releases/s | ratio to snapcore fast path | note |",

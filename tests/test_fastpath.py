@@ -507,6 +507,21 @@ def test_output_stage_computed_and_certified():
     assert bad.size <= k.size // 100
 
 
+def test_system_source_large_reads():
+    """Large reads bypass the buffer but keep the stream's byte accounting."""
+    from snapcore.sources import SystemSource
+
+    src = SystemSource()
+    a = src.read(5)
+    b = src.read(100_000)
+    c = src.read(3)
+    assert (len(a), len(b), len(c)) == (5, 100_000, 3)
+    assert len(set(b[i : i + 16] for i in range(0, 100_000, 16))) == 6250  # no repeats
+    batch = fp.decode_draw_batch(src, 70_000, 118)
+    assert len(batch) == 70_000 and set(np.unique(batch.sign)) <= {-1.0, 1.0}
+    assert 0.45 < np.mean(batch.e == 1.0) < 0.55  # P(e = 1) = 1/2
+
+
 def test_default_source_stays_system():
     m = SnappingMechanism(epsilon=1.0, bound=1.0)
     assert m.source.name == "system" and m.source.cryptographic
