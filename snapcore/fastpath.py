@@ -242,11 +242,12 @@ def _make_kernel(
         err = 2.0 * (eln + eX + ERR_REL * (abs(Xh) + 4.0 * abs(ph) + abs(th) + 1.0) + ERR_FLOOR)
         # ---- [E9] decide k = floor(t) when no integer is within err --------------
         fl = np.floor(sh)
-        f = sh - fl  # exact
+        f = sh - fl  # exact whenever f < 1/2 (Sterbenz), and f == 0 iff sh == fl
+        up = (fl + 1.0) - sh  # exact whenever up < 1/2
         zero = f == 0.0
         k = fl - select(zero & (sl < 0.0), 1.0, 0.0)
         dist0 = select(zero, abs(sl), f + sl)
-        dist1 = (1.0 - f) - sl
+        dist1 = up - sl
         ok = (dist0 > err) & (dist1 > err) & (err < 0.25) & (abs(sh) < 2.0**52) & (e <= MAX_E)
         return k, ok, sh, sl, err
 
