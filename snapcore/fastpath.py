@@ -503,24 +503,25 @@ def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tupl
     return sign, e, mhi, mlo, int(bad[0]) if bad.size else count
 
 
-def decode_draw_batch(
-    source: RandomSource, count: int, precision: int, engine: str = "auto"
-) -> DrawBatch:
-    """``count`` draws from ``source``, exactly as ``source.draws(count, precision)``.
+def _scan_stream(
+    source: ByteSource,
+    count: int,
+    p: int,
+    segment: Callable[[int, bytes, int], int],
+    special: Callable[[int, Draw], None],
+) -> Callable[[int], Draw]:
+    """Walk ``count`` draws of a ``snapcore-draw-v1`` stream in bulk.
 
-    For a :class:`~snapcore.sources.ByteSource` the stream is decoded in bulk
-    (format ``snapcore-draw-v1``), consuming exactly the bytes the scalar decoder
-    would; the rare draw with a continuation word (all 63 exponent bits zero) is
-    decoded by the scalar decoder.  Other sources are asked for their draws.
+    ``segment(start, buf, n)`` processes up to ``n`` rows of ``buf`` (draws
+    ``start, start + 1, ...``) and returns how many rows precede the first one with a
+    continuation word; that draw is decoded by the scalar decoder and passed to
+    ``special(index, draw)``.  Exactly the bytes the scalar decoder would read are
+    read.  Returns ``exact(i) -> Draw`` for any of the draws.
     """
-    p = precision
-    if not isinstance(source, ByteSource) or p < 118:
-        return DrawBatch.from_draws(source.draws(count, p), p)
     nb = (p + 6) >> 3
     row = 8 + nb
-    signs, es, his, los = [], [], [], []
     specials: dict[int, Draw] = {}
-    segments: list[tuple[int, int, bytes, int]] = []  # (start, count, buffer, offset)
+    segments: list[tuple[int, bytes]] = []  # (start, buffer)
     done = 0
     lock = getattr(source, "_lock", None) or contextlib.nullcontext()
     with lock:
@@ -533,20 +534,15 @@ def decode_draw_batch(
                 pending = pending + source.read(need - len(pending))
             buf = pending
             n = count - done
-            sign, e, mhi, mlo, stop = _decode_rows(buf, n, p, engine != "numpy")
-            signs.append(sign[:stop])
-            es.append(e[:stop])
-            his.append(mhi[:stop])
-            los.append(mlo[:stop])
-            segments.append((done, stop, buf, 0))
+            stop = segment(done, buf, n)
+            segments.append((done, buf))
             done += stop
             if stop == n:
                 pending = buf[n * row :]
                 break
             # Row `stop` has a continuation: decode it with the scalar decoder from
             # the stream position of its first word.
-            pos = stop * row
-            rest = [buf[pos:]]
+            rest = [buf[stop * row :]]
             state = {"off": 0}
 
             def read(k: int, rest: list[bytes] = rest, state: dict[str, int] = state) -> bytes:
@@ -559,10 +555,7 @@ def decode_draw_batch(
 
             d = decode_draw(read, p)
             specials[done] = d
-            signs.append(np.array([float(d.sign)]))
-            es.append(np.array([float(-d.exponent - (p - 1))]))
-            his.append(np.array([(d.mantissa >> (p - 53)) & _M52], dtype=np.uint64))
-            los.append(np.array([(d.mantissa >> (p - 106)) & _M53], dtype=np.uint64))
+            special(done, d)
             done += 1
             pending = rest[0][state["off"] :]
         if pending:  # pragma: no cover - the reads above never over-read
@@ -574,11 +567,49 @@ def decode_draw_batch(
         if i in specials:
             return specials[i]
         j = int(np.searchsorted(seg_starts, i, side="right")) - 1
-        start, _cnt, buf, off = segments[j]
-        o = off + (i - start) * row
+        start, buf = segments[j]
+        o = (i - start) * row
         chunk = buf[o : o + row]
         it = iter([chunk[:8], chunk[8:]])
         return decode_draw(lambda k: next(it), p)
+
+    return exact
+
+
+def decode_draw_batch(
+    source: RandomSource, count: int, precision: int, engine: str = "auto"
+) -> DrawBatch:
+    """``count`` draws from ``source``, exactly as ``source.draws(count, precision)``.
+
+    For a :class:`~snapcore.sources.ByteSource` the stream is decoded in bulk
+    (format ``snapcore-draw-v1``), consuming exactly the bytes the scalar decoder
+    would; the rare draw with a continuation word (all 63 exponent bits zero) is
+    decoded by the scalar decoder.  Other sources are asked for their draws.
+    ``engine="numpy"`` avoids the numba decoder.
+    """
+    p = precision
+    if not isinstance(source, ByteSource) or p < 118:
+        return DrawBatch.from_draws(source.draws(count, p), p)
+    signs: list[Any] = []
+    es: list[Any] = []
+    his: list[Any] = []
+    los: list[Any] = []
+
+    def segment(start: int, buf: bytes, n: int) -> int:
+        sign, e, mhi, mlo, stop = _decode_rows(buf, n, p, engine != "numpy")
+        signs.append(sign[:stop])
+        es.append(e[:stop])
+        his.append(mhi[:stop])
+        los.append(mlo[:stop])
+        return int(stop)
+
+    def special(i: int, d: Draw) -> None:
+        signs.append(np.array([float(d.sign)]))
+        es.append(np.array([float(-d.exponent - (p - 1))]))
+        his.append(np.array([(d.mantissa >> (p - 53)) & _M52], dtype=np.uint64))
+        los.append(np.array([(d.mantissa >> (p - 106)) & _M53], dtype=np.uint64))
+
+    exact = _scan_stream(source, count, p, segment, special)
 
     def join(parts: list[Any], dtype: Any) -> Any:
         if len(parts) == 1:  # the usual case: no copy
