@@ -61,16 +61,9 @@ class ChaCha20Source(ByteSource):
         if os.getpid() != self._pid or self._produced + n > _REKEY_BYTES:
             self._rekey()
         self._produced += n
-        if n <= _BLOCK:
-            return bytes(self._enc.update(memoryview(self._zeros)[:n]))
-        # large reads: the keystream of n zero bytes, 1 MiB of zeros at a time
-        out = bytearray(n)
-        view = memoryview(out)
-        zeros = memoryview(self._zeros)
-        for a in range(0, n, _BLOCK):
-            m = min(_BLOCK, n - a)
-            view[a : a + m] = self._enc.update(zeros[:m])
-        return bytes(out)
+        if n > len(self._zeros):  # grow the (untouched, zero-page backed) input
+            self._zeros = bytes(n)
+        return bytes(self._enc.update(memoryview(self._zeros)[:n]))
 
     def read(self, n: int) -> bytes:
         if os.getpid() != self._pid:

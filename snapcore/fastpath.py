@@ -323,7 +323,7 @@ def _get_numba_loop() -> Any:
                     v[j], s[j], e[j], mhi[j], mlo[j],
                     ch, cl, ih, il, bh, bl, lam_h, lam_l, far, eabs,
                 )  # fmt: skip
-                k_out[j] = k
+                k_out[j] = np.int64(k) if ok else np.int64(0)
                 ok_out[j] = ok
 
         loop_c = numba.njit(nogil=True, error_model="numpy")(loop)
@@ -750,8 +750,9 @@ class FastEngine:
         """
         kmax = self.kmax
         if self.use_table:
-            idx = np.clip(k, -kmax - 1, kmax + 1) + (kmax + 1)
-            return self.table(pipe)[idx], np.empty(0, np.intp)
+            idx = np.clip(k, -kmax - 1, kmax + 1)
+            idx += kmax + 1
+            return self.table(pipe).take(idx), np.empty(0, np.intp)
         L, b = self.L, self.calibration.clamp_bound
         hi_out = pipe.output(clamp(kmax + 1, L, b))
         lo_out = pipe.output(clamp(-kmax - 1, L, b))
@@ -795,7 +796,7 @@ class FastEngine:
         n = v.size
         if engine == "auto":
             engine = resolve_engine(n)
-        k = np.empty(n, np.float64)
+        k = np.empty(n, np.int64)  # 0 where not decided
         ok = np.empty(n, np.bool_)
         prm = self.params
         if engine == "numba":
@@ -812,12 +813,11 @@ class FastEngine:
                         v[sl], draws.sign[sl], draws.e[sl], draws.mhi[sl], draws.mlo[sl],
                         *prm.tolist(),
                     )  # fmt: skip
-                    k[sl] = kk
+                    k[sl] = np.where(oo, kk, 0.0)
                     ok[sl] = oo
         else:
             raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}")
-        ki = np.where(ok, k, 0.0).astype(np.int64)
-        return ki, ok, engine
+        return k, ok, engine
 
     def diagnose(
         self, v: F64, draws: DrawBatch, engine: str = "numpy"
