@@ -38,6 +38,30 @@ def check_value(value: Any, name: str = "value") -> Fraction:
     return Fraction(f)
 
 
+def _batch_capability(backend: Backend, arr: np.ndarray) -> Any:
+    """The batch release to use for ``arr``, or None for the element-wise path.
+
+    A backend offering ``batch(pipeline, values, source)`` is used for every array;
+    the MPFR reference backend uses the fast path (:mod:`snapcore.fastpath`, proven
+    bit-identical to it) for arrays of at least ``AUTO_MIN_SIZE`` elements.  Only
+    arrays whose elements are exact doubles qualify.
+    """
+    batch = getattr(backend, "batch", None)
+    if batch is None and backend.name == "mpfr":
+        from snapcore.fastpath import AUTO_MIN_SIZE, release_batch
+
+        if arr.size >= AUTO_MIN_SIZE:
+            batch = release_batch
+    if batch is None:
+        return None
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if kind == "f" and size <= 8:
+        return batch
+    if kind in "iu" and (arr.size == 0 or max(-int(arr.min()), int(arr.max())) <= 1 << 53):
+        return batch
+    return None
+
+
 class SnappingMechanism:
     """Mironov's snapping mechanism, exact at every step (DESIGN.md §1).
 
@@ -272,6 +296,10 @@ class SnappingMechanism:
                     "value must contain only finite numbers; it contains nan or inf"
                 )
             flat = arr.reshape(-1)
+            batch = _batch_capability(self._backend, arr)
+            if batch is not None:  # the vectorised fast path, bit-identical to MPFR
+                outs = batch(pipe, arr, self._source)
+                return outs if isinstance(value, np.ndarray) else outs.tolist()
             centre = pipe.centre_ratio
             if arr.dtype.kind == "f":  # finite, checked above
                 xs = [centre(*v.as_integer_ratio()) for v in flat.astype(np.float64).tolist()]

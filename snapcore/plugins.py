@@ -44,6 +44,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "sources": "snapcore.sources",
     "counting": "snapcore.statistics.counting",
     "moments": "snapcore.statistics.moments",
+    "fast": "snapcore.backends.fast",
+    "chacha20": "snapcore.chacha",
 }
 
 T = TypeVar("T")

@@ -236,6 +236,9 @@ class SystemSource(ByteSource):
         end = self._pos + n
         if end > len(self._buf):
             rest = self._buf[self._pos :]
+            if n - len(rest) >= self._BLOCK:  # a large read: no copy through the buffer
+                self._buf, self._pos = b"", 0
+                return rest + os.urandom(n - len(rest))
             self._buf = rest + os.urandom(max(self._BLOCK, n - len(rest)))
             self._pos, end = 0, n
         out = self._buf[self._pos : end]

@@ -1,0 +1,905 @@
+"""The vectorised fast path: bit-identical to the exact pipeline, for whole arrays.
+
+For each element the fast path computes ``t ≈ y/Λ + 1/2`` in double-double
+arithmetic together with a **rigorous bound** ``err`` on ``|t − (y/Λ + 1/2)|``,
+where ``y = RN_p(clamp_b(x) + S·RN_p(λ·RN_p(ln U*)))`` is the exact p-bit value of
+DESIGN.md §1.  When the interval ``[t − err, t + err]`` contains no integer, the
+snapped index ``k = ⌊y/Λ + 1/2⌋`` is decided directly; otherwise (and whenever
+anything is outside the range the bound covers) that element is computed by the
+exact pipeline (:meth:`snapcore.pipeline.Pipeline.run`).  The output stage
+``c + Δ·clamp_b(kΛ)`` is either looked up in a table of exact outputs or computed
+in double-double with a certificate of correct rounding, and again falls back to
+the exact stage when the certificate fails.  So every output equals the exact
+pipeline's, element for element.
+
+The derivation of every constant below is in ``docs/fastpath.md``; the comments
+``[E1]``...``[E9]`` point at its steps.
+
+The kernel is written once, branch-free, over a few primitives; the same source
+runs on whole numpy arrays (the pure-numpy engine) or, compiled by numba when it
+is installed, element by element in a loop (the numba engine).  Both engines give
+the same bits (IEEE-754 double arithmetic, round to nearest, no contraction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import math
+import threading
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapcore.dyadic import to_fraction
+from snapcore.params import Calibration
+from snapcore.pipeline import Pipeline, clamp
+from snapcore.sources import ByteSource, Draw, RandomSource, decode_draw
+
+__all__ = [
+    "AUTO_MIN_SIZE",
+    "BatchStats",
+    "DrawBatch",
+    "FastEngine",
+    "decode_draw_batch",
+    "engine_for",
+    "numba_available",
+    "release_batch",
+]
+
+#: Arrays at least this long go through the fast path automatically when the
+#: mechanism's backend is the MPFR reference (the fast path is bit-identical to it).
+AUTO_MIN_SIZE = 1024
+
+F64 = npt.NDArray[np.float64]
+
+# ----------------------------------------------------------------------------------
+# Constants.  u = 2**-53 is the unit roundoff of binary64.
+# ----------------------------------------------------------------------------------
+_SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp/Dekker splitting
+#: Absolute error bound of the ln kernel, constant part [E4].
+ERR_LN_ABS = 2.0**-73
+#: Absolute error bound of the ln kernel per unit of the exponent e [E4].
+ERR_LN_PER_E = 2.0**-97
+#: Relative error bound of the double-double operations [E5-E7] and of the three
+#: p-bit roundings at p >= 118 [E2], on the magnitudes they are applied to.
+ERR_REL = 2.0**-100
+#: Absolute floor covering underflow of error terms (all magnitudes involved are
+#: far above 2**-900 or contribute at most a few 2**-1074) [E8].
+ERR_FLOOR = 2.0**-900
+#: The largest geometric exponent e the bound covers; deeper draws fall back.
+MAX_E = float(1 << 20)
+#: Number of table entries for the log reduction (index = top 8 mantissa bits).
+_TABLE_BITS = 8
+_TABLE_SIZE = 1 << _TABLE_BITS
+#: Degree of the tail polynomial Q (log1p(z) = z − z²/2 + z³·Q(z)).
+_POLY_DEGREE = 6
+
+
+def _build_tables() -> tuple[F64, F64, F64, float, float, F64]:
+    """The log reduction table, ln 2 as a double-double and the tail coefficients.
+
+    ``R[i]`` is a 9-bit approximation of ``1/m`` for ``m`` in
+    ``[1 + i/256, 1 + (i+1)/256)`` so that ``z = m·R[i] − 1`` is exact in binary64
+    and ``|z| < 2**-8`` (checked in the tests).  ``-ln R[i] = LH[i] + LL[i]`` to
+    within ``2**-106``.
+    """
+    import gmpy2
+
+    ctx = gmpy2.context(precision=256)
+    r = np.empty(_TABLE_SIZE)
+    lh = np.empty(_TABLE_SIZE)
+    ll = np.empty(_TABLE_SIZE)
+    for i in range(_TABLE_SIZE):
+        if i == 0:
+            ri = Fraction(1)
+        else:
+            mid = 1 + Fraction(2 * i + 1, 2 * _TABLE_SIZE)
+            # nearest multiple of 2**-9 to 1/mid (1/mid is in (0.5, 1)): 9 bits
+            ri = Fraction(round(Fraction(512) / mid), 512)
+        r[i] = float(ri)
+        neg_ln = ctx.minus(ctx.log(gmpy2.mpq(ri.numerator, ri.denominator)))
+        hi = float(neg_ln)
+        lo = float(ctx.sub(neg_ln, hi))
+        lh[i], ll[i] = hi, lo
+    ln2 = ctx.log(2)
+    ln2_hi = float(ln2)
+    ln2_lo = float(ctx.sub(ln2, ln2_hi))
+    coef = np.array(
+        [float(Fraction((-1) ** j, j + 3)) for j in range(_POLY_DEGREE + 1)], dtype=np.float64
+    )
+    return r, lh, ll, ln2_hi, ln2_lo, coef
+
+
+LOG_R, LOG_NEG_LN_HI, LOG_NEG_LN_LO, LN2_HI, LN2_LO, POLY = _build_tables()
+_C = [float(c) for c in POLY]
+
+
+# ----------------------------------------------------------------------------------
+# Error-free transformations, element-wise on scalars or arrays.
+# ----------------------------------------------------------------------------------
+def two_sum(a: Any, b: Any) -> tuple[Any, Any]:
+    """Knuth's TwoSum: ``s + err == a + b`` exactly, ``s = RN(a + b)`` (no overflow)."""
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)
+    return s, err
+
+
+def two_prod(a: Any, b: Any) -> tuple[Any, Any]:
+    """Dekker's TwoProduct: ``p + err == a·b`` exactly, ``p = RN(a·b)``.
+
+    Exact when ``|a|, |b| < 2**996`` and no intermediate underflows.
+    """
+    p = a * b
+    ca = _SPLITTER * a
+    ah = ca - (ca - a)
+    al = a - ah
+    cb = _SPLITTER * b
+    bh = cb - (cb - b)
+    bl = b - bh
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, err
+
+
+def _np_select(c: Any, a: Any, b: Any) -> Any:
+    return np.where(c, a, b)
+
+
+def _make_kernel(
+    two_sum: Callable[..., Any], two_prod: Callable[..., Any], select: Callable[..., Any]
+) -> Callable[..., Any]:
+    """Build the kernel over the given primitives (numpy or numba versions)."""
+    c0, c1, c2, c3, c4, c5, c6 = _C
+    ln2_hi, ln2_lo = LN2_HI, LN2_LO
+    # The tables are closure constants (numba freezes them; no reference counting).
+    tab_r, tab_h, tab_l = LOG_R, LOG_NEG_LN_HI, LOG_NEG_LN_LO
+
+    def kernel(
+        v: Any,  # the statistic value (double)
+        s: Any,  # the sign S as ±1.0
+        e: Any,  # the geometric exponent e >= 1 as a double: U* = (mH + mL)·2**-e
+        mhi: Any,  # top 52 mantissa bits of U* (uint64)
+        mlo: Any,  # next 53 mantissa bits (uint64)
+        ch: float,  # c = ch + cl (exactly, up to err_c)
+        cl: float,
+        ih: float,  # 1/(ΔΛ) = ih + il (relative error <= 2**-104)
+        il: float,
+        bh: float,  # b/Λ = bh + bl
+        bl: float,
+        lam_h: float,  # λ/Λ = lam_h + lam_l, in (1/2, 1]
+        lam_l: float,
+        far: float,  # |RN(v − ch)| > far implies |(v − c)/Δ| > b (far = 4Δb, rounded up)
+        eabs: float,  # constant absolute error terms of x (err_c·|1/(ΔΛ)|) and the floor
+    ) -> tuple[Any, Any, Any, Any, Any]:
+        # ---- [E1] x' = clamp_b(RN_p((v − c)/Δ)) / Λ, approximately ----------------
+        d1, d2 = two_sum(v, -ch)
+        d2b = d2 - cl
+        fr = abs(d1) > far
+        d1s = select(fr, 0.0, d1)
+        d2s = select(fr, 0.0, d2b)
+        dh, dl = two_sum(d1s, d2s)
+        p1, p2 = two_prod(dh, ih)
+        p3 = dh * il + dl * ih
+        xh, xl = two_sum(p1, p2 + p3)
+        ex0 = ERR_REL * 4.0 * abs(xh) + 2.0**-51 * abs(ih) * abs(d2s) + eabs
+        neg = select(fr, d1 < 0.0, xh < 0.0)
+        sg = select(neg, -1.0, 1.0)
+        axh = sg * xh
+        axl = sg * xl
+        over = fr | (axh > bh) | ((axh == bh) & (axl > bl))
+        eb = ERR_REL * bh
+        clear = fr | ((axh - bh) - (abs(axl) + abs(bl)) > 2.0 * (ex0 + eb))
+        Xh = select(over, sg * bh, xh)
+        Xl = select(over, sg * bl, xl)
+        eX = select(over & clear, eb, ex0 + eb)
+        # ---- [E3] ln U* = −e·ln2 − ln r + log1p(z) + log1p(r·mL/(1+z)) ------------
+        i = mhi >> 44
+        r = tab_r[i]
+        mh = 1.0 + mhi * 2.0**-52
+        ml = mlo * 2.0**-105
+        q1, q2 = two_prod(mh, r)
+        z = (q1 - 1.0) + q2  # exact: |z| < 2**-8 and z is a multiple of 2**-61
+        wt = (r * ml) / (1.0 + z)
+        z2h, z2l = two_prod(z, z)
+        q = c6
+        q = q * z + c5
+        q = q * z + c4
+        q = q * z + c3
+        q = q * z + c2
+        q = q * z + c1
+        q = q * z + c0
+        tail = (z2h * z) * q
+        eh, el = two_prod(-e, ln2_hi)
+        el = el + (-e) * ln2_lo
+        a1, a2 = two_sum(eh, tab_h[i])
+        a3, a4 = two_sum(a1, z)
+        a5, a6 = two_sum(a3, -0.5 * z2h)
+        lo = (((((a2 + a4) + a6) + el) + tab_l[i]) + (wt - 0.5 * z2l)) + tail
+        lh, ll = two_sum(a5, lo)
+        eln = ERR_LN_ABS + ERR_LN_PER_E * (e + 2.0)
+        # ---- [E5] P = S·(λ/Λ)·ln U* ---------------------------------------------
+        r1, r2 = two_prod(lam_h, lh)
+        r3 = lam_h * ll + lam_l * lh
+        ph, pl = two_sum(r1, r2 + r3)
+        ph = s * ph
+        pl = s * pl
+        # ---- [E6] T = x' + P + 1/2 ----------------------------------------------
+        s1, s2 = two_sum(Xh, ph)
+        t1, t2 = two_sum(Xl, pl)
+        w = s2 + t1
+        v1, v2 = two_sum(s1, w)
+        w2 = t2 + v2
+        th, tl = two_sum(v1, w2)
+        h1, h2 = two_sum(th, 0.5)
+        h3 = h2 + tl
+        sh, sl = two_sum(h1, h3)
+        # ---- [E8] the total bound ------------------------------------------------
+        err = 2.0 * (eln + eX + ERR_REL * (abs(Xh) + 4.0 * abs(ph) + abs(th) + 1.0) + ERR_FLOOR)
+        # ---- [E9] decide k = floor(t) when no integer is within err --------------
+        fl = np.floor(sh)
+        f = sh - fl  # exact whenever f < 1/2 (Sterbenz), and f == 0 iff sh == fl
+        up = (fl + 1.0) - sh  # exact whenever up < 1/2
+        zero = f == 0.0
+        k = fl - select(zero & (sl < 0.0), 1.0, 0.0)
+        dist0 = select(zero, abs(sl), f + sl)
+        dist1 = up - sl
+        ok = (dist0 > err) & (dist1 > err) & (err < 0.25) & (abs(sh) < 2.0**52) & (e <= MAX_E)
+        return k, ok, sh, sl, err
+
+    return kernel
+
+
+_np_kernel = _make_kernel(two_sum, two_prod, _np_select)
+
+# ----------------------------------------------------------------------------------
+# The numba engine (optional).
+# ----------------------------------------------------------------------------------
+_numba_lock = threading.Lock()
+_numba_loop: Any = None
+_numba_checked = False
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (the compiled engine is then used)."""
+    try:
+        import numba  # noqa: F401
+    except Exception:  # pragma: no cover - depends on the environment
+        return False
+    return True
+
+
+#: With engine "auto", numba is compiled (a few seconds, once per process) only for
+#: arrays at least this long; smaller ones use numpy until it has been compiled.
+NUMBA_MIN_SIZE = 1 << 16
+_numba_warm = False
+
+
+def resolve_engine(size: int) -> str:
+    """The engine "auto" stands for, for an array of ``size`` elements."""
+    global _numba_warm
+    if not (_numba_warm or size >= NUMBA_MIN_SIZE):
+        return "numpy"
+    if _get_numba_loop() is None:
+        return "numpy"
+    _numba_warm = True
+    return "numba"
+
+
+def _get_numba_loop() -> Any:
+    global _numba_loop, _numba_checked
+    with _numba_lock:
+        if _numba_checked:
+            return _numba_loop
+        _numba_checked = True
+        try:
+            numba: Any = importlib.import_module("numba")
+        except Exception:  # pragma: no cover - depends on the environment
+            return None
+        # Everything inlined into one loop (numba IR inlining), numpy's error model
+        # (no Python exception checks): LLVM then vectorises the loop.  IEEE
+        # semantics are kept: no fastmath, so no reassociation or contraction.
+        jit = numba.njit(inline="always", error_model="numpy")
+        nb_two_sum = jit(two_sum)
+        nb_two_prod = jit(two_prod)
+
+        def _sel(c: Any, a: Any, b: Any) -> Any:
+            return a if c else b
+
+        nb_sel = jit(_sel)
+        nb_kernel = jit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
+
+        def loop(
+            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, k_out: Any, ok_out: Any
+        ) -> None:
+            ch, cl, ih, il, bh, bl = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+            lam_h, lam_l, far, eabs = prm[6], prm[7], prm[8], prm[9]
+            for j in range(v.size):
+                k, ok, _sh, _sl, _err = nb_kernel(
+                    v[j], s[j], e[j], mhi[j], mlo[j],
+                    ch, cl, ih, il, bh, bl, lam_h, lam_l, far, eabs,
+                )  # fmt: skip
+                k_out[j] = np.int64(k) if ok else np.int64(0)
+                ok_out[j] = ok
+
+        loop_c = numba.njit(nogil=True, error_model="numpy")(loop)
+
+        def diag_loop(
+            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, out: Any
+        ) -> None:  # every output of the kernel, for tests
+            for j in range(v.size):
+                k, ok, sh, sl, err = nb_kernel(
+                    v[j], s[j], e[j], mhi[j], mlo[j],
+                    prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
+                    prm[6], prm[7], prm[8], prm[9],
+                )  # fmt: skip
+                out[0, j] = k
+                out[1, j] = 1.0 if ok else 0.0
+                out[2, j] = sh
+                out[3, j] = sl
+                out[4, j] = err
+
+        diag_c = numba.njit(error_model="numpy")(diag_loop)
+
+        u64 = np.uint64
+        try:
+            unsafe = importlib.import_module("numba.cpython.unsafe.numbers")
+            leading_zeros: Any = unsafe.leading_zeros  # LLVM ctlz
+        except (ImportError, AttributeError):  # pragma: no cover - other numba versions
+            leading_zeros = None
+
+        def _be64(buf: Any, o: Any) -> Any:
+            return (
+                (u64(buf[o]) << u64(56)) | (u64(buf[o + 1]) << u64(48))
+                | (u64(buf[o + 2]) << u64(40)) | (u64(buf[o + 3]) << u64(32))
+                | (u64(buf[o + 4]) << u64(24)) | (u64(buf[o + 5]) << u64(16))
+                | (u64(buf[o + 6]) << u64(8)) | u64(buf[o + 7])
+            )  # fmt: skip
+
+        be64 = numba.njit(inline="always")(_be64)
+
+        if leading_zeros is not None:
+
+            def _geometric(r: Any) -> float:
+                # e = 64 − bit_length(r) = leading zeros of the 64-bit word (bit 63
+                # is clear); 64 when r == 0 (a continuation follows).
+                return float(leading_zeros(r))
+
+        else:  # pragma: no cover
+
+            def _geometric(r: Any) -> float:
+                if r == u64(0):
+                    return 64.0
+                ee = 1
+                while (r >> u64(63 - ee)) == u64(0):
+                    ee += 1
+                return float(ee)
+
+        geometric = numba.njit(inline="always")(_geometric)
+
+        def decode(buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any) -> int:
+            # snapcore-draw-v1 rows as if none had a continuation; returns the first
+            # row whose 63 exponent bits are all zero (or count).
+            for j in range(count):
+                o = j * row
+                w = be64(buf, o)
+                w1 = be64(buf, o + 8)
+                w2 = be64(buf, o + 15)  # mantissa bytes 7..14: bits 57..120
+                sign[j] = 1.0 - 2.0 * float(w >> u64(63))
+                e[j] = geometric(w & u64(0x7FFFFFFFFFFFFFFF))
+                mhi[j] = w1 >> u64(12)
+                mlo[j] = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
+            for j in range(count):
+                if e[j] == 64.0:
+                    return int(j)
+            return int(count)
+
+        decode_c = numba.njit(nogil=True, error_model="numpy")(decode)
+
+        _numba_loop = (loop_c, decode_c, diag_c)
+        return _numba_loop
+
+
+# ----------------------------------------------------------------------------------
+# Draws as arrays.
+# ----------------------------------------------------------------------------------
+_M52 = (1 << 52) - 1
+_M53 = (1 << 53) - 1
+
+
+class DrawBatch:
+    """``count`` draws as arrays, with the exact draw of each element on demand.
+
+    Attributes
+    ----------
+    sign : ndarray of float64
+        ``S`` as ±1.0.
+    e : ndarray of float64
+        The geometric exponent ``e >= 1`` (``U* = (1 + m·2**-(p-1))·2**-e``).
+    mhi, mlo : ndarray of uint64
+        The top 52 and the next 53 of the ``p − 1`` mantissa bits.
+    """
+
+    def __init__(
+        self,
+        precision: int,
+        sign: F64,
+        e: F64,
+        mhi: npt.NDArray[np.uint64],
+        mlo: npt.NDArray[np.uint64],
+        exact: Callable[[int], Draw],
+    ) -> None:
+        self.precision = precision
+        self.sign = sign
+        self.e = e
+        self.mhi = mhi
+        self.mlo = mlo
+        self._exact = exact
+
+    def __len__(self) -> int:
+        return int(self.sign.size)
+
+    def draw(self, i: int) -> Draw:
+        """The exact draw of element ``i``."""
+        return self._exact(i)
+
+    @classmethod
+    def from_draws(cls, draws: list[Draw], precision: int) -> DrawBatch:
+        """Arrays from a list of :class:`~snapcore.sources.Draw` objects."""
+        p = precision
+        n = len(draws)
+        sign = np.fromiter((d.sign for d in draws), dtype=np.float64, count=n)
+        e = np.fromiter((-d.exponent - (p - 1) for d in draws), dtype=np.float64, count=n)
+        mhi = np.fromiter(((d.mantissa >> (p - 53)) & _M52 for d in draws), np.uint64, n)
+        mlo = np.fromiter(((d.mantissa >> (p - 106)) & _M53 for d in draws), np.uint64, n)
+        kept = list(draws)
+        return cls(p, sign, e, mhi, mlo, kept.__getitem__)
+
+
+def _bit_length_u63(r: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Bit lengths of non-zero uint64 values below 2**63, exactly."""
+    _, ex = np.frexp(r.astype(np.float64))
+    ex = ex.astype(np.int64)
+    # The conversion may round up to the next power of two: correct by one.
+    too_big = (r >> (ex - 1).astype(np.uint64)) == 0
+    out: npt.NDArray[np.int64] = ex - too_big
+    return out
+
+
+def _decode_rows(buf: bytes, count: int, p: int, use_numba: bool = True) -> tuple[Any, ...]:
+    """Vectorised ``snapcore-draw-v1`` for rows without a continuation word.
+
+    Returns ``(sign, e, mhi, mlo, stop)``: ``stop`` is the first row whose 63
+    exponent bits are all zero (``count`` if none); rows from it on are meaningless.
+    """
+    nb = (p + 6) >> 3
+    row = 8 + nb
+    fns = _get_numba_loop() if use_numba else None
+    if fns is not None:
+        sign = np.empty(count)
+        e = np.empty(count)
+        mhi = np.empty(count, np.uint64)
+        mlo = np.empty(count, np.uint64)
+        stop = fns[1](np.frombuffer(buf, np.uint8), count, row, sign, e, mhi, mlo)
+        return sign, e, mhi, mlo, int(stop)
+    w = np.ndarray((count,), dtype=">u8", buffer=buf, offset=0, strides=(row,)).astype(np.uint64)
+    w1 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=8, strides=(row,)).astype(np.uint64)
+    # bytes 15..22 of the mantissa field: t bits 57..120 (from the top)
+    w2 = np.ndarray((count,), dtype=">u8", buffer=buf, offset=15, strides=(row,)).astype(np.uint64)
+    sign = np.where((w >> np.uint64(63)) != 0, -1.0, 1.0)
+    r = w & np.uint64((1 << 63) - 1)
+    good = r != 0
+    rr = np.where(good, r, np.uint64(1))
+    e = (64 - _bit_length_u63(rr)).astype(np.float64)
+    mhi = w1 >> np.uint64(12)
+    mlo = ((w1 & np.uint64(0xFFF)) << np.uint64(41)) | (
+        (w2 >> np.uint64(15)) & np.uint64(_M53 >> 12)
+    )
+    bad = np.flatnonzero(~good)
+    return sign, e, mhi, mlo, int(bad[0]) if bad.size else count
+
+
+def _scan_stream(
+    source: ByteSource,
+    count: int,
+    p: int,
+    segment: Callable[[int, bytes, int], int],
+    special: Callable[[int, Draw], None],
+) -> Callable[[int], Draw]:
+    """Walk ``count`` draws of a ``snapcore-draw-v1`` stream in bulk.
+
+    ``segment(start, buf, n)`` processes up to ``n`` rows of ``buf`` (draws
+    ``start, start + 1, ...``) and returns how many rows precede the first one with a
+    continuation word; that draw is decoded by the scalar decoder and passed to
+    ``special(index, draw)``.  Exactly the bytes the scalar decoder would read are
+    read.  Returns ``exact(i) -> Draw`` for any of the draws.
+    """
+    nb = (p + 6) >> 3
+    row = 8 + nb
+    specials: dict[int, Draw] = {}
+    segments: list[tuple[int, bytes]] = []  # (start, buffer)
+    done = 0
+    lock = getattr(source, "_lock", None) or contextlib.nullcontext()
+    with lock:
+        pending = b""
+        while done < count:
+            need = (count - done) * row
+            if not pending:
+                pending = source.read(need)
+            elif len(pending) < need:
+                pending = pending + source.read(need - len(pending))
+            buf = pending
+            n = count - done
+            stop = segment(done, buf, n)
+            segments.append((done, buf))
+            done += stop
+            if stop == n:
+                pending = buf[n * row :]
+                break
+            # Row `stop` has a continuation: decode it with the scalar decoder from
+            # the stream position of its first word.
+            rest = [buf[stop * row :]]
+            state = {"off": 0}
+
+            def read(k: int, rest: list[bytes] = rest, state: dict[str, int] = state) -> bytes:
+                off = state["off"]
+                if len(rest[0]) - off < k:
+                    rest[0] = rest[0] + source.read(k - (len(rest[0]) - off))
+                out = rest[0][off : off + k]
+                state["off"] = off + k
+                return out
+
+            d = decode_draw(read, p)
+            specials[done] = d
+            special(done, d)
+            done += 1
+            pending = rest[0][state["off"] :]
+        if pending:  # pragma: no cover - the reads above never over-read
+            raise AssertionError("bulk decoder read past its draws")
+
+    seg_starts = [s[0] for s in segments]
+
+    def exact(i: int) -> Draw:
+        if i in specials:
+            return specials[i]
+        j = int(np.searchsorted(seg_starts, i, side="right")) - 1
+        start, buf = segments[j]
+        o = (i - start) * row
+        chunk = buf[o : o + row]
+        it = iter([chunk[:8], chunk[8:]])
+        return decode_draw(lambda k: next(it), p)
+
+    return exact
+
+
+def decode_draw_batch(
+    source: RandomSource, count: int, precision: int, engine: str = "auto"
+) -> DrawBatch:
+    """``count`` draws from ``source``, exactly as ``source.draws(count, precision)``.
+
+    For a :class:`~snapcore.sources.ByteSource` the stream is decoded in bulk
+    (format ``snapcore-draw-v1``), consuming exactly the bytes the scalar decoder
+    would; the rare draw with a continuation word (all 63 exponent bits zero) is
+    decoded by the scalar decoder.  Other sources are asked for their draws.
+    ``engine="numpy"`` avoids the numba decoder.
+    """
+    p = precision
+    if not isinstance(source, ByteSource) or p < 118:
+        return DrawBatch.from_draws(source.draws(count, p), p)
+    signs: list[Any] = []
+    es: list[Any] = []
+    his: list[Any] = []
+    los: list[Any] = []
+
+    def segment(start: int, buf: bytes, n: int) -> int:
+        sign, e, mhi, mlo, stop = _decode_rows(buf, n, p, engine != "numpy")
+        signs.append(sign[:stop])
+        es.append(e[:stop])
+        his.append(mhi[:stop])
+        los.append(mlo[:stop])
+        return int(stop)
+
+    def special(i: int, d: Draw) -> None:
+        signs.append(np.array([float(d.sign)]))
+        es.append(np.array([float(-d.exponent - (p - 1))]))
+        his.append(np.array([(d.mantissa >> (p - 53)) & _M52], dtype=np.uint64))
+        los.append(np.array([(d.mantissa >> (p - 106)) & _M53], dtype=np.uint64))
+
+    exact = _scan_stream(source, count, p, segment, special)
+
+    def join(parts: list[Any], dtype: Any) -> Any:
+        if len(parts) == 1:  # the usual case: no copy
+            return parts[0]
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+    return DrawBatch(
+        p,
+        join(signs, np.float64),
+        join(es, np.float64),
+        join(his, np.uint64),
+        join(los, np.uint64),
+        exact,
+    )
+
+
+# ----------------------------------------------------------------------------------
+# The engine for one calibration.
+# ----------------------------------------------------------------------------------
+def _dd(q: Fraction) -> tuple[float, float, Fraction]:
+    """``q ≈ hi + lo`` (hi = RN(q), lo = RN(q − hi)) and the exact residual."""
+    hi = float(q)
+    lo = float(q - Fraction(hi))
+    return hi, lo, q - Fraction(hi) - Fraction(lo)
+
+
+def _float_up(q: Fraction) -> float:
+    f = float(q)
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+class BatchStats:
+    """What happened in one batch (for tests and diagnostics).
+
+    Attributes
+    ----------
+    size : int
+    fallback_k : ndarray of intp
+        Elements whose ``k`` was not decided by the bound (computed exactly).
+    fallback_output : ndarray of intp
+        Elements whose output stage was computed exactly.
+    engine : str
+    """
+
+    def __init__(self, size: int, fallback_k: Any, fallback_output: Any, engine: str) -> None:
+        self.size = size
+        self.fallback_k = fallback_k
+        self.fallback_output = fallback_output
+        self.engine = engine
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchStats(size={self.size}, fallback_k={len(self.fallback_k)}, "
+            f"fallback_output={len(self.fallback_output)}, engine={self.engine!r})"
+        )
+
+
+class FastEngine:
+    """The fast path for one :class:`~snapcore.params.Calibration`.
+
+    Parameters
+    ----------
+    calibration : Calibration
+        The exact constants; the engine derives its double-double parameters from
+        them exactly, and refuses (``supported`` is False) parameters whose
+        magnitudes the error bound does not cover.
+    """
+
+    #: Output-table size limit (entries); above it the output stage is computed.
+    TABLE_MAX = 8193
+    #: Elements per chunk in the numpy engine (keeps temporaries in cache).
+    CHUNK = 1 << 15
+
+    def __init__(self, calibration: Calibration) -> None:
+        cal = calibration
+        self.calibration = cal
+        L = cal.granularity_log2
+        self.L = L
+        Lam = to_fraction(1, L)
+        lam = to_fraction(*cal.scale) / Lam
+        b = to_fraction(*cal.clamp_bound)
+        c = cal.center
+        delta = cal.sensitivity
+        inv = 1 / (delta * Lam)
+        self.kmax = int((b / Lam).__floor__())
+        # When ±kmax·Λ is ±b itself the exact stage releases the endpoint, not RN(c ± Δb).
+        self.kmax_is_b = self.kmax * Lam == b
+        lam_h, lam_l, _ = _dd(lam)
+        ch, cl, rc = _dd(c)
+        ih, il, _ = _dd(inv)
+        bh, bl, _ = _dd(b / Lam)
+        far = 4 * delta * b
+        supported = (
+            -600 <= L <= 600
+            and Fraction(2) ** -900 < inv < Fraction(2) ** 900
+            and far < Fraction(2) ** 990
+            and abs(c) < Fraction(2) ** 990
+            and cal.precision >= 118
+        )
+        self.supported = bool(supported)
+        eabs = abs(rc) * inv * 2 + Fraction(2) ** -1000
+        self.params = np.array(
+            [ch, cl, ih, il, bh, bl, lam_h, lam_l, _float_up(far) if supported else 0.0,
+             _float_up(eabs)],
+            dtype=np.float64,
+        )  # fmt: skip
+        # Output stage: a table of exact outputs for k in [-kmax-1, kmax+1], where
+        # the two ends stand for the clamped outputs c ± Δ·b.
+        self._table: F64 | None = None
+        self._table_lock = threading.Lock()
+        self.use_table = 2 * self.kmax + 3 <= self.TABLE_MAX
+        d_is_double = Fraction(float(delta)) == delta
+        self.out_dd = (
+            not self.use_table
+            and d_is_double
+            and rc == 0
+            and Fraction(2) ** -900 < delta * Lam
+            and abs(delta) < Fraction(2) ** 900
+        )
+        self.delta_f = float(delta)
+        self.lower = float(cal.lower)
+        self.upper = float(cal.upper)
+
+    # -- output stage ---------------------------------------------------------------
+    def table(self, pipe: Pipeline) -> F64:
+        """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
+        with self._table_lock:
+            if self._table is None:
+                L, b = self.L, self.calibration.clamp_bound
+                ks = range(-self.kmax - 1, self.kmax + 2)
+                self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
+            return self._table
+
+    def outputs(self, k: npt.NDArray[np.int64], pipe: Pipeline) -> tuple[F64, Any]:
+        """``RN(c + Δ·clamp_b(kΛ))`` clamped to ``[lower, upper]``, for decided ``k``.
+
+        Returns the outputs and the indices computed by the exact stage.
+        """
+        kmax = self.kmax
+        if self.use_table:
+            idx = np.clip(k, -kmax - 1, kmax + 1)
+            idx += kmax + 1
+            return self.table(pipe).take(idx), np.empty(0, np.intp)
+        L, b = self.L, self.calibration.clamp_bound
+        hi_out = pipe.output(clamp(kmax + 1, L, b))
+        lo_out = pipe.output(clamp(-kmax - 1, L, b))
+        out = np.empty(k.shape, np.float64)
+        if self.out_dd:
+            # [E10] r = RN(c + Δ·kΛ) with a certificate of correct rounding.
+            ch, cl = self.params[0], self.params[1]
+            kc = np.clip(k, -kmax, kmax).astype(np.float64)
+            kl = np.ldexp(kc, L)
+            p1, p2 = two_prod(self.delta_f, kl)
+            s1, s2 = two_sum(ch, p1)
+            t1, t2 = two_sum(cl, p2)
+            u1, u2 = two_sum(s2, t1)
+            r, r2 = two_sum(s1, u1)
+            exact_sum = (u2 == 0.0) & (t2 == 0.0)
+            m, ex = np.frexp(np.abs(r))
+            half_gap = np.ldexp(np.where(m == 0.5, 0.25, 0.5), ex - 53)
+            resid = np.abs(r2) + np.abs(u2) + np.abs(t2)
+            cert = exact_sum | (resid * (1.0 + 2.0**-50) < half_gap * (1.0 - 2.0**-50))
+            cert &= np.isfinite(r) & (r != 0.0) | exact_sum & np.isfinite(r)
+            out[:] = np.clip(r, self.lower, self.upper)
+            sel = ~cert
+            if self.kmax_is_b:
+                sel |= np.abs(k) == kmax
+            bad = np.flatnonzero(sel & (np.abs(k) <= kmax))
+        else:
+            bad = np.flatnonzero(np.abs(k) <= kmax)
+            if bad.size:
+                uniq, inv = np.unique(k[bad], return_inverse=True)
+                vals = np.array([pipe.output(clamp(int(kk), L, b)) for kk in uniq])
+                out[bad] = vals[inv]
+            bad = np.empty(0, np.intp)
+        for j in bad:
+            out[j] = pipe.output(clamp(int(k[j]), L, b))
+        out[k > kmax] = hi_out
+        out[k < -kmax] = lo_out
+        return out, bad
+
+    # -- the kernel -----------------------------------------------------------------
+    def decide(
+        self, v: F64, draws: DrawBatch, engine: str = "auto"
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], str]:
+        """``k`` and whether it is decided, for each element."""
+        n = v.size
+        if engine == "auto":
+            engine = resolve_engine(n)
+        k = np.empty(n, np.int64)  # 0 where not decided
+        ok = np.empty(n, np.bool_)
+        prm = self.params
+        if engine == "numba":
+            fns = _get_numba_loop()
+            if fns is None:
+                raise RuntimeError("engine='numba' requested but numba is not installed")
+            fns[0](v, draws.sign, draws.e, draws.mhi, draws.mlo, prm, k, ok)
+        elif engine == "numpy":
+            step = self.CHUNK
+            with np.errstate(all="ignore"):
+                for a in range(0, n, step):
+                    sl = slice(a, a + step)
+                    kk, oo, _, _, _ = _np_kernel(
+                        v[sl], draws.sign[sl], draws.e[sl], draws.mhi[sl], draws.mlo[sl],
+                        *prm.tolist(),
+                    )  # fmt: skip
+                    k[sl] = np.where(oo, kk, 0.0)
+                    ok[sl] = oo
+        else:
+            raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}")
+        return k, ok, engine
+
+    def diagnose(
+        self, v: F64, draws: DrawBatch, engine: str = "numpy"
+    ) -> tuple[F64, F64, F64, Any]:
+        """``(t_hi, t_lo, err, ok)`` of the kernel: ``t ≈ y/Λ + 1/2`` within ``err``."""
+        if engine == "numba":
+            fns = _get_numba_loop()
+            if fns is None:
+                raise RuntimeError("engine='numba' requested but numba is not installed")
+            out = np.empty((5, v.size))
+            fns[2](v, draws.sign, draws.e, draws.mhi, draws.mlo, self.params, out)
+            return out[2], out[3], out[4], out[1] != 0.0
+        with np.errstate(all="ignore"):
+            _k, ok, sh, sl, err = _np_kernel(
+                v, draws.sign, draws.e, draws.mhi, draws.mlo, *self.params.tolist(),
+            )  # fmt: skip
+        return sh, sl, err, ok
+
+    def run(
+        self, v: F64, draws: DrawBatch, pipe: Pipeline, engine: str = "auto"
+    ) -> tuple[F64, BatchStats]:
+        """Outputs for values ``v`` (float64, finite) and draws, bit-identical to
+        ``pipe.run(pipe.centre(v_i), draw_i)`` for every ``i``."""
+        n = v.size
+        if not self.supported:
+            out = np.array(
+                [pipe.run(pipe.centre(Fraction(float(v[j]))), draws.draw(j)) for j in range(n)],
+                dtype=np.float64,
+            )
+            return out, BatchStats(n, np.arange(n), np.empty(0, np.intp), "exact")
+        k, ok, used = self.decide(v, draws, engine)
+        out, bad_out = self.outputs(k, pipe)
+        slow = np.flatnonzero(~ok)
+        for j in slow:
+            out[j] = pipe.run(pipe.centre(Fraction(float(v[j]))), draws.draw(int(j)))
+        return out, BatchStats(n, slow, bad_out, used)
+
+
+@functools.lru_cache(maxsize=64)
+def engine_for(calibration: Calibration) -> FastEngine:
+    """The (cached) engine for a calibration."""
+    return FastEngine(calibration)
+
+
+def release_batch(
+    pipe: Pipeline,
+    values: npt.ArrayLike,
+    source: RandomSource,
+    *,
+    engine: str = "auto",
+    stats: bool = False,
+) -> Any:
+    """Release every element of ``values`` with fresh noise from ``source``.
+
+    Bit-identical to the exact pipeline on the same draws: the draws are taken
+    from ``source`` in the same order and with the same bytes as
+    ``[pipe.run(pipe.centre(v), d) for v, d in zip(values, source.draws(n, p))]``.
+
+    Parameters
+    ----------
+    pipe : Pipeline
+        The exact pipeline (used for the elements the bound does not decide).
+    values : array_like of float64
+        Finite values (checked by the caller), any shape.
+    source : RandomSource
+        The randomness.
+    engine : {"auto", "numba", "numpy"}
+        The kernel engine; "auto" uses numba when it is installed and the array has
+        at least ``NUMBA_MIN_SIZE`` elements (or numba is already compiled).
+    stats : bool
+        Also return a :class:`BatchStats`.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    flat = np.ascontiguousarray(arr.reshape(-1))
+    if engine == "auto":
+        engine = resolve_engine(flat.size)
+    draws = decode_draw_batch(source, flat.size, pipe.calibration.precision, engine)
+    out, st = engine_for(pipe.calibration).run(flat, draws, pipe, engine)
+    res = out.reshape(arr.shape)
+    return (res, st) if stats else res

@@ -1,0 +1,549 @@
+"""The vectorised fast path: bit-identical to the exact MPFR pipeline, always.
+
+References are independent of the fast path: the exact pipeline run element by
+element on MPFR (``Pipeline.run``), exact rationals (``fractions.Fraction``) and
+MPFR at 400 bits.  The error bound itself is checked against the exact ``y`` of
+every sample: ``|t − (y/Λ + 1/2)| <= err``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from fractions import Fraction
+
+import gmpy2
+import numpy as np
+import pytest
+
+from snapcore import SnappingMechanism
+from snapcore import fastpath as fp
+from snapcore.dyadic import round_fraction, to_fraction
+from snapcore.plugins import BUILTIN_PLUGINS, get_registries
+from snapcore.sources import ByteSource, Draw, ReplaySource, SeededSource
+
+ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
+
+#: Parameter sets: (name, mechanism keyword arguments, value range).  They cover the
+#: trivial centre/sensitivity, a non-double centre, a non-double sensitivity, the
+#: table and the computed output stages, tiny and large epsilon, and p > 118.
+PARAMS = [
+    ("unit", dict(epsilon=1.0, bounds=(0.0, 100.0)), (-20.0, 120.0)),
+    ("symmetric-wide", dict(epsilon=0.3, bound=1e6), (-1.3e6, 1.3e6)),
+    ("sens-0.1", dict(epsilon=2.0, bounds=(-3.5, 7.25), sensitivity=0.1), (-5.0, 9.0)),
+    ("sens-third", dict(epsilon=0.5, bounds=(-1.0, 2.0), sensitivity=Fraction(1, 3)), (-2, 3)),
+    (
+        "wide-dd-output",
+        dict(epsilon=1.5, bounds=(-123456.75, 987654.3), sensitivity=0.7),
+        (-2e5, 1.1e6),
+    ),
+    (
+        "wide-non-double-sens",
+        dict(epsilon=1.0, bounds=(-5e4, 5e4), sensitivity=Fraction(2, 3)),
+        (-6e4, 6e4),
+    ),
+    ("odd-centre", dict(epsilon=0.001, bounds=(1.0, 2.0**53)), (0.0, 2.0**53 * 1.1)),
+    ("tiny-eps", dict(epsilon=1e-6, bound=1e7), (-2e7, 2e7)),
+    ("large-eps", dict(epsilon=40.0, bounds=(-0.001, 0.003)), (-0.002, 0.004)),
+    ("p-200", dict(epsilon=1.0, bound=10.0, precision=200), (-12.0, 12.0)),
+]
+IDS = [p[0] for p in PARAMS]
+
+
+def exact_outputs(mech: SnappingMechanism, values: np.ndarray, draws: list[Draw]) -> np.ndarray:
+    """The reference: the exact pipeline, element by element."""
+    pipe = mech._pipeline
+    return np.array(
+        [pipe.run(pipe.centre(Fraction(float(v))), d) for v, d in zip(values, draws, strict=True)]
+    )
+
+
+def random_values(lo: float, hi: float, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.uniform(lo, hi, n)
+    # a few exact bound hits, zeros and integers
+    v[: n // 50] = rng.choice([lo, hi, 0.0, 1.0, -1.0], n // 50)
+    return v
+
+
+def fq(x) -> Fraction:
+    """An MPFR number as an exact Fraction."""
+    return Fraction(*x.as_integer_ratio())
+
+
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
+
+
+# ----------------------------------------------------------------------------------
+# Building blocks
+# ----------------------------------------------------------------------------------
+def test_log_table_reduction_is_exact_and_small():
+    """``z = m·r_i − 1`` is exact in binary64 and ``|z| < 2**-8`` on each interval."""
+    for i, r in enumerate(fp.LOG_R):
+        rq = Fraction(float(r))
+        assert (rq * 512).denominator == 1 and Fraction(1, 2) <= rq <= 1
+        lo_m = 1 + Fraction(i, 256)
+        hi_m = 1 + Fraction(i + 1, 256) - Fraction(1, 2**52)
+        for m in (lo_m, hi_m):
+            z = m * rq - 1
+            assert abs(z) < Fraction(1, 256), (i, float(z))
+            # a multiple of 2**-61 below 2**-8 in magnitude needs at most 53 bits
+            assert (z * 2**61).denominator == 1
+
+
+def test_log_table_and_ln2_accuracy():
+    ctx = gmpy2.context(precision=400)
+    for r, h, lo in zip(fp.LOG_R, fp.LOG_NEG_LN_HI, fp.LOG_NEG_LN_LO, strict=True):
+        ref = -fq(ctx.log(gmpy2.mpq(Fraction(float(r)))))
+        assert abs(Fraction(float(h)) + Fraction(float(lo)) - ref) <= Fraction(1, 2**106)
+    ln2 = fq(ctx.log(2))
+    assert abs(Fraction(fp.LN2_HI) + Fraction(fp.LN2_LO) - ln2) <= Fraction(1, 2**107)
+
+
+def test_error_free_transformations_are_exact():
+    rng = random.Random(11)
+    a = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
+    b = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
+    s, e = fp.two_sum(a, b)
+    p, f = fp.two_prod(a, b)
+    for i in range(a.size):
+        A, B = Fraction(float(a[i])), Fraction(float(b[i]))
+        assert Fraction(float(s[i])) + Fraction(float(e[i])) == A + B
+        assert Fraction(float(p[i])) + Fraction(float(f[i])) == A * B
+        assert float(s[i]) == float(a[i]) + float(b[i])
+
+
+# ----------------------------------------------------------------------------------
+# Draw decoding
+# ----------------------------------------------------------------------------------
+class BytesSource(ByteSource):
+    """A fixed byte stream (for constructing continuation words)."""
+
+    name = "bytes"
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._data = data
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        out = self._data[self._pos : self._pos + n]
+        assert len(out) == n, "stream exhausted"
+        self._pos += n
+        return out
+
+
+def _stream_with_continuations(p: int, count: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    nb = (p + 6) >> 3
+    parts = []
+    for j in range(count):
+        w = rng.getrandbits(64)
+        if j % 7 == 3:  # all 63 exponent bits zero, then zero words and a non-zero one
+            w &= 1 << 63
+            parts.append(w.to_bytes(8, "big"))
+            for _ in range(j % 3):
+                parts.append(bytes(8))
+            parts.append((rng.getrandbits(64) >> rng.randint(0, 63) or 1).to_bytes(8, "big"))
+        else:
+            parts.append(w.to_bytes(8, "big"))
+        parts.append(rng.getrandbits(8 * nb).to_bytes(nb, "big"))
+    return b"".join(parts) + os.urandom(64)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [118, 130, 200])
+def test_bulk_decoding_equals_scalar_decoding(p, engine):
+    data = _stream_with_continuations(p, 60, seed=p)
+    a, b = BytesSource(data), BytesSource(data)
+    batch = fp.decode_draw_batch(a, 60, p, engine)
+    ref = b.draws(60, p)
+    assert a._pos == b._pos, "bulk decoding consumed a different number of bytes"
+    for i, d in enumerate(ref):
+        assert batch.draw(i) == d
+        assert batch.sign[i] == d.sign
+        assert batch.e[i] == -d.exponent - (p - 1)
+        assert int(batch.mhi[i]) == (d.mantissa >> (p - 53)) & ((1 << 52) - 1)
+        assert int(batch.mlo[i]) == (d.mantissa >> (p - 106)) & ((1 << 53) - 1)
+    assert sum(1 for i in range(60) if i % 7 == 3) == 9  # continuations were exercised
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bulk_decoding_seeded_stream_position(engine):
+    a, b = SeededSource(99), SeededSource(99)
+    batch = fp.decode_draw_batch(a, 5000, 118, engine)
+    ref_batch = fp.DrawBatch.from_draws(b.draws(5000, 118), 118)
+    for name in ("sign", "e", "mhi", "mlo"):
+        assert np.array_equal(getattr(batch, name), getattr(ref_batch, name))
+    b = SeededSource(99)
+    ref = b.draws(5000, 118)
+    assert all(batch.draw(i) == ref[i] for i in range(0, 5000, 97))
+    assert a.read(32) == b.read(32)
+
+
+# ----------------------------------------------------------------------------------
+# Bit-identical outputs and a valid bound
+# ----------------------------------------------------------------------------------
+def _check_params(kw, vrange, n, seed, engines):
+    mech = SnappingMechanism(source=SeededSource(seed), **kw)
+    pipe = mech._pipeline
+    p = mech.precision
+    values = random_values(*vrange, n, seed)
+    ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))
+    for engine in engines:
+        out, st = fp.release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
+        bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
+        assert bad.size == 0, (
+            f"{kw} engine={engine}: {bad.size} mismatches, first at {bad[:3]} "
+            f"(value {values[bad[0]]!r}, seed {seed})"
+        )
+        assert st.size == n
+    return mech, st
+
+
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
+def test_bit_identical_to_mpfr(name, kw, vrange):
+    mech, st = _check_params(kw, vrange, 4000, seed=hash(name) % 1000, engines=ENGINES)
+    assert fp.engine_for(mech.calibration).supported
+    assert len(st.fallback_k) <= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
+def test_bit_identical_to_mpfr_million(name, kw, vrange):
+    """>= 10**6 draws per parameter set (the exact reference dominates the time)."""
+    engines = ["numba"] if fp.numba_available() else ["numpy"]
+    for part in range(10):
+        _check_params(kw, vrange, 100_000, seed=1000 * part + len(name), engines=engines)
+
+
+def _exact_t(pipe, value, draw) -> Fraction:
+    st = pipe.stages(Fraction(float(value)), draw)
+    ym, ye = st["y"]
+    return to_fraction(ym, ye - pipe.calibration.granularity_log2) + Fraction(1, 2)
+
+
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
+def test_error_bound_holds(name, kw, vrange):
+    """``|t − (y/Λ + 1/2)| <= err`` for every sample, y from MPFR exactly."""
+    mech = SnappingMechanism(**kw)
+    pipe = mech._pipeline
+    n = 1500
+    values = random_values(*vrange, n, 5)
+    draws = SeededSource(6).draws(n, mech.precision)
+    eng = fp.engine_for(mech.calibration)
+    sh, sl, err, _ok = eng.diagnose(values, fp.DrawBatch.from_draws(draws, mech.precision))
+    for i in range(n):
+        t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
+        exact = _exact_t(pipe, values[i], draws[i])
+        assert abs(t - exact) <= Fraction(float(err[i])), (name, i, values[i], draws[i])
+
+
+@pytest.mark.skipif(not fp.numba_available(), reason="numba is not installed")
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS[:5], ids=IDS[:5])
+def test_numba_kernel_same_bits_as_numpy(name, kw, vrange):
+    """The compiled kernel performs the same IEEE operations: every output of the
+    kernel (t_hi, t_lo, err, ok) is bit-identical to the numpy engine's."""
+    mech = SnappingMechanism(**kw)
+    n = 20000
+    values = random_values(*vrange, n, 9)
+    batch = fp.decode_draw_batch(SeededSource(10), n, mech.precision)
+    eng = fp.engine_for(mech.calibration)
+    a = eng.diagnose(values, batch, "numpy")
+    b = eng.diagnose(values, batch, "numba")
+    for x, y in zip(a[:3], b[:3], strict=True):
+        assert identical(x, y)
+    assert np.array_equal(a[3], b[3])
+
+
+# ----------------------------------------------------------------------------------
+# Near-ties and the deep tail
+# ----------------------------------------------------------------------------------
+def near_tie_draw(mech, x: Fraction, target_y: Fraction) -> Draw:
+    """A draw whose exact noise puts ``x + N`` as close to ``target_y`` as the p-bit
+    grid of U* allows (MPFR at 400 bits, then rounded once to p bits)."""
+    p = mech.precision
+    lam = mech.scale
+    nstar = target_y - x
+    sign = -1 if nstar > 0 else 1  # N = S·λ·ln U* and ln U* < 0
+    ctx = gmpy2.context(precision=400)
+    u = ctx.exp(ctx.div(-gmpy2.mpq(abs(nstar)), gmpy2.mpq(lam)))
+    m, e = round_fraction(fq(u), p)
+    return Draw(sign=sign, mantissa=m, exponent=e)
+
+
+NEAR_TIE_PARAMS = [PARAMS[0], PARAMS[2], PARAMS[3], PARAMS[4], PARAMS[9]]
+
+
+NEAR_TIE_IDS = [p[0] for p in NEAR_TIE_PARAMS]
+
+
+@pytest.mark.parametrize(("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=NEAR_TIE_IDS)
+def test_near_ties_take_the_fallback(name, kw, vrange):
+    """|y/Λ − (k + 1/2)| from 2**-40 down to 2**-90, and exact ties: bit-identical;
+    every one the bound cannot separate takes the exact fallback; ties (distance 0)
+    always do."""
+    check_near_ties(name, kw, vrange, per_exponent=3, tie_tries=40)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kw", "vrange"), NEAR_TIE_PARAMS, ids=NEAR_TIE_IDS)
+def test_near_ties_many(name, kw, vrange):
+    """About 6,000 near-ties and 400 tie attempts per parameter set."""
+    check_near_ties(name, kw, vrange, per_exponent=120, tie_tries=400)
+
+
+def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
+    mech = SnappingMechanism(**kw)
+    pipe = mech._pipeline
+    p = mech.precision
+    Lam = mech.granularity
+    rng = random.Random(name)
+    values, draws, dists = [], [], []
+    for j in range(40, 91):
+        for _ in range(per_exponent):
+            v = rng.uniform(*vrange)
+            x = to_fraction(*pipe.centre(Fraction(v)))
+            k = rng.randint(-3, 3) + round(x / Lam)
+            sigma = rng.choice([-1, 1])
+            target = (k + Fraction(1, 2) + sigma * Fraction(1, 2**j)) * Lam
+            d = near_tie_draw(mech, x, target)
+            values.append(v)
+            draws.append(d)
+    # exact ties: search p-bit neighbours of U* for y exactly on the half-integer
+    ties = 0
+    for _ in range(tie_tries):
+        v = rng.uniform(*vrange)
+        x = to_fraction(*pipe.centre(Fraction(v)))
+        k = rng.randint(-3, 3) + round(x / Lam)
+        target = (k + Fraction(1, 2)) * Lam
+        d0 = near_tie_draw(mech, x, target)
+        for delta in range(-40, 41):
+            d = Draw(sign=d0.sign, mantissa=d0.mantissa + delta, exponent=d0.exponent)
+            if not (1 << (p - 1)) <= d.mantissa < (1 << p):
+                continue
+            if _exact_t(pipe, v, d) - Fraction(1, 2) == target / Lam:
+                values.append(v)
+                draws.append(d)
+                ties += 1
+                break
+    vals = np.array(values)
+    for i, d in enumerate(draws):
+        t = _exact_t(pipe, vals[i], d)
+        dists.append(abs(t - math.floor(t + Fraction(1, 2))))  # distance to an integer
+    batch = fp.DrawBatch.from_draws(draws, p)
+    ref = exact_outputs(mech, vals, draws)
+    eng = fp.engine_for(mech.calibration)
+    sh, sl, err, ok = eng.diagnose(vals, batch)
+    for engine in ENGINES:
+        out, st = eng.run(vals, batch, pipe, engine)
+        assert identical(out, ref), f"{name} {engine}: near-tie mismatch"
+        fallback = set(st.fallback_k.tolist())
+        for i, dist in enumerate(dists):
+            t_approx = Fraction(float(sh[i])) + Fraction(float(sl[i]))
+            off = abs(t_approx - _exact_t(pipe, vals[i], draws[i]))
+            assert off <= Fraction(float(err[i]))  # the bound holds at near-ties too
+            if dist + off <= Fraction(float(err[i])):  # the approximation is within err
+                assert i in fallback, f"{name}: near-tie {i} at {float(dist)!r} not refused"
+            if dist == 0:
+                assert i in fallback, f"{name}: exact tie {i} not refused"
+    assert min(dists) < Fraction(1, 2**85)
+    assert max(dists) > Fraction(1, 2**41)
+    assert sum(d < Fraction(1, 2**73) for d in dists) >= 13 * per_exponent
+    assert ties >= 1, "no exact tie found"
+    assert not ok[np.array(dists) < Fraction(1, 2**73)].any()
+
+
+@pytest.mark.parametrize("e", [64, 200, 900, 1000, 4000, (1 << 20) + 1])
+def test_deep_tail(e):
+    """U* around 2**-e (far beyond the 63 bits of the first word): bit-identical;
+    beyond the bound's exponent range (e > 2**20) the exact fallback is taken."""
+    mech = SnappingMechanism(epsilon=0.001, bound=1e6)
+    p = mech.precision
+    pipe = mech._pipeline
+    rng = random.Random(e)
+    draws = [
+        Draw(
+            sign=rng.choice([-1, 1]),
+            mantissa=(1 << (p - 1)) | rng.getrandbits(p - 1),
+            exponent=-(p - 1) - e - rng.randint(0, 3),
+        )
+        for _ in range(200)
+    ]
+    vals = np.array([rng.uniform(-1e6, 1e6) for _ in draws])
+    ref = exact_outputs(mech, vals, draws)
+    eng = fp.engine_for(mech.calibration)
+    batch = fp.DrawBatch.from_draws(draws, p)
+    sh, sl, err, _ok = eng.diagnose(vals, batch)
+    for engine in ENGINES:
+        out, st = eng.run(vals, batch, pipe, engine)
+        assert identical(out, ref)
+        if e > 1 << 20:
+            assert len(st.fallback_k) == len(draws)
+    if e <= 1 << 20:
+        for i in range(0, 200, 7):
+            t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
+            assert abs(t - _exact_t(pipe, vals[i], draws[i])) <= Fraction(float(err[i]))
+
+
+# ----------------------------------------------------------------------------------
+# Integration: mechanism, backends, sources
+# ----------------------------------------------------------------------------------
+def test_release_fast_backend_equals_exact_path():
+    """Same SeededSource: the fast backend's release equals the exact pipeline's."""
+    kw = dict(epsilon=0.7, bounds=(-50.0, 50.0))
+    v = random_values(-60.0, 60.0, 3000, 1).reshape(30, 100)
+    fast = SnappingMechanism(backend="fast", source=SeededSource(42), **kw)
+    out = fast.release(v)
+    assert out.shape == v.shape and out.dtype == np.float64
+    mpfr = SnappingMechanism(backend="mpfr", source=SeededSource(42), **kw)
+    ref = exact_outputs(mpfr, v.reshape(-1), SeededSource(42).draws(v.size, mpfr.precision))
+    assert identical(out.reshape(-1), ref)
+    # the automatic dispatch (mpfr, large array) gives the same bits
+    assert identical(mpfr.release(v).reshape(-1), ref)
+    # a short list goes element by element, on the same stream
+    m2 = SnappingMechanism(backend="fast", source=SeededSource(42), **kw)
+    small = m2.release(list(v.reshape(-1)[:10]))
+    assert small == ref[:10].tolist()
+
+
+@pytest.mark.parametrize(("name", "kw", "vrange"), [PARAMS[0], PARAMS[2], PARAMS[6]], ids=str)
+def test_extreme_and_boundary_values(name, kw, vrange):
+    """Huge values (overflowing v − c), values around c ± 4Δb (the 'far' test), at
+    the bounds and one ulp around them: bit-identical to the exact pipeline."""
+    mech = SnappingMechanism(**kw)
+    lo, hi = mech.bounds
+    c = float(mech.calibration.center)
+    w = float(4 * mech.sensitivity * mech.clamp_bound)
+    base = [
+        1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 1e18, -1e18,
+        5e-324, -5e-324, 0.0, -0.0, lo, hi, c, c + w, c - w, c + w / 2, c - w / 2,
+    ]  # fmt: skip
+    vals = []
+    for b in base:
+        vals += [b, math.nextafter(b, math.inf), math.nextafter(b, -math.inf)]
+    vals = np.array([v for v in vals if math.isfinite(v)] * 40)
+    draws = SeededSource(17).draws(vals.size, mech.precision)
+    ref = exact_outputs(mech, vals, draws)
+    for engine in ENGINES:
+        out = fp.release_batch(mech._pipeline, vals, SeededSource(17), engine=engine)
+        assert identical(out, ref), name
+    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    sh, sl, err, _ok = fp.engine_for(mech.calibration).diagnose(vals, batch)
+    for i in range(0, vals.size, 7):
+        t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
+        exact = _exact_t(mech._pipeline, vals[i], draws[i])
+        assert abs(t - exact) <= Fraction(float(err[i])), (name, vals[i])
+
+
+def test_release_empty_and_shapes():
+    m = SnappingMechanism(epsilon=1.0, bound=3.0, backend="fast", source=SeededSource(1))
+    assert m.release(np.array([])).shape == (0,)
+    out = m.release(np.zeros((2, 3, 4), dtype=np.float32))
+    assert out.shape == (2, 3, 4) and out.dtype == np.float64
+    with pytest.raises(ValueError, match="finite"):
+        m.release(np.array([1.0, np.nan]))
+
+
+def test_release_integer_and_replay_inputs():
+    kw = dict(epsilon=1.0, bounds=(0.0, 1000.0))
+    ints = np.arange(-100, 1100, dtype=np.int64)
+    draws = SeededSource(3).draws(ints.size, 118)
+    replay = [(d.sign, d.u) for d in draws]
+    fast = SnappingMechanism(backend="fast", source=ReplaySource(replay), **kw)
+    ref = exact_outputs(fast, ints.astype(np.float64), draws)
+    assert identical(fast.release(ints), ref)
+    # int64 beyond 2**53 is not an exact double: element-wise exact path, same bits
+    big = np.array([2**60 + 1, 5, -(2**62) - 3], dtype=np.int64)
+    m = SnappingMechanism(backend="fast", source=SeededSource(8), **kw)
+    out = m.release(big)
+    ref_m = SnappingMechanism(source=SeededSource(8), **kw)
+    assert out.tolist() == [ref_m.release(int(b)) for b in big]
+
+
+def test_fast_backend_registered_and_exact_scalar():
+    reg = get_registries()
+    assert "fast" in reg.backends.names() and "fast" in reg.backends.available()
+    assert BUILTIN_PLUGINS["fast"] == "snapcore.backends.fast"
+    fast = reg.backends.create("fast")
+    assert callable(fast.batch)
+    a = fast.arithmetic(118)
+    third = a.div(a.convert(1), a.convert(3))
+    m, e = a.to_dyadic(third)
+    assert (m, e) == round_fraction(Fraction(1, 3), 118)
+    kw = dict(epsilon=1.0, bounds=(0.0, 10.0))
+    x = SnappingMechanism(backend="fast", **kw).transform(3.3, 0.375, -1)
+    y = SnappingMechanism(backend="mpfr", **kw).transform(3.3, 0.375, -1)
+    assert x == y
+
+
+def test_unsupported_parameters_fall_back_entirely():
+    """Magnitudes outside the bound's coverage: the whole batch is exact."""
+    mech = SnappingMechanism(epsilon=2.0**-700, bound=2.0**-650)
+    eng = fp.engine_for(mech.calibration)
+    assert not eng.supported
+    v = np.linspace(-1e-196, 1e-196, 50)
+    out, st = fp.release_batch(mech._pipeline, v, SeededSource(4), stats=True)
+    ref = exact_outputs(mech, v, SeededSource(4).draws(50, mech.precision))
+    assert identical(out, ref) and st.engine == "exact"
+
+
+def test_output_stage_computed_and_certified():
+    """Wide bounds (no table): the double-double output stage is certified or exact."""
+    kw = dict(epsilon=3.0, bounds=(-1e9 + 0.3, 3e9 + 0.1), sensitivity=0.37)
+    mech = SnappingMechanism(**kw)
+    eng = fp.engine_for(mech.calibration)
+    assert not eng.use_table and eng.out_dd
+    k = np.arange(-eng.kmax - 3, eng.kmax + 4, max(1, eng.kmax // 5000), dtype=np.int64)
+    k = np.concatenate([k, [-eng.kmax, eng.kmax, 0, 1, -1]])
+    out, bad = eng.outputs(k, mech._pipeline)
+    from snapcore.pipeline import clamp
+
+    L, b = mech.calibration.granularity_log2, mech.calibration.clamp_bound
+    ref = np.array([mech._pipeline.output(clamp(int(kk), L, b)) for kk in k])
+    assert identical(out, ref)
+    assert bad.size <= k.size // 100
+
+
+def test_system_source_large_reads():
+    """Large reads bypass the buffer but keep the stream's byte accounting."""
+    from snapcore.sources import SystemSource
+
+    src = SystemSource()
+    a = src.read(5)
+    b = src.read(100_000)
+    c = src.read(3)
+    assert (len(a), len(b), len(c)) == (5, 100_000, 3)
+    assert len(set(b[i : i + 16] for i in range(0, 100_000, 16))) == 6250  # no repeats
+    batch = fp.decode_draw_batch(src, 70_000, 118)
+    assert len(batch) == 70_000 and set(np.unique(batch.sign)) <= {-1.0, 1.0}
+    assert 0.45 < np.mean(batch.e == 1.0) < 0.55  # P(e = 1) = 1/2
+
+
+def test_default_source_stays_system():
+    m = SnappingMechanism(epsilon=1.0, bound=1.0)
+    assert m.source.name == "system" and m.source.cryptographic
+
+
+def test_chacha20_source():
+    pytest.importorskip("cryptography")
+    from snapcore.chacha import ChaCha20Source
+
+    reg = get_registries()
+    assert "chacha20" in reg.sources.names()
+    src = reg.sources.create("chacha20")
+    assert isinstance(src, ChaCha20Source) and src.cryptographic
+    assert src.read(10) != ChaCha20Source().read(10)
+    # RFC 8439 §2.4.2 keystream (block counter 1): the cipher is ChaCha20 itself
+    key = bytes(range(32))
+    nonce = (1).to_bytes(4, "little") + bytes.fromhex("000000000000004a00000000")
+    src._enc = src._Cipher(src._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    src._buf, src._pos = b"", 0
+    head = src.read(3) + src.read(13)
+    assert head.hex() == "224f51f3401bd9e12fde276fb8631ded"
+    # draws through the fast path consume the stream like the scalar decoder
+    m = SnappingMechanism(epsilon=1.0, bound=5.0, source="chacha20")
+    out = m.release(np.zeros(5000))
+    assert np.all(np.abs(out) <= 5.0)
