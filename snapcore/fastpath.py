@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import importlib
 import math
 import threading
@@ -569,9 +570,7 @@ def _scan_stream(
         j = int(np.searchsorted(seg_starts, i, side="right")) - 1
         start, buf = segments[j]
         o = (i - start) * row
-        chunk = buf[o : o + row]
-        it = iter([chunk[:8], chunk[8:]])
-        return decode_draw(lambda k: next(it), p)
+        return decode_draw(io.BytesIO(buf[o : o + row]).read, p)
 
     return exact
 

@@ -305,7 +305,7 @@ def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
     for j in range(40, 91):
         for _ in range(per_exponent):
             v = rng.uniform(*vrange)
-            x = to_fraction(*pipe.centre(Fraction(v)))
+            x = Fraction(*pipe.centre(Fraction(v)))
             k = rng.randint(-3, 3) + round(x / Lam)
             sigma = rng.choice([-1, 1])
             target = (k + Fraction(1, 2) + sigma * Fraction(1, 2**j)) * Lam
@@ -316,7 +316,7 @@ def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
     ties = 0
     for _ in range(tie_tries):
         v = rng.uniform(*vrange)
-        x = to_fraction(*pipe.centre(Fraction(v)))
+        x = Fraction(*pipe.centre(Fraction(v)))
         k = rng.randint(-3, 3) + round(x / Lam)
         target = (k + Fraction(1, 2)) * Lam
         d0 = near_tie_draw(mech, x, target)
