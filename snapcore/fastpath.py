@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import io
 import importlib
+import io
 import math
 import threading
 from collections.abc import Callable
