@@ -352,3 +352,26 @@ def test_centred_neighbours_are_at_most_one_apart(v, delta, lo):
     if -b < x1 and x2 < b:  # neither clamped: exactly the exact quotients
         assert x1 == (vq - mech.calibration.center) / mech.sensitivity
         assert x2 - x1 == 1
+
+
+@settings(SETTINGS, max_examples=2000)
+@given(
+    p=st.sampled_from([3, 5, 53, 118, 119, 200]),
+    xn=st.integers(-(2**140), 2**140),
+    xk=st.integers(-220, 10),
+    nm=st.integers(-(2**200), 2**200),
+    ne=st.integers(-260, 10),
+    dyadic=st.booleans(),
+)
+def test_add_rounds_the_exact_sum_once(p, xn, xk, nm, ne, dyadic):
+    """Stage *add*: ``y = RN_p(x + N)`` for exact ``x`` (dyadic or not) and p-bit ``N``."""
+    from snapcore.pipeline import add
+
+    assume(nm == 0 or abs(nm).bit_length() <= p)
+    x = (xn, 1 << -xk) if xk <= 0 else (xn << xk, 1)
+    if not dyadic:
+        x = (xn, 3 * 5**7)
+    m, e = add(x, (nm, ne), p)
+    want = round_p(Fraction(*x) + nm * Fraction(2) ** ne, p, RN)
+    assert m * Fraction(2) ** e == want
+    assert abs(m).bit_length() <= p
