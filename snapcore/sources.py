@@ -350,12 +350,20 @@ class ReplaySource(RandomSource):
             return d
 
     def draws(self, count: int, precision: int) -> list[Draw]:
+        """The next ``count`` draws, all or nothing: an exhausted source or an invalid
+        draw raises without consuming any."""
         with self._lock:
             if self.remaining < count:
                 raise SourceExhaustedError(
                     f"replay source has {self.remaining} draws left, {count} requested"
                 )
-        return [self.draw(precision) for _ in range(count)]
+            start = self._next
+            out = [
+                draw_from_u(u, sign, precision, name=f"draws[{start + i}].u")
+                for i, (sign, u) in enumerate(self._pending[start : start + count])
+            ]
+            self._next = start + count
+            return out
 
 
 @hookimpl

@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 import gmpy2
 
+from snapcore.bounds import ln_upper
 from snapcore.dyadic import to_fraction
 from snapcore.errors import ParameterError, PluginError
 from snapcore.params import Calibration, calibrate, check_real
@@ -114,15 +115,6 @@ def _float_up(q: Fraction) -> float:
     if Fraction(f) < q:
         f = math.nextafter(f, math.inf)
     return f
-
-
-def _ln_inverse_up(alpha: Fraction) -> Fraction:
-    """An upper bound on ``ln(1/alpha)``: MPFR at 128 bits, every step rounded upward."""
-    ctx = gmpy2.context(precision=128, round=gmpy2.RoundUp)
-    inv = ctx.div(gmpy2.mpz(alpha.denominator), gmpy2.mpz(alpha.numerator))  # >= 1/alpha
-    up = ctx.log(inv)  # log is increasing, so >= ln(1/alpha)
-    n, d = up.as_integer_ratio()
-    return Fraction(int(n), int(d))
 
 
 # -- accuracy (data-independent, seed GetAccuracy2) ------------------------------------
@@ -216,7 +208,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     lam = to_fraction(*cal.scale)
     beta = cal.half_width / delta
     b = cal.b
-    ln_up = _ln_inverse_up(a)
+    ln_up = ln_upper(1 / a)
     noise = delta * (1 + eta) ** 3 * lam * (ln_up + 2 * eta)
     snap = delta * cal.granularity / 2
     biggest = max(abs(cal.lower), abs(cal.upper))
@@ -306,7 +298,7 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
         raise ParameterError(f"gamma must be a finite number in (0, 1], got {gamma!r}")
     delta = check_real("sensitivity", sensitivity, positive=True)
     k = (2 + Fraction(24, 1 << 52)) / (eps - Fraction(1, 1 << 117))
-    ln_up = Fraction(0) if g == 1 else _ln_inverse_up(g)
+    ln_up = ln_upper(1 / g)
     return _float_up(bp + delta * k / 2 * (1 + 2 * ln_up))
 
 

@@ -455,3 +455,17 @@ def test_release_distribution_test_has_power():
     wrong = snapcore.SnappingMechanism(epsilon=0.5, bounds=(-4.0, 4.0), source=SeededSource(9))
     outs = wrong.release([value] * FAST)
     assert chi_square(counts(outs), ideal_output_distribution(kw, value))[1] < ALPHA
+
+
+def test_replay_draws_are_all_or_nothing():
+    """An invalid draw in a batch raises and consumes none of the batch."""
+    from fractions import Fraction
+
+    from snapcore import ParameterError
+    from snapcore.sources import ReplaySource
+
+    src = ReplaySource([(1, Fraction(1, 2)), (1, Fraction(1, 3)), (-1, Fraction(3, 4))])
+    with pytest.raises(ParameterError, match=r"draws\[1\]\.u"):
+        src.draws(3, 118)
+    assert src.remaining == 3
+    assert src.draw(118).u == Fraction(1, 2)
