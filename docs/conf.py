@@ -102,11 +102,17 @@ def _toctree(caption: str, pages: list[str]) -> str:
 
 def api_modules() -> list[str]:
     """Every importable module of the snapcore package, sorted, minus the CLI."""
-    names = ["snapcore"]
-    for info in pkgutil.walk_packages(snapcore.__path__, "snapcore."):
-        if info.name.startswith(API_EXCLUDE_PREFIXES):
-            continue
-        names.append(info.name)
+    import snapcore.backends
+    import snapcore.statistics
+
+    names = {"snapcore"}
+    # The plugin packages are walked on their own: an editable install maps them from
+    # other folders, so walking snapcore.__path__ alone would miss them.
+    for pkg in (snapcore, snapcore.backends, snapcore.statistics):
+        names.add(pkg.__name__)
+        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            if not info.name.startswith(API_EXCLUDE_PREFIXES):
+                names.add(info.name)
     return sorted(names)
 
 

@@ -28,8 +28,8 @@ ADD_REMOVE = Neighbouring.ADD_REMOVE
 class Count(Statistic):
     """The number of records.
 
-    Relations
-    ---------
+    Relations:
+
     - ``add-remove`` (unbounded: add or remove one record; the default): Δ = 1.  With
       a public cap ``N`` (``n=``) the released value is ``min(#records, N)`` (still
       Δ = 1), in ``[0, N]``, so B′ = N.
@@ -109,8 +109,8 @@ def _edges(bins: Any) -> np.ndarray:
 class Histogram(Statistic):
     """Counts per bin: given bin edges (numeric data) or categories.
 
-    Options
-    -------
+    Options:
+
     bins : sequence of float
         Edges ``e_0 < ... < e_k``: bins ``[e_i, e_{i+1})``, the last one closed.
         Values are first clamped to ``[e_0, e_k]``, so every record lands in a bin.
@@ -118,8 +118,8 @@ class Histogram(Statistic):
         Category values; a record counts in the bin equal to its value, records with
         other values are not counted.  Give exactly one of ``bins`` and ``categories``.
 
-    Relations
-    ---------
+    Relations:
+
     Each record lies in at most one bin; every bin has Δ = 1.
 
     - ``replace`` (bounded: n public, one record replaced; the default): a replaced

@@ -44,7 +44,7 @@ def _clamped(data: Dataset, i: int, lo: float, hi: float) -> np.ndarray:
 
 
 def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
-    """The largest sample variance (``v=None``) or |sample covariance| of ``n >= 2``
+    """The largest sample variance (``v=None``) or ``|sample covariance|`` of ``n >= 2``
     records with ranges of widths ``w`` (and ``v``).
 
     ``S = Σ(x_i − x̄)²`` is convex in the data, so its maximum over the box
@@ -63,11 +63,11 @@ def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Frac
 class Sum(Statistic):
     """Sum of the values clamped to ``[a, b]``.
 
-    Relations
-    ---------
+    Relations:
+
     - ``replace`` (bounded: n public, one record replaced): Δ = b − a; the sum lies
       in ``[n·a, n·b]``, so B′ = ``n·max(|a|, |b|)``.
-    - ``add-remove`` (unbounded: add or remove one record): Δ = max(|a|, |b|), the
+    - ``add-remove`` (unbounded: add or remove one record): ``Δ = max(|a|, |b|)``, the
       largest value one record contributes.  With a public cap ``N`` on the number of
       records the sum lies in ``[N·min(a, 0), N·max(b, 0)]``; the computed sum is
       clamped to that interval (1-Lipschitz, so Δ still holds), B′ = ``N·max(|a|, |b|)``.
@@ -124,7 +124,7 @@ class Mean(Statistic):
 
     Relation ``replace`` (bounded: n public, one record replaced): the mean is the
     exact sum over the public n, Δ = (b − a)/n, and it lies in ``[a, b]``, so
-    B′ = max(|a|, |b|) (seed §7.1), reached by n records all at the endpoint of
+    ``B′ = max(|a|, |b|)`` (seed §7.1), reached by n records all at the endpoint of
     larger magnitude.
     """
 
