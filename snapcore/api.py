@@ -119,6 +119,14 @@ class Release:
         """The seed's B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
         return max(abs(self.value_range[0]), abs(self.value_range[1]))
 
+    def accuracy(self, alpha: Any) -> float:
+        """The data-independent accuracy at confidence ``alpha``: each released value is
+        within this of the exact statistic with probability at least ``1 - alpha``
+        (see :func:`snapcore.utility.accuracy`)."""
+        from snapcore.utility import accuracy
+
+        return accuracy(self, alpha)
+
     @property
     def values(self) -> tuple[float, ...]:
         """The released values as a tuple (one element for a scalar statistic)."""

@@ -182,7 +182,8 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     Notes
     -----
     Let ``t = (f(D) - c)/Δ`` with ``|t| <= β = B/Δ``.  The pipeline computes
-    ``x = clamp_b(RN(t))`` (``|x - t| <= η·β``), ``N = ±RN(λ·RN(ln U*))``
+    ``x = clamp_b(t)`` exactly (the bound also allows DESIGN.md's literal
+    ``x = clamp_b(RN(t))``, ``|x - t| <= η·β``), ``N = ±RN(λ·RN(ln U*))``
     (``|N| <= (1+η)²·λ·|ln U*|``), ``y = RN(x + N)`` (error ``<= η·(b + |N|)``),
     ``z = ⌊y⌉_Λ`` (error ``<= Λ/2``), ``z′ = clamp_b(z)`` (adds at most ``η·β``: clamping
     is 1-Lipschitz and ``|b - β| <= η·β``), then ``RN₅₃(c + Δ·z′)`` clamped to

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -46,6 +47,9 @@ def test_bundled_data_mean():
     value = float(out.split("released value")[1].split()[0])
     assert -1.0 < value < 101.0
     assert "WARNING" not in r.stderr
+    # The 95% accuracy, independently: Δ·(ln 20/ε′ + Λ/2) with Δ = 100/1000, ε′ ≈ 1, Λ = 2.
+    acc = float(out.split("accuracy")[1].split()[0])
+    assert acc == pytest.approx(0.1 * (math.log(20) + 1), rel=1e-5)
 
 
 def test_example_data_is_realistic():

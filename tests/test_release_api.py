@@ -208,3 +208,16 @@ def test_builtin_entry_points_agree():
     eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
     for name in ("counting", "moments"):
         assert eps["snapcore"][name] == BUILTIN_PLUGINS[name]
+
+
+def test_release_record_carries_its_accuracy():
+    """The record's accuracy is the mechanism's, computed from the record's own fields."""
+    import snapcore
+    from snapcore.utility import accuracy
+
+    r = snapcore.release("mean", [34, 51, 29, 62, 45], epsilon=1.0, bounds=(0, 100))
+    m = snapcore.SnappingMechanism(
+        epsilon=r.epsilon_per_value, sensitivity=r.sensitivity, bounds=r.clamp_bounds
+    )
+    assert r.accuracy(0.05) == accuracy(m, 0.05) == m.accuracy(0.05)
+    assert 0 < r.accuracy(0.05) <= r.clamp_bounds[1] - r.clamp_bounds[0]

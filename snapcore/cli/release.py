@@ -284,6 +284,10 @@ def release(
         click.echo(
             f"  granularity      {_fmt(r.granularity)} (outputs are on a grid of this step)"
         )
+        click.echo(
+            f"  accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
+            "probability >= 95%, per value; data-independent)"
+        )
         click.echo(f"  precision        {r.precision} bits, backend {r.backend}")
         src = r.source if seed is None else f"seeded (seed {seed!r}; NOT for production)"
         click.echo(f"  source           {src}")
