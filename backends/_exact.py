@@ -7,6 +7,8 @@ exponent range, using shifts and integer comparisons only.
 
 from __future__ import annotations
 
+from snapcore.dyadic import round_dyadic as round_nearest
+
 __all__ = ["add_nearest", "fits", "round_nearest"]
 
 
@@ -14,25 +16,6 @@ def fits(m: int, p: int) -> bool:
     """Whether ``m`` has at most ``p`` significant bits once trailing zeros are stripped."""
     a = abs(m)
     return not a or (a >> ((a & -a).bit_length() - 1)).bit_length() <= p
-
-
-def round_nearest(m: int, e: int, p: int) -> tuple[int, int]:
-    """``m * 2**e`` rounded to ``p`` bits, to nearest, ties to even (``(0, 0)`` for zero)."""
-    if not m:
-        return (0, 0)
-    a = -m if m < 0 else m
-    s = a.bit_length() - p
-    if s <= 0:
-        return (m, e)
-    q = a >> s
-    r = a - (q << s)
-    half = 1 << (s - 1)
-    if r > half or (r == half and q & 1):
-        q += 1
-        if q >> p:  # carried into the next binade
-            q >>= 1
-            s += 1
-    return (-q if m < 0 else q, e + s)
 
 
 def add_nearest(ma: int, ea: int, mb: int, eb: int, p: int) -> tuple[int, int]:

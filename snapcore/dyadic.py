@@ -88,6 +88,29 @@ def round_ratio(num: int, den: int, p: int, mode: Rounding = Rounding.NEAREST) -
     return (-q if negative else q, e)
 
 
+def round_dyadic(m: int, e: int, p: int) -> tuple[int, int]:
+    """``m * 2**e`` rounded to ``p`` bits, to nearest, ties to even, by shifts only.
+
+    The fast case of :func:`round_ratio` (a power-of-two denominator); ``(0, 0)`` for
+    zero.  The result's mantissa has at most ``p`` bits.
+    """
+    if not m:
+        return (0, 0)
+    a = -m if m < 0 else m
+    s = a.bit_length() - p
+    if s <= 0:
+        return (m, e)
+    q = a >> s
+    r = a - (q << s)
+    half = 1 << (s - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+        if q >> p:  # carried into the next binade
+            q >>= 1
+            s += 1
+    return (-q if m < 0 else q, e + s)
+
+
 def round_fraction(
     q: Fraction | int | float, p: int, mode: Rounding = Rounding.NEAREST
 ) -> tuple[int, int]:

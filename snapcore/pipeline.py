@@ -20,7 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from snapcore.backend import Arithmetic, Num
-from snapcore.dyadic import dyadic_cmp, round_ratio
+from snapcore.dyadic import dyadic_cmp, round_dyadic, round_ratio
 from snapcore.params import Calibration
 from snapcore.sources import Draw, RandomSource
 
@@ -49,20 +49,7 @@ def add(x: tuple[int, int], noise: tuple[int, int], precision: int) -> tuple[int
         xe = 1 - xd.bit_length()
         e = min(xe, ne)
         total = (xn << (xe - e)) + (nm << (ne - e))
-        extra = total.bit_length() - precision
-        if extra <= 0:
-            return (total, e)
-        # Round the integer to `precision` bits: nearest, ties to even, on the magnitude.
-        mag = -total if total < 0 else total
-        q = mag >> extra
-        half = 1 << (extra - 1)
-        rem = mag & ((half << 1) - 1)
-        if rem > half or (rem == half and q & 1):
-            q += 1
-            if q >> precision:  # carried into the next binade
-                q >>= 1
-                extra += 1
-        return (-q if total < 0 else q, e + extra)
+        return round_dyadic(total, e, precision)
     if ne >= 0:
         return round_ratio(xn + (nm << ne) * xd, xd, precision)
     return round_ratio((xn << -ne) + nm * xd, xd << -ne, precision)
