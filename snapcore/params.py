@@ -26,6 +26,7 @@ __all__ = [
     "calibrate",
     "ceil_log2",
     "check_real",
+    "derive_calibration",
     "required_precision",
 ]
 
@@ -199,6 +200,43 @@ def _exact_double(name: str, value: Any) -> Fraction:
     return q
 
 
+def derive_calibration(
+    *,
+    epsilon: Fraction,
+    lower: Fraction,
+    upper: Fraction,
+    sensitivity: Fraction,
+    precision: int,
+) -> Calibration:
+    """DESIGN.md §1 steps 1-3 for already validated exact parameters at ``precision``.
+
+    ``b = RN(B/Δ)``, ``ε′ = RZ((ε − 2η)/(1 + 12·b·η))``, ``λ = RU(1/ε′)`` and
+    ``Λ = 2**L``, the smallest power of two ``>= λ``.  No checks: :func:`calibrate`
+    validates, chooses the precision and enforces the upper condition around it.
+    """
+    p = precision
+    eta = Fraction(1, 1 << p)
+    half = (upper - lower) / 2
+    q = half / sensitivity
+    b = round_ratio(q.numerator, q.denominator, p)
+    bq = to_fraction(*b)
+    eps_p = round_fraction((epsilon - 2 * eta) / (1 + 12 * bq * eta), p, Rounding.TOWARD_ZERO)
+    m, e = lam = round_fraction(1 / to_fraction(*eps_p), p, Rounding.UP)
+    return Calibration(
+        precision=p,
+        lower=lower,
+        upper=upper,
+        center=(lower + upper) / 2,
+        half_width=half,
+        sensitivity=sensitivity,
+        epsilon=epsilon,
+        clamp_bound=b,
+        epsilon_prime=eps_p,
+        scale=lam,
+        granularity_log2=e + m.bit_length() - (1 if m & (m - 1) == 0 else 0),
+    )
+
+
 def calibrate(
     *,
     epsilon: Any,
@@ -253,7 +291,6 @@ def calibrate(
             raise ParameterError(
                 f"bounds must satisfy lower < upper, got lower={bounds[0]!r}, upper={bounds[1]!r}"
             )
-    center = (lower + upper) / 2
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
     if need > MAX_PRECISION:
@@ -279,33 +316,15 @@ def calibrate(
         raise ParameterError(
             f"epsilon must be > 2**-{p - 1} at precision {p}, got {show(epsilon)}"
         )
-    q = half / delta
-    b = round_ratio(q.numerator, q.denominator, p)
-    bq = to_fraction(*b)
-    eps_p = round_fraction((eps - 2 * eta) / (1 + 12 * bq * eta), p, Rounding.TOWARD_ZERO)
-    ep = to_fraction(*eps_p)
-    lam = round_fraction(1 / ep, p, Rounding.UP)
-    m, e = lam
-    L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
-    if bq > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
+    cal = derive_calibration(epsilon=eps, lower=lower, upper=upper, sensitivity=delta, precision=p)
+    L = cal.granularity_log2
+    if cal.b > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
             f"bounds are too wide for epsilon = {show(epsilon)}: the half-width over the "
             "sensitivity, "
-            f"B/sensitivity = {float(q)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} * Lambda = "
-            f"{float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = 2**{L}, the "
-            "granularity for this epsilon), so that every output grid point is an exact "
-            "double; narrow the bounds or lower epsilon"
+            f"B/sensitivity = {float(half / delta)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} "
+            f"* Lambda = {float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = "
+            f"2**{L}, the granularity for this epsilon), so that every output grid point is "
+            "an exact double; narrow the bounds or lower epsilon"
         )
-    return Calibration(
-        precision=p,
-        lower=lower,
-        upper=upper,
-        center=center,
-        half_width=half,
-        sensitivity=delta,
-        epsilon=eps,
-        clamp_bound=b,
-        epsilon_prime=eps_p,
-        scale=lam,
-        granularity_log2=L,
-    )
+    return cal

@@ -17,8 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from snapcore.dyadic import Rounding, round_fraction, to_fraction
-from snapcore.params import Calibration
+from snapcore.params import Calibration, derive_calibration
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import draw_from_u
@@ -30,27 +29,8 @@ def tiny_calibration(
     *, epsilon: Fraction, lower: Fraction, upper: Fraction, sensitivity: Fraction, precision: int
 ) -> Calibration:
     """DESIGN.md §1 steps 1-3 at any precision (no floor, no upper condition)."""
-    p = precision
-    eta = Fraction(1, 1 << p)
-    center, half = (lower + upper) / 2, (upper - lower) / 2
-    b = round_fraction(half / sensitivity, p)
-    bq = to_fraction(*b)
-    eps_p = round_fraction((epsilon - 2 * eta) / (1 + 12 * bq * eta), p, Rounding.TOWARD_ZERO)
-    lam = round_fraction(1 / to_fraction(*eps_p), p, Rounding.UP)
-    m, e = lam
-    L = e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)
-    return Calibration(
-        precision=p,
-        lower=lower,
-        upper=upper,
-        center=center,
-        half_width=half,
-        sensitivity=sensitivity,
-        epsilon=epsilon,
-        clamp_bound=b,
-        epsilon_prime=eps_p,
-        scale=lam,
-        granularity_log2=L,
+    return derive_calibration(
+        epsilon=epsilon, lower=lower, upper=upper, sensitivity=sensitivity, precision=precision
     )
 
 
