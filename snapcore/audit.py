@@ -736,23 +736,26 @@ def audit(
     backend = getattr(mechanism.backend, "name", str(mechanism.backend))
     eps = cal.epsilon
     dist = abs(v - w) / cal.sensitivity
+    common = {
+        "epsilon": eps,
+        "value": float(v),
+        "neighbour": float(w),
+        "backend": backend,
+        "precision": p,
+        "sampler_precision": q,
+        "distribution": dv,
+        "neighbour_distribution": dw,
+        "distance": dist,
+    }
     if infinite:
         return AuditResult(
-            epsilon=eps,
-            value=float(v),
-            neighbour=float(w),
-            backend=backend,
-            precision=p,
-            sampler_precision=q,
-            distribution=dv,
-            neighbour_distribution=dw,
+            **common,
             max_ratio=None,
             loss=math.inf,
             excess=math.inf,
             attained_at=tuple(o for o, _ in infinite),
             more_likely_under=infinite[0][1],
             private=False,
-            distance=dist,
             loss_decimal="inf",
         )
     assert best is not None
@@ -761,21 +764,13 @@ def audit(
     sgn, excess = compare_ln(best, eps)
     _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
     return AuditResult(
-        epsilon=eps,
-        value=float(v),
-        neighbour=float(w),
-        backend=backend,
-        precision=p,
-        sampler_precision=q,
-        distribution=dv,
-        neighbour_distribution=dw,
+        **common,
         max_ratio=best,
         loss=loss,
         excess=excess,
         attained_at=tuple(attained),
         more_likely_under=under,
         private=sgn <= 0,
-        distance=dist,
         loss_decimal=_ln_decimal(best),
     )
 
