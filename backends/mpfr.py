@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapcore.backend import Arithmetic, Backend
 from snapcore.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from snapcore.pipeline import Pipeline
+    from snapcore.sources import RandomSource
 
 __all__ = ["MPFRArithmetic", "MPFRBackend"]
 
@@ -120,6 +124,27 @@ class MPFRBackend(Backend):
             if arith is None:
                 arith = self._cache[precision] = MPFRArithmetic(precision)
             return arith
+
+    @property
+    def batch_min_size(self) -> int:
+        """Arrays at least this long are offered to :meth:`batch`."""
+        from snapcore.fastpath import AUTO_MIN_SIZE
+
+        return AUTO_MIN_SIZE
+
+    def batch(self, pipeline: Pipeline, values: Any, source: RandomSource) -> Any:
+        """Release a whole array through the vectorised fast path (:mod:`snapcore.fastpath`),
+        bit-identical to this backend's own primitives.
+
+        Declines (returns None, before drawing anything) when the pipeline's arithmetic
+        is not exactly :class:`MPFRArithmetic`: a subclass that changes a primitive
+        would no longer be what the fast path reproduces.
+        """
+        if type(pipeline.arith) is not MPFRArithmetic:
+            return None
+        from snapcore.fastpath import release_batch
+
+        return release_batch(pipeline, values, source)
 
 
 @hookimpl

@@ -736,42 +736,36 @@ def audit(
     backend = getattr(mechanism.backend, "name", str(mechanism.backend))
     eps = cal.epsilon
     dist = abs(v - w) / cal.sensitivity
-    common = {
-        "epsilon": eps,
-        "value": float(v),
-        "neighbour": float(w),
-        "backend": backend,
-        "precision": p,
-        "sampler_precision": q,
-        "distribution": dv,
-        "neighbour_distribution": dw,
-        "distance": dist,
-    }
+    max_ratio: Fraction | None
     if infinite:
-        return AuditResult(
-            **common,
-            max_ratio=None,
-            loss=math.inf,
-            excess=math.inf,
-            attained_at=tuple(o for o, _ in infinite),
-            more_likely_under=infinite[0][1],
-            private=False,
-            loss_decimal="inf",
-        )
-    assert best is not None
-    if best == 1:
-        under = "neither"
-    sgn, excess = compare_ln(best, eps)
-    _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
+        max_ratio, loss, excess, private, decimal = None, math.inf, math.inf, False, "inf"
+        attained_at = tuple(o for o, _ in infinite)
+        under = infinite[0][1]
+    else:
+        assert best is not None
+        if best == 1:
+            under = "neither"
+        sgn, excess = compare_ln(best, eps)
+        _, loss = compare_ln(best, Fraction(0)) if best != 1 else (0, 0.0)
+        max_ratio, private, decimal = best, sgn <= 0, _ln_decimal(best)
+        attained_at = tuple(attained)
     return AuditResult(
-        **common,
-        max_ratio=best,
+        epsilon=eps,
+        value=float(v),
+        neighbour=float(w),
+        backend=backend,
+        precision=p,
+        sampler_precision=q,
+        distribution=dv,
+        neighbour_distribution=dw,
+        max_ratio=max_ratio,
         loss=loss,
         excess=excess,
-        attained_at=tuple(attained),
+        attained_at=attained_at,
         more_likely_under=under,
-        private=sgn <= 0,
-        loss_decimal=_ln_decimal(best),
+        private=private,
+        distance=dist,
+        loss_decimal=decimal,
     )
 
 

@@ -39,20 +39,15 @@ def check_value(value: Any, name: str = "value") -> Fraction:
 
 
 def _batch_capability(backend: Backend, arr: np.ndarray) -> Any:
-    """The batch release to use for ``arr``, or None for the element-wise path.
+    """The backend's batch release for ``arr``, or None for the element-wise path.
 
-    A backend offering ``batch(pipeline, values, source)`` is used for every array;
-    the MPFR reference backend uses the fast path (:mod:`snapcore.fastpath`, proven
-    bit-identical to it) for arrays of at least ``AUTO_MIN_SIZE`` elements.  Only
-    arrays whose elements are exact doubles qualify.
+    A backend may offer ``batch(pipeline, values, source)`` (bit-identical to the
+    element-wise path, or returning None to decline before drawing anything) and
+    ``batch_min_size`` (default 0): arrays at least that long whose elements are exact
+    doubles go through it.  The MPFR backend offers its vectorised fast path this way.
     """
     batch = getattr(backend, "batch", None)
-    if batch is None and backend.name == "mpfr":
-        from snapcore.fastpath import AUTO_MIN_SIZE, release_batch
-
-        if arr.size >= AUTO_MIN_SIZE:
-            batch = release_batch
-    if batch is None:
+    if batch is None or arr.size < getattr(backend, "batch_min_size", 0):
         return None
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind == "f" and size <= 8:
@@ -297,8 +292,8 @@ class SnappingMechanism:
                 )
             flat = arr.reshape(-1)
             batch = _batch_capability(self._backend, arr)
-            if batch is not None:  # the vectorised fast path, bit-identical to MPFR
-                outs = batch(pipe, arr, self._source)
+            outs = None if batch is None else batch(pipe, arr, self._source)
+            if outs is not None:  # e.g. the vectorised fast path, bit-identical to MPFR
                 return outs if isinstance(value, np.ndarray) else outs.tolist()
             centre = pipe.centre_ratio
             if arr.dtype.kind == "f":  # finite, checked above

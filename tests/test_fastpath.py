@@ -547,3 +547,29 @@ def test_chacha20_source():
     m = SnappingMechanism(epsilon=1.0, bound=5.0, source="chacha20")
     out = m.release(np.zeros(5000))
     assert np.all(np.abs(out) <= 5.0)
+
+
+def test_mpfr_batch_declines_for_a_modified_arithmetic():
+    """The MPFR backend's fast path reproduces MPFR's own primitives only: with a
+    subclassed arithmetic it declines, before drawing, and release goes element-wise."""
+    from fractions import Fraction as Q
+
+    from snapcore.backends.mpfr import MPFRArithmetic, MPFRBackend
+
+    from snapcore.pipeline import Pipeline
+    from snapcore.sources import ReplaySource
+
+    class Modified(MPFRArithmetic):
+        pass
+
+    mech = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0))
+    cal = mech.calibration
+    values = np.full(2048, 42.0)
+    src = ReplaySource([(1, Q(1, 2))] * 2048)
+    backend = MPFRBackend()
+    assert backend.batch_min_size <= values.size
+    assert backend.batch(Pipeline(cal, Modified(cal.precision)), values, src) is None
+    assert src.remaining == 2048
+    out = backend.batch(Pipeline(cal, backend.arithmetic(cal.precision)), values, src)
+    assert out is not None and src.remaining == 0
+    assert (out == mech.transform(42.0, Q(1, 2), 1)).all()
