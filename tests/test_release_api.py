@@ -221,3 +221,5 @@ def test_release_record_carries_its_accuracy():
     )
     assert r.accuracy(0.05) == accuracy(m, 0.05) == m.accuracy(0.05)
     assert 0 < r.accuracy(0.05) <= r.clamp_bounds[1] - r.clamp_bounds[0]
+    # Independently: Δ·(ln(1/α)/ε′ + Λ/2) with Δ = 100/5, ε′ ≈ 1 and Λ = 2.
+    assert r.accuracy(0.05) == pytest.approx(20 * (math.log(20) + 1), rel=1e-6)
