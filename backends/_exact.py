@@ -7,15 +7,10 @@ exponent range, using shifts and integer comparisons only.
 
 from __future__ import annotations
 
+from snapcore.dyadic import is_p_bit as fits
 from snapcore.dyadic import round_dyadic as round_nearest
 
 __all__ = ["add_nearest", "fits", "round_nearest"]
-
-
-def fits(m: int, p: int) -> bool:
-    """Whether ``m`` has at most ``p`` significant bits once trailing zeros are stripped."""
-    a = abs(m)
-    return not a or (a >> ((a & -a).bit_length() - 1)).bit_length() <= p
 
 
 def add_nearest(ma: int, ea: int, mb: int, eb: int, p: int) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from snapcore.backend import Arithmetic, Backend
+from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -56,10 +57,9 @@ class MPFRArithmetic(Arithmetic):
         )
 
     def from_dyadic(self, m: int, e: int) -> Any:
-        if m.bit_length() > self.precision:  # only then can it need more than p bits
-            a = abs(m)
-            if (a >> ((a & -a).bit_length() - 1)).bit_length() > self.precision:
-                raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
+        # Only a mantissa longer than p bits can need more than p significant bits.
+        if m.bit_length() > self.precision and not is_p_bit(m, self.precision):
+            raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
         return self._local.ctx.mul_2exp(m, e)  # exact: m has at most p bits
 
     def convert(self, q: Fraction | int | float) -> Any:

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any, cast
 
 from snapcore.backend import Arithmetic, Backend
+from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
 
 __all__ = ["MPMathArithmetic", "MPMathBackend", "ln_enclosure"]
@@ -196,8 +197,7 @@ class MPMathArithmetic(Arithmetic):
         return ctx.make_mpf(v)
 
     def from_dyadic(self, m: int, e: int) -> Any:
-        a = abs(m)
-        if a and (a >> ((a & -a).bit_length() - 1)).bit_length() > self.precision:
+        if not is_p_bit(m, self.precision):
             raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
         return self._make(libmp.from_man_exp(m, e))
 
