@@ -12,6 +12,7 @@ import numpy as np
 
 from snapcore.backend import Backend
 from snapcore.errors import ParameterError
+from snapcore.guarantee import calibration_accuracy
 from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
@@ -222,11 +223,10 @@ class SnappingMechanism:
 
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
-        for every f(D) in the interval; data-independent (see :func:`snapcore.accuracy.accuracy`).
+        for every f(D) in the interval; data-independent (see
+        :func:`snapcore.guarantee.calibration_accuracy`).
         """
-        from snapcore.accuracy import accuracy
-
-        return accuracy(self, alpha)
+        return calibration_accuracy(self._cal, alpha).bound
 
     # -- the mechanism -------------------------------------------------------------
     def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
