@@ -67,4 +67,3 @@ class _LazyGroup(click.Group):
 @click.version_option(package_name="snapcore")
 def main() -> None:
     """Differentially private releases with the snapping mechanism, exact at every step."""
-
