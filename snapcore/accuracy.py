@@ -808,42 +808,7 @@ def bias(mechanism: Any, guess: Any) -> Bias:
     )
 
 
-# -- data-dependent accuracy for a guess (seed §6.3 GetAccuracy) -------------------------
-
-
-def _seed_get_accuracy(cal: Calibration, f: Fraction, alpha: Fraction) -> Fraction:
-    """The seed's §6.3 "GetAccuracy" for a centred guess ``f >= 0`` (sensitivity units).
-
-    Kept to document a finding, not used: it is **not** a valid bound near the interval's
-    ends (see ``docs/accuracy.md``), because for ``x >= B − f`` it counts the upper half of
-    ``|Y′|`` although those errors were already moved to the clamp.
-    """
-    ctx = _ctx()
-    b = cal.unit_clamp_bound
-    lam_q = cal.scale
-    lam = _mp(ctx, lam_q)
-    alpha_mp = _mp(ctx, alpha)
-
-    def laplace_cdf(q: Fraction) -> Any:
-        u = _mp(ctx, q)
-        if u < 0:
-            return ctx.mul(0.5, ctx.exp(ctx.div(u, lam)))
-        return ctx.sub(1, ctx.mul(0.5, ctx.exp(ctx.div(-u, lam))))
-
-    p_l = laplace_cdf(-b - f + lam_q)
-    p_u = ctx.sub(1, laplace_cdf(b - f - lam_q))
-    fz_minus = ctx.sub(1, ctx.exp(ctx.sub(1, ctx.div(_mp(ctx, b - f), lam))))
-    one_plus = ctx.sub(ctx.add(1, p_l), alpha_mp)
-    if p_l >= alpha_mp:
-        a = _mp(ctx, b + f)
-    elif fz_minus >= one_plus:
-        a = ctx.mul(lam, ctx.sub(1, ctx.log(ctx.sub(alpha_mp, p_l))))
-    elif ctx.add(fz_minus, p_u) >= one_plus:
-        a = _mp(ctx, b - f)
-    else:
-        a = ctx.mul(lam, ctx.sub(1, ctx.log(ctx.add(ctx.sub(alpha_mp, p_l), p_u))))
-    n, d = a.as_integer_ratio()
-    return Fraction(int(n), int(d))
+# -- data-dependent accuracy for a guess ------------------------------------------------
 
 
 def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:

@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 from fractions import Fraction
 from typing import Any, cast
@@ -350,15 +351,7 @@ def release(
     )
 
 
-class _NoBudget:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
     if budget is None:
-        return _NoBudget()
+        return contextlib.nullcontext()
     return budget.reserve(eps, label=label)
