@@ -15,7 +15,7 @@ Two kinds of numbers live here:
   double (see :func:`accuracy_details`).
 
 * **Estimates for a guess** — :func:`bias`, :func:`guess_accuracy`,
-  :func:`output_distribution` and :func:`laplace_distance`.  They take a user's *guess*
+  :func:`ideal_output_distribution` and :func:`laplace_distance`.  They take a user's *guess*
   of f(D), never the data: the answer depends on f(D), so computing it from the real
   value and publishing it would leak f(D) (asking for it at many candidate values and
   reading off where it changes would recover f(D) outright).  They describe the ideal
@@ -42,9 +42,9 @@ from snapcore.statistic import check_data_bounds, resolve_relation, resolve_stat
 
 __all__ = [
     "Bias",
+    "IdealOutputDistribution",
     "LaplaceComparison",
     "LaplaceDistance",
-    "OutputDistribution",
     "accuracy",
     "accuracy_details",
     "bias",
@@ -53,8 +53,8 @@ __all__ = [
     "compare_with_laplace",
     "epsilon_for_accuracy",
     "guess_accuracy",
+    "ideal_output_distribution",
     "laplace_distance",
-    "output_distribution",
     "plan_accuracy",
     "plan_calibration",
 ]
@@ -621,13 +621,14 @@ class _Ideal:
         return self.below((self.k1 - half) * g)  # only the end −b lies below s
 
 
-def _centred(cal: Calibration, guess: Any) -> Fraction:
+def _guess_in_sensitivity_units(cal: Calibration, guess: Any) -> Fraction:
+    """``t = (guess − c)/Δ`` exactly (neither rounded nor clamped)."""
     v = check_real("guess", guess)
     return (v - cal.centre) / cal.sensitivity
 
 
 @attrs.frozen(kw_only=True)
-class OutputDistribution:
+class IdealOutputDistribution:
     """Part of the ideal output distribution for a guess (user units).
 
     Attributes
@@ -650,7 +651,9 @@ class OutputDistribution:
     omitted: float
 
 
-def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> OutputDistribution:
+def ideal_output_distribution(
+    mechanism: Any, guess: Any, *, window: int = 40
+) -> IdealOutputDistribution:
     """The ideal output distribution of one release for a *guess* of f(D).
 
     Real-valued Laplace noise of scale λ, snapped exactly to the grid and clamped: grid
@@ -662,7 +665,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     --------
     >>> from snapcore import SnappingMechanism
     >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
-    >>> d = output_distribution(m, 3.0, window=3)
+    >>> d = ideal_output_distribution(m, 3.0, window=3)
     >>> d.values
     (0.0, 1.0, 3.0, 5.0, 7.0, 9.0, 10.0)
     >>> abs(sum(d.probabilities) + d.omitted - 1) < 1e-12
@@ -671,7 +674,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     cal = _calibration_of(mechanism)
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 0:
         raise ParameterError(f"window must be an int >= 0, got {window!r}")
-    ideal = _Ideal(cal, _centred(cal, guess))
+    ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     ctx = ideal.ctx
     g, b, k1, k2, half = ideal.grid, ideal.b, ideal.k1, ideal.k2, Fraction(1, 2)
 
@@ -700,7 +703,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     covered = ctx.mul(0, 1)
     for _, p, _ in entries:
         covered = ctx.add(covered, p)
-    return OutputDistribution(
+    return IdealOutputDistribution(
         values=tuple(user(z) for z, _, _ in entries),
         probabilities=tuple(float(p) for _, p, _ in entries),
         clamped=tuple(c for _, _, c in entries),
@@ -724,7 +727,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
     True
     """
     cal = _calibration_of(mechanism)
-    ideal = _Ideal(cal, _centred(cal, guess))
+    ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     half = Fraction(1, 2)
     low = ideal.below((ideal.k1 - half) * ideal.grid)
     high = ideal.survival((ideal.k2 + half) * ideal.grid)
@@ -789,7 +792,7 @@ def bias(mechanism: Any, guess: Any) -> Bias:
     True
     """
     cal = _calibration_of(mechanism)
-    t = _centred(cal, guess)
+    t = _guess_in_sensitivity_units(cal, guess)
     x = max(-cal.unit_clamp_bound, min(cal.unit_clamp_bound, t))
     half = cal.granularity / 2
     ctx = _ctx()
@@ -853,7 +856,7 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     """
     cal = _calibration_of(mechanism)
     al = check_probability("alpha", alpha)
-    t = _centred(cal, guess)
+    t = _guess_in_sensitivity_units(cal, guess)
     ideal = _Ideal(cal, t)
     alpha_mp = _mp(ideal.ctx, al)
 

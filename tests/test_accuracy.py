@@ -236,7 +236,7 @@ def test_accuracy_holds_in_simulation_slow(epsilon, bounds, sens, value, alpha, 
 )
 def test_output_distribution_matches_brute_force_and_simulation(epsilon, bounds, value):
     m = mech(epsilon, bounds, seed=5)
-    d = accuracy.output_distribution(m, value, window=1000)
+    d = accuracy.ideal_output_distribution(m, value, window=1000)
     assert d.omitted < 1e-12
     cells, _ = ideal_cells(m, value)
     cal = m.calibration
@@ -260,13 +260,13 @@ def test_output_distribution_matches_brute_force_and_simulation(epsilon, bounds,
 
 def test_output_distribution_window_and_ends():
     m = mech(1.0, (0.0, 100.0))
-    d = accuracy.output_distribution(m, 50.0, window=2)
+    d = accuracy.ideal_output_distribution(m, 50.0, window=2)
     assert d.values == (0.0, 46.0, 48.0, 50.0, 52.0, 54.0, 100.0)
     assert d.clamped == (True, False, False, False, False, False, True)
     assert 0 < d.omitted < 0.2
     assert abs(sum(d.probabilities) + d.omitted - 1) < 1e-12
     with pytest.raises(ParameterError, match="window"):
-        accuracy.output_distribution(m, 50.0, window=-1)
+        accuracy.ideal_output_distribution(m, 50.0, window=-1)
 
 
 # -- ε from accuracy --------------------------------------------------------------------
