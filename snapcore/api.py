@@ -12,9 +12,9 @@ True
 from __future__ import annotations
 
 import contextlib
-import numbers
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import attrs
 
@@ -29,8 +29,10 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.dataset import as_dataset
+from snapcore.display import short
 from snapcore.errors import ParameterError, SnapcoreError
 from snapcore.mechanism import SnappingMechanism
+from snapcore.missing import apply_missing, check_missing_policy
 from snapcore.params import check_real
 from snapcore.sources import RandomSource
 from snapcore.statistic import (
@@ -39,9 +41,13 @@ from snapcore.statistic import (
     Prepared,
     Statistic,
     check_data_bounds,
+    check_n,
     resolve_relation,
     resolve_statistic,
 )
+
+if TYPE_CHECKING:
+    from snapcore.grouped import GroupedRelease
 
 __all__ = ["Release", "release"]
 
@@ -58,8 +64,11 @@ class Release:
     ----------
     statistic : str
         The statistic released.
-    value : float or tuple of float
-        The released value; one per coordinate (a tuple) for vector statistics.
+    value : float, int or tuple
+        The released value; one per coordinate (a tuple) for vector statistics.  An
+        integer-valued statistic (count, histogram) comes back as ``int`` when every
+        output is an integer: an integral :attr:`grid_step` between integral clamp
+        bounds.
     labels : tuple of str
         Coordinate labels (for a histogram, the bins).
     epsilon_spent : Fraction
@@ -140,6 +149,22 @@ class Release:
         return accuracy(self, alpha)
 
     @property
+    def grid_explanation(self) -> str:
+        """What the output grid means, in one paragraph, and how to get a finer one."""
+        if self.grid_step is None:
+            return "no grid: nothing was noised (Δ = 0), the value is exact"
+        step = short(self.grid_step)
+        acc = self.accuracy(0.05)
+        return (
+            f"outputs lie on a grid of step {step} (data units), centred on the clamp "
+            "interval: the noise is rounded to a multiple of it, so repeated releases "
+            f"take few distinct values and one can equal the exact value; that is not "
+            f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
+            "two at or above the noise scale λ ≈ 1/ε: a finer grid needs more ε, a smaller Δ "
+            "(narrower data bounds, or a larger n for a mean) or a narrower clamp interval"
+        )
+
+    @property
     def values(self) -> tuple[float, ...]:
         """The released values as a tuple (one element for a scalar statistic)."""
         return self.value if isinstance(self.value, tuple) else (self.value,)
@@ -173,6 +198,7 @@ class Release:
             "granularity_exact": _frac_str(self.granularity),
             "grid_step": f(self.grid_step),
             "grid_step_exact": _frac_str(self.grid_step),
+            "grid_explanation": self.grid_explanation,
             "backend": self.backend,
             "source": self.source,
             "data_bounds": None
@@ -184,97 +210,33 @@ class Release:
         }
 
 
-def _check_n(n: Any) -> int | None:
-    if n is None:
-        return None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ParameterError(f"n must be an int >= 0, got {n!r}")
-    return int(n)
+@attrs.frozen(kw_only=True)
+class _Plan:
+    """Everything a release needs, checked, before any noise is drawn."""
+
+    stat: Statistic
+    prep: Prepared
+    eps: Fraction
+    mech: SnappingMechanism | None
+    choice: ClampChoice | None
+    common: dict[str, Any]
 
 
-def release(
-    statistic: str | Statistic,
-    data: Any,
+def _plan(
+    stat: Statistic,
+    ds: Any,
     *,
-    epsilon: Any,
-    data_bounds: Any = None,
-    gamma: Any = None,
-    clamp_bounds: Any = None,
-    n: int | None = None,
-    relation: str | Neighbouring | None = None,
-    column: str | tuple[str, ...] | None = None,
-    backend: str | Backend = "mpfr",
-    source: str | RandomSource | None = None,
-    budget: Budget | None = None,
-    precision: int | None = None,
-    **options: Any,
-) -> Release:
-    """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
-
-    Parameters
-    ----------
-    statistic : str or Statistic
-        A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
-        ``covariance``, ``histogram``, or a plugin's) or a statistic object.
-    data : sequence, numpy.ndarray, pandas Series/DataFrame, or mapping
-        The private data (see :func:`snapcore.dataset.as_dataset`).
-    epsilon : real
-        The total ε this release spends.
-    data_bounds : (lower, upper), or one pair per column
-        Data bounds: every value is clamped to them before the statistic is computed.
-    gamma : real in (0, 1], optional
-        Choose the clamp interval so that it binds with probability at most γ (seed
-        §6.5).  The default, when ``clamp_bounds`` is not given, is 0.05.
-    clamp_bounds : (lower, upper), optional
-        The clamp interval for the statistic, given directly instead of ``gamma``.
-    n : int, optional
-        Public n: under ``replace`` the number of records (taken from the data when
-        omitted); under ``add-remove`` a public upper bound on it.
-    relation : {"replace", "add-remove"}, optional
-        The neighbouring relation; default: the statistic's first.
-    column : str or tuple of str, optional
-        Column name(s) in a DataFrame or mapping.
-    backend : str or Backend
-        Arithmetic backend (default ``"mpfr"``).
-    source : str or RandomSource, optional
-        Randomness (default: the OS CSPRNG).
-    budget : Budget, optional
-        Charged ``epsilon`` (sequential composition); checked before any noise.
-    precision : int, optional
-        Working precision, at least the required one.
-    **options
-        The statistic's own options (for ``histogram``: ``bins`` or ``categories``).
-
-    Returns
-    -------
-    Release
-
-    Raises
-    ------
-    ParameterError
-        On invalid arguments or data (never naming a record or value), before noise.
-    BudgetExceededError
-        If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
-    """
-    stat = resolve_statistic(statistic)
-    eps = check_real("epsilon", epsilon, positive=True)
-    rel = resolve_relation(stat, relation)
-    if gamma is not None and clamp_bounds is not None:
-        raise ParameterError("give at most one of gamma= and clamp_bounds=")
-    given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
-    if given is None:
-        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
-    n_pub = _check_n(n)
-    unknown = sorted(set(options) - set(stat.options))
-    if unknown:
-        valid = sorted(stat.options) or "none"
-        raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
-        )
-    if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
-    checked_bounds = check_data_bounds(data_bounds, stat)
-    ds = as_dataset(data, column=column, columns=stat.columns)
+    eps: Fraction,
+    rel: Neighbouring,
+    checked_bounds: DataBounds | None,
+    given: ClampChoice | None,
+    gamma: Any,
+    n_pub: int | None,
+    backend: str | Backend,
+    source: str | RandomSource | None,
+    precision: int | None,
+    options: dict[str, Any],
+) -> _Plan:
     prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
@@ -292,26 +254,7 @@ def release(
         "derivation": prep.derivation,
     }
     if prep.sensitivity == 0:
-        # f(D) is the same for every neighbour: it is public, released exactly.
-        with _reserve(budget, Fraction(0), stat.name):
-            outs = tuple(float(v) for v in prep.values)
-        return Release(
-            value=outs if prep.is_vector else outs[0],
-            epsilon_spent=Fraction(0),
-            epsilon_per_value=Fraction(0),
-            composition="nothing to compose: the value does not depend on any one record",
-            clamp_bounds=None,
-            half_width=None,
-            clamp_reason="no clamp: nothing was noised (Δ = 0)",
-            gamma=None,
-            precision=None,
-            granularity=None,
-            grid_step=None,
-            backend=None,
-            source=None,
-            notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
-            **common,
-        )
+        return _Plan(stat=stat, prep=prep, eps=Fraction(0), mech=None, choice=None, common=common)
     eps_each = eps * prep.epsilon_share
     choice: ClampChoice = (
         given
@@ -326,16 +269,61 @@ def release(
         source=source,
         precision=precision,
     )
-    with _reserve(budget, eps, stat.name):
-        # release() accepts any real, exact Fractions included (check_value).
-        outs = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+    return _Plan(stat=stat, prep=prep, eps=eps, mech=mech, choice=choice, common=common)
+
+
+def _integral(stat: Statistic, choice: ClampChoice, grid_step: Fraction) -> bool:
+    """Whether every output is an integer: an integer-valued statistic on an integral
+    grid between integral clamp bounds (outputs are grid points or a clamp bound)."""
+    lo, hi = float(choice.lower), float(choice.upper)
+    return (
+        getattr(stat, "integer_valued", False)
+        and grid_step.denominator == 1
+        and lo.is_integer()
+        and hi.is_integer()
+        and (Fraction(lo) + Fraction(hi)).denominator == 1
+        and (Fraction(lo) + Fraction(hi)) % 2 == 0
+    )
+
+
+def _draw(plan: _Plan) -> Release:
+    prep, mech, choice = plan.prep, plan.mech, plan.choice
+    if mech is None or choice is None:
+        # f(D) is the same for every neighbour: it is public, released exactly.
+        exact = tuple(
+            int(v)
+            if getattr(plan.stat, "integer_valued", False) and Fraction(v).denominator == 1
+            else float(v)
+            for v in prep.values
+        )
+        return Release(
+            value=exact if prep.is_vector else exact[0],
+            epsilon_spent=Fraction(0),
+            epsilon_per_value=Fraction(0),
+            composition="nothing to compose: the value does not depend on any one record",
+            clamp_bounds=None,
+            half_width=None,
+            clamp_reason="no clamp: nothing was noised (Δ = 0)",
+            gamma=None,
+            precision=None,
+            granularity=None,
+            grid_step=None,
+            backend=None,
+            source=None,
+            notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
+            **plan.common,
+        )
+    # release() accepts any real, exact Fractions included (check_value).
+    outs: tuple[float, ...] = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+    if _integral(plan.stat, choice, mech.grid_step) and all(o.is_integer() for o in outs):
+        outs = tuple(int(o) for o in outs)
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
     return Release(
         value=outs if prep.is_vector else outs[0],
-        epsilon_spent=eps,
-        epsilon_per_value=eps_each,
+        epsilon_spent=plan.eps,
+        epsilon_per_value=plan.eps * prep.epsilon_share,
         composition=prep.composition,
         clamp_bounds=(choice.lower, choice.upper),
         half_width=choice.half_width,
@@ -347,8 +335,176 @@ def release(
         backend=mech.backend.name,
         source=mech.source.name,
         notes=tuple(notes),
-        **common,
+        **plan.common,
     )
+
+
+@overload
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    by: None = None,
+    keys: None = None,
+    group_sizes: None = None,
+    **kwargs: Any,
+) -> Release: ...
+
+
+@overload
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    by: str,
+    keys: Iterable[Any],
+    group_sizes: Mapping[Any, int] | None = None,
+    **kwargs: Any,
+) -> GroupedRelease: ...
+
+
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any = None,
+    gamma: Any = None,
+    clamp_bounds: Any = None,
+    n: int | None = None,
+    relation: str | Neighbouring | None = None,
+    column: str | tuple[str, ...] | None = None,
+    by: str | None = None,
+    keys: Iterable[Any] | None = None,
+    group_sizes: Mapping[Any, int] | None = None,
+    missing: str = "error",
+    impute: Any = None,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    budget: Budget | None = None,
+    precision: int | None = None,
+    **options: Any,
+) -> Release | GroupedRelease:
+    """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
+
+    Parameters
+    ----------
+    statistic : str or Statistic
+        A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
+        ``covariance``, ``histogram``, or a plugin's) or a statistic object.
+    data : sequence, numpy.ndarray, pandas Series/DataFrame, or mapping
+        The private data (see :func:`snapcore.dataset.as_dataset`).
+    epsilon : real
+        The total ε this release spends.
+    data_bounds : (lower, upper), or one pair per column
+        Data bounds: every value is clamped to them before the statistic is computed.
+    gamma : real in (0, 1], optional
+        Choose the clamp interval so that it binds with probability at most γ
+        (docs/bounds-and-gamma.md).  The default, when ``clamp_bounds`` is not given,
+        is 0.05.
+    clamp_bounds : (lower, upper), optional
+        The clamp interval for the statistic, given directly instead of ``gamma``.
+    n : int, optional
+        Public n: under ``replace`` the number of records (taken from the data when
+        omitted); under ``add-remove`` a public upper bound on it (for ``count``:
+        required, a cap such as the population size).  With ``by=``, per group.
+    relation : {"replace", "add-remove"}, optional
+        The neighbouring relation; default: the statistic's first.
+    column : str or tuple of str, optional
+        Column name(s) in a DataFrame or mapping.
+    by : str, optional
+        Group by this column: one release per key in ``keys``, a
+        :class:`~snapcore.grouped.GroupedRelease` (docs/statistics.md, "Group-by").
+    keys : iterable, optional
+        The public key set (required with ``by``): every key is released, present in
+        the data or not; records with other keys are left out and never revealed.
+    group_sizes : mapping key -> int, optional
+        Public group sizes; needed under ``replace`` with ``by`` (each record's key is
+        then public and a neighbour replaces one record within its group).
+    missing : {"error", "drop", "impute"}
+        What missing values (None, NaN) in the data do: refuse (the default); drop
+        their records (only under ``add-remove``, where removing a record is a
+        neighbour); or replace them by the public constant ``impute``.
+    impute : real or value, optional
+        The public constant for ``missing="impute"``.
+    backend : str or Backend
+        Arithmetic backend (default ``"mpfr"``).
+    source : str or RandomSource, optional
+        Randomness (default: the OS CSPRNG).
+    budget : Budget, optional
+        Charged ``epsilon`` (sequential composition); checked before any noise.
+    precision : int, optional
+        Working precision, at least the required one.
+    **options
+        The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
+        ``other``, ``out_of_range``).
+
+    Returns
+    -------
+    Release or GroupedRelease
+
+    Raises
+    ------
+    ParameterError
+        On invalid arguments or data (never naming a record or value), before noise.
+    BudgetExceededError
+        If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
+    """
+    stat = resolve_statistic(statistic)
+    eps = check_real("epsilon", epsilon, positive=True)
+    rel = resolve_relation(stat, relation)
+    if gamma is not None and clamp_bounds is not None:
+        raise ParameterError("give at most one of gamma= and clamp_bounds=")
+    given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
+    if given is None:
+        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
+    unknown = sorted(set(options) - set(stat.options))
+    if unknown:
+        valid = sorted(stat.options) or "none"
+        raise ParameterError(
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
+        )
+    if budget is not None and not isinstance(budget, Budget):
+        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
+    checked_bounds = check_data_bounds(data_bounds, stat)
+    policy = check_missing_policy(missing, impute, rel)
+    plan_args: dict[str, Any] = {
+        "eps": eps,
+        "rel": rel,
+        "checked_bounds": checked_bounds,
+        "given": given,
+        "gamma": gamma,
+        "backend": backend,
+        "source": source,
+        "precision": precision,
+        "options": options,
+    }
+    if by is not None or keys is not None or group_sizes is not None:
+        from snapcore.grouped import plan_groups
+
+        grouped, plans = plan_groups(
+            stat,
+            data,
+            by=by,
+            keys=keys,
+            group_sizes=group_sizes,
+            n=n,
+            column=column,
+            policy=policy,
+            rel=rel,
+            eps=eps,
+            plan=lambda ds, n_pub: _plan(stat, ds, n_pub=n_pub, **plan_args),
+        )
+        spent = max((p.eps for p in plans), default=Fraction(0))
+        with _reserve(budget, spent, f"{stat.name} by {by}"):
+            return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
+    n_pub = check_n(n)
+    ds = apply_missing(as_dataset(data, column=column, columns=stat.columns), policy)
+    plan = _plan(stat, ds, n_pub=n_pub, **plan_args)
+    with _reserve(budget, plan.eps, stat.name):
+        return _draw(plan)
 
 
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:

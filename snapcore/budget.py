@@ -1,7 +1,9 @@
 """A privacy budget under sequential composition, with exact accounting.
 
 Releases with ε₁, ε₂, ... on the same data are together (ε₁ + ε₂ + ...)-DP
-(sequential composition).  :class:`Budget` keeps that sum as an exact Fraction and
+(sequential composition).  :class:`Budget` keeps that sum as an exact Fraction (a
+float ε is charged at its exact binary value, the ε the mechanism was calibrated for;
+``repr`` shows short decimals, ``≈`` where rounded) and
 refuses a release that would exceed the total **before** any noise is drawn.  A
 release reserves its ε first; if it then fails, the reservation is returned and
 nothing is spent (nothing was released).  All of this is safe across threads.
@@ -22,6 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
+from snapcore.display import short
 from snapcore.errors import BudgetExceededError
 from snapcore.params import check_real
 
@@ -90,9 +93,10 @@ class Budget:
             left = self.total - self._spent - self._reserved
             if eps > left:
                 raise BudgetExceededError(
-                    f"release refused: it needs epsilon = {float(eps)!r} but the budget has "
-                    f"{float(left)!r} left (total {float(self.total)!r}, spent "
-                    f"{float(self._spent)!r}); nothing was drawn or spent"
+                    f"release refused: it needs epsilon = {short(eps)} but the budget has "
+                    f"{short(left)} left ({float(eps - left):.3g} short; exactly {left}; "
+                    f"total {short(self.total)}, spent {short(self._spent)}; a float ε is "
+                    "charged at its exact binary value); nothing was drawn or spent"
                 )
             self._reserved += eps
         try:
@@ -118,7 +122,8 @@ class Budget:
             pass
 
     def __repr__(self) -> str:
+        """Short decimals (``≈`` where rounded); the attributes are exact Fractions."""
         return (
-            f"Budget(total={float(self.total)!r}, spent={float(self.spent)!r}, "
-            f"remaining={float(self.remaining)!r})"
+            f"Budget(total={short(self.total)}, spent={short(self.spent)}, "
+            f"remaining={short(self.remaining)})"
         )

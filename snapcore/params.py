@@ -82,9 +82,12 @@ def required_precision(epsilon: Fraction, half_width_over_sensitivity: Fraction)
     return max(MIN_PRECISION, m + 2, ceil_log2(half_width_over_sensitivity) + 52)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class PrivacyAnalysis:
     """The privacy claim a mechanism relies on, with its exact numbers.
+
+    Its repr shows short decimals (the bound with the exact margin below ε); the
+    attributes stay exact Fractions.
 
     Attributes
     ----------
@@ -107,6 +110,16 @@ class PrivacyAnalysis:
     bound: Fraction
     liu_bound: Fraction
     conditions: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        from snapcore.display import short
+
+        margin = self.epsilon - self.bound
+        return (
+            f"PrivacyAnalysis(epsilon={short(self.epsilon)}, bound={short(self.bound)} "
+            f"(epsilon - bound = {float(margin):.3g}), liu_bound={short(self.liu_bound)}, "
+            f"theorem={self.theorem!r}, conditions={self.conditions!r})"
+        )
 
 
 @attrs.frozen(kw_only=True)

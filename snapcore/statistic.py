@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import enum
 import math
+import numbers
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -41,6 +42,7 @@ __all__ = [
     "Prepared",
     "Statistic",
     "check_data_bounds",
+    "check_n",
     "clamp_fraction",
     "one_column_bounds",
     "resolve_n",
@@ -187,6 +189,10 @@ class Statistic(abc.ABC):
         Whether ``bounds`` (data bounds, one pair per column) are required.
     options : mapping of str to str
         Extra keyword options ``prepare`` accepts, with a description each.
+    integer_valued : bool
+        Whether f(D) is always an integer (counts): releases then come back as Python
+        ints when every output is an integer (an integral grid between integral clamp
+        bounds).
     """
 
     name: ClassVar[str]
@@ -195,6 +201,7 @@ class Statistic(abc.ABC):
     columns: ClassVar[int] = 1
     needs_data_bounds: ClassVar[bool] = True
     options: ClassVar[Mapping[str, str]] = {}
+    integer_valued: ClassVar[bool] = False
 
     @abc.abstractmethod
     def prepare(
@@ -250,6 +257,15 @@ def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, floa
     return bounds[0]
 
 
+def check_n(n: Any) -> int | None:
+    """A public ``n`` (None or an int >= 0), else a ParameterError."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ParameterError(f"n must be an int >= 0, got {n!r}")
+    return int(n)
+
+
 def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) -> tuple[int, str]:
     """The public n for ``relation``, with a sentence saying where it comes from.
 
@@ -272,7 +288,9 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
     if n is None:
         raise ParameterError(
             f"statistic {name!r} under the add-remove relation needs n=, a public upper "
-            "bound on the number of records (the number itself is private)"
+            "bound on the number of records (the number itself is private; any public cap "
+            "will do, e.g. the population size, and a larger cap only widens the clamp "
+            "interval)"
         )
     return n, (
         f"n = {n} is a public upper bound on the number of records (add-remove relation); "

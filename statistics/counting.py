@@ -45,6 +45,7 @@ class Count(Statistic):
     relations = (ADD_REMOVE, REPLACE)
     columns = 0
     needs_data_bounds = False
+    integer_valued = True
 
     def prepare(
         self,
@@ -91,6 +92,24 @@ def _fmt(x: float) -> str:
     return r[:-2] if r.endswith(".0") else r
 
 
+def bin_labels(edges: Sequence[float] | np.ndarray, *, clamped: bool) -> tuple[str, ...]:
+    """Bin labels; with ``clamped``, the edge bins say they hold out-of-range values:
+    the first is ``< e_1`` (everything below e_1) and the last ``≥ e_{k-1}``."""
+    k = len(edges) - 1
+    out = []
+    for i in range(k):
+        lo, hi = _fmt(edges[i]), _fmt(edges[i + 1])
+        if clamped and k == 1:
+            out.append("all values")
+        elif clamped and i == 0:
+            out.append(f"< {hi}")
+        elif clamped and i == k - 1:
+            out.append(f"≥ {lo}")
+        else:
+            out.append(f"[{lo}, {hi}{']' if i == k - 1 else ')'}")
+    return tuple(out)
+
+
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
         raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
@@ -116,10 +135,18 @@ class Histogram(Statistic):
 
     bins : sequence of float
         Edges ``e_0 < ... < e_k``: bins ``[e_i, e_{i+1})``, the last one closed.
-        Values are first clamped to ``[e_0, e_k]``, so every record lands in a bin.
+        Values are first clamped to ``[e_0, e_k]``, so every record lands in a bin, and
+        the edge bins are labelled ``< e_1`` and ``≥ e_{k-1}`` to say so.
+    out_of_range : {"clamp", "drop"}
+        With ``"drop"``, values outside ``[e_0, e_k]`` are not counted instead, and
+        the labels are the plain intervals.
     categories : sequence
         Category values; a record counts in the bin equal to its value, records with
         other values are not counted.  Give exactly one of ``bins`` and ``categories``.
+    other : bool
+        With categories: add a last bin ``other`` counting every unlisted value (so
+        every record is counted once).  Each record is still in exactly one bin, so Δ
+        and the budget split are unchanged.
 
     Relations:
 
@@ -141,9 +168,13 @@ class Histogram(Statistic):
     summary = "counts per bin (bin edges or categories)"
     relations = (REPLACE, ADD_REMOVE)
     needs_data_bounds = False
+    integer_valued = True
     options: ClassVar[Mapping[str, str]] = {
         "bins": "bin edges e_0 < ... < e_k (numeric column)",
         "categories": "category values (one bin each)",
+        "other": "categories: add a bin 'other' counting every unlisted value (default False)",
+        "out_of_range": "bins: 'clamp' values outside [e_0, e_k] into the edge bins "
+        "(default) or 'drop' them",
     }
 
     def prepare(
@@ -168,18 +199,36 @@ class Histogram(Statistic):
                 "leave data_bounds=None"
             )
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        other = options.get("other", False)
+        out_of_range = options.get("out_of_range", "clamp")
+        if not isinstance(other, bool):
+            raise ParameterError(f"other must be True or False, got {other!r}")
+        if out_of_range not in ("clamp", "drop"):
+            raise ParameterError(f"out_of_range must be 'clamp' or 'drop', got {out_of_range!r}")
         if bins is not None:
+            if other:
+                raise ParameterError(
+                    "other=True is for categories=; with bins=, values outside the edges are "
+                    "clamped into the edge bins (or dropped with out_of_range='drop')"
+                )
             edges = _edges(bins)
             k = len(edges) - 1
-            x = np.clip(data.numeric(0), edges[0], edges[-1])
+            raw = data.numeric(0)
+            if out_of_range == "drop":
+                raw = raw[(raw >= edges[0]) & (raw <= edges[-1])]
+            x = np.clip(raw, edges[0], edges[-1])
             idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
             counts = [int(c) for c in np.bincount(idx, minlength=k)]
-            labels = tuple(
-                f"[{_fmt(edges[i])}, {_fmt(edges[i + 1])}{']' if i == k - 1 else ')'}"
-                for i in range(k)
-            )
-            placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
+            labels = bin_labels(edges, clamped=out_of_range == "clamp")
+            placement = (
+                "values below e_0 count in the first bin and values above e_k in the last "
+                "(clamped: the labels say so with ≤ and ≥)"
+                if out_of_range == "clamp"
+                else "values outside [e_0, e_k] are not counted (out_of_range='drop')"
+            ) + "; bins [e_i, e_{i+1}), the last closed"
         else:
+            if out_of_range != "clamp":
+                raise ParameterError("out_of_range= is for bins=; for categories= use other=")
             if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
                 raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
             cats = list(cats)
@@ -190,7 +239,22 @@ class Histogram(Statistic):
             col = data.categorical(0)
             counts = [int(np.count_nonzero(col == c)) for c in cats]
             labels = tuple(str(c) for c in cats)
-            placement = "a record counts in the bin equal to its value; others are not counted"
+            if other:
+                if "other" in labels:
+                    raise ParameterError(
+                        "other=True adds a bin labelled 'other'; a category has that label"
+                    )
+                counts.append(data.size - sum(counts))
+                labels = (*labels, "other")
+                placement = (
+                    "a record counts in the bin equal to its value; every unlisted value "
+                    "counts in 'other'"
+                )
+            else:
+                placement = (
+                    "a record counts in the bin equal to its value; records with unlisted "
+                    "values are not counted (other=True adds a bin for them)"
+                )
         if relation is ADD_REMOVE:
             counts = [min(c, n_used) for c in counts]
             share = Fraction(1)

@@ -31,7 +31,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["snapcore.errors"]),
     (
         "exact arithmetic helpers",
-        ["snapcore.dyadic", "snapcore.exact", "snapcore.ieee754", "snapcore.backends._intround"],
+        [
+            "snapcore.dyadic",
+            "snapcore.exact",
+            "snapcore.ieee754",
+            "snapcore.backends._intround",
+            "snapcore.display",
+        ],
     ),
     ("calibration", ["snapcore.params", "snapcore.bounds", "snapcore.guarantee"]),
     (
@@ -47,6 +53,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "snapcore.plugins",
             "snapcore.statistic",
             "snapcore.dataset",
+            "snapcore.missing",
         ],
     ),
     ("mechanism", ["snapcore.mechanism"]),
@@ -55,6 +62,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "snapcore.statistics",
             "snapcore.api",
+            "snapcore.grouped",
             "snapcore.budget",
             "snapcore.accuracy",
             "snapcore.auditing",

@@ -272,10 +272,30 @@ def test_count_replace_is_public():
 
 def test_histogram_bins_and_categories():
     h = prep(Histogram(), [-5.0, 0.0, 0.99, 1.0, 2.0, 3.0, 99.0], None, bins=[0, 1, 3])
-    assert h.values == (3, 4) and h.labels == ("[0, 1)", "[1, 3]")
+    # clamped into the edge bins, and the labels say so
+    assert h.values == (3, 4) and h.labels == ("< 1", "≥ 1")
+    h = prep(Histogram(), [-5.0, 0.0, 0.99, 1.0, 2.0, 3.0, 99.0], None, bins=[0, 1, 2, 3])
+    assert h.values == (3, 1, 3) and h.labels == ("< 1", "[1, 2)", "≥ 2")
+    h = prep(
+        Histogram(),
+        [-5.0, 0.0, 0.99, 1.0, 2.0, 3.0, 99.0],
+        None,
+        bins=[0, 1, 3],
+        out_of_range="drop",
+    )
+    assert h.values == (2, 3) and h.labels == ("[0, 1)", "[1, 3]")
     col = ["a", "b", "a", "zz", "c"]
     h = prep(Histogram(), col, None, categories=["a", "b", "c"])
     assert h.values == (2, 1, 1) and h.labels == ("a", "b", "c")
+    h = prep(Histogram(), col, None, categories=["a", "b"], other=True)
+    assert h.values == (2, 1, 2) and h.labels == ("a", "b", "other")
+    assert "counts in 'other'" in h.derivation
+    h = prep(Histogram(), col, None, categories=["a", "b"])
+    assert "not counted" in h.derivation
+    with pytest.raises(ParameterError, match="other=True is for categories"):
+        prep(Histogram(), [1.0], None, bins=[0, 1], other=True)
+    with pytest.raises(ParameterError, match="out_of_range must be"):
+        prep(Histogram(), [1.0], None, bins=[0, 1], out_of_range="ignore")
     with pytest.raises(ParameterError, match="distinct"):
         prep(Histogram(), col, None, categories=["a", "a"])
     with pytest.raises(ParameterError, match="exactly one of bins"):

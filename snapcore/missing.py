@@ -1,0 +1,109 @@
+"""What missing values (None, NaN, pandas NA, blank CSV cells) do: a public policy.
+
+- ``"error"`` (the default): the release is refused before any noise;
+- ``"drop"``: records with a missing value in a column the statistic reads are
+  removed.  Removing a record is a neighbour only under ``add-remove``, so the policy
+  is refused under ``replace`` (n would change, and n is public there);
+- ``"impute"``: each missing value is replaced by a public constant (``impute=``).
+  A per-record map changes one record into one record, so it keeps both relations.
+
+Neither choice depends on the data, and no message names a record or a value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import attrs
+import numpy as np
+
+from snapcore.dataset import Dataset
+from snapcore.errors import ParameterError
+from snapcore.statistic import Neighbouring
+
+__all__ = ["MissingPolicy", "apply_missing", "check_missing_policy", "is_missing", "take"]
+
+POLICIES = ("error", "drop", "impute")
+
+
+@attrs.frozen(kw_only=True)
+class MissingPolicy:
+    """A checked missing-value policy."""
+
+    kind: str
+    constant: Any = None
+
+
+def is_missing(value: Any) -> bool:
+    """None, a NaN (float or NumPy), or a pandas ``NA``/``NaT``."""
+    if value is None:
+        return True
+    if isinstance(value, float | np.floating):
+        return math.isnan(value)
+    return type(value).__name__ in {"NAType", "NaTType"}
+
+
+def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> MissingPolicy:
+    """The policy for ``missing=``/``impute=``, refused where it would break the relation."""
+    if missing not in POLICIES:
+        raise ParameterError(f"missing must be one of {list(POLICIES)}, got {missing!r}")
+    if missing != "impute" and impute is not None:
+        raise ParameterError(
+            f"impute= is used only with missing='impute', got missing={missing!r}"
+        )
+    if missing == "drop" and relation is Neighbouring.REPLACE:
+        raise ParameterError(
+            "missing='drop' removes records, and removing a record is not a neighbour under "
+            "the replace relation (n is public there); use relation='add-remove' or "
+            "missing='impute' with a public constant"
+        )
+    if missing == "impute":
+        if impute is None or is_missing(impute):
+            raise ParameterError("missing='impute' needs impute=, a public constant (not missing)")
+        real = isinstance(impute, numbers.Real) and not isinstance(impute, bool)
+        if real and not math.isfinite(float(impute)):
+            raise ParameterError(f"impute must be finite, got {impute!r}")
+    return MissingPolicy(kind=missing, constant=impute)
+
+
+def _objects(col: Any) -> np.ndarray:
+    if hasattr(col, "to_numpy"):
+        return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
+    if isinstance(col, np.ndarray):
+        return col.reshape(-1)
+    return np.asarray(list(col), dtype=object).reshape(-1)
+
+
+def _missing_mask(col: Any) -> np.ndarray:
+    arr = _objects(col)
+    if arr.dtype.kind == "f":
+        return np.asarray(np.isnan(arr), dtype=bool)
+    if arr.dtype.kind != "O":
+        return np.zeros(arr.shape, dtype=bool)
+    return np.fromiter((is_missing(v) for v in arr), dtype=bool, count=arr.size)
+
+
+def take(ds: Dataset, index: np.ndarray) -> Dataset:
+    """The records of ``ds`` at ``index`` (an integer array), as a new dataset."""
+    cols = [_objects(c)[index] for c in ds._cols]
+    return Dataset(cols, ds.names, int(index.size))
+
+
+def apply_missing(ds: Dataset, policy: MissingPolicy) -> Dataset:
+    """``ds`` with ``policy`` applied (``"error"`` leaves the refusal to the statistic)."""
+    if policy.kind == "error" or not ds.names:
+        return ds
+    masks = [_missing_mask(c) for c in ds._cols]
+    if policy.kind == "drop":
+        keep = ~np.logical_or.reduce(masks) if masks else np.ones(ds.size, dtype=bool)
+        return take(ds, np.flatnonzero(keep))
+    cols = []
+    for c, m in zip(ds._cols, masks, strict=True):
+        arr = _objects(c)
+        if m.any():
+            arr = arr.astype(object) if arr.dtype.kind != "O" else arr.copy()
+            arr[m] = policy.constant
+        cols.append(arr)
+    return Dataset(cols, ds.names, ds.size)

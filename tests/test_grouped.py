@@ -1,0 +1,198 @@
+"""Group-by with a public key set, and the missing-value policy."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import snapcore
+from snapcore.api import _plan
+from snapcore.errors import BudgetExceededError, ParameterError
+from snapcore.grouped import GroupedRelease, plan_groups
+from snapcore.missing import check_missing_policy
+from snapcore.statistic import Neighbouring, resolve_statistic
+
+SEX = [1, 2, 2.0, 1, 9, "1", 2]
+AGE = [31, 45, 52, 28, 60, 70, 200]
+DATA = {"sex": SEX, "age": AGE}
+
+
+def _exact_group_values(stat_name, data, by, keys, rel, **kw):
+    """f(D_g) per key as the release plans it (before any noise)."""
+    stat = resolve_statistic(stat_name)
+    options = kw.pop("options", {})
+    args = {
+        "eps": Fraction(1),
+        "rel": rel,
+        "checked_bounds": kw.pop("checked_bounds", None),
+        "given": None,
+        "gamma": Fraction(1, 20),
+        "backend": "mpfr",
+        "source": snapcore.SeededSource(0),
+        "precision": None,
+        "options": options,
+    }
+    _, plans = plan_groups(
+        stat,
+        data,
+        by=by,
+        keys=keys,
+        policy=check_missing_policy("error", None, rel),
+        rel=rel,
+        eps=Fraction(1),
+        plan=lambda ds, n_pub: _plan(stat, ds, n_pub=n_pub, **args),
+        column=kw.pop("column", None),
+        group_sizes=kw.pop("group_sizes", None),
+        n=kw.pop("n", None),
+    )
+    return [p.prep.values for p in plans]
+
+
+def test_exact_group_values_by_hand():
+    # sex 1 (and 1.0 alike; the string "1" is another key): ages 31, 28; sex 2: 45, 52,
+    # 200 clamped to 100; key 3 absent; 9 and "1" are not in the key set.
+    vals = _exact_group_values(
+        "sum", DATA, "sex", [1, 2, 3], Neighbouring.ADD_REMOVE,
+        column="age", n=10, checked_bounds=((0.0, 100.0),),
+    )  # fmt: skip
+    assert vals == [(Fraction(59),), (Fraction(197),), (Fraction(0),)]
+    vals = _exact_group_values(
+        "mean", DATA, "sex", [1, 2], Neighbouring.REPLACE,
+        column="age", group_sizes={1: 2, 2.0: 3}, checked_bounds=((0.0, 100.0),),
+    )  # fmt: skip
+    assert vals == [(Fraction(59, 2),), (Fraction(197, 3),)]
+    vals = _exact_group_values("count", DATA, "sex", ["1", 9], Neighbouring.ADD_REMOVE, n=5)
+    assert vals == [(Fraction(1),), (Fraction(1),)]
+
+
+def test_count_by_group_under_replace_is_the_public_size():
+    g = snapcore.release(
+        "count", DATA, by="sex", keys=[1, 2, 3], group_sizes={1: 2, 2: 3, 3: 0},
+        relation="replace", epsilon=1,
+    )  # fmt: skip
+    assert isinstance(g, GroupedRelease)
+    assert g.values == {1: 2, 2: 3, 3: 0}
+    assert all(type(v) is int for v in g.values.values())
+
+
+def test_absent_keys_released_and_other_keys_never_appear():
+    g = snapcore.release(
+        "count", DATA, by="sex", keys=[2, 1, 3], n=50, epsilon=1,
+        source=snapcore.SeededSource(4),
+    )  # fmt: skip
+    assert list(g) == [2, 1, 3] and len(g.releases) == 3
+    assert g[3].statistic == "count" and g[1.0] is g[1]
+    with pytest.raises(KeyError):
+        g[9]
+    d = g.to_dict()
+    assert [grp["key"] for grp in d["groups"]] == [2, 1, 3]
+    json.dumps(d)
+    # Records whose key is outside the key set change nothing: same draws, same output.
+    kept = [i for i, s in enumerate(SEX) if s in (1, 2) and not isinstance(s, str)]
+    sub = {"sex": [SEX[i] for i in kept], "age": [AGE[i] for i in kept]}
+    h = snapcore.release(
+        "count", sub, by="sex", keys=[2, 1, 3], n=50, epsilon=1,
+        source=snapcore.SeededSource(4),
+    )  # fmt: skip
+    assert h.values == g.values
+
+
+def test_group_release_equals_the_release_of_its_records():
+    # One group at a time: the grouped release draws group by group from the source,
+    # so a one-key grouping equals the plain release of that group's records.
+    g = snapcore.release(
+        "sum", DATA, column="age", by="sex", keys=[2], n=10, data_bounds=(0, 100),
+        relation="add-remove", epsilon=0.5, source=snapcore.SeededSource(7),
+    )  # fmt: skip
+    r = snapcore.release(
+        "sum", [45, 52, 200], data_bounds=(0, 100), n=10, relation="add-remove",
+        epsilon=0.5, source=snapcore.SeededSource(7),
+    )  # fmt: skip
+    assert g[2].value == r.value and g[2].clamp_bounds == r.clamp_bounds
+
+
+def test_parallel_composition_charges_epsilon_once():
+    b = snapcore.Budget(1)
+    g = snapcore.release(
+        "count", DATA, by="sex", keys=[1, 2, 3, 4, 5], n=10, epsilon=0.75, budget=b
+    )
+    assert g.epsilon_spent == Fraction(0.75) and b.spent == Fraction(0.75)
+    assert "parallel composition" in g.composition
+    assert all(r.epsilon_spent == Fraction(0.75) for r in g.releases)
+    with pytest.raises(BudgetExceededError):
+        snapcore.release("count", DATA, by="sex", keys=[1, 2], n=10, epsilon=0.5, budget=b)
+    assert b.spent == Fraction(0.75)
+
+
+def test_grouped_refusals_before_noise():
+    b = snapcore.Budget(1)
+    with pytest.raises(ParameterError, match="needs keys="):
+        snapcore.release("count", DATA, by="sex", n=10, epsilon=1, budget=b)  # type: ignore[call-overload]
+    with pytest.raises(ParameterError, match="group_sizes="):
+        snapcore.release("mean", DATA, column="age", data_bounds=(0, 100), by="sex",
+                         keys=[1, 2], epsilon=1, budget=b)  # fmt: skip
+    with pytest.raises(ParameterError, match="distinct"):
+        snapcore.release("count", DATA, by="sex", keys=[1, 1.0], n=5, epsilon=1, budget=b)
+    with pytest.raises(ParameterError, match="n must equal"):
+        snapcore.release("count", DATA, by="sex", keys=[1, 2], group_sizes={1: 2, 2: 4},
+                         relation="replace", epsilon=1, budget=b)  # fmt: skip
+    with pytest.raises(ParameterError, match="needs n="):
+        snapcore.release("count", DATA, by="sex", keys=[1, 2], epsilon=1, budget=b)
+    with pytest.raises(ParameterError, match="DataFrame or a mapping"):
+        snapcore.release("count", [1, 2], by="sex", keys=[1], n=3, epsilon=1, budget=b)
+    assert b.spent == 0
+
+
+def test_grouped_dataframe():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(DATA)
+    df["sex"] = df["sex"].astype(str)
+    g = snapcore.release(
+        "histogram", df, column="age", by="sex", keys=["1", "2"], bins=[0, 50, 100],
+        relation="add-remove", n=10, epsilon=1,
+    )  # fmt: skip
+    assert g["1"].labels == ("< 50", "≥ 50")
+
+
+# -- missing values -----------------------------------------------------------------
+
+
+def test_missing_error_is_the_default():
+    with pytest.raises(ParameterError, match="non-finite"):
+        snapcore.release("sum", [1.0, math.nan], data_bounds=(0, 1), epsilon=1)
+
+
+def test_missing_drop_is_record_removal_under_add_remove():
+    with_nan = [3.0, None, 4.0, math.nan, 5.0]
+    r = snapcore.release(
+        "sum", with_nan, data_bounds=(0, 10), n=10, relation="add-remove", missing="drop",
+        epsilon=1, source=snapcore.SeededSource(2),
+    )  # fmt: skip
+    s = snapcore.release(
+        "sum", [3.0, 4.0, 5.0], data_bounds=(0, 10), n=10, relation="add-remove",
+        epsilon=1, source=snapcore.SeededSource(2),
+    )  # fmt: skip
+    assert r.value == s.value
+    with pytest.raises(ParameterError, match="not a neighbour under the replace"):
+        snapcore.release("mean", with_nan, data_bounds=(0, 10), missing="drop", epsilon=1)
+
+
+def test_missing_impute_public_constant():
+    arr = np.array([3.0, np.nan, 4.0])
+    r = snapcore.release(
+        "mean", arr, data_bounds=(0, 10), missing="impute", impute=5, epsilon=1,
+        source=snapcore.SeededSource(2),
+    )  # fmt: skip
+    s = snapcore.release(
+        "mean", [3.0, 5.0, 4.0], data_bounds=(0, 10), epsilon=1,
+        source=snapcore.SeededSource(2),
+    )  # fmt: skip
+    assert r.value == s.value and r.n == 3
+    with pytest.raises(ParameterError, match="needs impute="):
+        snapcore.release("mean", arr, data_bounds=(0, 10), missing="impute", epsilon=1)
+    with pytest.raises(ParameterError, match="missing must be one of"):
+        snapcore.release("mean", arr, data_bounds=(0, 10), missing="skip", epsilon=1)
