@@ -684,7 +684,9 @@ def audit(
     bar: Any = None
     cb: Callable[[int], None] | None = None
     if progress:
-        cb, bar = _make_progress(2 * 2 * _estimate_outputs(cal), "audit")
+        # Each input has about 2*b/Lambda + 3 outputs over both signs, and the bar
+        # advances once per output: two inputs, twice the estimate.
+        cb, bar = _make_progress(2 * _estimate_outputs(cal), "audit")
     try:
         dv = exact_output_distribution(
             mechanism,
@@ -702,6 +704,8 @@ def audit(
         )
     finally:
         if bar is not None:
+            bar.total = bar.n  # the estimate is close, not exact: end the bar at 100%
+            bar.refresh()
             bar.close()
     pv, pw = dv.as_dict(), dw.as_dict()
     best: Fraction | None = Fraction(1)

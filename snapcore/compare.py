@@ -9,7 +9,7 @@ present), measured in the same run.  ``snapcore compare`` prints the table.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -93,6 +93,7 @@ def compare_backends(
     conformance: bool = True,
     seed: int = 2026,
     repeat: int = 1,
+    progress: Callable[[str, int], None] | None = None,
 ) -> list[BackendComparison]:
     """Measure each backend: version, quick conformance, scalar and array release speed.
 
@@ -112,6 +113,9 @@ def compare_backends(
         their array outputs can be compared exactly.
     repeat : int
         Array releases per backend (round-robin); the fastest counts.
+    progress : callable, optional
+        Called as ``progress(step, total)`` before each step (a conformance run, the
+        scalar loop, one array release), with the total number of steps.
 
     Returns
     -------
@@ -127,6 +131,13 @@ def compare_backends(
     values = np.linspace(-20.0, 120.0, size)
     backends: dict[str, Any] = {}
     status: dict[str, str] = {}
+    available = [n for n in names if reg.get(n).is_available()]
+    total = (len(available) if conformance else 0) + 1 + repeat * len(available)
+
+    def step(what: str) -> None:
+        if progress is not None:
+            progress(what, total)
+
     for name in names:
         cls = reg.get(name)
         if cls.is_available():
@@ -135,16 +146,19 @@ def compare_backends(
             if conformance:
                 from snapcore.testing.checks import run_conformance
 
+                step(f"conformance {name}")
                 status[name] = run_conformance(backends[name]).summary()
 
     def mechanism(backend: Any) -> SnappingMechanism:
         return SnappingMechanism(**BENCH_PARAMS, backend=backend, source=SeededSource(seed))
 
+    step("scalar releases")
     scalar = _scalar_rates({n: mechanism(b) for n, b in backends.items()}, scalar_seconds)
     best: dict[str, float] = {}
     outputs: dict[str, Any] = {}
     for _ in range(repeat):  # round-robin again; keep each backend's fastest run
         for name, backend in backends.items():
+            step(f"array release {name}")
             mech = mechanism(backend)  # the same seeded draws every time
             t0 = time.perf_counter()
             outputs[name] = mech.release(values)

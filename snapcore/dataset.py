@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from snapcore.errors import ParameterError
+from snapcore.errors import DataError, ParameterError
 
 __all__ = ["Dataset", "as_dataset"]
 
@@ -68,9 +68,11 @@ class Dataset:
         obj, name = self._cols[i], self.names[i]
         arr = _to_float_array(obj)  # never raises: None means "not numbers"
         if arr is None:
-            raise ParameterError(f"column {name!r} must contain only real numbers")
+            raise DataError(f"column {name!r} must contain only real numbers")
         if not np.isfinite(arr).all():
-            raise ParameterError(f"column {name!r} contains non-finite values")
+            raise DataError(
+                f"column {name!r} contains non-finite values (missing values: see missing=)"
+            )
         return arr
 
     def categorical(self, i: int) -> np.ndarray:
@@ -91,7 +93,9 @@ class Dataset:
             if bad:
                 break
         if bad:
-            raise ParameterError(f"column {name!r} contains missing or non-finite values")
+            raise DataError(
+                f"column {name!r} contains missing or non-finite values (see missing=)"
+            )
         return arr
 
 
@@ -120,7 +124,7 @@ def _column_of(data: Any, key: str) -> Any:
     except (KeyError, IndexError, TypeError):
         pass
     available = list(data.columns) if _is_frame(data) else list(data)
-    raise ParameterError(f"column {key!r} not found; available columns: {available}")
+    raise DataError(f"column {key!r} not found; available columns: {available}")
 
 
 def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:

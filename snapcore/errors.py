@@ -5,6 +5,8 @@ The hierarchy::
     Exception
     ├── SnapcoreError                       root of everything snapcore raises on purpose
     │   ├── ParameterError (ValueError)     a parameter or input value outside its range
+    │   │   └── DataError                   the private data cannot be used as given
+    │   │                                   (missing values, non-numbers, unreadable file)
     │   ├── BackendUnavailableError (ImportError)
     │   │                                   a backend's library is not installed
     │   ├── PlotDependencyError (ImportError)
@@ -33,6 +35,7 @@ __all__ = [
     "BackendUnavailableError",
     "BudgetExceededError",
     "ConformanceError",
+    "DataError",
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
@@ -65,6 +68,12 @@ class ParameterError(SnapcoreError, ValueError):
 
     The message names the parameter, the rule and the offending value.
     """
+
+
+class DataError(ParameterError):
+    """The data cannot be used as given: missing or non-numeric values where numbers are
+    needed, a column that is not there, a file that cannot be read.  The message names
+    the column and the kind of problem, never a record or a value."""
 
 
 class PluginError(SnapcoreError):

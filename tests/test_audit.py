@@ -446,7 +446,7 @@ def test_cli_audit_reports_loss_output_and_verdict():
             "53",
         ],
     )
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 4, res.output  # privacy refused (snapcore.cli exit codes)
     assert "DEMONSTRATION" in res.output and "NOT PRIVATE" in res.output
     res = CliRunner().invoke(
         main, ["audit", "--epsilon", "8", "--clamp-bound", "1e6", "--value", "0"]

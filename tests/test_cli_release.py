@@ -130,29 +130,30 @@ def test_csv_file(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    ("args", "needle"),
+    ("args", "needle", "code"),
     [
-        (("mean", "-c", "age", "-b", "0", "100"), "Missing option '--epsilon'"),
-        (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "'abc' is not a valid float"),
-        (("mean", "-c", "age", "-e", "1"), "needs data_bounds="),
-        (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper"),
-        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found"),
-        (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "must contain only real numbers"),
-        (("median", "-c", "age", "-e", "1"), "statistic must be one of"),
-        (("mean", "-c", "age", "-b", "0", "1", "-e", "-1"), "epsilon must be"),
-        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-g", "2"), "gamma must be"),
-        (("count", "-e", "1"), "needs n="),
-        (("histogram", "-c", "age", "-e", "1", "--bins", "0,x"), "--bins must be"),
-        (("mean", "missing.csv", "-c", "age", "-b", "0", "1", "-e", "1"), "cannot read"),
-        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--backend", "zz"), "backend"),
-        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--bogus"), "No such option"),
-        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-o", "x"), "KEY=VALUE"),
-        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1", "--seed", "3"), "not found"),
+        (("mean", "-c", "age", "-b", "0", "100"), "Missing option '--epsilon'", 2),
+        (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "'abc' is not a valid float", 2),
+        (("mean", "-c", "age", "-e", "1"), "needs --data-bounds", 2),
+        (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper", 2),
+        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found", 3),
+        (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "must contain only real numbers", 3),
+        (("median", "-c", "age", "-e", "1"), "statistic must be one of", 2),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "-1"), "epsilon must be", 2),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-g", "2"), "gamma must be", 2),
+        (("count", "-e", "1"), "needs --n", 2),
+        (("histogram", "-c", "age", "-e", "1", "--bins", "0,x"), "--bins must be", 2),
+        (("mean", "missing.csv", "-c", "age", "-b", "0", "1", "-e", "1"), "cannot read", 3),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--backend", "zz"), "backend", 2),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "--bogus"), "No such option", 2),
+        (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-o", "x"), "KEY=VALUE", 2),
+        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1", "--seed", "3"), "not found", 3),
     ],
 )
-def test_bad_arguments_one_line(args, needle):
+def test_bad_arguments_one_line(args, needle, code):
+    # exit status 2 for usage errors, 3 for data errors (snapcore.cli documents them)
     r = run(*args)
-    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.exit_code == code, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
     assert needle in lines[0]
@@ -163,8 +164,10 @@ def test_non_finite_csv(tmp_path: Path):
     p = tmp_path / "d.csv"
     p.write_text("x\n1\nnan\n3\n")
     r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1")
-    assert r.exit_code == 2
-    assert r.stderr.strip() == "Error: column 'x' contains non-finite values"
+    assert r.exit_code == 3
+    assert r.stderr.strip() == (
+        "Error: column 'x' contains non-finite values (missing values: see --missing)"
+    )
 
 
 def test_listed_in_help():

@@ -3,15 +3,89 @@
 Subcommands live in their own modules and are imported only when used, so
 ``snapcore --help`` stays fast and an optional dependency of one subcommand never
 breaks another.  Add a subcommand by adding a loader to :data:`SUBCOMMANDS`.
+
+Every subcommand takes ``--json``: its result is then one JSON object on stdout, and
+so is an error (``{"error": {"kind", "type", "message", "exit_code"}}``, on stdout,
+nothing on stderr but warnings).  Exit status (the same with and without ``--json``):
+
+- 0: done;
+- 1: internal error (a bug, a missing optional dependency, or a backend failing its
+  conformance run);
+- 2: usage error (an unknown option, a parameter out of range);
+- 3: data error (the data cannot be used as given: a missing column, missing or
+  non-numeric values, an unreadable file);
+- 4: privacy refused (a budget cannot cover the release, or an audit finds the loss
+  above ε).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
-__all__ = ["SUBCOMMANDS", "main"]
+from snapcore.errors import (
+    AuditError,
+    BudgetExceededError,
+    DataError,
+    SnapcoreError,
+)
+
+__all__ = [
+    "EXIT_DATA",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "SUBCOMMANDS",
+    "PrivacyRefused",
+    "emit_json",
+    "main",
+]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_DATA = 3
+EXIT_REFUSED = 4
+
+
+class PrivacyRefused(SnapcoreError):
+    """A subcommand refuses on privacy grounds (exit status 4)."""
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on stdout."""
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def classify(exc: BaseException) -> tuple[str, int]:
+    """The kind of an error and its exit status."""
+    if isinstance(exc, BudgetExceededError | PrivacyRefused):
+        return "privacy refused", EXIT_REFUSED
+    if isinstance(exc, DataError) or type(exc).__name__ == "MissingValueError":
+        return "data", EXIT_DATA
+    if isinstance(exc, click.UsageError | click.BadParameter):
+        return "usage", EXIT_USAGE
+    if isinstance(exc, click.ClickException):
+        code = exc.exit_code
+        kind = {EXIT_DATA: "data", EXIT_REFUSED: "privacy refused"}.get(code, "usage")
+        return kind, code if code in (EXIT_DATA, EXIT_REFUSED) else EXIT_USAGE
+    if isinstance(exc, AuditError | ImportError):
+        return "internal", EXIT_INTERNAL
+    if isinstance(exc, SnapcoreError | ValueError):
+        return "usage", EXIT_USAGE
+    return "internal", EXIT_INTERNAL
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, click.ClickException):
+        return " ".join(exc.format_message().split())
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _info() -> click.Command:
@@ -55,6 +129,51 @@ SUBCOMMANDS: dict[str, Callable[[], click.Command]] = {
 
 
 class _LazyGroup(click.Group):
+    """Lazy subcommands; errors become the documented exit codes (JSON with --json)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in argv
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help())
+            rv = EXIT_OK
+        except click.Abort:
+            click.echo("Aborted.", err=True)
+            rv = EXIT_INTERNAL
+        except Exception as exc:
+            kind, code = classify(exc)
+            message = _message(exc)
+            if kind == "internal" and not isinstance(exc, AuditError | ImportError):
+                message = f"internal error ({type(exc).__name__}): {message}"
+                if not as_json:
+                    traceback.print_exc()
+            if as_json:
+                emit_json(
+                    {
+                        "error": {
+                            "kind": kind,
+                            "type": type(exc).__name__,
+                            "message": message,
+                            "exit_code": code,
+                        }
+                    }
+                )
+            else:
+                click.echo(f"Error: {message}", err=True)
+            rv = code
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from snapcore.errors import SnapcoreError
+from snapcore.cli import EXIT_REFUSED, emit_json
 
 __all__ = ["audit_command"]
 
@@ -43,8 +44,10 @@ __all__ = ["audit_command"]
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Progress bar (needs tqdm); default: on when stderr is a terminal.",
+    help="Progress bar on stderr (needs tqdm); default: on when stderr is a terminal "
+    "and --json is not given.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the audit result as JSON.")
 def audit_command(
     epsilon: float,
     clamp_bounds: tuple[float, float] | None,
@@ -57,11 +60,13 @@ def audit_command(
     max_outputs: int | None,
     show_distribution: bool,
     progress: bool | None,
+    as_json: bool,
 ) -> None:
     """Audit the mechanism exactly: the worst-case privacy loss between VALUE and
     NEIGHBOUR, the output where it is attained, and the verdict against ε.
 
-    Exit status: 0 if the loss is <= ε, 1 if it is not, 2 on bad parameters.
+    Exit status: 0 if the loss is <= ε, 4 (privacy refused) if it is not, 2 on bad
+    parameters, 1 if the audit finds the mechanism inconsistent.
     """
     from snapcore.auditing import DEFAULT_MAX_OUTPUTS, audit
     from snapcore.mechanism import SnappingMechanism
@@ -69,26 +74,50 @@ def audit_command(
     if neighbour is None:
         neighbour = value + sensitivity
     if progress is None:
-        progress = sys.stderr.isatty()
-    try:
-        m = SnappingMechanism(
-            epsilon=epsilon,
-            clamp_bounds=clamp_bounds,
-            clamp_bound=clamp_bound,
-            sensitivity=sensitivity,
-            backend=backend,
-        )
-        r = audit(
-            m,
-            value,
-            neighbour,
-            sampler_precision=sampler_precision,
-            max_outputs=DEFAULT_MAX_OUTPUTS if max_outputs is None else max_outputs,
-            progress=progress,
-        )
-    except SnapcoreError as exc:
-        raise click.UsageError(str(exc)) from None
+        progress = sys.stderr.isatty() and not as_json
+    m = SnappingMechanism(
+        epsilon=epsilon,
+        clamp_bounds=clamp_bounds,
+        clamp_bound=clamp_bound,
+        sensitivity=sensitivity,
+        backend=backend,
+    )
+    r = audit(
+        m,
+        value,
+        neighbour,
+        sampler_precision=sampler_precision,
+        max_outputs=DEFAULT_MAX_OUTPUTS if max_outputs is None else max_outputs,
+        progress=progress,
+    )
     lo, hi = m.clamp_bounds
+    if as_json:
+        out: dict[str, Any] = {
+            "epsilon": epsilon,
+            "clamp_bounds": [lo, hi],
+            "sensitivity": sensitivity,
+            "backend": r.backend,
+            "precision": r.precision,
+            "sampler_precision": r.sampler_precision,
+            "value": r.value,
+            "neighbour": r.neighbour,
+            "outputs": [len(r.distribution), len(r.neighbour_distribution)],
+            "privacy_loss": None if r.max_ratio is None else r.loss_decimal,
+            "loss_minus_epsilon": None if r.max_ratio is None else float(r.excess),
+            "attained_at": list(r.attained_at),
+            "more_likely_under": r.more_likely_under,
+            "private": r.private,
+            "verdict": r.verdict,
+        }
+        if show_distribution:
+            pv, pw = r.distribution.as_dict(), r.neighbour_distribution.as_dict()
+            out["distribution"] = [
+                [o, str(pv.get(o, 0)), str(pw.get(o, 0))] for o in sorted(set(pv) | set(pw))
+            ]
+        emit_json(out)
+        if not r.private:
+            sys.exit(EXIT_REFUSED)
+        return
     click.echo(
         f"mechanism: epsilon={epsilon!r} clamp_bounds=[{lo!r}, {hi!r}] "
         f"sensitivity={sensitivity!r} "
@@ -123,4 +152,4 @@ def audit_command(
             click.echo(f"{o!r}\t{float(pv.get(o, 0))!r}\t{float(pw.get(o, 0))!r}")
     click.echo(f"verdict: {r.verdict}")
     if not r.private:
-        sys.exit(1)
+        sys.exit(EXIT_REFUSED)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import platform
+import sys
+from typing import Any
 
+import attrs
 import click
+
+from snapcore.cli import EXIT_INTERNAL, emit_json
 
 __all__ = ["compare"]
 
@@ -34,6 +39,13 @@ __all__ = ["compare"]
 @click.option("--no-conformance", is_flag=True, help="Skip the quick conformance run.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
 @click.option("--backend", "names", multiple=True, help="Only these backends (repeatable).")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr (tqdm); default: on when stderr is a terminal and "
+    "--json is not given.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def compare(
     size: int,
     seconds: float,
@@ -41,6 +53,8 @@ def compare(
     no_conformance: bool,
     markdown: bool,
     names: tuple[str, ...],
+    progress: bool | None,
+    as_json: bool,
 ) -> None:
     """Compare the registered arithmetic backends.
 
@@ -52,10 +66,25 @@ def compare(
     over the backends, so that a change of machine load affects all alike.  Every
     backend releases with ε = 1, bounds [0, 100] (p = 118) from the
     same seeded draws, so the last column checks that their outputs are identical.
-    Ratios are to the first backend (mpfr).
+    Ratios are to the first backend (mpfr).  Exit status 1 if a backend fails its
+    conformance run.
     """
     from snapcore.compare import compare_backends, format_table
-    from snapcore.errors import SnapcoreError
+
+    if progress is None:
+        progress = sys.stderr.isatty() and not as_json
+    bar: Any = None
+    if progress:
+        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+        bar = tqdm(total=1, desc="compare", unit="step", leave=False, file=sys.stderr)
+
+    def advance(what: str, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        if bar.n or bar.postfix:
+            bar.update(1)
+        bar.set_postfix_str(what)
 
     try:
         rows = compare_backends(
@@ -64,13 +93,29 @@ def compare(
             scalar_seconds=seconds,
             conformance=not no_conformance,
             repeat=repeat,
+            progress=advance if bar is not None else None,
         )
-    except SnapcoreError as exc:
-        raise click.UsageError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.update(bar.total - bar.n)
+            bar.close()
+    failed = any(r.available and not r.conformance.startswith(("pass", "not run")) for r in rows)
+    if as_json:
+        emit_json(
+            {
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "backends": [attrs.asdict(r) for r in rows],
+                "conformance_failed": failed,
+            }
+        )
+        if failed:
+            raise SystemExit(EXIT_INTERNAL)
+        return
     click.echo(
         f"# python {platform.python_version()} on {platform.machine()} "
         f"({platform.processor() or platform.system()})"
     )
     click.echo(format_table(rows, markdown=markdown))
-    if any(r.available and not r.conformance.startswith(("pass", "not run")) for r in rows):
-        raise SystemExit(1)
+    if failed:
+        raise SystemExit(EXIT_INTERNAL)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
-from snapcore.errors import SnapcoreError
+from snapcore.cli import emit_json
 from snapcore.plugins import get_registries
+
+if TYPE_CHECKING:
+    from snapcore.mechanism import SnappingMechanism
 
 __all__ = ["info"]
 
@@ -14,12 +19,48 @@ __all__ = ["info"]
 @click.option("--epsilon", type=float, default=None, help="Show the calibration for this ε.")
 @click.option("--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI.")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
 def info(
-    epsilon: float | None, clamp_bounds: tuple[float, float] | None, sensitivity: float
+    epsilon: float | None,
+    clamp_bounds: tuple[float, float] | None,
+    sensitivity: float,
+    as_json: bool,
 ) -> None:
     """List backends, sources and statistics; with --epsilon and --clamp-bounds, show the
     exact calibration (precision, ε′, λ, Λ)."""
     reg = get_registries()
+    if as_json:
+        out: dict[str, Any] = {
+            "backends": [
+                {
+                    "name": name,
+                    "library": reg.backends.get(name).library,
+                    "available": reg.backends.get(name).is_available(),
+                    "install_hint": reg.backends.get(name).install_hint,
+                    "origin": reg.backends.origin(name),
+                }
+                for name in reg.backends
+            ],
+            "sources": [{"name": n, "origin": reg.sources.origin(n)} for n in reg.sources],
+            "statistics": [
+                {"name": n, "origin": reg.statistics.origin(n)} for n in reg.statistics
+            ],
+        }
+        if epsilon is not None or clamp_bounds is not None:
+            m = _mechanism(epsilon, clamp_bounds, sensitivity)
+            out["calibration"] = {
+                "precision": m.precision,
+                "epsilon_prime": float(m.epsilon_prime),
+                "scale": float(m.scale),
+                "granularity": float(m.granularity),
+                "grid_step": float(m.grid_step),
+                "grid_step_exact": str(m.grid_step),
+                "privacy_bound": float(m.privacy.bound),
+                "privacy_bound_exact": str(m.privacy.bound),
+                "epsilon": epsilon,
+            }
+        emit_json(out)
+        return
     click.echo("backends:")
     for name in reg.backends:
         cls = reg.backends.get(name)
@@ -32,20 +73,22 @@ def info(
     for name in reg.statistics:
         click.echo(f"  {name:10s} [{reg.statistics.origin(name)}]")
     if epsilon is not None or clamp_bounds is not None:
-        from snapcore.mechanism import SnappingMechanism
-
-        try:
-            m = SnappingMechanism(
-                epsilon=epsilon,
-                clamp_bounds=clamp_bounds,
-                sensitivity=sensitivity,
-                source="system",
-            )
-        except SnapcoreError as exc:
-            raise click.UsageError(str(exc)) from None
+        m = _mechanism(epsilon, clamp_bounds, sensitivity)
         click.echo(f"precision p      = {m.precision}")
         click.echo(f"epsilon'         = {float(m.epsilon_prime)!r}")
         click.echo(f"scale lambda     = {float(m.scale)!r}")
         click.echo(f"granularity      = {float(m.granularity)!r} (Lambda, sensitivity units)")
         click.echo(f"grid step        = {float(m.grid_step)!r} (Delta * Lambda, data units)")
         click.echo(f"privacy bound    = {float(m.privacy.bound)!r} <= epsilon = {epsilon!r}")
+
+
+def _mechanism(
+    epsilon: float | None, clamp_bounds: tuple[float, float] | None, sensitivity: float
+) -> SnappingMechanism:
+    from snapcore.mechanism import SnappingMechanism
+
+    if epsilon is None or clamp_bounds is None:
+        raise click.UsageError("the calibration needs both --epsilon and --clamp-bounds LO HI")
+    return SnappingMechanism(
+        epsilon=epsilon, clamp_bounds=clamp_bounds, sensitivity=sensitivity, source="system"
+    )

@@ -8,23 +8,21 @@ from typing import Any
 
 import click
 
-from snapcore.errors import SnapcoreError
+from snapcore.cli import emit_json
 
 __all__ = ["plot"]
 
 
-def _save(make: Callable[[], Any], output: str) -> None:
+def _save(make: Callable[[], Any], output: str, as_json: bool = False, **about: Any) -> None:
     suffix = Path(output).suffix.lower()
     if suffix not in (".png", ".svg"):
         raise click.UsageError(f"--output must end in .png or .svg, got {output!r}")
-    try:
-        fig = make()
-        fig.savefig(output, dpi=130)
-    except ImportError as exc:  # PlotDependencyError
-        raise click.ClickException(str(exc)) from None
-    except SnapcoreError as exc:
-        raise click.UsageError(str(exc)) from None
-    click.echo(f"wrote {output}")
+    fig = make()  # errors reach the command line's handler (exit status, --json)
+    fig.savefig(output, dpi=130)
+    if as_json:
+        emit_json({"written": output, **about})
+    else:
+        click.echo(f"wrote {output}")
 
 
 def _interval(
@@ -45,9 +43,10 @@ _bound = click.option(
 )
 _sens = click.option("--sensitivity", type=float, default=1.0, show_default=True, help="Δ.")
 _alpha = click.option("--alpha", type=float, default=0.05, show_default=True, help="α.")
+_json = click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 
 
-@click.group()
+@click.group(context_settings={"ignore_unknown_options": False})
 def plot() -> None:
     """Draw the accuracy pictures (accuracy vs ε, one release's distribution, γ).
 
@@ -63,6 +62,7 @@ def plot() -> None:
 @click.option("--eps-min", type=float, default=0.01, show_default=True)
 @click.option("--eps-max", type=float, default=100.0, show_default=True)
 @click.option("-o", "--output", default="accuracy-vs-epsilon.png", show_default=True)
+@_json
 def accuracy_cmd(
     clamp_bounds: tuple[float, float] | None,
     clamp_bound: float | None,
@@ -71,6 +71,7 @@ def accuracy_cmd(
     eps_min: float,
     eps_max: float,
     output: str,
+    as_json: bool,
 ) -> None:
     """Accuracy against ε for snapping and for the Laplace mechanism."""
     from snapcore import plots
@@ -84,6 +85,7 @@ def accuracy_cmd(
             alpha=alpha, sensitivity=sensitivity, epsilons=eps, **where
         ),
         output,
+        as_json,
     )
 
 
@@ -96,6 +98,7 @@ def accuracy_cmd(
 @_alpha
 @click.option("--window", type=int, default=12, show_default=True, help="Grid steps shown.")
 @click.option("-o", "--output", default="output-distribution.png", show_default=True)
+@_json
 def distribution_cmd(
     epsilon: float,
     guess: float,
@@ -105,6 +108,7 @@ def distribution_cmd(
     alpha: float,
     window: int,
     output: str,
+    as_json: bool,
 ) -> None:
     """The output distribution of one release for a guess of f(D)."""
     from snapcore import plots
@@ -120,6 +124,7 @@ def distribution_cmd(
             **where,
         ),
         output,
+        as_json,
     )
 
 
@@ -129,8 +134,9 @@ def distribution_cmd(
 @_sens
 @_alpha
 @click.option("-o", "--output", default="accuracy-vs-gamma.png", show_default=True)
+@_json
 def gamma_cmd(
-    b_prime: float, epsilon: float, sensitivity: float, alpha: float, output: str
+    b_prime: float, epsilon: float, sensitivity: float, alpha: float, output: str, as_json: bool
 ) -> None:
     """Clamp bound, accuracy and worst-case bias against γ."""
     from snapcore import plots
@@ -140,4 +146,5 @@ def gamma_cmd(
             b_prime, epsilon=epsilon, alpha=alpha, sensitivity=sensitivity
         ),
         output,
+        as_json,
     )

@@ -9,14 +9,16 @@ Without a CSV file it uses the bundled synthetic example table
 from __future__ import annotations
 
 import csv
-import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from snapcore.errors import SnapcoreError
+from snapcore.cli import emit_json
+from snapcore.display import short
+from snapcore.errors import DataError, SnapcoreError
 
 __all__ = ["release"]
 
@@ -50,21 +52,70 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
         try:
             header = next(reader)
         except StopIteration:
-            raise _Fail(f"CSV file {str(path)!r} is empty") from None
+            raise DataError(f"CSV file {str(path)!r} is empty") from None
         if len(set(header)) != len(header):
-            raise _Fail(f"CSV file {str(path)!r} has duplicate column names")
-        cols: dict[str, list[str]] = {h: [] for h in header}
+            raise DataError(f"CSV file {str(path)!r} has duplicate column names")
+        cols: dict[str, list[Any]] = {h: [] for h in header}
         for row in reader:
             if not row:
                 continue
             if len(row) != len(header):
-                raise _Fail(
+                raise DataError(
                     f"CSV file {str(path)!r}: a row has {len(row)} fields, the header has "
                     f"{len(header)}"
                 )
             for h, v in zip(header, row, strict=True):
-                cols[h].append(v.strip())
+                cols[h].append(_cell(v))
     return cols
+
+
+def _cell(text: str) -> Any:
+    """A CSV cell as a value: blank -> None (missing), then int, float, or the text."""
+    text = text.strip()
+    if not text:
+        return None
+    return _value(text)
+
+
+def _value(text: str) -> Any:
+    """A value typed on the command line or read from a cell: an int, else a float, else
+    the text; so ``1`` matches a cell ``1.0`` under exact value matching."""
+    for conv in (int, float):
+        try:
+            v = conv(text)
+        except ValueError:
+            continue
+        return v
+    return text
+
+
+_FLAGS = {
+    "n": "--n",
+    "data_bounds": "--data-bounds",
+    "clamp_bounds": "--clamp",
+    "gamma": "--gamma",
+    "epsilon": "--epsilon",
+    "bins": "--bins",
+    "categories": "--categories",
+    "column": "--column",
+    "keys": "--keys",
+    "group_sizes": "--group-sizes",
+    "missing": "--missing",
+    "impute": "--impute",
+    "other": "--other",
+    "out_of_range": "--out-of-range",
+    "relation": "--relation",
+}
+
+
+def _flags(message: str) -> str:
+    """A Python API message in the CLI's words: ``n=`` -> ``--n`` and so on."""
+    out = re.sub(
+        r"(?<![\w.'\"-])(" + "|".join(_FLAGS) + r")=(?!=)",
+        lambda m: _FLAGS[m.group(1)] + " ",
+        message,
+    )
+    return re.sub(r" +([,;)]|$)", r"\1", out).replace("  ", " ")
 
 
 def _numbers(text: str, what: str) -> list[float]:
@@ -77,13 +128,8 @@ def _numbers(text: str, what: str) -> list[float]:
     return out
 
 
-def _option_value(text: str) -> Any:
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
+def _values(text: str) -> list[Any]:
+    return [_value(c.strip()) for c in text.split(",")]
 
 
 def _fmt(x: Any) -> str:
@@ -135,16 +181,53 @@ def _fmt(x: Any) -> str:
     type=int,
     default=None,
     help="replace: the number of records (default: from the data); add-remove: a "
-    "public upper bound on it (required).",
+    "public upper bound on it (required; count's default relation is add-remove, so "
+    "count needs --n, e.g. the population size). With --by: per group.",
 )
 @click.option(
     "--relation",
     type=click.Choice(["replace", "add-remove"]),
     default=None,
-    help="Neighbouring relation (default: the statistic's first).",
+    help="Neighbouring relation (default: the statistic's first; with --by and no "
+    "--group-sizes: add-remove).",
 )
 @click.option("--bins", default=None, help="Histogram bin edges, comma-separated.")
-@click.option("--categories", default=None, help="Histogram categories, comma-separated.")
+@click.option(
+    "--categories",
+    default=None,
+    help="Histogram categories, comma-separated, read as values (1 and 1.0 match; "
+    "other text stays text). Unlisted values are not counted unless --other.",
+)
+@click.option("--other", is_flag=True, help="Histogram categories: add a bin for unlisted values.")
+@click.option(
+    "--out-of-range",
+    type=click.Choice(["clamp", "drop"]),
+    default=None,
+    help="Histogram bins: values outside the edges go into the edge bins (clamp, the "
+    "default; labels '< e1' and '>= e(k-1)') or are not counted (drop).",
+)
+@click.option("--by", default=None, help="Group by this column: one release per key of --keys.")
+@click.option(
+    "--keys",
+    default=None,
+    help="The public key set for --by, comma-separated values; every key is released, "
+    "others never are.",
+)
+@click.option(
+    "--group-sizes",
+    default=None,
+    metavar="KEY=N,...",
+    help="Public group sizes for --by under the replace relation.",
+)
+@click.option(
+    "--missing",
+    type=click.Choice(["error", "drop", "impute"]),
+    default="error",
+    show_default=True,
+    help="Missing values (blank cells, NaN): refuse, drop their records (add-remove "
+    "only), or replace them by --impute.",
+)
+@click.option("--impute", default=None, help="The public constant for --missing impute.")
 @click.option(
     "--option",
     "-o",
@@ -172,6 +255,13 @@ def release(
     relation: str | None,
     bins: str | None,
     categories: str | None,
+    other: bool,
+    out_of_range: str | None,
+    by: str | None,
+    keys: str | None,
+    group_sizes: str | None,
+    missing: str,
+    impute: str | None,
     extra: tuple[str, ...],
     backend: str,
     seed: str | None,
@@ -184,8 +274,10 @@ def release(
     \b
     Examples:
       snapcore release mean --column age --data-bounds 0 100 --epsilon 1
+      snapcore release count --n 100000 --epsilon 1
       snapcore release histogram -c region --categories north,south,east,west -e 1
       snapcore release covariance -c age -c income -b 18 90 -b 0 400000 -e 1
+      snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.api import release as do_release
     from snapcore.sources import SeededSource
@@ -201,20 +293,33 @@ def release(
     try:
         table = _read_csv(path)
     except OSError as exc:
-        raise _Fail(f"cannot read CSV file {str(path)!r}: {exc.strerror or exc}") from None
+        raise DataError(f"cannot read CSV file {str(path)!r}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, csv.Error):
-        raise _Fail(f"cannot read CSV file {str(path)!r}: not a UTF-8 CSV file") from None
+        raise DataError(f"cannot read CSV file {str(path)!r}: not a UTF-8 CSV file") from None
 
     options: dict[str, Any] = {}
     if bins is not None:
         options["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        options["categories"] = [c.strip() for c in categories.split(",")]
+        options["categories"] = _values(categories)
+    if other:
+        options["other"] = True
+    if out_of_range is not None:
+        options["out_of_range"] = out_of_range
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise _Fail(f"--option must look like KEY=VALUE, got {item!r}")
-        options[key] = _option_value(value)
+        options[key] = _value(value)
+    grouping: dict[str, Any] = {}
+    if by is not None or keys is not None or group_sizes is not None:
+        if by is None or keys is None:
+            raise _Fail("--by and --keys go together: --by COLUMN --keys a,b,...")
+        grouping = {"by": by, "keys": _values(keys)}
+        if group_sizes is not None:
+            grouping["group_sizes"] = _sizes(group_sizes)
+        elif relation is None:
+            relation = "add-remove"
 
     source = None if seed is None else SeededSource(seed)
     if data_bounds:
@@ -225,7 +330,7 @@ def release(
     if columns:
         column = columns[0] if len(columns) == 1 else columns
     try:
-        r = do_release(
+        r: Any = do_release(
             statistic,
             table,
             epsilon=epsilon,
@@ -235,12 +340,16 @@ def release(
             n=n,
             relation=relation,
             column=column,
+            missing=missing,
+            impute=None if impute is None else _value(impute),
             backend=backend,
             source=source,
+            **grouping,
             **options,
         )
     except (SnapcoreError, ValueError) as exc:
-        raise _Fail(str(exc)) from None
+        exc.args = (_flags(str(exc)),)
+        raise exc from None
     if seed is not None:
         click.echo(
             "WARNING: --seed uses a seeded, deterministic source: anyone who knows the "
@@ -253,44 +362,85 @@ def release(
         out["data"] = data_label
         out["columns"] = list(columns)
         out["seed"] = seed
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        emit_json(out)
         return
 
     what = f"{r.statistic}"
     if columns:
         what += " of " + ", ".join(repr(c) for c in columns)
-    click.echo(f"{what} -- {data_label}")
+    if grouping:
+        click.echo(f"{what} by {by!r} -- {data_label}")
+        click.echo(f"  epsilon spent    {short(r.epsilon_spent)} in all ({r.composition})")
+        click.echo(f"  group sizes      {r.group_sizes}")
+        width = max(len(repr(k)) for k in r.keys)
+        click.echo("  released values (one per key):")
+        for key, rel in r.items():
+            vals = rel.values
+            shown = _fmt(vals[0]) if len(vals) == 1 else ", ".join(_fmt(v) for v in vals)
+            click.echo(f"    {key!r:<{width}}  {shown}")
+        click.echo("  each group's record:")
+        for key, rel in r.items():
+            click.echo(f"  group {by} = {key!r}:")
+            _show(rel, "    ", seed)
+    else:
+        click.echo(f"{what} -- {data_label}")
+        _show(r, "  ", seed)
+    sys.stdout.flush()
+
+
+def _sizes(text: str) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            out[_value(key.strip())] = int(value)
+        except ValueError:
+            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}") from None
+        if not sep:
+            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}")
+    return out
+
+
+def _show(r: Any, pad: str, seed: str | None) -> None:
     if isinstance(r.value, tuple):
         width = max(len(lb) for lb in r.labels)
-        click.echo("  released values (one per bin):")
+        click.echo(f"{pad}released values (one per bin):")
         for lb, v in zip(r.labels, r.value, strict=True):
-            click.echo(f"    {lb:<{width}}  {_fmt(v)}")
+            click.echo(f"{pad}  {lb:<{width}}  {_fmt(v)}")
     else:
-        click.echo(f"  released value   {_fmt(r.value)}")
-    click.echo(f"  epsilon spent    {_fmt(r.epsilon_spent)}")
+        click.echo(f"{pad}released value   {_fmt(r.value)}")
+    click.echo(f"{pad}epsilon spent    {short(r.epsilon_spent)}")
     if isinstance(r.value, tuple):
-        click.echo(f"  budget split     {r.composition}")
-    click.echo(f"  relation         {r.relation.value} ({r.relation.description})")
+        click.echo(f"{pad}budget split     {r.composition}")
+    click.echo(f"{pad}relation         {r.relation.value} ({r.relation.description})")
     if r.n is not None:
-        click.echo(f"  n                {r.n}")
-    click.echo(f"  sensitivity      {_fmt(r.sensitivity)}")
+        click.echo(f"{pad}n                {r.n}")
+    click.echo(f"{pad}sensitivity      {_fmt(r.sensitivity)}")
     if r.data_bounds is not None:
         shown = ", ".join(f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in r.data_bounds)
-        click.echo(f"  data bounds      {shown}")
+        click.echo(f"{pad}data bounds      {shown}")
     if r.clamp_bounds is not None:
         lo, hi = r.clamp_bounds
         how = f"from gamma = {_fmt(r.gamma)}" if r.gamma is not None else "given"
-        click.echo(f"  clamp interval   [{lo!r}, {hi!r}] ({how}; B' = {_fmt(r.b_prime)})")
-        click.echo(f"  grid step        {_fmt(r.grid_step)} (outputs are on a grid of this step)")
         click.echo(
-            f"  accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
+            f"{pad}clamp interval   [{_fmt(lo)}, {_fmt(hi)}] ({how}; B' = {_fmt(r.b_prime)})"
+        )
+        click.echo(
+            f"{pad}grid step        {short(r.grid_step)}: outputs are the centre of the clamp "
+            "interval plus a multiple of this step, so repeats take few distinct values"
+        )
+        click.echo(
+            f"{pad}finer grid       more ε, a smaller Δ (narrower --data-bounds; a larger n "
+            "for a mean) or a narrower clamp interval"
+        )
+        click.echo(
+            f"{pad}accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
             "probability >= 95%, per value; data-independent)"
         )
-        click.echo(f"  precision        {r.precision} bits, backend {r.backend}")
+        click.echo(f"{pad}precision        {r.precision} bits, backend {r.backend}")
         src = r.source if seed is None else f"seeded (seed {seed!r}; NOT for production)"
-        click.echo(f"  source           {src}")
+        click.echo(f"{pad}source           {src}")
     for note in r.notes:
         if note.startswith("seeded source"):
             continue
-        click.echo(f"  note: {note}")
-    sys.stdout.flush()
+        click.echo(f"{pad}note: {note}")
