@@ -30,7 +30,10 @@ def test_python_examples_run():
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     ns: dict[str, object] = {}
     exec(blocks[0], ns)  # the release example
-    budget_block = blocks[1].splitlines()
+    grouped = next(b for b in blocks if "by=" in b)
+    exec(grouped, ns)  # the group-by example
+    assert ns["g"].epsilon_spent == 1 and list(ns["g"]) == ["north", "south"]
+    budget_block = next(b for b in blocks if "Budget(" in b).splitlines()
     *ok, last, _comment = budget_block
     exec("\n".join(ok), ns)
     with pytest.raises(snapcore.BudgetExceededError):

@@ -20,7 +20,6 @@ nothing on stderr but warnings).  Exit status (the same with and without ``--jso
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -28,12 +27,18 @@ from typing import Any
 
 import click
 
-from snapcore.errors import (
-    AuditError,
-    BudgetExceededError,
-    DataError,
-    SnapcoreError,
+from snapcore.cli._output import (
+    EXIT_DATA,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    PrivacyRefused,
+    classify,
+    emit_json,
+    message_of,
 )
+from snapcore.errors import AuditError
 
 __all__ = [
     "EXIT_DATA",
@@ -46,46 +51,6 @@ __all__ = [
     "emit_json",
     "main",
 ]
-
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_DATA = 3
-EXIT_REFUSED = 4
-
-
-class PrivacyRefused(SnapcoreError):
-    """A subcommand refuses on privacy grounds (exit status 4)."""
-
-
-def emit_json(obj: Any) -> None:
-    """Print ``obj`` as indented JSON on stdout."""
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-
-
-def classify(exc: BaseException) -> tuple[str, int]:
-    """The kind of an error and its exit status."""
-    if isinstance(exc, BudgetExceededError | PrivacyRefused):
-        return "privacy refused", EXIT_REFUSED
-    if isinstance(exc, DataError) or type(exc).__name__ == "MissingValueError":
-        return "data", EXIT_DATA
-    if isinstance(exc, click.UsageError | click.BadParameter):
-        return "usage", EXIT_USAGE
-    if isinstance(exc, click.ClickException):
-        code = exc.exit_code
-        kind = {EXIT_DATA: "data", EXIT_REFUSED: "privacy refused"}.get(code, "usage")
-        return kind, code if code in (EXIT_DATA, EXIT_REFUSED) else EXIT_USAGE
-    if isinstance(exc, AuditError | ImportError):
-        return "internal", EXIT_INTERNAL
-    if isinstance(exc, SnapcoreError | ValueError):
-        return "usage", EXIT_USAGE
-    return "internal", EXIT_INTERNAL
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, click.ClickException):
-        return " ".join(exc.format_message().split())
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _info() -> click.Command:
@@ -151,7 +116,7 @@ class _LazyGroup(click.Group):
             rv = EXIT_INTERNAL
         except Exception as exc:
             kind, code = classify(exc)
-            message = _message(exc)
+            message = message_of(exc)
             if kind == "internal" and not isinstance(exc, AuditError | ImportError):
                 message = f"internal error ({type(exc).__name__}): {message}"
                 if not as_json:

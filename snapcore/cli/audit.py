@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from snapcore.cli import EXIT_REFUSED, emit_json
+from snapcore.cli._output import EXIT_REFUSED, emit_json
 
 __all__ = ["audit_command"]
 

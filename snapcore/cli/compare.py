@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import click
 
-from snapcore.cli import EXIT_INTERNAL, emit_json
+from snapcore.cli._output import EXIT_INTERNAL, emit_json
 
 __all__ = ["compare"]
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapcore.cli import emit_json
+from snapcore.cli._output import emit_json
 from snapcore.plugins import get_registries
 
 if TYPE_CHECKING:

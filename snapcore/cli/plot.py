@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from snapcore.cli import emit_json
+from snapcore.cli._output import emit_json
 
 __all__ = ["plot"]
 

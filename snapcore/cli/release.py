@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from snapcore.cli import emit_json
+from snapcore.cli._output import emit_json
 from snapcore.display import short
 from snapcore.errors import DataError, SnapcoreError
 
