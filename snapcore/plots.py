@@ -147,6 +147,7 @@ def output_distribution_figure(
         clamp_bound=clamp_bound,
     )
     dist = accuracy.ideal_output_distribution(cal, guess, window=window)
+    a = accuracy.accuracy(cal, alpha) if alpha is not None else 0.0
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]
@@ -167,18 +168,29 @@ def output_distribution_figure(
         mk.markerline.set_color(_CLAMP)
     ax.axvline(guess, color="k", ls="--", lw=1, label=f"guess f(D) = {guess:g}")
     if alpha is not None:
-        a = accuracy.accuracy(cal, alpha)
         ax.axvspan(
             guess - a, guess + a, color=_SNAP, alpha=0.08, label=f"guess ± a (α = {alpha:g})"
         )
     lo, hi = float(cal.lower), float(cal.upper)
     step = float(cal.granularity * cal.sensitivity)
-    ax.set_xlim(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo))
+    # Zoom to where the mass is: the grid points carrying probability, the accuracy band
+    # and the guess; an interval end only if the clamp mass there is visible.
+    shown = [v for v, p in zip(dist.values, dist.probabilities, strict=True) if p > 1e-4]
+    shown.append(guess)
+    if alpha is not None:
+        shown += [guess - a, guess + a]
+    x0, x1 = max(min(shown), lo), min(max(shown), hi)
+    pad = max(0.06 * (x1 - x0), step)
+    ax.set_xlim(x0 - pad, x1 + pad)
     ax.set_xlabel("output")
     ax.set_ylabel("probability")
-    note = f", {dist.omitted:.2g} outside the window" if dist.omitted > 1e-12 else ""
+    note = (
+        f"\n{dist.omitted:.2g} of the mass lies outside the window" if dist.omitted > 1e-12 else ""
+    )
+    fig.suptitle(f"One release, ε = {epsilon:g}", fontsize="large")
     ax.set_title(
-        f"One release: ε = {epsilon:g}, interval [{lo:g}, {hi:g}], grid step ΔΛ = {step:g}{note}"
+        f"clamp interval [{lo:g}, {hi:g}], Δ = {sensitivity:.6g}, grid step ΔΛ = {step:.6g}{note}",
+        fontsize="small",
     )
     ax.grid(True, axis="y", alpha=0.25)
     ax.legend(loc="upper left", fontsize="small")
@@ -225,6 +237,7 @@ def accuracy_vs_gamma(
     ax1.plot(g_list, acc, color=_SNAP, lw=1.8, label=f"accuracy a (α = {alpha:g})")
     ax1.axhline(b_prime, color="0.6", ls=":", lw=1, label=f"B′ = {b_prime:g}")
     ax1.set_ylabel("user units")
+    ax1.set_yscale("log")  # B and the accuracy differ by decades when B′ >> Δ/ε
     ax1.set_title(f"Choosing γ: B′ = {b_prime:g}, ε = {epsilon:g}, Δ = {sensitivity:g}")
     ax1.legend(fontsize="small")
     ax1.grid(True, which="both", alpha=0.25)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,24 @@ def test_plot_json(tmp_path: Path):
         EXIT_USAGE,
         "usage",
     )
+
+
+def test_plot_from_a_release_plan(tmp_path: Path):
+    pytest.importorskip("matplotlib")
+    from snapcore.accuracy import plan_calibration
+
+    out = tmp_path / "d.png"
+    args = ("plot", "distribution", "--statistic", "mean", "--n", "442")
+    r = run(*args, "--data-bounds", "0", "100", "--epsilon", "1", "--guess", "48.5",
+            "-o", str(out), "--json")  # fmt: skip
+    assert r.exit_code == EXIT_OK, r.stdout
+    assert out.exists()
+    # Δ of a mean of 442 records in [0, 100] is 100/442 (no hand-typed 0.226)
+    cal = plan_calibration(epsilon=1, statistic="mean", n=442, data_bounds=(0, 100), gamma=0.05)
+    assert cal.sensitivity == Fraction(100, 442)
+    msg = error_of(run(*args[:4], "--epsilon", "1", "--guess", "1", "--json"), EXIT_USAGE,
+                   "usage")  # fmt: skip
+    assert "--n" in msg
 
 
 def test_compare_json():

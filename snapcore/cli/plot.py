@@ -25,11 +25,65 @@ def _save(make: Callable[[], Any], output: str, as_json: bool = False, **about: 
         click.echo(f"wrote {output}")
 
 
+def _planned(
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    relation: str | None,
+    epsilon: float,
+    gamma: float,
+) -> tuple[float, float, tuple[float, float]] | None:
+    """(ε per value, Δ, clamp interval) a release of ``statistic`` would use, or None."""
+    if statistic is None:
+        if n is not None or data_bounds is not None:
+            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+        return None
+    from snapcore.accuracy import plan_calibration
+
+    if n is None:
+        raise click.UsageError("--statistic needs --n, the public number of records")
+    cal = plan_calibration(
+        epsilon=epsilon,
+        statistic=statistic,
+        n=n,
+        data_bounds=data_bounds,
+        relation=relation,
+        gamma=gamma,
+    )
+    return float(cal.epsilon), float(cal.sensitivity), (float(cal.lower), float(cal.upper))
+
+
+def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for opt in reversed(
+        [
+            click.option(
+                "--statistic",
+                default=None,
+                help="Plan a release of this statistic: Δ and the clamp interval come from "
+                "--n and --data-bounds (as snapcore release would choose them).",
+            ),
+            click.option("--n", "n", type=int, default=None, help="Public number of records."),
+            click.option(
+                "--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI."
+            ),
+            click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None),
+            click.option(
+                "--gamma", type=float, default=0.05, show_default=True, help="γ of the plan."
+            ),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
 def _interval(
     clamp_bounds: tuple[float, float] | None, clamp_bound: float | None
 ) -> dict[str, Any]:
     if (clamp_bounds is None) == (clamp_bound is None):
-        raise click.UsageError("give exactly one of --clamp-bounds LO HI and --clamp-bound B")
+        raise click.UsageError(
+            "give exactly one of --clamp-bounds LO HI and --clamp-bound B (or plan a release "
+            "with --statistic, --n and --data-bounds)"
+        )
     if clamp_bounds is not None:
         return {"clamp_bounds": clamp_bounds}
     return {"clamp_bound": clamp_bound}
@@ -62,6 +116,7 @@ def plot() -> None:
 @click.option("--eps-min", type=float, default=0.01, show_default=True)
 @click.option("--eps-max", type=float, default=100.0, show_default=True)
 @click.option("-o", "--output", default="accuracy-vs-epsilon.png", show_default=True)
+@_plan_options
 @_json
 def accuracy_cmd(
     clamp_bounds: tuple[float, float] | None,
@@ -71,15 +126,28 @@ def accuracy_cmd(
     eps_min: float,
     eps_max: float,
     output: str,
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    relation: str | None,
+    gamma: float,
     as_json: bool,
 ) -> None:
-    """Accuracy against ε for snapping and for the Laplace mechanism."""
+    """Accuracy against ε for snapping and for the Laplace mechanism.
+
+    With --statistic, --n and --data-bounds, Δ and the clamp interval are those a
+    release at ε = 1 would use (the interval depends on ε only through its margin).
+    """
     from snapcore import plots
 
     if not 0 < eps_min < eps_max:
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
     eps = plots._geomspace(eps_min, eps_max, 600)
-    where = _interval(clamp_bounds, clamp_bound)
+    plan = _planned(statistic, n, data_bounds, relation, 1.0, gamma)
+    if plan is not None:
+        sensitivity, where = plan[1], {"clamp_bounds": plan[2]}
+    else:
+        where = _interval(clamp_bounds, clamp_bound)
     _save(
         lambda: plots.accuracy_vs_epsilon(
             alpha=alpha, sensitivity=sensitivity, epsilons=eps, **where
@@ -98,6 +166,7 @@ def accuracy_cmd(
 @_alpha
 @click.option("--window", type=int, default=12, show_default=True, help="Grid steps shown.")
 @click.option("-o", "--output", default="output-distribution.png", show_default=True)
+@_plan_options
 @_json
 def distribution_cmd(
     epsilon: float,
@@ -108,12 +177,27 @@ def distribution_cmd(
     alpha: float,
     window: int,
     output: str,
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    relation: str | None,
+    gamma: float,
     as_json: bool,
 ) -> None:
-    """The output distribution of one release for a guess of f(D)."""
+    """The output distribution of one release for a guess of f(D).
+
+    \b
+    Plan it from the release instead of typing Δ:
+      snapcore plot distribution --statistic mean --n 442 --data-bounds 0 100 \
+          --epsilon 1 --guess 48.5
+    """
     from snapcore import plots
 
-    where = _interval(clamp_bounds, clamp_bound)
+    plan = _planned(statistic, n, data_bounds, relation, epsilon, gamma)
+    if plan is not None:
+        epsilon, sensitivity, where = plan[0], plan[1], {"clamp_bounds": plan[2]}
+    else:
+        where = _interval(clamp_bounds, clamp_bound)
     _save(
         lambda: plots.output_distribution_figure(
             epsilon=epsilon,
