@@ -144,6 +144,7 @@ def accuracy_cmd(
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
     eps = plots._geomspace(eps_min, eps_max, 600)
     plan = _planned(statistic, n, data_bounds, relation, 1.0, gamma)
+    where: dict[str, Any]
     if plan is not None:
         sensitivity, where = plan[1], {"clamp_bounds": plan[2]}
     else:
@@ -194,6 +195,7 @@ def distribution_cmd(
     from snapcore import plots
 
     plan = _planned(statistic, n, data_bounds, relation, epsilon, gamma)
+    where: dict[str, Any]
     if plan is not None:
         epsilon, sensitivity, where = plan[0], plan[1], {"clamp_bounds": plan[2]}
     else:
