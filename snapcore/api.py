@@ -411,7 +411,8 @@ def release(
         omitted); under ``add-remove`` a public upper bound on it (for ``count``:
         required, a cap such as the population size).  With ``by=``, per group.
     relation : {"replace", "add-remove"}, optional
-        The neighbouring relation; default: the statistic's first.
+        The neighbouring relation; default: the statistic's first, or ``add-remove``
+        with ``by=`` and no ``group_sizes=`` when the statistic supports it.
     column : str or tuple of str, optional
         Column name(s) in a DataFrame or mapping.
     by : str, optional
@@ -454,6 +455,13 @@ def release(
     """
     stat = resolve_statistic(statistic)
     eps = check_real("epsilon", epsilon, positive=True)
+    if (
+        relation is None
+        and by is not None
+        and group_sizes is None
+        and Neighbouring.ADD_REMOVE in stat.relations
+    ):
+        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError("give at most one of gamma= and clamp_bounds=")

@@ -209,16 +209,19 @@ def plan_groups(
             f"by={by!r} needs a DataFrame or a mapping of columns, got {type(data).__name__}"
         )
     if rel is Neighbouring.REPLACE and group_sizes is None:
-        raise ParameterError(
+        why = (
             f"by={by!r} under the replace relation needs group_sizes= (public group sizes: "
             "the key of each record is then public and a neighbour replaces a record within "
-            "its group); otherwise use relation='add-remove', where group sizes stay private"
-            + (
-                ""
-                if Neighbouring.ADD_REMOVE in stat.relations
-                else f" (statistic {stat.name!r} supports only the replace relation)"
-            )
+            "its group)"
         )
+        if Neighbouring.ADD_REMOVE in stat.relations:
+            why += "; or use relation='add-remove', where group sizes stay private"
+        else:
+            why += (
+                f"; statistic {stat.name!r} has no add-remove form, so its group sizes must "
+                "be declared public"
+            )
+        raise ParameterError(why)
     if rel is Neighbouring.ADD_REMOVE and group_sizes is not None:
         raise ParameterError(
             "group_sizes= declares public group sizes, which only the replace relation "

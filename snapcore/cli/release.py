@@ -99,6 +99,7 @@ _FLAGS = {
     "categories": "--categories",
     "column": "--column",
     "keys": "--keys",
+    "by": "--by",
     "group_sizes": "--group-sizes",
     "missing": "--missing",
     "impute": "--impute",
@@ -318,8 +319,6 @@ def release(
         grouping = {"by": by, "keys": _values(keys)}
         if group_sizes is not None:
             grouping["group_sizes"] = _sizes(group_sizes)
-        elif relation is None:
-            relation = "add-remove"
 
     source = None if seed is None else SeededSource(seed)
     if data_bounds:
