@@ -110,6 +110,22 @@ class Budget:
             self._spent += eps
             self._log.append((label, eps))
 
+    @classmethod
+    def from_ledger(cls, path: Any) -> Budget:
+        """A budget kept in the durable ledger at ``path``, shared by processes.
+
+        See :mod:`snapcore.ledger`: each spend is committed to disk before the release
+        draws noise, and is never refunded.
+
+        Raises
+        ------
+        LedgerError
+            If the ledger is missing or fails its checks (the file is not modified).
+        """
+        from snapcore.ledger import Ledger
+
+        return Ledger(path).budget()
+
     def spend(self, epsilon: Any, *, label: str = "") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore).
 

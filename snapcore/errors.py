@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackendUnavailableError",
+    "LedgerError",
     "ParameterError",
     "PluginError",
     "SnapcoreError",
@@ -51,3 +52,11 @@ class BackendUnavailableError(SnapcoreError, ImportError):
 
 class SourceExhaustedError(SnapcoreError):
     """A replay source has no recorded draws left."""
+
+
+class LedgerError(SnapcoreError):
+    """A budget ledger cannot be used: missing, already existing (on init), corrupt,
+    truncated, tampered with, or of another schema version.
+
+    A ledger that fails its checks is refused and left untouched; it is never reset.
+    """

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "compare": "snapcore.cli.compare:compare",
     "release": "snapcore.cli.release:release",
     "audit": "snapcore.cli.audit:audit_command",
+    "budget": "snapcore.cli.budget:budget",
     "plot": "snapcore.cli.plot:plot",
 }
 
