@@ -64,8 +64,8 @@ from typing import Any
 
 import attrs
 
-from snapcore.budget import Budget, BudgetExceededError
-from snapcore.errors import LedgerError, ParameterError
+from snapcore.budget import Budget
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
 from snapcore.params import check_real
 
 __all__ = [

@@ -181,7 +181,7 @@ def make_snapping(
     mech = SnappingMechanism(
         epsilon=epsilon,
         sensitivity=sensitivity,
-        bounds=clamp_bounds,
+        clamp_bounds=clamp_bounds,
         backend=backend,
         source=source,
         precision=precision,
@@ -312,7 +312,7 @@ def make_statistic(
         n = size
     elif size is not None and n != size:
         raise ParameterError(f"n = {n!r} differs from the domain's size {size}")
-    if data_bounds is None and stat.needs_bounds:
+    if data_bounds is None and stat.needs_data_bounds:
         data_bounds = input_domain.element_domain.bounds
     eps = check_real("epsilon", epsilon, positive=True)
     kwargs: dict[str, Any] = {
@@ -353,7 +353,6 @@ def make_statistic(
 
 def _api_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     out = dict(kwargs)
-    out["bounds"] = out.pop("data_bounds")
     if out["gamma"] is None:
         del out["gamma"]
     return out
@@ -363,7 +362,7 @@ def _check_parameters(stat: Statistic, kwargs: dict[str, Any]) -> None:
     """Run the release's checks on public data with a source that refuses to draw."""
     probe = dict(_api_kwargs(kwargs))
     probe["source"] = _NoDraws()
-    bounds = probe["bounds"]
+    bounds = probe["data_bounds"]
     lo = 0 if bounds is None or not hasattr(bounds, "__len__") or len(bounds) != 2 else bounds[0]
     n = probe["n"]
     if n is None:

@@ -64,13 +64,13 @@ def test_budget_from_ledger_refuses_before_drawing(tmp_path: Path) -> None:
     assert isinstance(b, Budget) and isinstance(b, LedgerBudget) and b.total == Fraction(1, 2)
     src = ReplaySource([(1, 0.5)])
     with pytest.raises(BudgetExceededError):
-        snapcore.release("mean", DATA, epsilon=1, bounds=(0, 20), budget=b, source=src)
+        snapcore.release("mean", DATA, epsilon=1, data_bounds=(0, 20), budget=b, source=src)
     assert src.remaining == 1 and b.spent == 0 and b.history == ()
     # Bad input is refused before the ledger is touched.
     with pytest.raises(ParameterError):
-        snapcore.release("mean", [*DATA, float("nan")], epsilon=0.5, bounds=(0, 1), budget=b)
+        snapcore.release("mean", [*DATA, float("nan")], epsilon=0.5, data_bounds=(0, 1), budget=b)
     assert Ledger(path).entries == ()
-    r = snapcore.release("mean", DATA, epsilon=0.5, bounds=(0, 20), budget=b, source=src)
+    r = snapcore.release("mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=b, source=src)
     assert r.epsilon_spent == Fraction(1, 2) and src.remaining == 0
     assert b.remaining == 0 and b.history == (("mean", Fraction(1, 2)),)
     # A second Budget on the same file sees the spend.

@@ -72,7 +72,7 @@ def test_round_up_is_least_double_above() -> None:
 def test_scalar_releases_what_snapcore_releases() -> None:
     m = make_snapping(*FLOATS, Fraction(1, 3), 2, (-50, 50), source=SeededSource(9))
     ref = SnappingMechanism(
-        epsilon=Fraction(1, 3), sensitivity=2, bounds=(-50, 50), source=SeededSource(9)
+        epsilon=Fraction(1, 3), sensitivity=2, clamp_bounds=(-50, 50), source=SeededSource(9)
     )
     for x in (0.0, 1.5, -49.0, 1e9):
         assert m(x) == float(ref.release(x))
@@ -116,7 +116,7 @@ def test_statistic_maps_match_snapcore_accounting(metric, statistic, options) ->
         statistic,
         DATA,
         epsilon=eps,
-        bounds=(0, 100) if statistic in ("mean", "variance", "sum") else None,
+        data_bounds=(0, 100) if statistic in ("mean", "variance", "sum") else None,
         source=SeededSource(4),
         relation="replace" if "ChangeOne" in str(metric) else "add-remove",
         **options,

@@ -20,7 +20,12 @@ def race(path: str, epsilon: Fraction, barrier: Any, results: Any, i: int) -> No
     barrier.wait()
     try:
         r = snapcore.release(
-            "sum", DATA, epsilon=epsilon, bounds=(0, 20), budget=budget, source=SeededSource(i)
+            "sum",
+            DATA,
+            epsilon=epsilon,
+            data_bounds=(0, 20),
+            budget=budget,
+            source=SeededSource(i),
         )
     except snapcore.BudgetExceededError:
         results.put((i, "refused"))
@@ -49,11 +54,16 @@ def killed(path: str, where: str, marker: str) -> None:
     eps = Fraction(1, 4)
     if where == "during-draw":
         snapcore.release(
-            "mean", DATA, epsilon=eps, bounds=(0, 20), budget=budget, source=_KillingSource(marker)
+            "mean",
+            DATA,
+            epsilon=eps,
+            data_bounds=(0, 20),
+            budget=budget,
+            source=_KillingSource(marker),
         )
         return  # pragma: no cover
     mech = snapcore.SnappingMechanism(
-        epsilon=eps, sensitivity=1, bounds=(-10, 10), source=SeededSource(1)
+        epsilon=eps, sensitivity=1, clamp_bounds=(-10, 10), source=SeededSource(1)
     )
     with budget.reserve(eps, label=where):
         if where == "after-draw":
