@@ -419,6 +419,8 @@ class Ledger:
                     os.fsync(dfd)
                 finally:
                     os.close(dfd)
+        except (sqlite3.Error, OSError) as exc:
+            raise LedgerError(f"budget ledger {target!r} cannot be created: {exc}") from None
         finally:
             for leftover in (tmp, tmp + "-journal"):
                 if os.path.exists(leftover):

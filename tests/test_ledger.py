@@ -102,6 +102,8 @@ def test_init_refuses_to_overwrite_and_bad_totals(tmp_path: Path) -> None:
         with pytest.raises(ParameterError, match="total_epsilon"):
             Ledger.init(tmp_path / "c.ledger", bad)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ledger"]
+    with pytest.raises(LedgerError, match="cannot be created"):
+        Ledger.init(tmp_path / "no such folder" / "b.ledger", 1)
     with pytest.raises(LedgerError, match="does not exist"):
         Ledger(tmp_path / "missing.ledger")
     assert not (tmp_path / "missing.ledger").exists()  # never created by opening
