@@ -56,12 +56,21 @@ from numbers import Real
 from typing import Any, cast
 
 import numpy as np
-from diffprivlib.accountant import BudgetAccountant
-from diffprivlib.mechanisms.base import DPMechanism
-from diffprivlib.utils import Budget as _DPBudget
-from diffprivlib.utils import BudgetError, check_random_state
-from diffprivlib.validation import check_epsilon_delta
 
+try:
+    from diffprivlib.accountant import BudgetAccountant
+    from diffprivlib.mechanisms.base import DPMechanism
+    from diffprivlib.utils import Budget as _DPBudget
+    from diffprivlib.utils import BudgetError, check_random_state
+    from diffprivlib.validation import check_epsilon_delta
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError(
+        "snapcore.diffprivlib needs diffprivlib 0.6.6 (and scikit-learn < 1.6): "
+        'pip install "snapcore[diffprivlib]"'
+    ) from exc
+
+from snapcore.bounds import round_down_double as _round_down
+from snapcore.bounds import round_up_double as _round_up
 from snapcore.budget import Budget
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.mechanism import SnappingMechanism
@@ -69,16 +78,6 @@ from snapcore.params import check_real
 from snapcore.sources import ByteSource, RandomSource, SystemSource
 
 __all__ = ["AccountantBudget", "RandomStateSource", "SnapcoreAccountant", "Snapping"]
-
-
-def _round_up(q: Fraction) -> float:
-    f = float(q)
-    return math.nextafter(f, math.inf) if Fraction(f) < q else f
-
-
-def _round_down(q: Fraction) -> float:
-    f = float(q)
-    return math.nextafter(f, -math.inf) if Fraction(f) > q else f
 
 
 class RandomStateSource(ByteSource):
@@ -213,9 +212,9 @@ class Snapping(DPMechanism):  # type: ignore[misc]
         x = self._check_value(value)
         if self._mech is None:
             return 0.0
-        from snapcore.accuracy import output_distribution
+        from snapcore.accuracy import ideal_output_distribution
 
-        d = output_distribution(self._mech, x, window=40)
+        d = ideal_output_distribution(self._mech, x, window=40)
         mean = float(x) + self.bias(value)
         listed = math.fsum(
             p * (v - mean) ** 2 for v, p in zip(d.values, d.probabilities, strict=True)

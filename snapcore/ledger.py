@@ -64,14 +64,12 @@ from typing import Any
 
 import attrs
 
-from snapcore.budget import Budget
 from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
 from snapcore.params import check_real
 
 __all__ = [
     "SCHEMA_VERSION",
     "Ledger",
-    "LedgerBudget",
     "LedgerEntry",
     "LedgerState",
     "parse_epsilon",
@@ -542,10 +540,6 @@ class Ledger:
         with self.reserve(epsilon, label=label):
             pass
 
-    def budget(self) -> LedgerBudget:
-        """A :class:`~snapcore.Budget` backed by this ledger."""
-        return LedgerBudget(self)
-
     def to_dict(self) -> dict[str, Any]:
         """The ledger as a JSON-ready dict (exact values as ``"p/q"`` too)."""
         st = self.state()
@@ -564,49 +558,3 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
-
-
-class LedgerBudget(Budget):
-    """A :class:`~snapcore.Budget` whose accounting lives in a :class:`Ledger`.
-
-    Same interface as the in-memory Budget (``total``, ``spent``, ``remaining``,
-    ``history``, ``reserve``, ``spend``), so it can be passed as ``budget=`` to
-    :func:`snapcore.release`.  Each call reads the ledger, so several processes
-    holding budgets on one ledger see each other's spends.  Unlike the in-memory
-    Budget, a block that raises does not get its ε back (see :mod:`snapcore.ledger`).
-    """
-
-    def __init__(self, ledger: Ledger) -> None:
-        if not isinstance(ledger, Ledger):
-            raise ParameterError(f"ledger must be a snapcore.ledger.Ledger, got {ledger!r}")
-        self.ledger = ledger
-        self.total = ledger.total  # fixed when the ledger is created
-
-    @property
-    def spent(self) -> Fraction:
-        """ε committed in the ledger (including releases still running)."""
-        return self.ledger.spent
-
-    @property
-    def remaining(self) -> Fraction:
-        """ε not yet spent."""
-        return self.ledger.remaining
-
-    @property
-    def history(self) -> tuple[tuple[str, Fraction], ...]:
-        """``(label, ε)`` of every entry in the ledger, in order."""
-        return tuple((e.label, e.epsilon) for e in self.ledger.entries)
-
-    @contextmanager
-    def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
-        """Commit ``epsilon`` to the ledger before the block runs (see
-        :meth:`Ledger.reserve`)."""
-        with self.ledger.reserve(epsilon, label=label) as eps:
-            yield eps
-
-    def __repr__(self) -> str:
-        st = self.ledger.state()
-        return (
-            f"LedgerBudget({self.ledger.path!r}, total={short_decimal(st.total)}, "
-            f"spent={short_decimal(st.spent)}, remaining={short_decimal(st.remaining)})"
-        )

@@ -56,11 +56,15 @@ import math
 from fractions import Fraction
 from typing import Any, cast
 
-import opendp.prelude as dp
-from opendp.mod import Domain, Measurement, Metric, _PartialConstructor
+try:
+    import opendp.prelude as dp
+    from opendp.mod import Domain, Measurement, Metric, _PartialConstructor
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError('snapcore.opendp needs OpenDP 0.16: pip install "snapcore[opendp]"') from exc
 
 from snapcore.api import release as _release
 from snapcore.backend import Backend
+from snapcore.bounds import round_up_double
 from snapcore.errors import ParameterError
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import check_real
@@ -94,12 +98,7 @@ def round_up(q: Fraction) -> float:
     ParameterError
         If ``q`` exceeds the largest double.
     """
-    try:
-        f = float(q)
-    except OverflowError:
-        f = math.inf
-    if math.isfinite(f) and Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
+    f = round_up_double(q)
     if not math.isfinite(f):
         raise ParameterError(
             f"epsilon of about 2**{q.numerator.bit_length() - q.denominator.bit_length()} "

@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
+from snapcore.budget import LedgerBudget
 from snapcore.cli import main
 from snapcore.errors import LedgerError, ParameterError
-from snapcore.ledger import Ledger, LedgerBudget, parse_epsilon, short_decimal
+from snapcore.ledger import Ledger, parse_epsilon, short_decimal
 
 DATA = [float(v) for v in range(20)]
 SPAWN = multiprocessing.get_context("spawn")
@@ -79,7 +80,7 @@ def test_budget_from_ledger_refuses_before_drawing(tmp_path: Path) -> None:
 
 def test_no_refund_after_commit(tmp_path: Path) -> None:
     led = Ledger.init(tmp_path / "b.ledger", 2)
-    b = led.budget()
+    b = LedgerBudget(led)
     # A histogram of 3 bins needs 3 draws; the source has 2: it fails after drawing.
     src = ReplaySource([(1, 0.5), (-1, 0.25)])
     with pytest.raises(snapcore.SourceExhaustedError):
@@ -195,7 +196,7 @@ def test_corrupt_ledger_refused_and_untouched(ledger: Ledger, how: str) -> None:
         lambda: Ledger(ledger.path),
         lambda: Budget.from_ledger(ledger.path),
         lambda: ledger.spend(Fraction(1, 100)),
-        lambda: ledger.budget().remaining,
+        lambda: LedgerBudget(ledger).remaining,
     ):
         with pytest.raises(LedgerError, match=message) as info:
             attempt()

@@ -201,6 +201,7 @@ def release(
       snapcore release covariance -c age -c income -b 18 90 -b 0 400000 -e 1
     """
     from snapcore.api import release as do_release
+    from snapcore.budget import Budget
     from snapcore.ledger import Ledger, parse_epsilon, short_decimal
     from snapcore.sources import SeededSource
 
@@ -240,7 +241,7 @@ def release(
         column = columns[0] if len(columns) == 1 else columns
     try:
         eps = parse_epsilon(epsilon)
-        budget = None if ledger is None else Ledger(ledger).budget()
+        budget = None if ledger is None else Budget.from_ledger(ledger)
         r = do_release(
             statistic,
             table,
