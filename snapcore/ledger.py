@@ -25,9 +25,13 @@ the lock (up to a timeout), so they cannot both see the same remaining budget.
 
 **Refuse, never reset.**  Every open and every spend checks the file: the SQLite
 header's application id and schema version, ``PRAGMA integrity_check``, the
-``meta`` table, canonical ``p/q`` fractions, contiguous entry numbers, and the
-totals re-derived from the history (each entry's running total and the stored
-total must equal the exact sums).  A file failing any check raises
+``meta`` table, the file's size against its page count, canonical ``p/q``
+fractions, contiguous entry numbers, the totals re-derived from the history (each
+entry's running total and the stored total must equal the exact sums), and a SHA-256
+chain over the total and every entry, recorded by snapcore with each spend, so that
+an edit made with another tool (raising the total, rewriting an entry consistently)
+is refused too.  The chain catches damage and edits made outside snapcore; it is not
+a defence against someone who can write the file and recompute it.  A file failing any check raises
 :class:`~snapcore.errors.LedgerError` and is left byte-for-byte untouched.
 
 **Durability settings.**  ``journal_mode=DELETE`` with ``synchronous=FULL`` (and
@@ -52,6 +56,7 @@ copy, and it works on network file systems, where WAL's shared memory does not.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import re
 import sqlite3
@@ -110,6 +115,16 @@ def _from_text(what: str, text: object) -> Fraction:
     if q.numerator != num or q.denominator != den:
         raise LedgerError(f"{what} is not in lowest terms ({text!r})")
     return q
+
+
+def _digest_start(total_text: str, created: str) -> str:
+    data = "\0".join(("snapcore-ledger", str(SCHEMA_VERSION), total_text, created))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
+    data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
 def short_decimal(q: Fraction, digits: int = 12) -> str:
@@ -199,6 +214,7 @@ class LedgerState:
     spent: Fraction
     entries: tuple[LedgerEntry, ...]
     created: str
+    digest: str
 
     @property
     def remaining(self) -> Fraction:
@@ -278,7 +294,7 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
         ).fetchall()
     except sqlite3.DatabaseError as exc:
         raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
-    expected = {"schema_version", "total", "spent", "entries", "created"}
+    expected = {"schema_version", "total", "spent", "entries", "created", "digest"}
     if set(meta) != expected:
         raise _fail(path, f"its meta table has keys {sorted(meta)}, expected {sorted(expected)}")
     if meta["schema_version"] != str(SCHEMA_VERSION):
@@ -335,7 +351,22 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
         )
     if running > total:
         raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
-    return LedgerState(total=total, spent=running, entries=tuple(entries), created=meta["created"])
+    digest = _digest_start(meta["total"], meta["created"])
+    for e in entries:
+        digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid)
+    if meta["digest"] != digest:
+        raise _fail(
+            path,
+            "its total or history does not match the digest snapcore recorded with it "
+            "(edited outside snapcore)",
+        )
+    return LedgerState(
+        total=total,
+        spent=running,
+        entries=tuple(entries),
+        created=meta["created"],
+        digest=digest,
+    )
 
 
 def _now() -> str:
@@ -386,6 +417,7 @@ class Ledger:
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                created = _now()
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -396,7 +428,8 @@ class Ledger:
                         ("total", _to_text(total)),
                         ("spent", "0/1"),
                         ("entries", "0"),
-                        ("created", _now()),
+                        ("created", created),
+                        ("digest", _digest_start(_to_text(total), created)),
                     ],
                 )
                 conn.execute("COMMIT")
@@ -475,11 +508,14 @@ class Ledger:
                     )
                 index = len(st.entries) + 1
                 spent = st.spent + eps
+                time, pid = _now(), os.getpid()
                 conn.execute(
                     "INSERT INTO entries (id, time, label, epsilon, cumulative, status, pid) "
                     "VALUES (?, ?, ?, ?, ?, 'committed', ?)",
-                    (index, _now(), label, _to_text(eps), _to_text(spent), os.getpid()),
+                    (index, time, label, _to_text(eps), _to_text(spent), pid),
                 )
+                digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))
             except BaseException:

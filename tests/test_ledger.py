@@ -182,6 +182,22 @@ CORRUPTIONS = {
         lambda p: _tamper_sql(p, "UPDATE meta SET value = '2' WHERE key = 'schema_version'"),
         "schema version",
     ),
+    "raised total, consistently": (
+        lambda p: _tamper_sql(p, "UPDATE meta SET value = '2/1' WHERE key = 'total'"),
+        "digest",
+    ),
+    "history rewritten consistently": (
+        lambda p: _tamper_sql(
+            p,
+            "UPDATE entries SET epsilon = '1/10', cumulative = '13/30' WHERE id = 2",
+            "UPDATE meta SET value = '13/30' WHERE key = 'spent'",
+        ),
+        "digest",
+    ),
+    "label rewritten": (
+        lambda p: _tamper_sql(p, "UPDATE entries SET label = 'other' WHERE id = 1"),
+        "digest",
+    ),
     "not a ledger": (lambda p: _tamper_sql(p, "PRAGMA application_id = 0"), "application id"),
 }
 
