@@ -12,6 +12,8 @@ The hierarchy::
     │   ├── PluginError                     a plugin could not be registered or is malformed
     │   ├── SourceExhaustedError            a replay source has no recorded draws left
     │   ├── BudgetExceededError             a release would overspend a Budget
+    │   ├── LedgerError                     a budget ledger is missing, corrupt or tampered
+    │   │                                   with (refused, never reset)
     │   ├── SnapOverflowError (OverflowError)
     │   │                                   a snapped value is not a finite double
     │   ├── AuditError                      the audit found the mechanism inconsistent
@@ -33,6 +35,7 @@ __all__ = [
     "BackendUnavailableError",
     "BudgetExceededError",
     "ConformanceError",
+    "LedgerError",
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
@@ -105,3 +108,11 @@ class AuditLimitError(SnapcoreError):
 
 class ConformanceError(AssertionError):
     """A backend result differs from the reference (raised by :mod:`snapcore.testing`)."""
+
+
+class LedgerError(SnapcoreError):
+    """A budget ledger cannot be used: missing, already existing (on init), corrupt,
+    truncated, tampered with, or of another schema version.
+
+    A ledger that fails its checks is refused and left untouched; it is never reset.
+    """

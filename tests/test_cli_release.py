@@ -133,7 +133,7 @@ def test_csv_file(tmp_path: Path):
     ("args", "needle"),
     [
         (("mean", "-c", "age", "-b", "0", "100"), "Missing option '--epsilon'"),
-        (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "'abc' is not a valid float"),
+        (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "epsilon must be a decimal number"),
         (("mean", "-c", "age", "-e", "1"), "needs data_bounds="),
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper"),
         (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found"),

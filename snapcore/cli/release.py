@@ -113,7 +113,12 @@ def _fmt(x: Any) -> str:
     metavar="LO HI",
     help="Data bounds: values are clamped to [LO, HI] (once per column).",
 )
-@click.option("--epsilon", "-e", type=float, required=True, help="ε > 0 this release spends.")
+@click.option(
+    "--epsilon",
+    "-e",
+    required=True,
+    help="ε > 0 this release spends, read exactly (0.2 is 1/5; a fraction p/q also works).",
+)
 @click.option(
     "--gamma",
     "-g",
@@ -159,13 +164,20 @@ def _fmt(x: Any) -> str:
     default=None,
     help="Use a seeded source (reproducible; NOT for production releases).",
 )
+@click.option(
+    "--ledger",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Charge ε to this budget ledger (see 'snapcore budget'): committed to disk "
+    "before noise is drawn; refused if the ledger cannot cover it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 def release(
     statistic: str,
     csv_file: str | None,
     columns: tuple[str, ...],
     data_bounds: tuple[tuple[float, float], ...],
-    epsilon: float,
+    epsilon: str,
     gamma: float | None,
     clamp: tuple[float, float] | None,
     n: int | None,
@@ -175,6 +187,7 @@ def release(
     extra: tuple[str, ...],
     backend: str,
     seed: str | None,
+    ledger: str | None,
     as_json: bool,
 ) -> None:
     """Release STATISTIC of a column of CSV (default: the bundled example data).
@@ -188,6 +201,8 @@ def release(
       snapcore release covariance -c age -c income -b 18 90 -b 0 400000 -e 1
     """
     from snapcore.api import release as do_release
+    from snapcore.budget import Budget
+    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
     from snapcore.sources import SeededSource
 
     if csv_file is None:
@@ -225,10 +240,12 @@ def release(
     if columns:
         column = columns[0] if len(columns) == 1 else columns
     try:
+        eps = parse_epsilon(epsilon)
+        budget = None if ledger is None else Budget.from_ledger(ledger)
         r = do_release(
             statistic,
             table,
-            epsilon=epsilon,
+            epsilon=eps,
             data_bounds=bounds_arg,
             gamma=gamma,
             clamp_bounds=clamp,
@@ -237,6 +254,7 @@ def release(
             column=column,
             backend=backend,
             source=source,
+            budget=budget,
             **options,
         )
     except (SnapcoreError, ValueError) as exc:
@@ -267,7 +285,10 @@ def release(
             click.echo(f"    {lb:<{width}}  {_fmt(v)}")
     else:
         click.echo(f"  released value   {_fmt(r.value)}")
-    click.echo(f"  epsilon spent    {_fmt(r.epsilon_spent)}")
+    click.echo(f"  epsilon spent    {short_decimal(r.epsilon_spent)}")
+    if ledger is not None:
+        left = Ledger(ledger).remaining
+        click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
     if isinstance(r.value, tuple):
         click.echo(f"  budget split     {r.composition}")
     click.echo(f"  relation         {r.relation.value} ({r.relation.description})")
