@@ -27,6 +27,7 @@ import functools
 import importlib
 import io
 import math
+import sys
 import threading
 from collections.abc import Callable
 from fractions import Fraction
@@ -298,6 +299,33 @@ def _be64(buf: Any, o: Any) -> Any:
     )  # fmt: skip
 
 
+def _load_be64() -> Any:
+    """An LLVM intrinsic ``(uint8 array, offset) -> uint64``: one unaligned load of
+    8 bytes and a byte swap (``llvm.bswap``), on little-endian machines; else None
+    (the byte-wise :func:`_be64` is used)."""
+    if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+        return None
+    try:
+        from llvmlite import ir
+        from numba.core import types
+        from numba.extending import intrinsic
+    except ImportError:  # pragma: no cover - other numba versions
+        return None
+
+    def load_be64(typingctx: Any, arr: Any, off: Any) -> Any:
+        sig = types.uint64(arr, types.intp)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+            bswap = builder.module.declare_intrinsic("llvm.bswap", [ir.IntType(64)])
+            return builder.call(bswap, [builder.load(ptr, align=1)])
+
+        return sig, codegen
+
+    return intrinsic(load_be64)
+
+
 if _nb is not None:
     # Everything is inlined into the loops (numba IR inlining) with numpy's error
     # model (no Python exception checks), so LLVM can vectorise.  IEEE semantics are
@@ -307,7 +335,7 @@ if _nb is not None:
     _nb_two_prod = _jit_inline(two_prod)
     _nb_sel = _jit_inline(_sel)
     _nb_kernel = _jit_inline(_make_kernel(_nb_two_sum, _nb_two_prod, _nb_sel))
-    _nb_be64 = _jit_inline(_be64)
+    _nb_be64 = _load_be64() or _jit_inline(_be64)
     try:
         _leading_zeros: Any = importlib.import_module(
             "numba.cpython.unsafe.numbers"
@@ -400,9 +428,7 @@ if _nb is not None:
             out[3, j] = sl
             out[4, j] = err
 
-    def _decode_py(
-        buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any
-    ) -> int:
+    def _decode_py(buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any) -> int:
         # snapcore-draw-v1 rows as if none had a continuation; returns the first row
         # whose 63 exponent bits are all zero (or count).
         for j in range(count):
@@ -945,9 +971,7 @@ class FastEngine:
     #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
     STREAM_CHUNK = 1 << 13
 
-    def run_stream(
-        self, v: F64, source: ByteSource, pipe: Pipeline
-    ) -> tuple[F64, BatchStats]:
+    def run_stream(self, v: F64, source: ByteSource, pipe: Pipeline) -> tuple[F64, BatchStats]:
         """Outputs for values ``v`` with draws read from ``source``'s byte stream.
 
         One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the

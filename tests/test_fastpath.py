@@ -522,9 +522,12 @@ def test_system_source_large_reads():
     assert 0.45 < np.mean(batch.e == 1.0) < 0.55  # P(e = 1) = 1/2
 
 
-def test_default_source_stays_system():
+def test_default_source_is_chacha20():
+    from snapcore.chacha import ChaCha20Source
+
     m = SnappingMechanism(epsilon=1.0, bound=1.0)
-    assert m.source.name == "system" and m.source.cryptographic
+    assert type(m.source) is ChaCha20Source and m.source.cryptographic
+    assert SnappingMechanism(epsilon=1.0, bound=1.0, source="system").source.name == "system"
 
 
 def test_chacha20_source():
