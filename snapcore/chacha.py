@@ -2,12 +2,12 @@
 
 :class:`ChaCha20Source` (registered as ``"chacha20"``; the default source) produces
 the keystream of ChaCha20 (RFC 8439, through the ``cryptography`` package, i.e.
-OpenSSL) under a 256-bit key and a 128-bit counter-and-nonce drawn from
-``os.urandom``.  It re-keys from the OS after every ``REKEY_BYTES`` bytes and in a
-forked child (``os.register_at_fork``: the child also gets a fresh lock, so a fork
-taken while another thread was drawing cannot deadlock it).  It is several times
-faster than reading ``os.urandom`` and writes in place into the fast path's
-buffers.  Why it is as safe as ``os.urandom`` is argued in ``docs/sources.md``.
+OpenSSL) under a 256-bit key and a 96-bit nonce drawn from ``os.urandom``.  It
+re-keys from the OS after every ``REKEY_BYTES`` bytes and in a forked child
+(``os.register_at_fork``: the child also gets a fresh lock, so a fork taken while
+another thread was drawing cannot deadlock it).  It is several times faster than
+reading ``os.urandom`` and writes in place into the fast path's buffers.  Why it is
+as safe as ``os.urandom`` is argued in ``docs/sources.md``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ class ChaCha20Source(ByteSource):
         ChaCha20Source._instances.add(self)
 
     def _rekey(self) -> None:
-        key, nonce = os.urandom(32), os.urandom(16)
+        # cryptography's 16-byte nonce is RFC 8439's 32-bit block counter (little
+        # endian) and 96-bit nonce.  The counter starts at 0, so the 2**24 blocks
+        # produced under one key never wrap it; the key alone makes the stream fresh.
+        key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
         self._enc: Any = self._Cipher(self._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
         self._produced = 0
         self._pid = os.getpid()

@@ -100,3 +100,47 @@ def test_chacha20_child_rekeys_and_parent_stream_continues():
         with src.exclusive():
             mine = src.read(N_BYTES)
         assert child != mine
+
+
+def _keyed(key: bytes, nonce: bytes) -> ChaCha20Source:
+    src = ChaCha20Source()
+    src._enc = src._Cipher(src._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    src._buf, src._pos = b"", 0
+    return src
+
+
+def test_chacha20_readinto_is_read():
+    """In-place reads give the stream's bytes in order, mixed with buffered reads;
+    the stream is RFC 8439's ChaCha20 (the reference is cryptography's keystream
+    read in one piece, checked against the RFC's own vector)."""
+    import numpy as np
+
+    key = bytes(range(32))
+    nonce = (1).to_bytes(4, "little") + bytes.fromhex("000000000000004a00000000")
+    ref = _keyed(key, nonce)._enc.update(bytes(300_000))
+    assert ref[:16].hex() == "224f51f3401bd9e12fde276fb8631ded"  # RFC 8439 §2.4.2
+    src = _keyed(key, nonce)
+    got = bytearray()
+    for n in (3, 70_000, 5, 1, 100_000, 64, 129_927):
+        if n % 2:
+            got += src.read(n)
+        else:
+            buf = np.empty(n, np.uint8)
+            src.readinto(buf)
+            got += buf.tobytes()
+    assert bytes(got) == ref
+
+
+def test_chacha20_rekeys_after_the_limit(monkeypatch):
+    import snapcore.chacha as chacha
+
+    monkeypatch.setattr(chacha, "REKEY_BYTES", 1 << 16)
+    src = ChaCha20Source()
+    seen = {id(src._enc)}
+    encs = [src._enc]  # keep them alive so ids stay distinct
+    for _ in range(10):
+        src.read(40_000)
+        encs.append(src._enc)
+        seen.add(id(src._enc))
+        assert src._produced <= 1 << 16
+    assert len(seen) >= 5
