@@ -171,6 +171,25 @@ def test_bulk_decoding_equals_scalar_decoding(p, engine):
     assert sum(1 for i in range(60) if i % 7 == 3) == 9  # continuations were exercised
 
 
+@pytest.mark.parametrize("p", [118, 130])
+def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
+    """The fused loop (chunks of 16 draws here) reads exactly the scalar decoder's
+    bytes across continuation words and chunk ends, and releases exactly."""
+    if not fp.numba_available():
+        pytest.skip("the fused loop is compiled")
+    monkeypatch.setattr(fp.FastEngine, "STREAM_CHUNK", 16)
+    data = _stream_with_continuations(p, 200, seed=p + 1)
+    mech = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0), precision=p)
+    values = random_values(-20.0, 120.0, 200, seed=p)
+    a, b = BytesSource(data), BytesSource(data)
+    out, st = fp.release_batch(mech._pipeline, values, a, engine="numba", stats=True)
+    assert fp.engine_for(mech.calibration).fusable
+    ref = exact_outputs(mech, values, b.draws(200, p))
+    assert a._pos == b._pos, "the fused loop consumed a different number of bytes"
+    assert identical(out, ref)
+    assert set(range(3, 200, 7)) <= set(st.fallback_k.tolist())  # continuations exact
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_bulk_decoding_seeded_stream_position(engine):
     a, b = SeededSource(99), SeededSource(99)
