@@ -797,9 +797,9 @@ class FastEngine:
         L = cal.granularity_log2
         self.L = L
         Lam = to_fraction(1, L)
-        lam = to_fraction(*cal.scale) / Lam
-        b = to_fraction(*cal.clamp_bound)
-        c = cal.center
+        lam = cal.scale / Lam
+        b = cal.unit_clamp_bound
+        c = cal.centre
         delta = cal.sensitivity
         inv = 1 / (delta * Lam)
         self.kmax = int((b / Lam).__floor__())
@@ -848,7 +848,7 @@ class FastEngine:
         """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
         with self._table_lock:
             if self._table is None:
-                L, b = self.L, self.calibration.clamp_bound
+                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
                 ks = range(-self.kmax - 1, self.kmax + 2)
                 self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
             return self._table
@@ -863,7 +863,7 @@ class FastEngine:
             idx = np.clip(k, -kmax - 1, kmax + 1)
             idx += kmax + 1
             return self.table(pipe).take(idx), np.empty(0, np.intp)
-        L, b = self.L, self.calibration.clamp_bound
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
         hi_out = pipe.output(clamp(kmax + 1, L, b))
         lo_out = pipe.output(clamp(-kmax - 1, L, b))
         out = np.empty(k.shape, np.float64)
@@ -996,7 +996,7 @@ class FastEngine:
         scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
         kbuf = np.empty(chunk, np.int64)
         okbuf = np.empty(chunk, np.bool_)
-        L, b = self.L, self.calibration.clamp_bound
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
         mode = 0 if self.use_table else 1
         table = self.table(pipe) if self.use_table else np.zeros(1)
         ends = np.array(
