@@ -33,10 +33,19 @@ from ._intround import add_nearest, fits, round_nearest
 
 __all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 
-try:
-    import flint
-except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
-    flint = None  # type: ignore[assignment]
+# python-flint is imported on first use (about 80 ms), not when the plugin is
+# registered.
+flint: Any = None
+
+
+def _load() -> None:
+    """Import python-flint into this module's globals (once)."""
+    global flint
+    if flint is None:
+        import flint as fl
+
+        flint = fl
+
 
 #: Guards python-flint's process-wide ``ctx.prec``.
 FLINT_LOCK = threading.Lock()
@@ -53,6 +62,7 @@ def ln_ball(m: int, e: int, w: int) -> tuple[int, int, int, int]:
     The ball ``[mid - rad, mid + rad]`` contains ``ln(m * 2**e)`` (arb's guarantee);
     its ends are read exactly.
     """
+    _load()
     with FLINT_LOCK:
         saved = flint.ctx.prec
         try:
@@ -95,6 +105,7 @@ class ArbArithmetic(Arithmetic):
     """Correctly rounded p-bit arithmetic: exact integers, and LN by arb balls."""
 
     def __init__(self, precision: int) -> None:
+        _load()
         self.precision = precision
 
     def from_dyadic(self, m: int, e: int) -> Dyadic:
@@ -143,12 +154,17 @@ class ArbBackend(Backend):
     install_hint = "pip install python-flint"
 
     def __init__(self) -> None:
+        _load()
         self._cache: dict[int, ArbArithmetic] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def is_available(cls) -> bool:
-        return flint is not None
+        try:
+            _load()
+        except ImportError:
+            return False
+        return True
 
     def version(self) -> str:
         return f"python-flint {flint.__version__} (FLINT {flint.__FLINT_VERSION__})"
