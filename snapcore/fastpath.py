@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapcore.bounds import round_up_double
 from snapcore.dyadic import to_fraction
 from snapcore.params import Calibration
 from snapcore.pipeline import Pipeline, clamp
@@ -742,13 +743,6 @@ def _dd(q: Fraction) -> tuple[float, float, Fraction]:
     return hi, lo, q - Fraction(hi) - Fraction(lo)
 
 
-def _float_up(q: Fraction) -> float:
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 class BatchStats:
     """What happened in one batch (for tests and diagnostics).
 
@@ -820,8 +814,8 @@ class FastEngine:
         self.supported = bool(supported)
         eabs = abs(rc) * inv * 2 + Fraction(2) ** -1000
         self.params = np.array(
-            [ch, cl, ih, il, bh, bl, lam_h, lam_l, _float_up(far) if supported else 0.0,
-             _float_up(eabs)],
+            [ch, cl, ih, il, bh, bl, lam_h, lam_l, round_up_double(far) if supported else 0.0,
+             round_up_double(eabs)],
             dtype=np.float64,
         )  # fmt: skip
         # Output stage: a table of exact outputs for k in [-kmax-1, kmax+1], where
