@@ -40,11 +40,11 @@ __all__ = [
     "DEFAULT_MAX_OUTPUTS",
     "AuditResult",
     "Auditable",
-    "OutputDistribution",
+    "ExactOutputDistribution",
     "UGrid",
     "audit",
     "compare_ln",
-    "output_distribution",
+    "exact_output_distribution",
     "tail_exponent",
 ]
 
@@ -303,7 +303,7 @@ def _check_pmf(instance: Any, attribute: Any, value: tuple[tuple[float, Fraction
 
 
 @attrs.frozen(kw_only=True)
-class OutputDistribution:
+class ExactOutputDistribution:
     """The exact output distribution of the mechanism for one input.
 
     Attributes
@@ -357,7 +357,7 @@ class AuditResult:
     sampler_precision : int
         The bits of the grid ``U*`` was assumed drawn on (p unless the audit was asked
         to model another sampler).
-    distribution, neighbour_distribution : OutputDistribution
+    distribution, neighbour_distribution : ExactOutputDistribution
         The exact output distributions for ``value`` and ``neighbour``.
     max_ratio : Fraction or None
         ``R = max_o max(P(o|v)/P(o|v'), P(o|v')/P(o|v))`` exactly; None when some
@@ -387,8 +387,8 @@ class AuditResult:
     backend: str
     precision: int
     sampler_precision: int
-    distribution: OutputDistribution
-    neighbour_distribution: OutputDistribution
+    distribution: ExactOutputDistribution
+    neighbour_distribution: ExactOutputDistribution
     max_ratio: Fraction | None
     loss: float
     excess: float
@@ -586,14 +586,14 @@ def _direct_transform(
     return direct
 
 
-def output_distribution(
+def exact_output_distribution(
     mechanism: Auditable,
     value: Any,
     *,
     sampler_precision: int | None = None,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     progress: Callable[[int], None] | None = None,
-) -> OutputDistribution:
+) -> ExactOutputDistribution:
     """The exact output distribution of ``mechanism.transform`` for one input.
 
     Parameters
@@ -612,7 +612,7 @@ def output_distribution(
 
     Returns
     -------
-    OutputDistribution
+    ExactOutputDistribution
 
     Raises
     ------
@@ -680,7 +680,7 @@ def output_distribution(
         t = Fraction(total[0], 1 << total[1])
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
     pmf = tuple(sorted((o, Fraction(n, 1 << k)) for o, (n, k) in acc.items()))
-    return OutputDistribution(value=vf, pmf=pmf, evaluations=evaluations)
+    return ExactOutputDistribution(value=vf, pmf=pmf, evaluations=evaluations)
 
 
 def _dy_norm(n: int, k: int) -> tuple[int, int]:
@@ -773,14 +773,14 @@ def audit(
     if progress:
         cb, bar = _make_progress(2 * 2 * _estimate_outputs(cal), "audit")
     try:
-        dv = output_distribution(
+        dv = exact_output_distribution(
             mechanism,
             v,
             sampler_precision=sampler_precision,
             max_outputs=max_outputs,
             progress=cb,
         )
-        dw = output_distribution(
+        dw = exact_output_distribution(
             mechanism,
             w,
             sampler_precision=sampler_precision,

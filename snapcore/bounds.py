@@ -21,6 +21,7 @@ centred on the range: at most 1/128 more margin, for a readable output grid.)
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -77,17 +78,22 @@ class ClampChoice:
 
 
 def round_up_double(q: Fraction) -> float:
-    """The least double ``>= q`` (OverflowError if there is none)."""
-    r = float(q)  # correctly rounded to nearest
+    """The least double ``>= q``: ``inf`` when ``q`` exceeds the largest finite double.
+
+    This is the one directed rounding of an exact value to a double in snapcore (the
+    accuracy guarantees and the clamp interval both use it).
+    """
+    try:
+        r = q.numerator / q.denominator  # correctly rounded to nearest (or overflow)
+    except OverflowError:
+        return math.inf if q > 0 else -sys.float_info.max
     if Fraction(r) < q:
         r = math.nextafter(r, math.inf)
-    if math.isinf(r):
-        raise OverflowError("value too large for a double")
     return r
 
 
 def round_down_double(q: Fraction) -> float:
-    """The greatest double ``<= q`` (OverflowError if there is none)."""
+    """The greatest double ``<= q``: ``-inf`` when ``q`` is below the lowest finite double."""
     return -round_up_double(-q)
 
 
@@ -185,13 +191,12 @@ def choose_clamp_bounds(
     units = k / 2 * (1 + 2 * ln_upper(1 / g))
     margin = sensitivity * units
     lo, hi = value_range
-    try:
-        lower, upper = _outward(lo, hi, margin)
-    except OverflowError:
+    lower, upper = _outward(lo, hi, margin)
+    if math.isinf(lower) or math.isinf(upper):
         raise ParameterError(
             "the clamp interval chosen from gamma does not fit in doubles; narrow the "
             "data bounds or raise epsilon or gamma"
-        ) from None
+        )
     b_prime = max(abs(lo), abs(hi))
     used = min(lo - Fraction(lower), Fraction(upper) - hi)
     reason = (

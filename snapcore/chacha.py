@@ -15,11 +15,14 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from snapcore.errors import BackendUnavailableError
 from snapcore.hookspecs import hookimpl
 from snapcore.sources import ByteSource
+
+if TYPE_CHECKING:
+    from snapcore.plugins import SourceRegistry
 
 __all__ = ["REKEY_BYTES", "ChaCha20Source"]
 
@@ -129,5 +132,5 @@ if hasattr(os, "register_at_fork"):
 
 
 @hookimpl
-def snapcore_register_sources(registry: Any) -> None:
+def snapcore_register_sources(registry: SourceRegistry) -> None:
     registry.add("chacha20", ChaCha20Source)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "accuracy_vs_epsilon",
     "accuracy_vs_gamma",
-    "output_distribution",
+    "output_distribution_figure",
 ]
 
 _SNAP = "#1f5fa8"
@@ -120,7 +120,7 @@ def accuracy_vs_epsilon(
     return fig
 
 
-def output_distribution(
+def output_distribution_figure(
     *,
     epsilon: float,
     guess: float,
@@ -146,7 +146,7 @@ def output_distribution(
         clamp_bounds=clamp_bounds,
         clamp_bound=clamp_bound,
     )
-    dist = accuracy.output_distribution(cal, guess, window=window)
+    dist = accuracy.ideal_output_distribution(cal, guess, window=window)
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]

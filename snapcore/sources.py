@@ -35,12 +35,15 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
 from snapcore.errors import ParameterError, SourceExhaustedError, show
 from snapcore.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from snapcore.plugins import SourceRegistry
 
 __all__ = [
     "ByteSource",
@@ -138,6 +141,15 @@ class RandomSource(abc.ABC):
         """One draw as a plain ``(sign, mantissa, exponent)`` tuple (the hot path)."""
         d = self.draw(precision)
         return (d.sign, d.mantissa, d.exponent)
+
+    def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
+        """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order.
+
+        Optional capability: the default is built from :meth:`draws`; a source may
+        override it to skip building :class:`Draw` objects.  Contract: the same draws,
+        in the same order, as :meth:`draws` would give.
+        """
+        return [(d.sign, d.mantissa, d.exponent) for d in self.draws(count, precision)]
 
     def exclusive(self) -> contextlib.AbstractContextManager[Any]:
         """A context in which no other thread draws from this source.
@@ -391,7 +403,7 @@ class ReplaySource(RandomSource):
 
 
 @hookimpl
-def snapcore_register_sources(registry: Any) -> None:
+def snapcore_register_sources(registry: SourceRegistry) -> None:
     registry.add("system", SystemSource)
     registry.add("seeded", SeededSource)
     registry.add("replay", ReplaySource)

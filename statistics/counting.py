@@ -10,7 +10,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
+
+if TYPE_CHECKING:
+    from snapcore.plugins import StatisticRegistry
 
 __all__ = ["Count", "Histogram"]
 
@@ -220,6 +223,6 @@ class Histogram(Statistic):
 
 
 @hookimpl
-def snapcore_register_statistics(registry: Any) -> None:
+def snapcore_register_statistics(registry: StatisticRegistry) -> None:
     registry.add(Count())
     registry.add(Histogram())

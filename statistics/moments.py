@@ -14,7 +14,7 @@ Notation: data bounds ``[a, b]`` (covariance: ``[a, b]`` and ``[c, d]``), widths
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from snapcore.statistic import (
     one_column_bounds,
     resolve_n,
 )
+
+if TYPE_CHECKING:
+    from snapcore.plugins import StatisticRegistry
 
 __all__ = ["Covariance", "Mean", "Sum", "Variance", "variance_range_bound"]
 
@@ -280,7 +283,7 @@ class Covariance(Statistic):
 
 
 @hookimpl
-def snapcore_register_statistics(registry: Any) -> None:
+def snapcore_register_statistics(registry: StatisticRegistry) -> None:
     registry.add(Sum())
     registry.add(Mean())
     registry.add(Variance())

@@ -16,7 +16,7 @@ from snapcore.auditing import (
     UGrid,
     audit,
     compare_ln,
-    output_distribution,
+    exact_output_distribution,
     tail_exponent,
 )
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
@@ -126,7 +126,7 @@ def test_audit_matches_brute_force_at_tiny_precision(backend, eps, lo, hi, delta
         epsilon=eps, lower=lo, upper=hi, sensitivity=delta, precision=p, backend=backend
     )
     for v in values:
-        got = output_distribution(mech, v)
+        got = exact_output_distribution(mech, v)
         assert got.as_dict() == brute_force(mech, v, p), (backend, eps, lo, hi, delta, p, v)
 
 
@@ -134,7 +134,7 @@ def test_audit_matches_brute_force_at_tiny_precision(backend, eps, lo, hi, delta
 def test_audit_matches_brute_force_on_a_coarser_sampler_grid(q):
     mech = TinyMechanism(epsilon=1, lower=-8, upper=8, precision=8)
     for v in (0, Fraction(1, 3), 8):
-        got = output_distribution(mech, v, sampler_precision=q)
+        got = exact_output_distribution(mech, v, sampler_precision=q)
         assert got.as_dict() == brute_force(mech, v, q)
 
 
@@ -190,7 +190,7 @@ def snapped_laplace(x, lam, gran, b):
 )
 def test_audit_matches_analytic_snapped_laplace(backend, kw, value):
     m = SnappingMechanism(**kw, backend=backend)
-    got = output_distribution(m, value)
+    got = exact_output_distribution(m, value)
     x = Fraction(value)
     want = snapped_laplace(x, m.scale, m.granularity, m.unit_clamp_bound)
     assert sorted(got.as_dict()) == sorted(float(o) for o in want)
@@ -471,7 +471,8 @@ def test_progress_bar_runs(capsys):
 )
 def test_exact_distribution_is_the_same_on_every_backend(kw, value):
     dists = {
-        be: output_distribution(SnappingMechanism(backend=be, **kw), value).pmf for be in BACKENDS
+        be: exact_output_distribution(SnappingMechanism(backend=be, **kw), value).pmf
+        for be in BACKENDS
     }
     assert len(set(dists.values())) == 1, list(dists)
 
@@ -481,5 +482,5 @@ def test_clamped_outputs_are_the_user_endpoints():
     are grid points inside the interval plus the two endpoints), even when
     b = RN(B/Δ) differs from B/Δ."""
     m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), sensitivity=3.0)
-    outs = [o for o, _ in output_distribution(m, 50.0).pmf]
+    outs = [o for o, _ in exact_output_distribution(m, 50.0).pmf]
     assert outs[0] == 0.0 and outs[-1] == 100.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 import mpmath
@@ -81,8 +82,13 @@ def test_directed_double_rounding():
     assert Fraction(round_up_double(third)) > third > Fraction(round_down_double(third))
     assert round_up_double(Fraction(0.5)) == 0.5 == round_down_double(Fraction(0.5))
     assert round_up_double(Fraction(1, 10**400)) == 5e-324
-    with pytest.raises(OverflowError):
-        round_up_double(Fraction(2) ** 1024)
+    # past the largest double: the least double >= q is inf (and -max for -q)
+    assert round_up_double(Fraction(2) ** 1024) == math.inf
+    assert round_up_double(Fraction(2) ** 1024 - 1) == math.inf
+    assert round_up_double(-(Fraction(2) ** 1024)) == -sys.float_info.max
+    assert round_down_double(Fraction(2) ** 1024) == sys.float_info.max
+    big = Fraction(sys.float_info.max)
+    assert round_up_double(big) == sys.float_info.max and round_up_double(big + 1) == math.inf
 
 
 @pytest.mark.parametrize("gamma", [0, -0.1, 1.5, float("nan"), "0.1", True])
