@@ -1,6 +1,6 @@
 """Utility of the snapping mechanism: accuracy, ε from accuracy, bias, Laplace comparison.
 
-DESIGN.md §4 (seed 000 §6, seed 003).  Everything is in the user's units unless a name
+docs/accuracy.md explains every formula.  Everything is in the user's units unless a name
 says otherwise; internally the mechanism works in sensitivity units (values divided by Δ
 and centred on the interval's midpoint ``c``).
 
@@ -99,7 +99,7 @@ def _calibration_of(obj: Any) -> Calibration:
     )
 
 
-# -- accuracy (data-independent, seed GetAccuracy2) ------------------------------------
+# -- accuracy (data-independent, the guarantee) ------------------------------------
 
 
 def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
@@ -135,7 +135,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
 
 
 def accuracy(mechanism: Any, alpha: Any) -> float:
-    """The accuracy ``a`` of a mechanism at confidence ``alpha`` (seed "GetAccuracy2").
+    """The accuracy ``a`` of a mechanism at confidence ``alpha`` .
 
     For every f(D) in the mechanism's interval, ``P(|output - f(D)| > a) <= alpha``.
     ``a = (ln(1/α)/ε′ + Λ/2)·Δ``, capped at the interval's width ``2B``, plus terms of
@@ -168,7 +168,7 @@ def accuracy(mechanism: Any, alpha: Any) -> float:
 
 
 def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any = 1) -> float:
-    """The clamp bound B chosen from B′ and γ (seed §6.5), in the user's units.
+    """The clamp bound B chosen from B′ and γ (docs/bounds-and-gamma.md), in the user's units.
 
     ``B = B′ + Δ·(k/2)·(1 + 2·ln(1/γ))`` with ``k = (2 + 24·2**-52)/(ε − 2**-117)``, so
     that the clamp binds with probability at most γ when ``|f(D)| <= B′``.  The logarithm
@@ -277,7 +277,7 @@ def plan_calibration(
     Give exactly one way to fix the clamp interval: ``clamp_bounds=(lower, upper)``,
     ``clamp_bound=B``, ``b_prime=B′`` with ``gamma`` (interval ``centre ± B`` with B from
     :func:`bound_for_gamma`), ``value_range=(lo, hi)`` with ``gamma`` (the statistic's
-    range widened by the seed's margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
+    range widened by the margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
     rounded outward; same clamp guarantee, never wider than the ``b_prime`` form), or
     ``statistic`` with ``n``, ``gamma`` and (for bounded statistics) ``data_bounds``,
     optionally ``relation`` and the statistic's ``options`` (a dict): then Δ, the
@@ -397,7 +397,7 @@ def _from_bits(i: int) -> float:
 def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
     """The smallest ε (a double) whose accuracy at ``alpha`` is at most ``target``.
 
-    Λ depends on ε, so the seed's closed form (6.4) is circular; instead this searches ε
+    Λ depends on ε, so a closed form for ε is circular; instead this searches ε
     exactly.  At the default precision the accuracy is a non-increasing step function of
     ε (ε′ is rounded toward zero, λ upward, Λ is the next power of two: each step is
     monotone), with a downward jump wherever λ crosses a power of two.  So bisection
@@ -716,7 +716,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
 
     ``P(|⌊x + Y⌉_Λ| > b)`` for the ideal mechanism: the snapped value falls outside the
     interval and is moved to an end.  With B chosen by :func:`bound_for_gamma` and
-    ``|guess| <= B′`` it is at most γ (seed §6.5).  Takes a guess, never data.
+    ``|guess| <= B′`` it is at most γ (docs/bounds-and-gamma.md).  Takes a guess, never data.
 
     Examples
     --------
@@ -734,7 +734,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
     return float(ideal.ctx.add(low, high))
 
 
-# -- bias for a guess (seed §6.4) --------------------------------------------------------
+# -- bias for a guess (docs/accuracy.md) --------------------------------------------------------
 
 
 def _clamped_laplace_mean(cal: Calibration, x: Fraction, shift: Fraction) -> Any:
@@ -762,7 +762,7 @@ class Bias:
     guess : float
         The guess.
     bias_plus : float
-        The seed's Bias⁺ (§6.4): the clamped, unsnapped Laplace shifted by Λ/2 toward
+        The Bias⁺ bound: the clamped, unsnapped Laplace shifted by Λ/2 toward
         zero, so the bound in the direction the clamp pulls (toward the centre).
     lower, upper : float
         ``E[clamp_b(x + Y ∓ Λ/2)] − x``: since ``w − Λ/2 < ⌊w⌉_Λ <= w + Λ/2`` and the
@@ -779,7 +779,7 @@ class Bias:
 
 
 def bias(mechanism: Any, guess: Any) -> Bias:
-    """Bias bounds for a user's *guess* of f(D) (seed §6.4, Bias⁺).
+    """Bias bounds for a user's *guess* of f(D) (Bias⁺, docs/accuracy.md).
 
     Never pass the real f(D): the bias depends on it, so publishing it would leak it.
 
@@ -815,7 +815,7 @@ def bias(mechanism: Any, guess: Any) -> Bias:
 
 
 def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
-    """The data-dependent accuracy (seed §6.3) for a *guess* of f(D).
+    """The data-dependent accuracy (docs/accuracy.md) for a *guess* of f(D).
 
     The least ``a`` with ``P(|output − guess| > a) <= alpha`` when f(D) equals the guess,
     for the ideal mechanism (real-valued Laplace noise, exact snapping and clamping),
@@ -826,9 +826,9 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     followed by snapping down to the nearest such distance gives the least ``a``.
 
     Never pass the real f(D): the answer changes with it, so publishing it would leak
-    f(D) (seed §6.3: a list of answers at candidate values gives f(D) away).
+    f(D) (a list of answers at candidate values gives f(D) away).
 
-    The seed's own closed-form algorithm is *not* used: it undercounts the error near
+    A closed-form case analysis is *not* used: it undercounts the error near
     the ends (for ε = 1, bounds (0, 10), f(D) = 0, α = 0.05 it returns 1.14, but the
     error exceeds 1.14 with probability 0.068); ``docs/accuracy.md`` explains why.
 
@@ -895,7 +895,7 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     return round_up_double(min(cal.sensitivity * best + rounding, farthest))
 
 
-# -- comparison with the Laplace mechanism (seed §6.3, seed 003) -------------------------
+# -- comparison with the Laplace mechanism (docs/accuracy.md) -------------------------
 
 
 @attrs.frozen(kw_only=True)
@@ -911,7 +911,7 @@ class LaplaceComparison:
     factor : Fraction
         ``ε(1 + 12bη)/(ε − 2η)``: the noise inflation from redefining ε, exactly.
     formula : float
-        The seed's identity ``factor·laplace + Δ·Λ/2`` (uncapped, rounded to nearest).
+        The identity ``factor·laplace + Δ·Λ/2`` (uncapped, rounded to nearest).
     ratio : float
         ``snapping / laplace``.
     """
@@ -953,7 +953,7 @@ def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
 
 @attrs.frozen(kw_only=True)
 class LaplaceDistance:
-    """Distance between coupled Laplace and snapping outputs (seed 003 §3.1), user units.
+    """Distance between coupled Laplace and snapping outputs (docs/accuracy.md), user units.
 
     Attributes
     ----------
@@ -963,7 +963,7 @@ class LaplaceDistance:
     distance : float
         ``|M_L − M_S|`` for the given noise.
     bound : float or None
-        The seed's bound for the case: ``Δ·Λ/2`` (case 1), ``|f − B| + Δ·Λ/2`` (case 2);
+        The bound for the case: ``Δ·Λ/2`` (case 1), ``|f − B| + Δ·Λ/2`` (case 2);
         ``None`` for cases 3 and 4, which are unbounded.
     """
 
@@ -973,10 +973,10 @@ class LaplaceDistance:
 
 
 def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
-    """Seed 003's distance cases for one coupled draw, for a *guess* of f(D).
+    """The distance cases for one coupled draw, for a *guess* of f(D).
 
-    Couples the two mechanisms through the same noise ``Y`` (user units), as seed 003
-    does: ``M_L = f + Y`` and ``M_S = c + Δ·clamp_b(⌊clamp_b(t) + Y/Δ⌉_Λ)``, in exact real
+    Couples the two mechanisms through the same noise ``Y`` (user units):
+    ``M_L = f + Y`` and ``M_S = c + Δ·clamp_b(⌊clamp_b(t) + Y/Δ⌉_Λ)``, in exact real
     arithmetic.  (At the same nominal ε the Laplace scale differs from λ by the factor of
     :class:`LaplaceComparison` and the rounding of λ, relatively about 1e-35.)
 

@@ -130,7 +130,7 @@ class Release:
 
     @property
     def b_prime(self) -> Fraction:
-        """The seed's B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
+        """B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
         return max(abs(self.value_range[0]), abs(self.value_range[1]))
 
     def accuracy(self, alpha: Any) -> float:

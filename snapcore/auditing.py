@@ -1,4 +1,4 @@
-"""Exact privacy audit of the mechanism as it runs (DESIGN.md §5).
+"""Exact privacy audit of the mechanism as it runs (docs/audit.md).
 
 For fixed parameters, a fixed backend and one input value, the stages after
 sampling are a function ``(U*, S) -> output`` (:meth:`SnappingMechanism.transform`).
@@ -604,7 +604,7 @@ def exact_output_distribution(
         The input ``f(D)``.
     sampler_precision : int, optional
         Model ``U*`` as drawn on the q-bit grid (``q <= p``) instead of the p-bit one;
-        for the seed-sampler demonstration only (``q = 53`` is a double's grid).
+        for the double-sampler demonstration only (``q = 53`` is a double's grid).
     max_outputs : int
         Refuse (:class:`AuditLimitError`) if a walk needs more outputs.
     progress : callable, optional
@@ -734,7 +734,7 @@ def audit(
         Two inputs; for a privacy statement, at distance at most the sensitivity.
     sampler_precision : int, optional
         Model ``U*`` on a coarser q-bit grid (``q < p``).  **Demonstration only**:
-        ``q = 53`` is the seed notes' double-precision sampler, which is not what
+        ``q = 53`` is a double-precision sampler (as in Mironov 2012), which is not what
         snapcore draws; the default (p) audits snapcore's own sampler.
     max_outputs : int
         Enumeration limit; the audit refuses (:class:`AuditLimitError`) rather than

@@ -4,7 +4,7 @@ A *dyadic* is a pair ``(m, e)`` of Python integers standing for ``m * 2**e``.
 Every finite double and every p-bit float is one.  The functions here round an
 exact rational to ``p`` significant bits in a named direction; they are the single
 place where snapcore's core (not a backend) rounds, so every backend sees the same
-bits for the quantities DESIGN.md §1 marks "rounded once".
+bits for the quantities docs/semantics.md marks "rounded once".
 """
 
 from __future__ import annotations

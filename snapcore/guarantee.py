@@ -46,7 +46,7 @@ class Accuracy:
     bound : float
         The guarantee ``a``: an upper bound, rounded upward to a double.
     nominal : float
-        The seed's formula ``(ln(1/α)/ε′ + Λ/2)·Δ`` capped at ``2B``, rounded to nearest;
+        The textbook formula ``(ln(1/α)/ε′ + Λ/2)·Δ`` capped at ``2B``, rounded to nearest;
         ``bound`` exceeds it only by the rounding terms below.
     noise_term : Fraction
         ``Δ·(1+η)³·λ·(ln(1/α) + 2η)`` with ``ln`` rounded upward: the Laplace tail.
@@ -94,7 +94,7 @@ def calibration_accuracy(cal: Calibration, alpha: Any) -> Accuracy:
     Notes
     -----
     Let ``t = (f(D) - c)/Δ`` with ``|t| <= β = B/Δ``.  The pipeline computes
-    ``x = clamp_b(t)`` exactly (the bound also allows DESIGN.md's literal
+    ``x = clamp_b(t)`` exactly (the bound also allows a rounded input
     ``x = clamp_b(RN(t))``, ``|x - t| <= η·β``), ``N = ±RN(λ·RN(ln U*))``
     (``|N| <= (1+η)²·λ·|ln U*|``), ``y = RN(x + N)`` (error ``<= η·(b + |N|)``),
     ``z = ⌊y⌉_Λ`` (error ``<= Λ/2``), ``z′ = clamp_b(z)`` (adds at most ``η·β``: clamping

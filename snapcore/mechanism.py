@@ -56,7 +56,7 @@ def _offer_batch(backend: Backend, arr: np.ndarray) -> bool:
 
 
 class SnappingMechanism:
-    """Mironov's snapping mechanism, exact at every step (DESIGN.md §1).
+    """Mironov's snapping mechanism, exact at every step (docs/semantics.md).
 
     Parameters
     ----------

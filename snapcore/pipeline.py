@@ -1,4 +1,4 @@
-"""The snapping mechanism's stages, top to bottom (DESIGN.md §1, steps 4-9).
+"""The snapping mechanism's stages, top to bottom (docs/semantics.md [S4]–[S9]).
 
 ``sample -> scale -> add -> snap -> clamp -> output``.  Each stage is a small
 function; :class:`Pipeline` binds them to one calibration and one backend.  The

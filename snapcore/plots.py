@@ -195,10 +195,10 @@ def accuracy_vs_gamma(
 ) -> Figure:
     """What γ buys: the clamp bound B, the accuracy, and the worst-case bias, against γ.
 
-    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (seed §6.5).  The data-independent
-    accuracy hardly moves (it depends on B only through 12Bη and the 2B cap); what γ
-    trades is the bias at the worst case f(D) = B′ (:func:`~snapcore.accuracy.bias` for
-    that guess) and the probability that the clamp binds there
+    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (docs/bounds-and-gamma.md).  The
+    data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
+    cap); what γ trades is the bias at the worst case f(D) = B′
+    (:func:`~snapcore.accuracy.bias` for that guess) and the probability that the clamp binds there
     (:func:`~snapcore.accuracy.clamp_probability`, at most γ) against a wider interval.
 
     Returns
@@ -235,7 +235,7 @@ def accuracy_vs_gamma(
         color=_CLAMP,
         ls="--",
         lw=1.4,
-        label="|Bias⁺| (seed §6.4 bound)",
+        label="|Bias⁺| (bound)",
     )
     ax2.plot(
         g_list,

@@ -2,7 +2,7 @@
 
 A *draw* is a sign ``S`` in {-1, +1} and ``U*``, a p-bit float in (0, 1) drawn so
 that each value has probability equal to its unit in the last place at p bits
-(DESIGN.md §1): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
+(docs/semantics.md): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
 ``U* = (2**(p-1) + m) * 2**(-(p-1) - e)``.  Then ``P(U* <= u) = u + ulp_p(u)``.
 
 Byte format ``snapcore-draw-v1`` (stable; changing it is a breaking change)
@@ -295,7 +295,7 @@ if hasattr(os, "register_at_fork"):
 class SeededSource(ByteSource):
     """A deterministic stream from a seed, for reproducible tests and simulations.
 
-    **Not for production releases**: anyone who knows the seed knows the noise.
+    **Not for production releases**: anyone who knows its seed knows the noise.
     The stream is BLAKE2b in counter mode: block ``i`` (64 bytes) is
     ``blake2b(i.to_bytes(16, "big"), key=K)`` with the 64-byte key
     ``K = blake2b(b"snapcore-seeded-v1" + raw)``, where ``raw`` is ``b"i"`` followed

@@ -10,7 +10,7 @@ Given the data (a :class:`~snapcore.dataset.Dataset`), the data bounds, the publ
 - ``sensitivity`` — Δ for the stated relation: ``|f(D) − f(D′)| <= Δ`` for every
   coordinate and every pair of neighbouring datasets within the bounds;
 - ``value_range`` — an interval that contains f(D) for every dataset the bounds and
-  ``n`` allow (the seed's B′ is ``max(|lo|, |hi|)``);
+  ``n`` allow (B′ is ``max(|lo|, |hi|)``);
 - for vector statistics, the share of ε each coordinate's mechanism gets and why.
 
 Register a statistic through the ``snapcore_register_statistics`` hook
@@ -158,7 +158,7 @@ class Prepared:
 
     @property
     def b_prime(self) -> Fraction:
-        """The seed's B′: the largest ``|f(D)|`` the bounds allow, ``max(|lo|, |hi|)``."""
+        """B′: the largest ``|f(D)|`` the bounds allow, ``max(|lo|, |hi|)``."""
         lo, hi = self.value_range
         return max(abs(lo), abs(hi))
 

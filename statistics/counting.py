@@ -1,4 +1,4 @@
-"""Built-in counting statistics: count and histogram (DESIGN.md §3, seed §7.4).
+"""Built-in counting statistics: count and histogram (docs/statistics.md).
 
 Counts are integers, so they are exact by construction.
 """
@@ -134,7 +134,7 @@ class Histogram(Statistic):
       one bin by 1, and the bins are disjoint, so by parallel composition every bin
       gets the full ε with Δ = 1.  Counts are capped at the public N.
 
-    B′ = n (N under add-remove): a bin holds at most every record (seed §7.4).
+    B′ = n (N under add-remove): a bin holds at most every record (docs/statistics.md).
     """
 
     name = "histogram"
@@ -215,7 +215,7 @@ class Histogram(Statistic):
             composition=comp,
             derivation=(
                 f"{placement}; each record is in at most one bin, a bin changes by at "
-                "most 1 (Δ = 1) and holds at most n records (B′ = n, seed §7.4)"
+                "most 1 (Δ = 1) and holds at most n records (B′ = n)"
             ),
             n=n_used,
             notes=(n_note,),

@@ -1,4 +1,4 @@
-"""Utility math (DESIGN.md §4) checked against independent references and simulation.
+"""Utility math (docs/accuracy.md) checked against independent references and simulation.
 
 References used here never call snapcore.accuracy's own machinery:
 - accuracy: mpmath at 300 bits from the mechanism's ε′, λ and Λ;
@@ -133,7 +133,7 @@ def test_accuracy_is_the_seed_formula_rounded_up(epsilon, bounds, sens, alpha):
     width = MP.mpf(bounds[1]) - MP.mpf(bounds[0])
     expected = min(seed_formula, width)
     got = m.accuracy(alpha)
-    assert got >= expected  # an upper bound, never below the seed's value
+    assert got >= expected  # an upper bound, never below the textbook value
     # ... and above it only by the η terms and the output's double rounding.
     slack = expected * MP.mpf(2) ** -100 + MP.mpf(2) ** -52 * max(abs(b) for b in bounds)
     assert got <= expected + slack + MP.mpf(got) * 2**-52

@@ -283,7 +283,7 @@ def test_audited_loss_at_most_epsilon_wide_grid(backend, eps):
 
 
 def test_seed_sampler_exceeds_epsilon():
-    """DESIGN.md §1: a double U* with eta = 2**-p leaks about 1e-16 beyond epsilon."""
+    """docs/semantics.md [SD]: a double U* with eta = 2**-p leaks about 1e-16 beyond epsilon."""
     m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0)
     seed = audit(m, 0.0, 1.0, sampler_precision=53)
     assert not seed.private and 0 < seed.excess < 1e-15
@@ -426,7 +426,7 @@ def test_cli_audit_reports_loss_output_and_verdict():
         main, ["audit", "--epsilon", "1", "--clamp-bound", "8", "--value", "0", "--neighbour", "1"]
     )
     assert res.exit_code == 0, res.output
-    # DESIGN.md §1: loss = epsilon - 2.8e-34 for this example
+    # docs/semantics.md [SD]: loss = epsilon - 2.8e-34 for this example
     assert "privacy loss: 0.999999999999999999999999999999999720" in res.output
     assert "(loss - epsilon = -2.79" in res.output
     assert "attained at output: 6.0" in res.output
@@ -478,7 +478,7 @@ def test_exact_distribution_is_the_same_on_every_backend(kw, value):
 
 
 def test_clamped_outputs_are_the_user_endpoints():
-    """A clamped z′ = ±b is released as the interval's endpoint (DESIGN.md §1: outputs
+    """A clamped z′ = ±b is released as the interval's endpoint (docs/semantics.md [S9]: outputs
     are grid points inside the interval plus the two endpoints), even when
     b = RN(B/Δ) differs from B/Δ."""
     m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), sensitivity=3.0)

@@ -1,4 +1,4 @@
-"""Choosing the clamp interval from B′ and γ (seed §6.5), checked against mpmath."""
+"""Choosing the clamp interval from B′ and γ (docs/bounds-and-gamma.md), checked against mpmath."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def F(q):
 
 
 def formula(hi: Fraction, delta: Fraction, eps: Fraction, gamma: Fraction):
-    """The seed's B for the upper side, at 400 bits (independent of snapcore)."""
+    """The rule's B for the upper side, at 400 bits (independent of snapcore)."""
     k = (2 + 24 * MP.mpf(2) ** -52) / (F(eps) - MP.mpf(2) ** -117)
     return F(hi) + F(delta) * k / 2 * (1 + 2 * MP.log(1 / F(gamma)))
 
@@ -64,7 +64,7 @@ def test_symmetric_range_is_the_seeds_b():
     c = choose_clamp_bounds((Fraction(-100), Fraction(100)), Fraction(1), Fraction(1), 0.05)
     f = formula(Fraction(100), Fraction(1), Fraction(1), Fraction(0.05))
     assert c.lower == -c.upper and MP.mpf(c.upper) >= f
-    assert "gamma" in c.reason and "seed §6.5" in c.reason
+    assert "gamma" in c.reason and "docs/bounds-and-gamma.md" in c.reason
 
 
 def test_gamma_one_and_ln_upper():
