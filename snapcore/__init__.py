@@ -10,10 +10,9 @@ Fraction(4, 1)
 
 from __future__ import annotations
 
-from snapcore.api import Release, release
-from snapcore.auditing import AuditResult, audit
-from snapcore.backend import Arithmetic, Backend
-from snapcore.budget import Budget
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from snapcore.errors import (
     AuditError,
     AuditLimitError,
@@ -28,10 +27,52 @@ from snapcore.errors import (
     SourceExhaustedError,
 )
 from snapcore.hookspecs import hookimpl
-from snapcore.mechanism import SnappingMechanism
-from snapcore.params import Calibration, PrivacyAnalysis
-from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
-from snapcore.statistic import Neighbouring, Prepared, Statistic
+
+if TYPE_CHECKING:
+    from snapcore.api import Release, release
+    from snapcore.auditing import AuditResult, audit
+    from snapcore.backend import Arithmetic, Backend
+    from snapcore.budget import Budget
+    from snapcore.mechanism import SnappingMechanism
+    from snapcore.params import Calibration, PrivacyAnalysis
+    from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
+    from snapcore.statistic import Neighbouring, Prepared, Statistic
+
+#: Public names imported on first use (PEP 562), so ``import snapcore`` stays cheap:
+#: the modules behind them (numpy, gmpy2, the audit) load only when needed.
+_LAZY: dict[str, str] = {
+    "Release": "snapcore.api",
+    "release": "snapcore.api",
+    "AuditResult": "snapcore.auditing",
+    "audit": "snapcore.auditing",
+    "Arithmetic": "snapcore.backend",
+    "Backend": "snapcore.backend",
+    "Budget": "snapcore.budget",
+    "SnappingMechanism": "snapcore.mechanism",
+    "Calibration": "snapcore.params",
+    "PrivacyAnalysis": "snapcore.params",
+    "RandomSource": "snapcore.sources",
+    "ReplaySource": "snapcore.sources",
+    "SeededSource": "snapcore.sources",
+    "SystemSource": "snapcore.sources",
+    "Neighbouring": "snapcore.statistic",
+    "Prepared": "snapcore.statistic",
+    "Statistic": "snapcore.statistic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    modname = _LAZY.get(name)
+    if modname is None:
+        raise AttributeError(f"module 'snapcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(modname), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

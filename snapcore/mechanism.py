@@ -18,7 +18,12 @@ from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource, draw_from_u
 
-__all__ = ["SnappingMechanism", "check_value"]
+__all__ = ["DEFAULT_SOURCE", "SnappingMechanism", "check_value"]
+
+#: The source a mechanism uses when none is given: ChaCha20 keyed from the OS CSPRNG
+#: (:class:`~snapcore.chacha.ChaCha20Source`), as safe as ``os.urandom`` and fast
+#: enough for the array path (``docs/sources.md``).
+DEFAULT_SOURCE = "chacha20"
 
 
 def check_value(value: Any, name: str = "value") -> Fraction:
@@ -68,7 +73,8 @@ class SnappingMechanism:
         Name of a registered arithmetic backend.
     source : str or RandomSource, optional
         Randomness: a :class:`~snapcore.sources.RandomSource`, or the name of a
-        registered source that needs no options (default ``"system"``, the OS CSPRNG).
+        registered source that needs no options (default ``"chacha20"``: ChaCha20
+        keyed from the OS CSPRNG, re-keyed and fork-safe; see ``docs/sources.md``).
     precision : int, optional
         Working precision in bits; at least the required one (the default).
 
@@ -121,7 +127,7 @@ class SnappingMechanism:
                 f"got {backend!r}"
             )
         if source is None:
-            source = "system"
+            source = DEFAULT_SOURCE
         if isinstance(source, RandomSource):
             self._source = source
         elif isinstance(source, str):

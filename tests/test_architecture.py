@@ -80,7 +80,10 @@ ROOT_LAYER = 5
 
 #: Third-party libraries every install has (pyproject's dependencies) and those the
 #: shipped conformance suite (snapcore.testing) needs by design.
-CORE = {"attrs", "pluggy", "gmpy2", "numpy", "click", "mpmath", "flint"}
+CORE = {
+    "attrs", "pluggy", "gmpy2", "numpy", "click", "mpmath", "flint",
+    "numba", "llvmlite", "cryptography",
+}  # fmt: skip
 TESTING_ONLY = {"pytest", "hypothesis"}
 #: Adapter modules: each exists to embed snapcore in one optional library, subclasses
 #: or wraps that library's classes, and so imports it (only it) at module level.  No
