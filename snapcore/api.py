@@ -33,6 +33,7 @@ from snapcore.params import check_real
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource
 from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic
+from snapcore.timing import padded_statistic
 
 __all__ = ["Release", "release"]
 
@@ -231,6 +232,7 @@ def _check_n(n: Any) -> int | None:
     return int(n)
 
 
+@padded_statistic
 def release(
     statistic: str | Statistic,
     data: Any,
@@ -246,6 +248,7 @@ def release(
     source: str | RandomSource | None = None,
     budget: Budget | None = None,
     precision: int | None = None,
+    timing: str | None = None,
     **options: Any,
 ) -> Release:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -281,6 +284,11 @@ def release(
         Charged ``epsilon`` (sequential composition); checked before any noise.
     precision : int, optional
         Working precision, at least the required one.
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads the whole call to a whole number of time quanta that depend
+        only on the statistic, its public parameters and the public n
+        (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
+        cryptographic sources, ``"off"`` for seeded and replay sources.
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``).
 
@@ -368,6 +376,7 @@ def release(
         backend=backend,
         source=source,
         precision=precision,
+        timing=timing,
     )
     with _reserve(budget, eps, stat.name):
         # release() accepts any real, exact Fractions included (check_value).

@@ -16,6 +16,7 @@ from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource, draw_from_u
+from snapcore.timing import Padding, mechanism_padding, padded_release
 
 __all__ = ["SnappingMechanism", "check_value"]
 
@@ -78,6 +79,11 @@ class SnappingMechanism:
         registered source that needs no options (default ``"system"``, the OS CSPRNG).
     precision : int, optional
         Working precision in bits; at least the required one (the default).
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads every release to a whole number of fixed time quanta so
+        its duration does not depend on the value or the noise (``docs/timing.md``);
+        ``"off"`` does not.  Default: ``"constant"`` for cryptographic sources,
+        ``"off"`` for seeded and replay sources (simulations).
 
     Raises
     ------
@@ -97,7 +103,7 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_pipeline", "_source")
+    __slots__ = ("_backend", "_cal", "_pipeline", "_source", "_timing")
 
     def __init__(
         self,
@@ -109,6 +115,7 @@ class SnappingMechanism:
         backend: str | Backend = "mpfr",
         source: str | RandomSource | None = None,
         precision: int | None = None,
+        timing: str | None = None,
     ) -> None:
         self._cal = calibrate(
             epsilon=epsilon,
@@ -145,6 +152,7 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
     @property
@@ -212,6 +220,11 @@ class SnappingMechanism:
         """The privacy analysis this mechanism relies on, with exact numbers."""
         return self._cal.privacy()
 
+    @property
+    def timing(self) -> Padding | None:
+        """The release padding (quanta and overrun counts), or None when timing is off."""
+        return self._timing
+
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
         for every f(D) in the interval; data-independent (see :func:`snapcore.utility.accuracy`).
@@ -256,6 +269,7 @@ class SnappingMechanism:
     @overload
     def release(self, value: Sequence[Any]) -> list[float]: ...
 
+    @padded_release
     def release(self, value: Any) -> Any:
         """Release ``value`` with fresh noise: ε-differentially private.
 
