@@ -64,11 +64,11 @@ SLEEP_ABOVE_NS = 2_000_000
 SLEEP_GUARD_NS = 1_000_000
 #: Quantum = the slowest worst-case class's ``QUANTILE`` time times the margin.
 QUANTILE = 0.25
-SCALAR_MARGIN = 1.2
+SCALAR_MARGIN = 1.1
 ARRAY_MARGIN = 1.1
 STATISTIC_MARGIN = 1.2
 #: Calibration repetitions per class (scalar) and the time budget for arrays.
-SCALAR_REPS = 31
+SCALAR_REPS = 21
 ARRAY_BUDGET_NS = 400_000_000
 #: At most this many quanta are remembered per cache (least recently used dropped).
 CACHE_SIZE = 256
@@ -305,11 +305,148 @@ def _scalar_classes(mech: Any, kind: type) -> list[Any]:
     return out
 
 
+class _ChosenDraws:
+    """A calibration source: reads a draw from a source of the real kind (paying its
+    cost), then returns a chosen draw instead when one is set."""
+
+    cryptographic = False
+    name = "calibration"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.chosen: tuple[int, int, int] | None = None
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        d = self._inner.draw_raw(precision)
+        return d if self.chosen is None else self.chosen
+
+    def draw(self, precision: int) -> Any:
+        return self._inner.draw(precision)
+
+    def draws(self, count: int, precision: int) -> Any:
+        return self._inner.draws(count, precision)
+
+
+def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
+    """Worst-case draws ``(S, mantissa, exponent)`` for calibration: U* just below 1,
+    at 1/2, around 2**-40 and 2**-1000, and a random one."""
+    p = precision
+    rnd = int.from_bytes(np.random.default_rng().bytes((p + 7) // 8), "big")
+    m = (1 << (p - 1)) | (rnd & ((1 << (p - 1)) - 1))
+    return [
+        (1, (1 << p) - 1, -p),  # 1 - 2**-p
+        (-1, 1 << (p - 1), -p),  # 1/2
+        (1, m, -(p - 1) - 40),
+        (-1, m, -(p - 1) - 1000),
+        (1, m, -p),
+    ]
+
+
+class _NullPadding:
+    """Goes through the padded call's own steps with a quantum of 1 ns (calibration)."""
+
+    def __init__(self, key: Hashable) -> None:
+        self._scalar: dict[type, int] = {}
+        self._key = key
+
+    def quantum_for(self, value: Any) -> int:
+        return Padding.quantum_for(self, value)  # type: ignore[arg-type]
+
+    def scalar_quantum_for(self, kind: type) -> int:
+        return self._scalar.get(kind) or 1
+
+    def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
+        return _ARRAY.get(("null", self._key, container, dtype, length), lambda: 1)
+
+    def finish(self, start_ns: int, quantum_ns: int) -> int:
+        return pad(start_ns, quantum_ns, None)
+
+
 def _sibling(mech: Any) -> Any:
-    """A shallow copy of ``mech`` with a calibration source and no padding."""
+    """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
     sib = copy.copy(mech)
-    sib._source = _calibration_source(mech.source)
-    sib._timing = None
+    sib._source = _ChosenDraws(_calibration_source(mech.source))
+    sib._timing = _NullPadding(id(sib))
+    return sib
+
+
+class Padding:
+    """The padding of one mechanism: its scalar quantum and its array quanta.
+
+    Parameters
+    ----------
+    mech : SnappingMechanism
+        The mechanism to pad (its unpadded ``release`` is used for calibration,
+        with a separate source of the same kind).
+    key : hashable
+        What the quanta depend on (the calibration, backend and source kind).
+    """
+
+    __slots__ = ("_key", "_mech", "_scalar", "stats")
+
+    def __init__(self, mech: Any, key: Hashable) -> None:
+        self._mech = mech
+        self._key = key
+        self.stats = PaddingStats()
+        self._scalar: dict[type, int] = {}
+
+    @property
+    def mode(self) -> TimingMode:
+        """Always ``"constant"`` (an unpadded mechanism has no Padding)."""
+        return "constant"
+
+    @property
+    def scalar_quantum_ns(self) -> int:
+        """The quantum of one scalar release of a float, in ns (calibrated on first use)."""
+        return self.scalar_quantum_for(float)
+
+    def scalar_quantum_for(self, kind: type) -> int:
+        """The quantum of one scalar release of a value of type ``kind``, in ns.
+
+        The type of a statistic's value is public (it is fixed by code, not data); the
+        quantum is calibrated on that type's worst-case classes on first use.
+        """
+        q = self._scalar.get(kind)
+        if q is None:
+            q = _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+            self._scalar[kind] = q
+        return q
+
+    def _calibrate_scalar(self, kind: type) -> int:
+        sib = _sibling(self._mech)
+        src = sib._source
+        values = []
+        for c in _scalar_classes(self._mech, kind):
+            try:
+                sib.release(c)
+            except Exception:  # a class this type cannot take: not calibrated on
+                continue
+            values.append(c)
+        if not values:
+            values = _scalar_classes(self._mech, float)
+        # Every value with a fresh draw, and the first three values (centre and both
+        # bounds) with each chosen draw.
+        classes: list[tuple[Any, Any]] = [(v, None) for v in values]
+        classes += [(v, d) for v in values[:3] for d in chosen_draws(self._mech.precision)]
+
+        def run(cls: tuple[Any, Any]) -> None:
+            src.chosen = cls[1]
+            sib.release(cls[0])
+
+        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
+
+    def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
+        return _ARRAY.get(("null", self._key, container, dtype, length), lambda: 1)
+
+    def finish(self, start_ns: int, quantum_ns: int) -> int:
+        return pad(start_ns, quantum_ns, None)
+
+
+def _sibling(mech: Any) -> Any:
+    """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
+    sib = copy.copy(mech)
+    sib._source = _ChosenDraws(_calibration_source(mech.source))
+    sib._timing = _NullPadding(id(sib))
     return sib
 
 
