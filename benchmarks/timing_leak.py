@@ -35,7 +35,6 @@ import math
 import os
 import platform
 import random
-import statistics as stats
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -45,29 +44,69 @@ import gmpy2
 import numpy as np
 
 import snapcore
-from snapcore.sources import Draw, RandomSource
+from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource
 
 Call = Callable[[], object]
 
 
 # -- chosen draws --------------------------------------------------------------------
+class PatternSource(ByteSource):
+    """The OS CSPRNG's bytes, or (when ``draw`` is given) the bytes of ``draw`` repeated.
+
+    Every read also reads as many bytes from the OS (and drops them when replaying),
+    so the chosen-draw classes pay exactly the cost of real randomness; the stream is
+    decoded per ``snapcore-draw-v1`` as any byte source, also by the fast path's bulk
+    decoder.  Not cryptographic when replaying; for measurements only.
+    """
+
+    name = "pattern"
+
+    def __init__(self, draw: Draw | None = None, precision: int = 118) -> None:
+        super().__init__()
+        self._inner = SystemSource()
+        self._pattern = b"" if draw is None else encode_draw(draw, precision)
+        self._off = 0
+
+    def read(self, n: int) -> bytes:
+        data = self._inner.read(n)
+        if not self._pattern:
+            return data
+        pat = self._pattern
+        reps = (self._off + n) // len(pat) + 1
+        out = (pat * reps)[self._off : self._off + n]
+        self._off = (self._off + n) % len(pat)
+        return out
+
+
+def encode_draw(d: Draw, p: int) -> bytes:
+    """The ``snapcore-draw-v1`` bytes of one draw (geometric exponent at most 63)."""
+    e = -d.exponent - (p - 1)
+    if not 1 <= e <= 63:
+        raise ValueError("only draws with 1 <= e <= 63 have a one-word encoding")
+    nbytes = (p + 6) >> 3
+    w = (1 << 63 if d.sign < 0 else 0) | (1 << (63 - e))
+    t = (d.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
+    return w.to_bytes(8, "big") + t.to_bytes(nbytes, "big")
+
+
 class FixedDraws(RandomSource):
-    """Returns the same draw every time (not cryptographic; for measurements only)."""
+    """Reads a real draw (paying its cost), then returns a chosen one; for U* whose
+    exponent has no one-word encoding.  Measurements only."""
 
     name = "fixed"
 
-    def __init__(self, draw: Draw) -> None:
+    def __init__(self, draw: Draw | None = None) -> None:
+        self._inner = SystemSource()
         self._d = draw
-        self._raw = (draw.sign, draw.mantissa, draw.exponent)
 
     def draw(self, precision: int) -> Draw:
-        return self._d
+        real = self._inner.draw(precision)
+        return real if self._d is None else self._d
 
     def draw_raw(self, precision: int) -> tuple[int, int, int]:
-        return self._raw
-
-    def draws(self, count: int, precision: int) -> list[Draw]:
-        return [self._d] * count
+        real = self._inner.draw_raw(precision)
+        d = self._d
+        return real if d is None else (d.sign, d.mantissa, d.exponent)
 
 
 def draw_near(log2_u: int, p: int, rng: random.Random, sign: int = 1) -> Draw:
@@ -128,8 +167,10 @@ def table(
     """Print one group's pairs; return the cropped |t| values."""
     unit = "ns" if per == 1 else f"ns/value ({per} values)"
     print(f"\n### {group}, protection {mode}: medians in {unit}, crop at p{pct:g}\n")
-    print(f"| {'class A':24s} | {'class B':24s} | {'median A':>10s} | {'median B':>10s} "
-          f"| {'t (crop)':>9s} | {'t (raw)':>9s} |")
+    print(
+        f"| {'class A':24s} | {'class B':24s} | {'median A':>10s} | {'median B':>10s} "
+        f"| {'t (crop)':>9s} | {'t (raw)':>9s} |"
+    )
     print(f"|{'-' * 26}|{'-' * 26}|{'-' * 12}|{'-' * 12}|{'-' * 11}|{'-' * 11}|")
     ts = []
     for a, b in itertools.combinations(times, 2):
@@ -141,13 +182,17 @@ def table(
             f"| {a:24s} | {b:24s} | {np.median(ta) / per:10.1f} | {np.median(tb) / per:10.1f} "
             f"| {t:9.2f} | {welch(ta.astype(float), tb.astype(float)):9.2f} |{flag}"
         )
-    print(f"\nmax |t| (cropped) = {max(ts):.2f}; calls per class = {next(iter(times.values())).size}")
+    print(
+        f"\nmax |t| (cropped) = {max(ts):.2f}; calls per class = {next(iter(times.values())).size}"
+    )
     return ts
 
 
 # -- groups ----------------------------------------------------------------------------
 def value_group(timing: str) -> tuple[dict[str, Call], Any]:
-    m = snapcore.SnappingMechanism(epsilon=1.0, sensitivity=0.1, bounds=(0.0, 100.0), timing=timing)
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, sensitivity=0.1, bounds=(0.0, 100.0), timing=timing
+    )
     vals = {
         "centre 50.0": 50.0,
         "on the bound 100.0": 100.0,
@@ -189,7 +234,9 @@ BATCH = 4096
 
 def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     kw: dict[str, Any] = {"epsilon": 2.0**20, "bounds": (-1.0, 1.0), "timing": timing}
-    m = snapcore.SnappingMechanism(**kw)
+    # Every class reads its randomness the same way (PatternSource: OS bytes, replayed
+    # or not), so only the value or the draw differs between classes.
+    m = snapcore.SnappingMechanism(**kw, source=PatternSource())
     step = float(m.granularity * m.sensitivity)
     rng = np.random.default_rng(12)
     arrays = {
@@ -204,13 +251,17 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     # Fixed draws: the same U* for every element; y = x + N near a snap tie forces the
     # fast path's exact fallback, N at a quarter-step lets it decide.
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
-    for name, frac in [("draws decided", Fraction(5, 4)), ("draws force fallback", Fraction(3, 2))]:
+    for name, frac in [
+        ("draws decided", Fraction(5, 4)),
+        ("draws force fallback", Fraction(3, 2)),
+    ]:
         d = draw_for_noise(m, frac * m.granularity)
-        mf = snapcore.SnappingMechanism(**kw, source=FixedDraws(d))
+        mf = snapcore.SnappingMechanism(**kw, source=PatternSource(d, m.precision))
         if timing == "off":
             from snapcore.fastpath import release_batch
 
-            _, st = release_batch(mf._pipeline, grid, FixedDraws(d), stats=True)
+            src = PatternSource(d, m.precision)
+            _, st = release_batch(mf._pipeline, grid, src, stats=True)
             print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")
         mechs.append(mf)
         classes[name] = lambda mf=mf: mf.release(grid)
@@ -260,7 +311,9 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=300, help="batch calls per class")
     ap.add_argument("--statistic-calls", type=int, default=2_000, help="per class")
     ap.add_argument("--protection", choices=["on", "off", "both"], default="both")
-    ap.add_argument("--groups", default=",".join(GROUPS), help="comma-separated: " + ",".join(GROUPS))
+    ap.add_argument(
+        "--groups", default=",".join(GROUPS), help="comma-separated: " + ",".join(GROUPS)
+    )
     ap.add_argument("--crop", type=float, default=90.0, help="crop percentile")
     ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last)")
     ap.add_argument("--seed", type=int, default=12)
@@ -268,9 +321,11 @@ def main() -> None:
 
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
-    print(f"snapcore {snapcore.__version__}; python {platform.python_version()} on "
-          f"{platform.machine()}; pinned to cpu {cpu} of {os.cpu_count()}; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"snapcore {snapcore.__version__}; python {platform.python_version()} on "
+        f"{platform.machine()}; pinned to cpu {cpu} of {os.cpu_count()}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     medians: dict[tuple[str, str, str], float] = {}
@@ -289,9 +344,11 @@ def main() -> None:
             over = [m.timing.stats for m in mechs if m.timing is not None]
             if over:
                 calls_ = sum(s.calls for s in over)
-                print(f"padded calls {calls_}, overruns {sum(s.overruns for s in over)} "
-                      f"({100 * sum(s.overruns for s in over) / max(calls_, 1):.2f} %), "
-                      f"largest multiple {max(s.max_multiple for s in over)}")
+                print(
+                    f"padded calls {calls_}, overruns {sum(s.overruns for s in over)} "
+                    f"({100 * sum(s.overruns for s in over) / max(calls_, 1):.2f} %), "
+                    f"largest multiple {max(s.max_multiple for s in over)}"
+                )
             if g == "statistic" and mode == "constant":
                 print(f"statistic padding: {snapcore.timing.statistic_stats()}")
             print(f"({secs:.1f} s)")

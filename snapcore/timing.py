@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import statistics as _stats
 import threading
 import time
 from collections import OrderedDict
@@ -63,13 +62,14 @@ SLEEP_ABOVE_NS = 2_000_000
 #: How long before the deadline a sleep must end (covers the wake-up latency).
 SLEEP_GUARD_NS = 1_000_000
 #: Quantum = the slowest worst-case class's ``QUANTILE`` time times the margin.
-QUANTILE = 0.25
-SCALAR_MARGIN = 1.1
+QUANTILE = 0.5
+SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
 STATISTIC_MARGIN = 1.2
 #: Calibration repetitions per class (scalar) and the time budget for arrays.
 SCALAR_REPS = 21
-ARRAY_BUDGET_NS = 400_000_000
+ARRAY_BUDGET_NS = 100_000_000
+STATISTIC_REPS = 15
 #: At most this many quanta are remembered per cache (least recently used dropped).
 CACHE_SIZE = 256
 
@@ -201,7 +201,7 @@ def calibrate_quantum(
 def _quantile(xs: list[int], q: float) -> float:
     if len(xs) == 1:
         return float(xs[0])
-    return float(_stats.quantiles(xs, n=100, method="inclusive")[round(q * 100) - 1])
+    return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
 
 
 class _LRU:
@@ -295,7 +295,7 @@ def _scalar_classes(mech: Any, kind: type) -> list[Any]:
 
     if kind is Fraction:
         fr = [Fraction(x) for x in floats]
-        return fr + [Fraction(5e-324) / 1000003, (Fraction(lo) + Fraction(hi)) / 7]
+        return [*fr, Fraction(5e-324) / 1000003, (Fraction(lo) + Fraction(hi)) / 7]
     out = []
     for x in floats:
         try:
@@ -436,76 +436,6 @@ class Padding:
         return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
-        return _ARRAY.get(("null", self._key, container, dtype, length), lambda: 1)
-
-    def finish(self, start_ns: int, quantum_ns: int) -> int:
-        return pad(start_ns, quantum_ns, None)
-
-
-def _sibling(mech: Any) -> Any:
-    """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
-    sib = copy.copy(mech)
-    sib._source = _ChosenDraws(_calibration_source(mech.source))
-    sib._timing = _NullPadding(id(sib))
-    return sib
-
-
-class Padding:
-    """The padding of one mechanism: its scalar quantum and its array quanta.
-
-    Parameters
-    ----------
-    mech : SnappingMechanism
-        The mechanism to pad (its unpadded ``release`` is used for calibration,
-        with a separate source of the same kind).
-    key : hashable
-        What the quanta depend on (the calibration, backend and source kind).
-    """
-
-    __slots__ = ("_key", "_mech", "_scalar", "stats")
-
-    def __init__(self, mech: Any, key: Hashable) -> None:
-        self._mech = mech
-        self._key = key
-        self.stats = PaddingStats()
-        self._scalar: dict[type, int] = {}
-
-    @property
-    def mode(self) -> TimingMode:
-        """Always ``"constant"`` (an unpadded mechanism has no Padding)."""
-        return "constant"
-
-    @property
-    def scalar_quantum_ns(self) -> int:
-        """The quantum of one scalar release of a float, in ns (calibrated on first use)."""
-        return self.scalar_quantum_for(float)
-
-    def scalar_quantum_for(self, kind: type) -> int:
-        """The quantum of one scalar release of a value of type ``kind``, in ns.
-
-        The type of a statistic's value is public (it is fixed by code, not data); the
-        quantum is calibrated on that type's worst-case classes on first use.
-        """
-        q = self._scalar.get(kind)
-        if q is None:
-            q = _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
-            self._scalar[kind] = q
-        return q
-
-    def _calibrate_scalar(self, kind: type) -> int:
-        sib = _sibling(self._mech)
-        classes = []
-        for c in _scalar_classes(self._mech, kind):
-            try:
-                sib.release(c)
-            except Exception:  # a class this type cannot take: not calibrated on
-                continue
-            classes.append(c)
-        if not classes:
-            classes = _scalar_classes(self._mech, float)
-        return calibrate_quantum(sib.release, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
-
-    def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         """The quantum of one array release of ``length`` elements, in ns.
 
         A function of ``(length, container, dtype)`` only, calibrated on first use on
@@ -516,6 +446,9 @@ class Padding:
 
     def _calibrate_array(self, n: int, container: str, dtype: str) -> int:
         sib = _sibling(self._mech)
+        # The array path reads its draws in bulk: give it the plain source of the same
+        # kind (a byte source stays a byte source, so the bulk decoder is used).
+        sib._source = sib._source._inner
         lo, hi = self._mech.bounds
         c = float(self._mech.calibration.center)
         rng = np.random.default_rng()
@@ -599,13 +532,18 @@ def padded_release(fn: F) -> F:
 
 
 # -- statistics --------------------------------------------------------------------
+_SYNTHETIC_KINDS = ("spread", "subnormal", "outside", "lower", "upper")
+
+
 def _synthetic(
-    n: int, columns: int, bounds: Any, options: dict[str, Any], like: Any
+    n: int, columns: int, bounds: Any, options: dict[str, Any], like: Any, kind: str
 ) -> tuple[Any, Any]:
     """Public worst-case data of ``n`` records shaped like ``like``; and ``column=``.
 
-    Values are full-mantissa doubles spread over twice the data bounds (so about half
-    are clamped), with a few subnormals and ±1e300; categories cycle when given.
+    ``kind`` is one of :data:`_SYNTHETIC_KINDS`: full-mantissa doubles spread over
+    twice the data bounds (about half clamped), with subnormals and ±1e300 mixed in;
+    all subnormal; all far outside; all at the lower or the upper bound.  Categories
+    cycle when the statistic takes ``categories``.
     """
     rng = np.random.default_rng()
     cats = options.get("categories")
@@ -622,10 +560,17 @@ def _synthetic(
         else:
             lo, hi = -1.0, 1.0
         w = hi - lo
-        col = rng.uniform(lo - w / 2, hi + w / 2, n)
-        col[0:n:97] = 5e-324
-        col[1:n:89] = 1e300
-        col[2:n:83] = -1e300
+        if kind == "spread":
+            col = rng.uniform(lo - w / 2, hi + w / 2, n)
+            col[0:n:97] = 5e-324
+            col[1:n:89] = 1e300
+            col[2:n:83] = -1e300
+        elif kind == "subnormal":
+            col = np.where(np.arange(n) % 2 == 0, 5e-324, -5e-324 * 3)
+        elif kind == "outside":
+            col = np.where(np.arange(n) % 2 == 0, 1e300, -1e300)
+        else:
+            col = np.full(n, lo if kind == "lower" else hi)
         cols.append(col)
     if columns == 0:
         cols = [np.zeros(n)]
@@ -700,16 +645,22 @@ def _calibrate_statistic(
         cal_src = _calibration_source(src)
     bounds = out.data_bounds
     options = {k: kw[k] for k in stat.options if k in kw}
-    synth, column = _synthetic(int(out.n), stat.columns, bounds, options, data)
     ckw = dict(kw)
     ckw.update(source=cal_src, budget=None, timing=kw.get("timing") or "constant")
-    if column is not None:
-        ckw["column"] = column if len(column) > 1 else column[0]
-    classes = [synth]
+    classes = []
+    for kind in _SYNTHETIC_KINDS:
+        synth, column = _synthetic(int(out.n), stat.columns, bounds, options, data, kind)
+        if column is not None:
+            ckw["column"] = column if len(column) > 1 else column[0]
+        classes.append(synth)
+    t0 = _now()
+    fn(statistic, classes[0], **ckw)
+    one = max(1, _now() - t0)
+    reps = int(max(3, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
     return calibrate_quantum(
         lambda d: fn(statistic, d, **ckw),
         classes,
-        reps=9,
+        reps=reps,
         margin=STATISTIC_MARGIN,
         warmup=1,
     )
