@@ -191,7 +191,7 @@ def table(
 # -- groups ----------------------------------------------------------------------------
 def value_group(timing: str) -> tuple[dict[str, Call], Any]:
     m = snapcore.SnappingMechanism(
-        epsilon=1.0, sensitivity=0.1, bounds=(0.0, 100.0), timing=timing
+        epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing=timing
     )
     vals = {
         "centre 50.0": 50.0,
@@ -208,7 +208,7 @@ def value_group(timing: str) -> tuple[dict[str, Call], Any]:
 
 def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
     rng = random.Random(12)
-    base = snapcore.SnappingMechanism(epsilon=1.0, sensitivity=0.1, bounds=(0.0, 100.0))
+    base = snapcore.SnappingMechanism(epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0))
     p = base.precision
     lam_grid = base.granularity
     draws = {
@@ -222,7 +222,7 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
     mechs = []
     for name, d in draws.items():
         m = snapcore.SnappingMechanism(
-            epsilon=1.0, sensitivity=0.1, bounds=(0.0, 100.0), source=FixedDraws(d), timing=timing
+            epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), source=FixedDraws(d), timing=timing
         )
         mechs.append(m)
         classes[name] = lambda m=m: m.release(50.0)
@@ -233,7 +233,7 @@ BATCH = 4096
 
 
 def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
-    kw: dict[str, Any] = {"epsilon": 2.0**20, "bounds": (-1.0, 1.0), "timing": timing}
+    kw: dict[str, Any] = {"epsilon": 2.0**20, "clamp_bounds": (-1.0, 1.0), "timing": timing}
     # Every class reads its randomness the same way (PatternSource: OS bytes, replayed
     # or not), so only the value or the draw differs between classes.
     m = snapcore.SnappingMechanism(**kw, source=PatternSource())
@@ -281,14 +281,14 @@ def statistic_group(timing: str, n: int = 64) -> tuple[dict[str, Call], Any]:
     classes: dict[str, Call] = {}
     for stat in ["count", "sum", "mean", "variance"]:
         for dn, d in data.items():
-            extra: dict[str, Any] = {"n": n} if stat == "count" else {"bounds": (0.0, 100.0)}
+            extra: dict[str, Any] = {"n": n} if stat == "count" else {"data_bounds": (0.0, 100.0)}
             classes[f"{stat}: {dn}"] = lambda s=stat, d=d, e=extra: snapcore.release(
                 s, d, **kw, **e
             )
     pairs = {"equal": np.column_stack([data["spread"]] * 2), "mixed": rng.uniform(0, 100, (n, 2))}
     for dn, d in pairs.items():
         classes[f"covariance: {dn}"] = lambda d=d: snapcore.release(
-            "covariance", d, bounds=[(0.0, 100.0), (0.0, 100.0)], **kw
+            "covariance", d, data_bounds=[(0.0, 100.0), (0.0, 100.0)], **kw
         )
     for dn, d in {"all in bin 0": np.full(n, 1.0), "spread": data["spread"]}.items():
         classes[f"histogram: {dn}"] = lambda d=d: snapcore.release(

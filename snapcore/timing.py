@@ -270,8 +270,8 @@ def _scalar_classes(mech: Any, kind: type) -> list[Any]:
     ±10**300.  Fractions: the float classes and fractions with large odd
     denominators (a mean's).  Other real types: the float classes converted.
     """
-    lo, hi = mech.bounds
-    c = float(mech.calibration.center)
+    lo, hi = mech.clamp_bounds
+    c = float(mech.calibration.centre)
     width = hi - lo
     floats = [
         c,
@@ -449,8 +449,8 @@ class Padding:
         # The array path reads its draws in bulk: give it the plain source of the same
         # kind (a byte source stays a byte source, so the bulk decoder is used).
         sib._source = sib._source._inner
-        lo, hi = self._mech.bounds
-        c = float(self._mech.calibration.center)
+        lo, hi = self._mech.clamp_bounds
+        c = float(self._mech.calibration.centre)
         rng = np.random.default_rng()
         base = [
             np.full(n, hi),

@@ -83,7 +83,7 @@ def test_default_is_on_for_cryptographic_sources(source: str | None, on: bool) -
 
 
 def test_switch_on_a_mechanism(stub_calibration: list[list[Any]]) -> None:
-    kw: dict[str, Any] = {"epsilon": 1.0, "bounds": (0.0, 10.0)}
+    kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 10.0)}
     assert snapcore.SnappingMechanism(**kw).timing is not None
     assert snapcore.SnappingMechanism(**kw, timing="off").timing is None
     assert snapcore.SnappingMechanism(**kw, source=SeededSource(1)).timing is None
@@ -96,15 +96,15 @@ def test_switch_on_a_mechanism(stub_calibration: list[list[Any]]) -> None:
 def test_invalid_switch_is_refused_before_any_draw(bad: Any) -> None:
     src = ReplaySource([])  # any draw would raise SourceExhaustedError
     with pytest.raises(ParameterError, match="timing must be None, 'constant' or 'off'"):
-        snapcore.SnappingMechanism(epsilon=1.0, bounds=(0.0, 1.0), source=src, timing=bad)
+        snapcore.SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 1.0), source=src, timing=bad)
     with pytest.raises(ParameterError, match="timing must be"):
-        snapcore.release("mean", [1.0, 2.0], epsilon=1.0, bounds=(0, 3), source=src, timing=bad)
+        snapcore.release("mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=src, timing=bad)
 
 
 # -- padded releases -----------------------------------------------------------------
 def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list[Any]]) -> None:
     m = snapcore.SnappingMechanism(
-        epsilon=1.0, bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
     assert m.timing is not None
     for value in (5.0, 1e300, 5e-324, 7, Fraction(1, 3), np.zeros(5), [1.0, 2.0]):
@@ -115,7 +115,7 @@ def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list
 
 
 def test_padding_never_changes_a_value() -> None:
-    kw: dict[str, Any] = {"epsilon": 0.5, "sensitivity": 0.1, "bounds": (-3.0, 7.0)}
+    kw: dict[str, Any] = {"epsilon": 0.5, "sensitivity": 0.1, "clamp_bounds": (-3.0, 7.0)}
     values: list[Any] = [0.0, 2.0, 7.0, -1e300, 5e-324, 3, Fraction(1, 3)]
     arr = np.linspace(-5.0, 9.0, 1500)  # long enough for the fast path
     outs = []
@@ -125,7 +125,7 @@ def test_padding_never_changes_a_value() -> None:
     assert outs[0] == outs[1]
     r = [
         snapcore.release(
-            "mean", [1.0, 2.5, 9.0], epsilon=1.0, bounds=(0, 10), source=SeededSource(5), timing=t
+            "mean", [1.0, 2.5, 9.0], epsilon=1.0, data_bounds=(0, 10), source=SeededSource(5), timing=t
         ).value
         for t in ("off", "constant")
     ]
@@ -134,7 +134,7 @@ def test_padding_never_changes_a_value() -> None:
 
 def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]]) -> None:
     m = snapcore.SnappingMechanism(
-        epsilon=1.0, bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
     pad = m.timing
     assert pad is not None
@@ -161,7 +161,7 @@ def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -
             raise AssertionError("an element was read")
 
     m = snapcore.SnappingMechanism(
-        epsilon=1.0, bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
     assert m.timing is not None
     x = np.arange(30.0).view(Opaque)
@@ -174,7 +174,7 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     m = snapcore.SnappingMechanism(
         epsilon=1.0,
         sensitivity=0.1,
-        bounds=(0.0, 100.0),
+        clamp_bounds=(0.0, 100.0),
         source=SeededSource(3),
         timing="constant",
     )
@@ -196,7 +196,7 @@ def test_statistic_padding_uses_public_n_and_synthetic_data(
     monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
 ) -> None:
     data = [3.0, 1.0, 4.0, 1.0, 5.0]
-    kw: dict[str, Any] = {"epsilon": 1.0, "bounds": (0, 10), "timing": "constant"}
+    kw: dict[str, Any] = {"epsilon": 1.0, "data_bounds": (0, 10), "timing": "constant"}
     before = timing.statistic_stats().calls
     start = time.perf_counter_ns()
     r = snapcore.release("mean", data, source=SeededSource(2), **kw)
@@ -221,7 +221,7 @@ def test_a_statistic_that_cannot_be_calibrated_says_so(
 
     monkeypatch.setattr(timing, "_synthetic", broken)
     r = snapcore.release(
-        "mean", [1.0, 2.0], epsilon=1.0, bounds=(0, 3), source=SeededSource(1), timing="constant"
+        "mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=SeededSource(1), timing="constant"
     )
     assert any("could not be calibrated" in n for n in r.notes)
 
