@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -234,6 +235,17 @@ _SCALAR = _LRU()
 _ARRAY = _LRU()
 _STATISTIC = _LRU()
 _STATISTIC_STATS = PaddingStats()
+
+
+def _after_fork_in_child() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    for c in (_SCALAR, _ARRAY, _STATISTIC):
+        c._lock = threading.Lock()
+    _STATISTIC_STATS._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def clear_caches() -> None:
