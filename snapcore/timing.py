@@ -58,10 +58,6 @@ TimingMode = Literal["constant", "off"]
 #: The values of the ``timing=`` switch (``None`` means: by the source).
 MODES: tuple[str, ...] = ("constant", "off")
 
-#: Waits longer than this sleep first (releasing the GIL and the core), then spin.
-SLEEP_ABOVE_NS = 2_000_000
-#: How long before the deadline a sleep must end (covers the wake-up latency).
-SLEEP_GUARD_NS = 1_000_000
 #: Quantum = the slowest worst-case class's ``QUANTILE`` time times the margin.
 QUANTILE = 0.5
 SCALAR_MARGIN = 1.15
@@ -113,13 +109,12 @@ def _is_cryptographic(source: Any) -> bool:
 def wait_until(deadline_ns: int) -> None:
     """Return at the first :func:`time.perf_counter_ns` reading >= ``deadline_ns``.
 
-    Short waits spin on the clock (a sleep's wake-up latency, tens of microseconds
-    with Linux's default timer slack, is larger than a scalar quantum and varies);
-    long ones sleep until ``SLEEP_GUARD_NS`` before the deadline and spin the rest.
+    Spins on the clock, never sleeps: a sleep's wake-up latency (tens of microseconds
+    with Linux's default timer slack, milliseconds on a loaded machine) is larger than
+    a scalar quantum and grows with the time slept, so a call that finished early
+    would return later than one that finished late.  Spinning keeps the whole quantum
+    CPU-bound, whatever part of it the release used.
     """
-    rest = deadline_ns - _now()
-    if rest > SLEEP_ABOVE_NS:
-        time.sleep((rest - SLEEP_GUARD_NS) / 1e9)
     now = _now
     while now() < deadline_ns:
         pass
@@ -483,7 +478,7 @@ class Padding:
         t0 = _now()
         sib.release(classes[0])
         one = max(1, _now() - t0)
-        reps = int(max(3, min(SCALAR_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+        reps = int(max(5, min(SCALAR_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
         return calibrate_quantum(sib.release, classes, reps=reps, margin=ARRAY_MARGIN, warmup=1)
 
     def quantum_for(self, value: Any) -> int:
@@ -648,13 +643,10 @@ def _calibrate_statistic(
 
     stat = _statistic(statistic)
     src = kw.get("source")
-    if src is None or isinstance(src, str):
-        from snapcore.plugins import get_registries
-
-        src = get_registries().sources.get(src or "system")
-        cal_src = _calibration_source_class(src)
-    else:
-        cal_src = _calibration_source(src)
+    # A name (or None) makes each release build a fresh source, as the caller's calls
+    # do; an instance is replaced by a fresh one of the same kind (the caller's stream
+    # is never read).
+    cal_src = src if src is None or isinstance(src, str) else _calibration_source(src)
     bounds = out.data_bounds
     options = {k: kw[k] for k in stat.options if k in kw}
     ckw = dict(kw)
@@ -668,7 +660,7 @@ def _calibrate_statistic(
     t0 = _now()
     fn(statistic, classes[0], **ckw)
     one = max(1, _now() - t0)
-    reps = int(max(3, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+    reps = int(max(5, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
     return calibrate_quantum(
         lambda d: fn(statistic, d, **ckw),
         classes,
@@ -676,15 +668,6 @@ def _calibrate_statistic(
         margin=STATISTIC_MARGIN,
         warmup=1,
     )
-
-
-def _calibration_source_class(cls: Any) -> Any:
-    from snapcore.sources import SeededSource
-
-    try:
-        return cls()
-    except TypeError:
-        return SeededSource(0)
 
 
 def _note(out: Any, note: str) -> Any:

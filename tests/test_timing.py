@@ -43,7 +43,7 @@ def stub_calibration(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Any]
 
 # -- pad ---------------------------------------------------------------------------
 def test_pad_never_returns_before_its_quantum() -> None:
-    for q in (1, 50_000, 3 * MS):  # spin only, and sleep-then-spin (above 2 ms)
+    for q in (1, 50_000, 3 * MS):
         start = time.perf_counter_ns()
         j = timing.pad(start, q)
         assert j >= 1
@@ -98,7 +98,9 @@ def test_invalid_switch_is_refused_before_any_draw(bad: Any) -> None:
     with pytest.raises(ParameterError, match="timing must be None, 'constant' or 'off'"):
         snapcore.SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 1.0), source=src, timing=bad)
     with pytest.raises(ParameterError, match="timing must be"):
-        snapcore.release("mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=src, timing=bad)
+        snapcore.release(
+            "mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=src, timing=bad
+        )
 
 
 # -- padded releases -----------------------------------------------------------------
@@ -125,7 +127,12 @@ def test_padding_never_changes_a_value() -> None:
     assert outs[0] == outs[1]
     r = [
         snapcore.release(
-            "mean", [1.0, 2.5, 9.0], epsilon=1.0, data_bounds=(0, 10), source=SeededSource(5), timing=t
+            "mean",
+            [1.0, 2.5, 9.0],
+            epsilon=1.0,
+            data_bounds=(0, 10),
+            source=SeededSource(5),
+            timing=t,
         ).value
         for t in ("off", "constant")
     ]
@@ -221,7 +228,12 @@ def test_a_statistic_that_cannot_be_calibrated_says_so(
 
     monkeypatch.setattr(timing, "_synthetic", broken)
     r = snapcore.release(
-        "mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=SeededSource(1), timing="constant"
+        "mean",
+        [1.0, 2.0],
+        epsilon=1.0,
+        data_bounds=(0, 3),
+        source=SeededSource(1),
+        timing="constant",
     )
     assert any("could not be calibrated" in n for n in r.notes)
 
