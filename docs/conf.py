@@ -70,7 +70,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
         "Using snapcore",
         ["statistics", "bounds-and-gamma", "accuracy", "backends", "fastpath", "timing"],
     ),
-    ("Extending snapcore", ["plugins", "sources"]),
+    ("Extending snapcore", ["architecture", "plugins", "sources"]),
     ("How it is checked", ["audit", "ieee754", "benchmarks"]),
     ("Reference", ["api"]),
 ]

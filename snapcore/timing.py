@@ -639,9 +639,9 @@ def padded_statistic(fn: F) -> F:
 def _calibrate_statistic(
     fn: Callable[..., Any], statistic: Any, data: Any, out: Any, kw: dict[str, Any]
 ) -> int:
-    from snapcore.api import _statistic
+    from snapcore.statistic import resolve_statistic
 
-    stat = _statistic(statistic)
+    stat = resolve_statistic(statistic)
     src = kw.get("source")
     # A name (or None) makes each release build a fresh source, as the caller's calls
     # do; an instance is replaced by a fresh one of the same kind (the caller's stream
