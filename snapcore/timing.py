@@ -67,6 +67,9 @@ STATISTIC_MARGIN = 1.2
 SCALAR_REPS = 21
 ARRAY_BUDGET_NS = 100_000_000
 STATISTIC_REPS = 15
+#: A quantum is measured again after this many uses (scalar; arrays and statistics).
+RECALIBRATE_SCALAR = 50_000
+RECALIBRATE_ARRAY = 1_000
 #: At most this many quanta are remembered per cache (least recently used dropped).
 CACHE_SIZE = 256
 
@@ -201,21 +204,31 @@ def _quantile(xs: list[int], q: float) -> float:
 
 
 class _LRU:
-    """A small thread-safe least-recently-used map of computed quanta."""
+    """A small thread-safe least-recently-used map of calibrated quanta.
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
-        self._d: OrderedDict[Hashable, int] = OrderedDict()
+    Each quantum is measured again after every ``every`` uses (a count of calls, which
+    is public), so that it follows the machine's load: a quantum measured in a quiet
+    moment would make every call overrun when the load rises.
+    """
+
+    def __init__(self, every: int, size: int = CACHE_SIZE) -> None:
+        self._d: OrderedDict[Hashable, list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
+        self.every = every
 
     def get(self, key: Hashable, compute: Callable[[], int]) -> int:
         with self._lock:
-            if key in self._d:
+            entry = self._d.get(key)
+            if entry is not None:
                 self._d.move_to_end(key)
-                return self._d[key]
+                entry[1] += 1
+                if entry[1] < self.every:
+                    return entry[0]
+                entry[1] = 0
         q = compute()  # outside the lock: calibration runs releases
         with self._lock:
-            self._d[key] = q
+            self._d[key] = [q, 0]
             self._d.move_to_end(key)
             while len(self._d) > self._size:
                 self._d.popitem(last=False)
@@ -226,9 +239,9 @@ class _LRU:
             self._d.clear()
 
 
-_SCALAR = _LRU()
-_ARRAY = _LRU()
-_STATISTIC = _LRU()
+_SCALAR = _LRU(RECALIBRATE_SCALAR)
+_ARRAY = _LRU(RECALIBRATE_ARRAY)
+_STATISTIC = _LRU(RECALIBRATE_ARRAY)
 _STATISTIC_STATS = PaddingStats()
 
 
@@ -363,7 +376,7 @@ class _NullPadding:
         return self._scalar.get(kind) or 1
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
-        return _ARRAY.get(("null", self._key, container, dtype, length), lambda: 1)
+        return 1
 
     def finish(self, start_ns: int, quantum_ns: int) -> int:
         return pad(start_ns, quantum_ns, None)
@@ -389,13 +402,12 @@ class Padding:
         What the quanta depend on (the calibration, backend and source kind).
     """
 
-    __slots__ = ("_key", "_mech", "_scalar", "stats")
+    __slots__ = ("_key", "_mech", "stats")
 
     def __init__(self, mech: Any, key: Hashable) -> None:
         self._mech = mech
         self._key = key
         self.stats = PaddingStats()
-        self._scalar: dict[type, int] = {}
 
     @property
     def mode(self) -> TimingMode:
@@ -413,11 +425,7 @@ class Padding:
         The type of a statistic's value is public (it is fixed by code, not data); the
         quantum is calibrated on that type's worst-case classes on first use.
         """
-        q = self._scalar.get(kind)
-        if q is None:
-            q = _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
-            self._scalar[kind] = q
-        return q
+        return _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
 
     def _calibrate_scalar(self, kind: type) -> int:
         sib = _sibling(self._mech)
@@ -500,8 +508,7 @@ class Padding:
         return pad(start_ns, quantum_ns, self.stats)
 
     def __repr__(self) -> str:
-        quanta = {k.__name__: q for k, q in self._scalar.items()}
-        return f"<Padding scalar quanta {quanta} ns, {self.stats!r}>"
+        return f"<Padding {self.stats!r}>"
 
 
 def mechanism_padding(mech: Any, timing: Any) -> Padding | None:

@@ -175,6 +175,19 @@ def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -
     assert m.timing.quantum_for(x) == m.timing.quantum_for(np.zeros(30))
 
 
+def test_quanta_are_measured_again_after_a_count_of_uses(
+    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
+) -> None:
+    monkeypatch.setattr(timing._SCALAR, "every", 3)
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    assert m.timing is not None
+    for _ in range(7):
+        m.timing.quantum_for(1.0)
+    assert len(stub_calibration) == 3  # the first use, then after every 3 further uses
+
+
 def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     stub_calibration: list[list[Any]],
 ) -> None:
