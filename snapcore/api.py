@@ -42,6 +42,7 @@ from snapcore.statistic import (
     resolve_relation,
     resolve_statistic,
 )
+from snapcore.timing import padded_statistic
 
 __all__ = ["Release", "release"]
 
@@ -192,6 +193,7 @@ def _check_n(n: Any) -> int | None:
     return int(n)
 
 
+@padded_statistic
 def release(
     statistic: str | Statistic,
     data: Any,
@@ -207,6 +209,7 @@ def release(
     source: str | RandomSource | None = None,
     budget: Budget | None = None,
     precision: int | None = None,
+    timing: str | None = None,
     **options: Any,
 ) -> Release:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -242,6 +245,11 @@ def release(
         Charged ``epsilon`` (sequential composition); checked before any noise.
     precision : int, optional
         Working precision, at least the required one.
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads the whole call to a whole number of time quanta that depend
+        only on the statistic, its public parameters and the public n
+        (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
+        cryptographic sources, ``"off"`` for seeded and replay sources.
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``).
 
@@ -325,6 +333,7 @@ def release(
         backend=backend,
         source=source,
         precision=precision,
+        timing=timing,
     )
     with _reserve(budget, eps, stat.name):
         # release() accepts any real, exact Fractions included (check_value).

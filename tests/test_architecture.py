@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "snapcore.plugins",
             "snapcore.statistic",
             "snapcore.dataset",
+            "snapcore.timing",
         ],
     ),
     ("mechanism", ["snapcore.mechanism"]),
