@@ -25,10 +25,12 @@ from snapcore.errors import (
     SnapcoreError,
     SnapOverflowError,
     SourceExhaustedError,
+    WorkerError,
 )
 from snapcore.hookspecs import hookimpl
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import Calibration, PrivacyAnalysis
+from snapcore.partials import Partial, merge, partial
 from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
 from snapcore.statistic import Neighbouring, Prepared, Statistic
 
@@ -46,6 +48,7 @@ __all__ = [
     "Calibration",
     "Neighbouring",
     "ParameterError",
+    "Partial",
     "PlotDependencyError",
     "PluginError",
     "Prepared",
@@ -60,8 +63,11 @@ __all__ = [
     "SourceExhaustedError",
     "Statistic",
     "SystemSource",
+    "WorkerError",
     "__version__",
     "audit",
     "hookimpl",
+    "merge",
+    "partial",
     "release",
 ]
