@@ -259,22 +259,19 @@ def _get_numba() -> tuple[Any, Any] | None:
 
         inline = numba.njit(inline="always", error_model="numpy")
 
-        @inline
-        def clamped_bits(  # pragma: no cover
+        def _clamped_bits(  # pragma: no cover
             v: float, b: np.uint64, lo: float, hi: float, lo_bits: np.uint64, hi_bits: np.uint64
         ) -> np.uint64:
             return lo_bits if v < lo else hi_bits if v > hi else b
 
-        @inline
-        def split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+        def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
             field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
             m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
             nz = np.int64(field != 0)
             m |= nz << np.int64(52)
             return np.int64(b >> np.uint64(63)), field - nz, m
 
-        @inline
-        def add(
+        def _add(
             acc: np.ndarray, k: np.int64, t: np.int64, neg: np.int64
         ) -> None:  # pragma: no cover
             if neg:
@@ -284,8 +281,7 @@ def _get_numba() -> tuple[Any, Any] | None:
                 acc[k] += t & np.int64(0xFFFFFFFF)
                 acc[k + 32] += t >> np.int64(32)
 
-        @inline
-        def add_product(  # pragma: no cover
+        def _add_product(  # pragma: no cover
             acc: np.ndarray, k: np.int64, mx: np.int64, my: np.int64, neg: np.int64
         ) -> None:
             hx = mx >> np.int64(26)
@@ -295,6 +291,11 @@ def _get_numba() -> tuple[Any, Any] | None:
             add(acc, k + 52, hx * hy, neg)
             add(acc, k + 26, hx * ly + lx * hy, neg)
             add(acc, k, lx * ly, neg)
+
+        clamped_bits = inline(_clamped_bits)
+        split = inline(_split)
+        add = inline(_add)
+        add_product = inline(_add_product)
 
         def moments1(  # pragma: no cover
             x: np.ndarray,

@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -198,7 +199,7 @@ def dask_state(
     or a ``distributed`` client if one is active); the states are merged on the
     caller in partition order (any order gives the same state).
     """
-    import dask
+    dask: Any = importlib.import_module("dask")
 
     if column is not None:
         cols = [column] if isinstance(column, str) else list(column)
