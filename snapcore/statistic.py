@@ -80,6 +80,8 @@ class Neighbouring(enum.Enum):
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
     if not isinstance(value, tuple) or not value:
         raise ParameterError(f"Prepared.values must be a non-empty tuple, got {value!r}")
+    if all(type(v) is int for v in value):  # counts: the common vector case
+        return
     for v in value:
         ok = isinstance(v, Fraction | int) and not isinstance(v, bool)
         ok = ok or (isinstance(v, float) and math.isfinite(v))

@@ -136,6 +136,29 @@ def _edges(bins: Any) -> np.ndarray:
     return np.array(out, dtype=np.float64)
 
 
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return idx
+
+
 class Histogram(Statistic):
     """Counts per bin: given bin edges (numeric data) or categories.
 
@@ -203,8 +226,7 @@ class Histogram(Statistic):
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
             x = np.clip(chunk.numeric(0), spec[0], spec[-1])
-            idx = np.minimum(np.searchsorted(spec, x, side="right") - 1, k - 1)
-            return (chunk.size, *np.bincount(idx, minlength=k).tolist())
+            return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
         col = chunk.categorical(0)
         return (chunk.size, *(int(np.count_nonzero(col == c)) for c in spec))
 
@@ -222,7 +244,7 @@ class Histogram(Statistic):
         counts = list(state[1:])
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
-            e = [_fmt(v) for v in spec.tolist()]
+            e = [r[:-2] if r.endswith(".0") else r for r in map(repr, spec.tolist())]
             ends = [")"] * (k - 1) + ["]"]
             labels = tuple(f"[{e[i]}, {e[i + 1]}{ends[i]}" for i in range(k))
             placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"

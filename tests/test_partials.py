@@ -236,3 +236,33 @@ def test_rangecount_example_is_mergeable():
         source=snapcore.SeededSource(1),
     )
     assert r1 == r2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    edges=st.lists(H.finite_floats(), min_size=2, max_size=12, unique=True),
+    xs=st.lists(H.finite_floats(), max_size=40),
+    even=st.booleans(),
+)
+def test_bin_index_is_binary_search(edges, xs, even):
+    """The guessed-and-corrected bin index equals an independent binary search (bisect),
+    for any edges and for values on, next to and between them."""
+    import bisect
+
+    from snapcore.statistics.counting import bin_index
+
+    e = np.array(sorted(edges))
+    if even:
+        e = np.linspace(e[0], e[-1], 50)
+        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
+            return
+    k = len(e) - 1
+    pool = [
+        *xs,
+        *e.tolist(),
+        *np.nextafter(e, np.inf).tolist(),
+        *np.nextafter(e, -np.inf).tolist(),
+    ]
+    x = np.clip(np.array(pool, dtype=np.float64), e[0], e[-1])
+    want = [min(bisect.bisect_right(e.tolist(), v) - 1, k - 1) for v in x.tolist()]
+    assert bin_index(e, x).tolist() == want
