@@ -25,7 +25,7 @@ from snapcore.statistic import Statistic
 __all__ = ["BLOCK_BYTES", "pyarrow_available", "stream_partial"]
 
 #: Bytes of CSV text per block (pyarrow's ``block_size``).
-BLOCK_BYTES = 1 << 24
+BLOCK_BYTES = 1 << 20
 
 
 def pyarrow_available() -> bool:

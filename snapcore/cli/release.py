@@ -177,7 +177,7 @@ def _fmt(x: Any) -> str:
     "--block-size",
     type=click.IntRange(min=1 << 10),
     default=None,
-    help="Bytes of CSV read per chunk (default 16 MiB); memory stays a few chunks.",
+    help="Bytes of CSV read per chunk (default 1 MiB); memory stays a few chunks.",
 )
 @click.option(
     "--column",
