@@ -73,7 +73,7 @@ class Dataset:
             yield Dataset([_rows(c, start, stop) for c in self._cols], self.names, stop - start)
 
     def numeric(self, i: int) -> np.ndarray:
-        """Column ``i`` as finite float64 values.
+        """Column ``i`` as finite float64 values (possibly a view of the input: read only).
 
         Raises
         ------
@@ -124,7 +124,7 @@ def _to_float_array(obj: Any) -> np.ndarray | None:
         else:
             raw = np.asarray(obj)
             if raw.dtype.kind in "biuf" or raw.dtype.kind in "OUS":
-                arr = raw.astype(np.float64)
+                arr = raw.astype(np.float64, copy=False)  # float64 input: no copy
             else:
                 return None
     except (TypeError, ValueError, OverflowError):

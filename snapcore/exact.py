@@ -305,13 +305,20 @@ def _get_numba() -> tuple[Any, Any] | None:
             acc: np.ndarray,
             sq: np.ndarray,
             squares: bool,
+            flag: np.ndarray,
         ) -> None:
             lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+            inf = np.uint64(0x7FF0000000000000)
+            bad = np.uint64(0)
             for i in range(x.shape[0]):
+                if (xb[i] & inf) == inf:  # NaN or ±inf, before the clamp: refused
+                    bad = np.uint64(1)
+                    continue
                 neg, k, m = split(clamped_bits(x[i], xb[i], lo, hi, lob, hib))
                 add(acc, k, m, neg)
                 if squares and m != 0:
                     add_product(sq, k + k, m, m, np.int64(0))
+            flag[0] = bad
 
         def moments2(  # pragma: no cover
             x: np.ndarray,
@@ -323,14 +330,21 @@ def _get_numba() -> tuple[Any, Any] | None:
             ax: np.ndarray,
             ay: np.ndarray,
             axy: np.ndarray,
+            flag: np.ndarray,
         ) -> None:
+            inf = np.uint64(0x7FF0000000000000)
+            bad = np.uint64(0)
             for i in range(x.shape[0]):
+                if (xb[i] & inf) == inf or (yb[i] & inf) == inf:
+                    bad = np.uint64(1)
+                    continue
                 nx, kx, mx = split(clamped_bits(x[i], xb[i], box[0], box[1], boxb[0], boxb[1]))
                 ny, ky, my = split(clamped_bits(y[i], yb[i], box[2], box[3], boxb[2], boxb[3]))
                 add(ax, kx, mx, nx)
                 add(ay, ky, my, ny)
                 if mx != 0 and my != 0:
                     add_product(axy, kx + ky, mx, my, nx ^ ny)
+            flag[0] = bad
 
         jit = numba.njit(nogil=True, error_model="numpy")
         _numba_kernels = (jit(moments1), jit(moments2))
@@ -351,7 +365,10 @@ def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple
         part = x[start : start + _BLOCK]
         acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         sq = np.zeros(_DOT_BUCKETS if squares else 1, dtype=np.int64)
-        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag)
+        if flag[0]:
+            raise _not_finite("values")
         s += _fold(acc)
         q += _fold(sq) if squares else 0
     return s, q
@@ -367,7 +384,10 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
         ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
-        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag)
+        if flag[0]:
+            raise _not_finite("x and y")
         sx += _fold(ax)
         sy += _fold(ay)
         sxy += _fold(axy)
@@ -393,10 +413,16 @@ def _engine(engine: str, size: int) -> str:
     return "numba"
 
 
-def _doubles(values: Any, name: str) -> np.ndarray:
+def _not_finite(name: str) -> ParameterError:
+    return ParameterError(f"{name} must contain only finite doubles")
+
+
+def _doubles(values: Any, name: str, *, check: bool = True) -> np.ndarray:
+    """A contiguous float64 view or copy; finiteness is checked here (numpy engine) or
+    in the compiled loop (numba engine), in both cases before any result is returned."""
     x = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
-    if not np.isfinite(x).all():
-        raise ParameterError(f"{name} must contain only finite doubles")
+    if check and not np.isfinite(x).all():
+        raise _not_finite(name)
     return x
 
 
@@ -436,9 +462,11 @@ def clamped_moments(
     ParameterError
         On NaN or ±inf (the message does not say which element).
     """
-    x = _doubles(values, "values")
+    x = _doubles(values, "values", check=False)
     if _engine(engine, len(x)) == "numba":
         return _moments1_numba(x, lower, upper, squares)
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
     c = np.clip(x, lower, upper)
     return _sum_numpy(c), _dot_numpy(c, c) if squares else 0
 
@@ -456,11 +484,13 @@ def clamped_cross_moments(
     sums are scaled by ``2**SUM_SCALE``, ``2**SUM_SCALE`` and ``2**DOT_SCALE`` (see
     :func:`clamped_moments`).
     """
-    a, b = _doubles(x, "x"), _doubles(y, "y")
+    a, b = _doubles(x, "x", check=False), _doubles(y, "y", check=False)
     if len(a) != len(b):
         raise ParameterError(f"x and y must have the same length, got {len(a)} and {len(b)}")
     if _engine(engine, len(a)) == "numba":
         return _moments2_numba(a, b, bounds)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise _not_finite("x and y")
     ca, cb = np.clip(a, bounds[0], bounds[1]), np.clip(b, bounds[2], bounds[3])
     return _sum_numpy(ca), _sum_numpy(cb), _dot_numpy(ca, cb)
 

@@ -136,3 +136,14 @@ def test_bad_values_are_refused_without_echo():
         assert "1.5" not in str(e.value)
     with pytest.raises(ParameterError, match="engine"):
         sum_scaled([1.0], engine="gpu")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_non_finite_refused_by_both_engines_even_when_clamped_away(engine):
+    for bad in (math.nan, math.inf, -math.inf):
+        x = np.full(70_000, 0.5)
+        x[12_345] = bad
+        with pytest.raises(ParameterError, match="finite"):
+            clamped_moments(x, 0.0, 1.0, squares=True, engine=engine)
+        with pytest.raises(ParameterError, match="finite"):
+            clamped_cross_moments(np.full(70_000, 0.5), x, (0.0, 1.0, 0.0, 1.0), engine=engine)
