@@ -1,8 +1,11 @@
 """The statistic plugin protocol: what a statistic supplies to a release.
 
-A statistic is an object with a ``name`` and a :meth:`Statistic.prepare` method.
-Given the data (a :class:`~snapcore.dataset.Dataset`), the data bounds, the public
-``n`` and the neighbouring relation, ``prepare`` returns a :class:`Prepared`:
+A statistic is an object with a ``name`` and three methods: :meth:`Statistic.partial`
+maps some records to an exact state of Python ints, :meth:`Statistic.merge` combines
+the states of disjoint chunks, and :meth:`Statistic.finalize` turns the merged state,
+the data bounds, the public ``n`` and the neighbouring relation into a
+:class:`Prepared` (:meth:`Statistic.prepare` runs the three over chunks of in-memory
+data):
 
 - ``values`` — f(D), one per coordinate, computed from the data clamped to the
   bounds **exactly** (a :class:`fractions.Fraction`; see :mod:`snapcore.exact`), so
