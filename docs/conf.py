@@ -66,8 +66,11 @@ intersphinx_mapping: dict[str, Any] = {}
 #: Table of contents: (caption, [page, ...]) in reading order.
 SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
-    ("Using snapcore", ["statistics", "scaling", "bounds-and-gamma", "accuracy", "backends", "fastpath"]),
-    ("Extending snapcore", ["plugins", "sources"]),
+    (
+        "Using snapcore",
+        ["statistics", "scaling", "bounds-and-gamma", "accuracy", "backends", "fastpath"],
+    ),
+    ("Extending snapcore", ["architecture", "plugins", "sources"]),
     ("How it is checked", ["audit", "ieee754", "benchmarks"]),
     ("Reference", ["api"]),
 ]

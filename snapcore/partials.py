@@ -29,7 +29,14 @@ import numpy as np
 
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
 from snapcore.frames import is_dask, read_dataset
-from snapcore.statistic import DataBounds, State, Statistic, accumulate
+from snapcore.statistic import (
+    DataBounds,
+    State,
+    Statistic,
+    accumulate,
+    check_data_bounds,
+    resolve_statistic,
+)
 
 __all__ = ["Partial", "dask_state", "merge", "partial"]
 
@@ -79,9 +86,7 @@ class Partial:
 
 
 def _resolve(statistic: Any, data_bounds: Any, options: Mapping[str, Any]) -> Any:
-    from snapcore.api import _data_bounds, _statistic
-
-    stat = _statistic(statistic)
+    stat = resolve_statistic(statistic)
     if not stat.mergeable:
         raise ParameterError(
             f"statistic {stat.name!r} does not implement partial() and finalize(); it can "
@@ -93,7 +98,7 @@ def _resolve(statistic: Any, data_bounds: Any, options: Mapping[str, Any]) -> An
         raise ParameterError(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
         )
-    return stat, _data_bounds(data_bounds, stat)
+    return stat, check_data_bounds(data_bounds, stat)
 
 
 def partial(
@@ -150,15 +155,13 @@ def merge(parts: Iterable[Partial], statistic: str | Statistic | None = None) ->
     -------
     Partial
     """
-    from snapcore.api import _statistic
-
     items = list(parts)
     if not items or not all(isinstance(p, Partial) for p in items):
         raise ParameterError("merge needs one or more snapcore Partial objects")
     first = items[0]
     if not all(first.compatible(p) for p in items[1:]):
         raise ParameterError("merge needs partials of the same statistic, data_bounds and options")
-    stat = _statistic(first.statistic if statistic is None else statistic)
+    stat = resolve_statistic(first.statistic if statistic is None else statistic)
     state = functools.reduce(stat.merge, (p.state for p in items))
     return attrs.evolve(first, state=state)
 

@@ -78,8 +78,8 @@ def _read_input(
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
     (pyarrow), or else the whole CSV file as a table of strings."""
-    from snapcore.api import _statistic
     from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
+    from snapcore.statistic import resolve_statistic
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -93,7 +93,7 @@ def _read_input(
     fmt = file_format
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
-    stat = _statistic(statistic)
+    stat = resolve_statistic(statistic)
     if not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
             raise _Fail('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
