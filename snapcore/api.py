@@ -414,14 +414,19 @@ def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[f
 
 
 def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
-    ints = [
-        v if type(v) is int else int(v) if isinstance(v, Fraction) and v.denominator == 1 else None
-        for v in values
-    ]
+    """The values as an int64 array (all Python ints in range) or a float64 array (all
+    floats), exactly; None otherwise."""
+    try:
+        arr = np.array(values)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if arr.dtype == np.int64 and all(type(v) is int for v in values):
+        return arr
+    if arr.dtype == np.float64 and all(type(v) is float for v in values):
+        return arr
+    ints = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else None for v in values]
     if all(i is not None and -(1 << 62) < i < 1 << 62 for i in ints):
         return np.array(ints, dtype=np.int64)
-    if all(type(v) is float for v in values):
-        return np.array(values, dtype=np.float64)
     return None
 
 

@@ -247,9 +247,9 @@ class Histogram(Statistic):
         counts = list(state[1:])
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
-            e = [r[:-2] if r.endswith(".0") else r for r in map(repr, spec.tolist())]
+            e = [r[:-2] if r[-2:] == ".0" else r for r in map(repr, spec.tolist())]
             ends = [")"] * (k - 1) + ["]"]
-            labels = tuple(f"[{e[i]}, {e[i + 1]}{ends[i]}" for i in range(k))
+            labels = tuple(map("[{}, {}{}".format, e[:-1], e[1:], ends))
             placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
         else:
             labels = tuple(str(c) for c in spec)
