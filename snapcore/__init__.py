@@ -25,6 +25,7 @@ from snapcore.errors import (
     SnapcoreError,
     SnapOverflowError,
     SourceExhaustedError,
+    WorkerError,
 )
 from snapcore.hookspecs import hookimpl
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from snapcore.budget import Budget
     from snapcore.mechanism import SnappingMechanism
     from snapcore.params import Calibration, PrivacyAnalysis
+    from snapcore.partials import Partial, merge, partial
     from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
     from snapcore.statistic import Neighbouring, Prepared, Statistic
 
@@ -51,6 +53,9 @@ _LAZY: dict[str, str] = {
     "SnappingMechanism": "snapcore.mechanism",
     "Calibration": "snapcore.params",
     "PrivacyAnalysis": "snapcore.params",
+    "Partial": "snapcore.partials",
+    "merge": "snapcore.partials",
+    "partial": "snapcore.partials",
     "RandomSource": "snapcore.sources",
     "ReplaySource": "snapcore.sources",
     "SeededSource": "snapcore.sources",
@@ -89,6 +94,7 @@ __all__ = [
     "LedgerError",
     "Neighbouring",
     "ParameterError",
+    "Partial",
     "PlotDependencyError",
     "PluginError",
     "Prepared",
@@ -103,8 +109,11 @@ __all__ = [
     "SourceExhaustedError",
     "Statistic",
     "SystemSource",
+    "WorkerError",
     "__version__",
     "audit",
     "hookimpl",
+    "merge",
+    "partial",
     "release",
 ]

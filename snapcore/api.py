@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any, cast
 
 import attrs
+import numpy as np
 
 from snapcore.accuracy import accuracy
 from snapcore.backend import Backend
@@ -28,8 +29,8 @@ from snapcore.bounds import (
     given_clamp_bounds,
 )
 from snapcore.budget import Budget
-from snapcore.dataset import as_dataset
 from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import check_real
 from snapcore.sources import RandomSource
@@ -219,8 +220,12 @@ def release(
     statistic : str or Statistic
         A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
         ``covariance``, ``histogram``, or a plugin's) or a statistic object.
-    data : sequence, numpy.ndarray, pandas Series/DataFrame, or mapping
-        The private data (see :func:`snapcore.dataset.as_dataset`).
+    data : sequence, array, data frame, mapping, Dask data frame, or Partial
+        The private data: a sequence, NumPy array, mapping of columns, or a data frame
+        of pandas, polars (eager or lazy), pyarrow or any library narwhals reads
+        (:mod:`snapcore.frames`); a Dask data frame (one partial state per partition,
+        computed on the workers, :mod:`snapcore.partials`); or a merged
+        :class:`~snapcore.partials.Partial` (its data bounds and options are used).
     epsilon : real
         The total ε this release spends.
     data_bounds : (lower, upper), or one pair per column
@@ -281,9 +286,7 @@ def release(
         )
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
-    checked_bounds = check_data_bounds(data_bounds, stat)
-    ds = as_dataset(data, column=column, columns=stat.columns)
-    prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
+    prep, checked_bounds = _prepare(stat, data, data_bounds, column, n_pub, rel, options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
             f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
@@ -336,8 +339,7 @@ def release(
         timing=timing,
     )
     with _reserve(budget, eps, stat.name):
-        # release() accepts any real, exact Fractions included (check_value).
-        outs = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+        outs = _release_values(mech, prep.values)
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
@@ -358,6 +360,83 @@ def release(
         notes=tuple(notes),
         **common,
     )
+
+
+def _prepare(
+    stat: Statistic,
+    data: Any,
+    data_bounds: Any,
+    column: Any,
+    n: int | None,
+    relation: Neighbouring,
+    options: dict[str, Any],
+) -> tuple[Prepared, DataBounds | None]:
+    """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    from snapcore.partials import Partial, dask_state, freeze_options
+
+    if isinstance(data, Partial):
+        if data.statistic != stat.name:
+            raise ParameterError(
+                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}"
+            )
+        checked = data.data_bounds
+        if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
+            raise ParameterError(
+                "data_bounds must be those the partial state was computed with "
+                f"({checked!r}), or omitted"
+            )
+        if options and freeze_options(options) != data.options:
+            raise ParameterError(
+                "the statistic's options must be those the partial state was computed "
+                "with, or omitted"
+            )
+        opts = dict(data.options)
+        if stat.needs_data_bounds and checked is None:
+            check_data_bounds(None, stat)  # the usual error
+        state = data.state
+    else:
+        opts = options
+        checked = check_data_bounds(data_bounds, stat)
+        if not is_dask(data):
+            ds = read_dataset(data, column=column, columns=stat.columns)
+            prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **opts)
+            return prep, checked
+        if not stat.mergeable:
+            raise ParameterError(
+                f"statistic {stat.name!r} does not implement partial() and finalize(), "
+                "so it cannot be released from a Dask data frame"
+            )
+        state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
+    return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:
+    """Release every coordinate: through the mechanism's array release when the values
+    are integers or exact doubles (bit-identical to one scalar release per value, with
+    the draws in the same order), one by one otherwise (exact Fractions)."""
+    if len(values) > 1:
+        arr = _as_array(values)
+        if arr is not None:
+            return tuple(mech.release(arr).tolist())
+    # release() accepts any real, exact Fractions included (check_value).
+    return tuple(float(mech.release(cast(Any, v))) for v in values)
+
+
+def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
+    """The values as an int64 array (all Python ints in range) or a float64 array (all
+    floats), exactly; None otherwise."""
+    try:
+        arr = np.array(values)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if arr.dtype == np.int64 and all(type(v) is int for v in values):
+        return arr
+    if arr.dtype == np.float64 and all(type(v) is float for v in values):
+        return arr
+    ints = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else None for v in values]
+    if all(i is not None and -(1 << 62) < i < 1 << 62 for i in ints):
+        return np.array(ints, dtype=np.int64)
+    return None
 
 
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:

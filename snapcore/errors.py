@@ -16,6 +16,7 @@ The hierarchy::
     │   │                                   with (refused, never reset)
     │   ├── SnapOverflowError (OverflowError)
     │   │                                   a snapped value is not a finite double
+    │   ├── WorkerError                     a partial failed on a worker (message withheld)
     │   ├── AuditError                      the audit found the mechanism inconsistent
     │   └── AuditLimitError                 the audit would need more enumeration than allowed
     └── AssertionError
@@ -42,6 +43,7 @@ __all__ = [
     "SnapOverflowError",
     "SnapcoreError",
     "SourceExhaustedError",
+    "WorkerError",
     "show",
 ]
 
@@ -92,6 +94,14 @@ class BudgetExceededError(SnapcoreError):
 
 class SnapOverflowError(SnapcoreError, OverflowError):
     """The nearest multiple of ``Λ`` is not a finite double (it is ``±2**1024``)."""
+
+
+class WorkerError(SnapcoreError):
+    """Computing a partial state failed on a worker with an unexpected exception.
+
+    Only the exception's type is kept: its message and traceback may carry data
+    values, so they are not sent back to the caller.
+    """
 
 
 class AuditError(SnapcoreError):

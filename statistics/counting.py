@@ -17,7 +17,14 @@ import numpy as np
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
 from snapcore.hookspecs import hookimpl
-from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
+from snapcore.statistic import (
+    DataBounds,
+    Neighbouring,
+    Prepared,
+    State,
+    Statistic,
+    resolve_n,
+)
 
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
@@ -26,6 +33,11 @@ __all__ = ["Count", "Histogram"]
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE
+
+
+def _no_bounds(data_bounds: DataBounds | None) -> None:
+    if data_bounds is not None:
+        raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
 
 
 class Count(Statistic):
@@ -46,18 +58,23 @@ class Count(Statistic):
     columns = 0
     needs_data_bounds = False
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records,)``."""
+        _no_bounds(data_bounds)
+        return (chunk.size,)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        if data_bounds is not None:
-            raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        _no_bounds(data_bounds)
+        size = state[0]
+        n_used, n_note = resolve_n(size, n, relation, self.name)
         if relation is REPLACE:
             return Prepared(
                 statistic=self.name,
@@ -73,7 +90,7 @@ class Count(Statistic):
         return Prepared(
             statistic=self.name,
             relation=relation,
-            values=(Fraction(min(data.size, n_used)),),
+            values=(Fraction(min(size, n_used)),),
             labels=(self.name,),
             sensitivity=1,
             value_range=(0, n_used),
@@ -94,6 +111,19 @@ def _fmt(x: float) -> str:
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
         raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
+    if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
+        fast = bins.astype(np.float64)
+    elif isinstance(bins, list) and all(type(e) is float for e in bins):
+        fast = np.array(bins, dtype=np.float64)
+    else:
+        fast = None
+    if (
+        fast is not None
+        and len(fast) >= 2
+        and np.isfinite(fast).all()
+        and bool((fast[1:] > fast[:-1]).all())
+    ):
+        return fast  # doubles, finite, strictly increasing: what the checks below ask
     out = []
     for i, e in enumerate(bins):
         if isinstance(e, bool) or not isinstance(e, numbers.Real):
@@ -107,6 +137,29 @@ def _edges(bins: Any) -> np.ndarray:
     if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
     return np.array(out, dtype=np.float64)
+
+
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return idx
 
 
 class Histogram(Statistic):
@@ -146,15 +199,7 @@ class Histogram(Statistic):
         "categories": "category values (one bin each)",
     }
 
-    def prepare(
-        self,
-        data: Dataset,
-        *,
-        data_bounds: DataBounds | None,
-        n: int | None,
-        relation: Neighbouring,
-        **options: Any,
-    ) -> Prepared:
+    def _spec(self, data_bounds: DataBounds | None, options: Mapping[str, Any]) -> Any:
         bins = options.get("bins")
         cats = options.get("categories")
         if (bins is None) == (cats is None):
@@ -167,30 +212,53 @@ class Histogram(Statistic):
                 "statistic 'histogram' takes its range from bins= (or categories=); "
                 "leave data_bounds=None"
             )
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if bins is not None:
-            edges = _edges(bins)
-            k = len(edges) - 1
-            x = np.clip(data.numeric(0), edges[0], edges[-1])
-            idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
-            counts = [int(c) for c in np.bincount(idx, minlength=k)]
-            labels = tuple(
-                f"[{_fmt(edges[i])}, {_fmt(edges[i + 1])}{']' if i == k - 1 else ')'}"
-                for i in range(k)
-            )
+            return _edges(bins)
+        if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+            raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
+        cats = list(cats)
+        if not cats:
+            raise ParameterError("categories must not be empty")
+        if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
+            raise ParameterError(f"categories must be distinct, got {cats!r}")
+        return cats
+
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, count_0, ..., count_{k-1})``; values clamped to the outer edges."""
+        spec = self._spec(data_bounds, options)
+        if isinstance(spec, np.ndarray):
+            k = len(spec) - 1
+            x = np.clip(chunk.numeric(0), spec[0], spec[-1])
+            return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
+        col = chunk.categorical(0)
+        return (chunk.size, *(int(np.count_nonzero(col == c)) for c in spec))
+
+    def finalize(
+        self,
+        state: State,
+        *,
+        data_bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        spec = self._spec(data_bounds, options)
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        counts = list(state[1:])
+        if isinstance(spec, np.ndarray):
+            k = len(spec) - 1
+            e = [r[:-2] if r[-2:] == ".0" else r for r in map(repr, spec.tolist())]
+            ends = [")"] * (k - 1) + ["]"]
+            labels = tuple(map("[{}, {}{}".format, e[:-1], e[1:], ends))
             placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
         else:
-            if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-                raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
-            cats = list(cats)
-            if not cats:
-                raise ParameterError("categories must not be empty")
-            if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
-                raise ParameterError(f"categories must be distinct, got {cats!r}")
-            col = data.categorical(0)
-            counts = [int(np.count_nonzero(col == c)) for c in cats]
-            labels = tuple(str(c) for c in cats)
+            labels = tuple(str(c) for c in spec)
             placement = "a record counts in the bin equal to its value; others are not counted"
+        if len(counts) != len(labels):
+            raise ParameterError(
+                f"statistic 'histogram' got a state with {len(counts)} bins for "
+                f"{len(labels)} bins in its options"
+            )
         if relation is ADD_REMOVE:
             counts = [min(c, n_used) for c in counts]
             share = Fraction(1)
@@ -207,7 +275,7 @@ class Histogram(Statistic):
         return Prepared(
             statistic=self.name,
             relation=relation,
-            values=tuple(Fraction(c) for c in counts),
+            values=tuple(counts),
             labels=labels,
             sensitivity=1,
             value_range=(0, n_used),

@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "snapcore.plugins",
             "snapcore.statistic",
             "snapcore.dataset",
+            "snapcore.frames",
             "snapcore.timing",
         ],
     ),
@@ -56,6 +57,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "snapcore.statistics",
             "snapcore.api",
+            "snapcore.partials",
             "snapcore.budget",
             "snapcore.ledger",
             "snapcore.accuracy",
@@ -83,7 +85,7 @@ ROOT_LAYER = 5
 #: shipped conformance suite (snapcore.testing) needs by design.
 CORE = {
     "attrs", "pluggy", "gmpy2", "numpy", "click", "mpmath", "flint",
-    "numba", "llvmlite", "cryptography",
+    "numba", "llvmlite", "cryptography", "narwhals",
 }  # fmt: skip
 TESTING_ONLY = {"pytest", "hypothesis"}
 #: Adapter modules: each exists to embed snapcore in one optional library, subclasses
