@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import round_ratio
@@ -37,10 +37,19 @@ if TYPE_CHECKING:
 
 __all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 
-try:
-    import flint
-except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
-    flint = None  # type: ignore[assignment]
+# python-flint is imported on first use (about 80 ms), not when the plugin is
+# registered.
+flint: Any = None
+
+
+def _load() -> None:
+    """Import python-flint into this module's globals (once)."""
+    global flint
+    if flint is None:
+        import flint as fl
+
+        flint = fl
+
 
 #: Guards python-flint's process-wide ``ctx.prec``.
 FLINT_LOCK = threading.Lock()
@@ -54,6 +63,7 @@ def ln_ball(m: int, e: int, w: int) -> tuple[int, int, int, int]:
     The ball ``[mid - rad, mid + rad]`` contains ``ln(m * 2**e)`` (arb's guarantee);
     its ends are read exactly.
     """
+    _load()
     with FLINT_LOCK:
         saved = flint.ctx.prec
         try:
@@ -92,6 +102,7 @@ class ArbArithmetic(Arithmetic):
     """Correctly rounded p-bit arithmetic: exact integers, and LN by arb balls."""
 
     def __init__(self, precision: int) -> None:
+        _load()
         self.precision = precision
 
     def from_dyadic(self, m: int, e: int) -> Dyadic:
@@ -141,9 +152,14 @@ class ArbBackend(Backend):
 
     @classmethod
     def is_available(cls) -> bool:
-        return flint is not None
+        try:
+            _load()
+        except ImportError:
+            return False
+        return True
 
     def version(self) -> str:
+        _load()
         return f"python-flint {flint.__version__} (FLINT {flint.__FLINT_VERSION__})"
 
     def arithmetic(self, precision: int) -> ArbArithmetic:

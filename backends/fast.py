@@ -4,8 +4,8 @@ Scalar operations are MPFR's (through gmpy2), so every contract of
 :class:`~snapcore.backend.Arithmetic` holds exactly as for the ``mpfr`` backend.
 What this backend adds is :meth:`FastBackend.batch`: whole arrays released by the
 double-double fast path of :mod:`snapcore.fastpath`, bit-identical to the exact
-pipeline element for element (numba-compiled when numba is installed, pure numpy
-otherwise).
+pipeline element for element (compiled by numba, a dependency; the pure-numpy engine
+where numba cannot be imported).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class FastBackend(Backend):
 
     name = "fast"
     library = "gmpy2"
-    install_hint = "pip install gmpy2 (and optionally: pip install 'snapcore[fast]' for numba)"
+    install_hint = "pip install gmpy2 numba"
 
     def __init__(self) -> None:
         super().__init__()

@@ -79,7 +79,13 @@ class MPFRArithmetic(Arithmetic):
         return self._local.ctx.div(a, b)
 
     def ln(self, a: Any) -> Any:
-        return self._local.ctx.log(a)
+        ctx = self._local.ctx
+        if 0.5 <= a < 1 and a.precision <= self.precision:
+            # ln a = log1p(a − 1), with a − 1 exact (Sterbenz): the same correctly rounded
+            # value, but MPFR's log slows down as a approaches 1 and log1p does not, so
+            # the time of the noise stage stops depending on how close U* is to 1.
+            return ctx.log1p(ctx.sub(a, 1))
+        return ctx.log(a)
 
     def neg(self, a: Any) -> Any:
         return self._local.ctx.minus(a)
@@ -95,7 +101,11 @@ class MPFRArithmetic(Arithmetic):
         if not self._inline or u[0].bit_length() > self.precision:
             return super().noise(lam, sign, u)  # validates and raises
         ctx = self._local.ctx
-        n = ctx.mul(lam, ctx.log(ctx.mul_2exp(u[0], u[1])))
+        um, ue = u
+        if um.bit_length() + ue == 0:  # U* in [1/2, 1): as ln() above
+            n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
+        else:
+            n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
         m, e = n.as_mantissa_exp()  # n != 0: U* < 1 so ln U* < 0
         return (int(m) if sign > 0 else -int(m), int(e))
 

@@ -37,12 +37,20 @@ if TYPE_CHECKING:
 
 __all__ = ["MPMathArithmetic", "MPMathBackend", "ln_enclosure"]
 
-try:
-    import mpmath
-    from mpmath import libmp
-except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
-    mpmath = None
-    libmp = None
+# mpmath is imported on first use (about 60 ms), not when the plugin is registered.
+mpmath: Any = None
+libmp: Any = None
+
+
+def _load() -> None:
+    """Import mpmath into this module's globals (once)."""
+    global mpmath, libmp
+    if libmp is None:
+        import mpmath as mp
+        from mpmath import libmp as lm
+
+        mpmath, libmp = mp, lm
+
 
 _FLOOR = "f"
 _CEIL = "c"
@@ -115,6 +123,7 @@ def _ln_rational_enclosure(num: int, den: int, w: int) -> _Interval:
 
 
 def ln_enclosure(x: _Mpf, w: int) -> _Interval:
+    _load()
     """A rigorous enclosure ``[lo, hi]`` of ``ln(x)`` for an mpf ``x > 0``, at ``w`` bits.
 
     ``x = v * 2**k`` with ``v`` in ``[1/sqrt 2, sqrt 2)``; ``c = j / 2**8`` is the
@@ -162,6 +171,7 @@ def ln_enclosure(x: _Mpf, w: int) -> _Interval:
 
 
 def ln_nearest(x: _Mpf, p: int) -> _Mpf:
+    _load()
     """``ln(x)`` rounded to nearest-even at ``p`` bits, proven by a Ziv loop.
 
     ``RN`` is monotone, so if both ends of an enclosure of ``ln x`` round to the
@@ -186,6 +196,7 @@ class MPMathArithmetic(Arithmetic):
     """Correctly rounded p-bit arithmetic with mpmath (LN proven by a Ziv loop)."""
 
     def __init__(self, precision: int) -> None:
+        _load()
         self.precision = precision
         self._local = threading.local()
 
@@ -246,9 +257,14 @@ class MPMathBackend(Backend):
 
     @classmethod
     def is_available(cls) -> bool:
-        return mpmath is not None
+        try:
+            _load()
+        except ImportError:
+            return False
+        return True
 
     def version(self) -> str:
+        _load()
         return f"mpmath {mpmath.__version__} (integers: {libmp.BACKEND})"
 
     def arithmetic(self, precision: int) -> MPMathArithmetic:

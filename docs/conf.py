@@ -66,8 +66,11 @@ intersphinx_mapping: dict[str, Any] = {}
 #: Table of contents: (caption, [page, ...]) in reading order.
 SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
-    ("Using snapcore", ["statistics", "bounds-and-gamma", "accuracy", "backends", "fastpath"]),
-    ("Extending snapcore", ["architecture", "plugins", "sources"]),
+    (
+        "Using snapcore",
+        ["statistics", "scaling", "bounds-and-gamma", "accuracy", "backends", "fastpath", "timing"],
+    ),
+    ("Extending snapcore", ["architecture", "plugins", "sources", "embedding"]),
     ("How it is checked", ["audit", "ieee754", "benchmarks"]),
     ("Reference", ["api"]),
 ]

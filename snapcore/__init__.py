@@ -10,27 +10,77 @@ Fraction(4, 1)
 
 from __future__ import annotations
 
-from snapcore.api import Release, release
-from snapcore.auditing import AuditResult, audit
-from snapcore.backend import Arithmetic, Backend
-from snapcore.budget import Budget
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from snapcore.errors import (
     AuditError,
     AuditLimitError,
     BackendUnavailableError,
     BudgetExceededError,
+    DataError,
+    LedgerError,
     ParameterError,
     PlotDependencyError,
     PluginError,
     SnapcoreError,
     SnapOverflowError,
     SourceExhaustedError,
+    WorkerError,
 )
 from snapcore.hookspecs import hookimpl
-from snapcore.mechanism import SnappingMechanism
-from snapcore.params import Calibration, PrivacyAnalysis
-from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
-from snapcore.statistic import Neighbouring, Prepared, Statistic
+
+if TYPE_CHECKING:
+    from snapcore.api import Release, release
+    from snapcore.auditing import AuditResult, audit
+    from snapcore.backend import Arithmetic, Backend
+    from snapcore.budget import Budget
+    from snapcore.grouped import GroupedRelease
+    from snapcore.mechanism import SnappingMechanism
+    from snapcore.params import Calibration, PrivacyAnalysis
+    from snapcore.partials import Partial, merge, partial
+    from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
+    from snapcore.statistic import Neighbouring, Prepared, Statistic
+
+#: Public names imported on first use (PEP 562), so ``import snapcore`` stays cheap:
+#: the modules behind them (numpy, gmpy2, the audit) load only when needed.
+_LAZY: dict[str, str] = {
+    "Release": "snapcore.api",
+    "release": "snapcore.api",
+    "AuditResult": "snapcore.auditing",
+    "audit": "snapcore.auditing",
+    "Arithmetic": "snapcore.backend",
+    "Backend": "snapcore.backend",
+    "Budget": "snapcore.budget",
+    "GroupedRelease": "snapcore.grouped",
+    "SnappingMechanism": "snapcore.mechanism",
+    "Calibration": "snapcore.params",
+    "PrivacyAnalysis": "snapcore.params",
+    "Partial": "snapcore.partials",
+    "merge": "snapcore.partials",
+    "partial": "snapcore.partials",
+    "RandomSource": "snapcore.sources",
+    "ReplaySource": "snapcore.sources",
+    "SeededSource": "snapcore.sources",
+    "SystemSource": "snapcore.sources",
+    "Neighbouring": "snapcore.statistic",
+    "Prepared": "snapcore.statistic",
+    "Statistic": "snapcore.statistic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    modname = _LAZY.get(name)
+    if modname is None:
+        raise AttributeError(f"module 'snapcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(modname), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -44,8 +94,12 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "Calibration",
+    "DataError",
+    "GroupedRelease",
+    "LedgerError",
     "Neighbouring",
     "ParameterError",
+    "Partial",
     "PlotDependencyError",
     "PluginError",
     "Prepared",
@@ -60,8 +114,11 @@ __all__ = [
     "SourceExhaustedError",
     "Statistic",
     "SystemSource",
+    "WorkerError",
     "__version__",
     "audit",
     "hookimpl",
+    "merge",
+    "partial",
     "release",
 ]

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast, overload
 
 import attrs
+import numpy as np
 
 from snapcore.accuracy import accuracy
 from snapcore.backend import Backend
@@ -28,11 +29,11 @@ from snapcore.bounds import (
     given_clamp_bounds,
 )
 from snapcore.budget import Budget
-from snapcore.dataset import as_dataset
 from snapcore.display import short
 from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
-from snapcore.missing import apply_missing, check_missing_policy
+from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
 from snapcore.params import check_real
 from snapcore.sources import RandomSource
 from snapcore.statistic import (
@@ -45,6 +46,7 @@ from snapcore.statistic import (
     resolve_relation,
     resolve_statistic,
 )
+from snapcore.timing import padded_statistic
 
 if TYPE_CHECKING:
     from snapcore.grouped import GroupedRelease
@@ -224,20 +226,18 @@ class _Plan:
 
 def _plan(
     stat: Statistic,
-    ds: Any,
+    prep: Prepared,
     *,
     eps: Fraction,
     rel: Neighbouring,
     checked_bounds: DataBounds | None,
     given: ClampChoice | None,
     gamma: Any,
-    n_pub: int | None,
     backend: str | Backend,
     source: str | RandomSource | None,
     precision: int | None,
-    options: dict[str, Any],
+    timing: str | None,
 ) -> _Plan:
-    prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
             f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
@@ -268,6 +268,7 @@ def _plan(
         backend=backend,
         source=source,
         precision=precision,
+        timing=timing,
     )
     return _Plan(stat=stat, prep=prep, eps=eps, mech=mech, choice=choice, common=common)
 
@@ -313,8 +314,7 @@ def _draw(plan: _Plan) -> Release:
             notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
             **plan.common,
         )
-    # release() accepts any real, exact Fractions included (check_value).
-    outs: tuple[float, ...] = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+    outs: tuple[float, ...] = _release_values(mech, prep.values)
     if _integral(plan.stat, choice, mech.grid_step) and all(o.is_integer() for o in outs):
         outs = tuple(int(o) for o in outs)
     notes = list(prep.notes)
@@ -385,6 +385,7 @@ def release(
     source: str | RandomSource | None = None,
     budget: Budget | None = None,
     precision: int | None = None,
+    timing: str | None = None,
     **options: Any,
 ) -> Release | GroupedRelease:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -394,8 +395,13 @@ def release(
     statistic : str or Statistic
         A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
         ``covariance``, ``histogram``, or a plugin's) or a statistic object.
-    data : sequence, numpy.ndarray, pandas Series/DataFrame, or mapping
-        The private data (see :func:`snapcore.dataset.as_dataset`).
+    data : sequence, array, data frame, mapping, Dask data frame, or Partial
+        The private data: a sequence, NumPy array, mapping of columns, or a data frame
+        of pandas, polars (eager or lazy), pyarrow or any library narwhals reads
+        (:mod:`snapcore.frames`); a Dask data frame (one partial state per partition,
+        computed on the workers, :mod:`snapcore.partials`); or a merged
+        :class:`~snapcore.partials.Partial` (its data bounds and options are used).
+        With ``by=``: a data frame or mapping held in memory.
     epsilon : real
         The total ε this release spends.
     data_bounds : (lower, upper), or one pair per column
@@ -438,6 +444,12 @@ def release(
         Charged ``epsilon`` (sequential composition); checked before any noise.
     precision : int, optional
         Working precision, at least the required one.
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads the whole call to a whole number of time quanta that depend
+        only on the statistic, its public parameters and the public n
+        (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
+        cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
+        release pads each group's mechanism releases.
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -453,15 +465,61 @@ def release(
     BudgetExceededError
         If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
     """
-    stat = resolve_statistic(statistic)
+    if by is not None or keys is not None or group_sizes is not None:
+        return _release_grouped(
+            statistic,
+            data,
+            epsilon=epsilon,
+            data_bounds=data_bounds,
+            gamma=gamma,
+            clamp_bounds=clamp_bounds,
+            n=n,
+            relation=relation,
+            column=column,
+            by=by,
+            keys=keys,
+            group_sizes=group_sizes,
+            missing=missing,
+            impute=impute,
+            backend=backend,
+            source=source,
+            budget=budget,
+            precision=precision,
+            timing=timing,
+            options=options,
+        )
+    return _release_single(
+        statistic,
+        data,
+        epsilon=epsilon,
+        data_bounds=data_bounds,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        n=n,
+        relation=relation,
+        column=column,
+        missing=missing,
+        impute=impute,
+        backend=backend,
+        source=source,
+        budget=budget,
+        precision=precision,
+        timing=timing,
+        **options,
+    )
+
+
+def _common_checks(
+    stat: Statistic,
+    *,
+    epsilon: Any,
+    relation: Any,
+    gamma: Any,
+    clamp_bounds: Any,
+    budget: Any,
+    options: dict[str, Any],
+) -> tuple[Fraction, Neighbouring, ClampChoice | None, Any]:
     eps = check_real("epsilon", epsilon, positive=True)
-    if (
-        relation is None
-        and by is not None
-        and group_sizes is None
-        and Neighbouring.ADD_REMOVE in stat.relations
-    ):
-        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError("give at most one of gamma= and clamp_bounds=")
@@ -476,43 +534,220 @@ def release(
         )
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
-    checked_bounds = check_data_bounds(data_bounds, stat)
-    policy = check_missing_policy(missing, impute, rel)
-    plan_args: dict[str, Any] = {
-        "eps": eps,
-        "rel": rel,
-        "checked_bounds": checked_bounds,
-        "given": given,
-        "gamma": gamma,
-        "backend": backend,
-        "source": source,
-        "precision": precision,
-        "options": options,
-    }
-    if by is not None or keys is not None or group_sizes is not None:
-        from snapcore.grouped import plan_groups
+    return eps, rel, given, gamma
 
-        grouped, plans = plan_groups(
-            stat,
-            data,
-            by=by,
-            keys=keys,
-            group_sizes=group_sizes,
-            n=n,
-            column=column,
-            policy=policy,
-            rel=rel,
-            eps=eps,
-            plan=lambda ds, n_pub: _plan(stat, ds, n_pub=n_pub, **plan_args),
-        )
-        spent = max((p.eps for p in plans), default=Fraction(0))
-        with _reserve(budget, spent, f"{stat.name} by {by}"):
-            return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
+
+@padded_statistic
+def _release_single(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any = None,
+    gamma: Any = None,
+    clamp_bounds: Any = None,
+    n: int | None = None,
+    relation: str | Neighbouring | None = None,
+    column: str | tuple[str, ...] | None = None,
+    missing: str = "error",
+    impute: Any = None,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    budget: Budget | None = None,
+    precision: int | None = None,
+    timing: str | None = None,
+    **options: Any,
+) -> Release:
+    stat = resolve_statistic(statistic)
+    eps, rel, given, gamma = _common_checks(
+        stat,
+        epsilon=epsilon,
+        relation=relation,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        budget=budget,
+        options=options,
+    )
+    policy = check_missing_policy(missing, impute, rel)
     n_pub = check_n(n)
-    ds = apply_missing(as_dataset(data, column=column, columns=stat.columns), policy)
-    plan = _plan(stat, ds, n_pub=n_pub, **plan_args)
+    prep, checked_bounds = _prepare(stat, data, data_bounds, column, n_pub, rel, options, policy)
+    plan = _plan(
+        stat,
+        prep,
+        eps=eps,
+        rel=rel,
+        checked_bounds=checked_bounds,
+        given=given,
+        gamma=gamma,
+        backend=backend,
+        source=source,
+        precision=precision,
+        timing=timing,
+    )
     with _reserve(budget, plan.eps, stat.name):
         return _draw(plan)
+
+
+def _release_grouped(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any,
+    gamma: Any,
+    clamp_bounds: Any,
+    n: Any,
+    relation: Any,
+    column: Any,
+    by: Any,
+    keys: Any,
+    group_sizes: Any,
+    missing: str,
+    impute: Any,
+    backend: str | Backend,
+    source: str | RandomSource | None,
+    budget: Budget | None,
+    precision: int | None,
+    timing: str | None,
+    options: dict[str, Any],
+) -> GroupedRelease:
+    from snapcore.grouped import plan_groups
+
+    stat = resolve_statistic(statistic)
+    if (
+        relation is None
+        and by is not None
+        and group_sizes is None
+        and Neighbouring.ADD_REMOVE in stat.relations
+    ):
+        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
+    eps, rel, given, gamma = _common_checks(
+        stat,
+        epsilon=epsilon,
+        relation=relation,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        budget=budget,
+        options=options,
+    )
+    policy = check_missing_policy(missing, impute, rel)
+    checked_bounds = check_data_bounds(data_bounds, stat)
+
+    def plan_one(ds: Any, n_pub: int | None) -> _Plan:
+        prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
+        return _plan(
+            stat,
+            prep,
+            eps=eps,
+            rel=rel,
+            checked_bounds=checked_bounds,
+            given=given,
+            gamma=gamma,
+            backend=backend,
+            source=source,
+            precision=precision,
+            timing=timing,
+        )
+
+    grouped, plans = plan_groups(
+        stat,
+        data,
+        by=by,
+        keys=keys,
+        group_sizes=group_sizes,
+        n=n,
+        column=column,
+        policy=policy,
+        rel=rel,
+        eps=eps,
+        plan=plan_one,
+    )
+    spent = max((p.eps for p in plans), default=Fraction(0))
+    with _reserve(budget, spent, f"{stat.name} by {by}"):
+        return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
+
+
+def _prepare(
+    stat: Statistic,
+    data: Any,
+    data_bounds: Any,
+    column: Any,
+    n: int | None,
+    relation: Neighbouring,
+    options: dict[str, Any],
+    policy: MissingPolicy,
+) -> tuple[Prepared, DataBounds | None]:
+    """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    from snapcore.partials import Partial, dask_state, freeze_options
+
+    if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
+        raise ParameterError(
+            f"missing={policy.kind!r} applies to data held in memory; for a partial state "
+            "or a Dask data frame, drop or impute missing values before the partial states"
+        )
+    if isinstance(data, Partial):
+        if data.statistic != stat.name:
+            raise ParameterError(
+                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}"
+            )
+        checked = data.data_bounds
+        if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
+            raise ParameterError(
+                "data_bounds must be those the partial state was computed with "
+                f"({checked!r}), or omitted"
+            )
+        if options and freeze_options(options) != data.options:
+            raise ParameterError(
+                "the statistic's options must be those the partial state was computed "
+                "with, or omitted"
+            )
+        opts = dict(data.options)
+        if stat.needs_data_bounds and checked is None:
+            check_data_bounds(None, stat)  # the usual error
+        state = data.state
+    else:
+        opts = options
+        checked = check_data_bounds(data_bounds, stat)
+        if not is_dask(data):
+            ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
+            prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **opts)
+            return prep, checked
+        if not stat.mergeable:
+            raise ParameterError(
+                f"statistic {stat.name!r} does not implement partial() and finalize(), "
+                "so it cannot be released from a Dask data frame"
+            )
+        state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
+    return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:
+    """Release every coordinate: through the mechanism's array release when the values
+    are integers or exact doubles (bit-identical to one scalar release per value, with
+    the draws in the same order), one by one otherwise (exact Fractions)."""
+    if len(values) > 1:
+        arr = _as_array(values)
+        if arr is not None:
+            return tuple(mech.release(arr).tolist())
+    # release() accepts any real, exact Fractions included (check_value).
+    return tuple(float(mech.release(cast(Any, v))) for v in values)
+
+
+def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
+    """The values as an int64 array (all Python ints in range) or a float64 array (all
+    floats), exactly; None otherwise."""
+    try:
+        arr = np.array(values)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if arr.dtype == np.int64 and all(type(v) is int for v in values):
+        return arr
+    if arr.dtype == np.float64 and all(type(v) is float for v in values):
+        return arr
+    ints = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else None for v in values]
+    if all(i is not None and -(1 << 62) < i < 1 << 62 for i in ints):
+        return np.array(ints, dtype=np.int64)
+    return None
 
 
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:

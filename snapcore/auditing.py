@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import attrs
 import gmpy2
 
-from snapcore.dyadic import round_fraction, to_fraction
+from snapcore.dyadic import Rounding, round_fraction, round_ratio
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.mechanism import check_value
 from snapcore.params import Calibration
@@ -119,6 +119,12 @@ class UGrid:
         h = self.q - 1
         return Fraction((1 << h) + m + 1, 1 << (h + e))
 
+    def cdf_dyadic(self, i: int) -> tuple[int, int]:
+        """:meth:`cdf` as ``(n, k)``: ``P(U* <= value(i)) = n / 2**k``."""
+        e, m = self._split(i)
+        h = self.q - 1
+        return (1 << h) + m + 1, h + e
+
     def index_of_power(self, k: int) -> int:
         """Index of ``2**-k`` (``k >= 1``)."""
         return (1 - k) << (self.q - 1)
@@ -136,6 +142,15 @@ class UGrid:
         h = self.q - 1
         m = ((n << (h + e)) // d) - (1 << h)
         return ((1 - e) << h) + m
+
+    def index_floor_dyadic(self, m: int, e: int) -> int:
+        """Index of the largest grid point ``<= m·2**e`` (``m > 0``, ``m·2**e < 1``)."""
+        e0 = m.bit_length() + e  # 2**(e0 - 1) <= u < 2**e0
+        eg = 1 - e0
+        h = self.q - 1
+        s = e + h + eg
+        t = m << s if s >= 0 else m >> -s
+        return ((1 - eg) << h) + (t - (1 << h))
 
 
 def tail_exponent(cal: Calibration) -> int:
@@ -173,11 +188,11 @@ class _Walker:
 
     def __init__(
         self,
-        f: Callable[[Fraction], float],
+        f: Callable[[int], float],
         grid: UGrid,
         sign: int,
         tail_index: int,
-        guess: Callable[[float], Fraction | None],
+        guess: Callable[[float], int | None],
         max_outputs: int,
     ) -> None:
         self._f = f
@@ -192,7 +207,7 @@ class _Walker:
     def f(self, i: int) -> float:
         r = self._cache.get(i)
         if r is None:
-            r = self._f(self._grid.value(i))
+            r = self._f(i)
             self.evaluations += 1
             if len(self._cache) > 4096:
                 self._cache.clear()
@@ -216,13 +231,8 @@ class _Walker:
         evaluations of ``f`` and its monotonicity, never on the guess.
         """
         tail = self._tail
-        g: int | None = None
-        gu = self._guess(o)
-        if gu is not None and 0 < gu < 1:
-            g = self._grid.index_floor(gu)
-            if not tail < g <= high:
-                g = None
-        if g is None:
+        g = self._guess(o)
+        if g is None or not tail < g <= high:
             g = high
         if self.f(g) == o:
             hi, step = g, 1
@@ -477,50 +487,103 @@ def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
 # ---------------------------------------------------------------------------------
 
 
-def _clamped_input(cal: Calibration, v: Fraction) -> Fraction:
-    """The pipeline's input ``x = clamp_b(RN((v − c)/Δ))``, exactly (to guess boundaries)."""
-    x = to_fraction(*round_fraction((v - cal.centre) / cal.sensitivity, cal.precision))
-    b = cal.unit_clamp_bound
-    return max(-b, min(b, x))
+def _mid_below(m: int, e: int, p: int) -> tuple[int, int]:
+    """The midpoint between the non-zero p-bit float ``m·2**e`` (``m`` normalised,
+    ``2**(p-1) <= |m| < 2**p``) and the p-bit float just below it."""
+    if m == 1 << (p - 1):  # a power of two: the spacing below is half
+        return (1 << (p + 1)) - 1, e - 2
+    return 2 * m - 1, e - 1
+
+
+def _ratio(m: int, e: int, den: int) -> tuple[int, int]:
+    """``m·2**e / den`` as ``(numerator, denominator)`` integers."""
+    return (m << e, den) if e >= 0 else (m, den << -e)
 
 
 def _boundary_guesser(
-    cal: Calibration, value: Fraction, sign: int
-) -> Callable[[float], Fraction | None]:
-    """A guess of the least ``U*`` that still gives output ``o``.
+    cal: Calibration, value: Fraction, sign: int, grid: UGrid
+) -> Callable[[float], int | None]:
+    """A guess of the grid index of the least ``U*`` that still gives output ``o``.
 
-    Only the speed of the audit depends on it.  With ``zo = (o − c)/Δ``, the next
-    output lies half a grid step beyond the neighbouring grid point; solve
-    ``x + S·λ·ln u = t`` in high precision.
+    Only the speed of the audit depends on it: the walker confirms every boundary by
+    evaluating the mechanism on both sides.  The guess inverts the exact semantics
+    stage by stage (``docs/semantics.md``): the snap threshold ``t`` on ``y``, then
+    the three p-bit roundings ``y = RN(x + N)``, ``n = RN(λ·l)``, ``l = RN(ln U*)``
+    (``RN(z) >= T`` for a p-bit ``T`` when ``z`` is above the midpoint below ``T``),
+    then ``U* = exp(l)`` at ``p + 64`` bits.  It is exact up to ties and the last
+    rounding of ``exp``, so a boundary costs about two evaluations whatever ``b/Λ``
+    is; without modelling the roundings of ``y`` and ``l`` the guess would be off
+    by up to about ``|y|/λ`` grid points.  Integer arithmetic throughout.
     """
-    x = _clamped_input(cal, value)
-    lam = cal.scale
+    p = cal.precision
+    b = cal.unit_clamp_bound
+    x = max(-b, min(b, (value - cal.centre) / cal.sensitivity))  # exact, as the pipeline
+    xn, xd = x.numerator, x.denominator
+    lam_m, lam_e = cal.scale_dyadic
     gran = cal.granularity
-    ctx = gmpy2.context(precision=cal.precision + 64, emin=-(1 << 30), emax=1 << 30)
+    up = Rounding.UP
+    ctx = gmpy2.context(precision=p + 64, emin=-(1 << 30), emax=1 << 30)
 
-    def guess(o: float) -> Fraction | None:
-        zo = (Fraction(o) - cal.centre) / cal.sensitivity
-        k = zo / gran
-        if sign > 0:
+    def guess(o: float) -> int | None:
+        k = (Fraction(o) - cal.centre) / cal.sensitivity / gran
+        if sign > 0:  # least y giving o: y >= t, i.e. x + N >= mid below t
             t = gran * (math.ceil(k) - Fraction(1, 2))
-            arg = (t - x) / lam
-        else:
+        else:  # least u giving o: y < t, i.e. n = -N > x - mid below t
             t = gran * (math.floor(k) + Fraction(1, 2))
-            arg = (x - t) / lam
-        if arg >= 0:
+        a, ea = _mid_below(*round_fraction(t, p), p)
+        mn, md = _ratio(a * xd, ea, 1)
+        num, den = (mn - xn * md, xd * md) if sign > 0 else (xn * md - mn, xd * md)
+        if num >= 0:
             return None
-        a = ctx.div(gmpy2.mpz(arg.numerator), gmpy2.mpz(arg.denominator))
-        u = ctx.exp(a)
+        nm, ne = round_ratio(num, den, p, up)
+        if sign < 0 and (nm, ne) == round_ratio(num, den, p, Rounding.DOWN):
+            nm, ne = (nm + 1, ne) if nm != -(1 << (p - 1)) else (-((1 << p) - 1), ne - 1)
+        if nm >= 0:
+            return None
+        # l >= (mid below n_p) / λ, rounded up to p bits; then ln U* >= mid below l_p
+        lm, le = _mid_below(nm, ne, p)
+        lm, le = round_ratio(*_ratio(lm, le - lam_e, lam_m), p, up)
+        if lm >= 0:
+            return None
+        am, ae = _mid_below(lm, le, p)
+        arg = ctx.div(gmpy2.mpz(am), gmpy2.mpz(1) << -ae) if ae < 0 else ctx.mul(am, 1 << ae)
+        u = ctx.exp(arg)
         if not 0 < u < 1:
             return None
-        n, d = u.as_integer_ratio()
-        return Fraction(int(n), int(d))
+        man, ex = u.as_mantissa_exp()
+        return grid.index_floor_dyadic(int(man), int(ex))
 
     return guess
 
 
 def _estimate_outputs(cal: Calibration) -> int:
     return 2 * math.floor(cal.unit_clamp_bound / cal.granularity) + 3
+
+
+def _direct_transform(
+    mechanism: Auditable, value: Fraction
+) -> Callable[[int, int, int], float] | None:
+    """For a plain :class:`~snapcore.mechanism.SnappingMechanism`, its transform as a
+    function of a grid index: the pipeline run on the draw built from the index,
+    without re-validating value and ``U*`` at each call (they are valid by
+    construction).  The same computation as ``transform``; None for anything else
+    (wrappers and test doubles keep their own ``transform``)."""
+    from snapcore.mechanism import SnappingMechanism
+
+    if type(mechanism) is not SnappingMechanism:
+        return None
+    pipe = mechanism._pipeline
+    x = pipe.centre(value)
+    p = mechanism.precision
+    run = pipe.run
+
+    def direct(i: int, q: int, sign: int) -> float:
+        h = q - 1
+        e = 1 - (i >> h)
+        m = (1 << h) | (i & ((1 << h) - 1))
+        return run(x, (sign, m << (p - q), -(p - 1) - e))
+
+    return direct
 
 
 def exact_output_distribution(
@@ -586,28 +649,52 @@ def exact_output_distribution(
             "epsilon"
         )
     tail_index = grid.index_of_power(K)
-    pmf: dict[float, Fraction] = {}
+    acc: dict[float, tuple[int, int]] = {}  # output -> (n, k): mass n / 2**k
     evaluations = 0
+    direct = _direct_transform(mechanism, v)
     for sign in (1, -1):
 
-        def f(u: Fraction, sign: int = sign) -> float:
-            return mechanism.transform(value, u, sign)
+        def f(i: int, sign: int = sign) -> float:
+            if direct is not None:
+                return direct(i, q, sign)
+            return mechanism.transform(value, grid.value(i), sign)
 
-        walker = _Walker(f, grid, sign, tail_index, _boundary_guesser(cal, v, sign), max_outputs)
+        guess = _boundary_guesser(cal, v, sign, grid)
+        walker = _Walker(f, grid, sign, tail_index, guess, max_outputs)
         for piece in walker.walk():
-            hi = grid.cdf(piece.high)
-            lo = Fraction(0) if piece.low is None else grid.cdf(piece.low - 1)
-            mass = (hi - lo) / 2
-            pmf[piece.output] = pmf.get(piece.output, Fraction(0)) + mass
+            # mass = (cdf(high) − cdf(low − 1)) / 2, in integers over powers of two:
+            # Fractions with 2**K denominators would spend most of the audit in gcds.
+            hn, hk = grid.cdf_dyadic(piece.high)
+            ln_, lk = (0, 0) if piece.low is None else grid.cdf_dyadic(piece.low - 1)
+            k = max(hk, lk)
+            mass = _dy_norm((hn << (k - hk)) - (ln_ << (k - lk)), k + 1)
+            old = acc.get(piece.output)
+            acc[piece.output] = mass if old is None else _dy_add(old, mass)
             if progress is not None:
                 progress(1)
         evaluations += walker.evaluations
-    total = sum(pmf.values(), Fraction(0))
-    if total != 1:
-        raise AuditError(f"output probabilities for value {vf!r} sum to {total}, not 1")
-    return ExactOutputDistribution(
-        value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations
-    )
+    total = (0, 0)
+    for m in acc.values():
+        total = _dy_add(total, m)
+    if total != (1, 0):
+        t = Fraction(total[0], 1 << total[1])
+        raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
+    pmf = tuple(sorted((o, Fraction(n, 1 << k)) for o, (n, k) in acc.items()))
+    return ExactOutputDistribution(value=vf, pmf=pmf, evaluations=evaluations)
+
+
+def _dy_norm(n: int, k: int) -> tuple[int, int]:
+    """``n / 2**k`` with ``n`` odd (or ``(0, 0)``)."""
+    if not n:
+        return (0, 0)
+    tz = (n & -n).bit_length() - 1
+    return n >> tz, k - tz
+
+
+def _dy_add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The sum of two ``(n, k) = n / 2**k`` values, normalised."""
+    k = max(a[1], b[1])
+    return _dy_norm((a[0] << (k - a[1])) + (b[0] << (k - b[1])), k)
 
 
 def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:
@@ -708,7 +795,9 @@ def audit(
             bar.refresh()
             bar.close()
     pv, pw = dv.as_dict(), dw.as_dict()
-    best: Fraction | None = Fraction(1)
+    # Every probability is n / 2**k: ratios are compared as integer pairs by cross
+    # multiplication (Fraction division would reduce numbers of up to K bits).
+    bn, bd = 1, 1
     attained: list[float] = []
     under = "value"
     infinite: list[tuple[float, str]] = []
@@ -717,12 +806,16 @@ def audit(
         if a == 0 or c == 0:
             infinite.append((o, "value" if a else "neighbour"))
             continue
-        r, who = (a / c, "value") if a >= c else (c / a, "neighbour")
-        assert best is not None
-        if r > best:
-            best, attained, under = r, [o], who
-        elif r == best:
+        ka, kc = a.denominator.bit_length() - 1, c.denominator.bit_length() - 1
+        an = a.numerator << max(0, kc - ka)  # a / c = an / cn
+        cn = c.numerator << max(0, ka - kc)
+        rn, rd, who = (an, cn, "value") if an >= cn else (cn, an, "neighbour")
+        lhs, rhs = rn * bd, bn * rd
+        if lhs > rhs:
+            bn, bd, attained, under = rn, rd, [o], who
+        elif lhs == rhs:
             attained.append(o)
+    best: Fraction | None = Fraction(bn, bd)
     p = mechanism.precision
     q = p if sampler_precision is None else sampler_precision
     backend = getattr(mechanism.backend, "name", str(mechanism.backend))

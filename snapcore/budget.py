@@ -8,6 +8,9 @@ refuses a release that would exceed the total **before** any noise is drawn.  A
 release reserves its ε first; if it then fails, the reservation is returned and
 nothing is spent (nothing was released).  All of this is safe across threads.
 
+:class:`LedgerBudget` (from :meth:`Budget.from_ledger`) keeps the same accounting in a
+durable file shared by processes (:mod:`snapcore.ledger`).
+
 >>> from snapcore import Budget
 >>> b = Budget(1)
 >>> with b.reserve(0.25, label="mean age"):
@@ -25,10 +28,11 @@ from fractions import Fraction
 from typing import Any
 
 from snapcore.display import short
-from snapcore.errors import BudgetExceededError
+from snapcore.errors import BudgetExceededError, ParameterError
+from snapcore.ledger import Ledger, short_decimal
 from snapcore.params import check_real
 
-__all__ = ["Budget"]
+__all__ = ["Budget", "LedgerBudget"]
 
 
 class Budget:
@@ -110,6 +114,20 @@ class Budget:
             self._spent += eps
             self._log.append((label, eps))
 
+    @classmethod
+    def from_ledger(cls, path: Any) -> LedgerBudget:
+        """A budget kept in the durable ledger at ``path``, shared by processes.
+
+        See :mod:`snapcore.ledger`: each spend is committed to disk before the release
+        draws noise, and is never refunded.
+
+        Raises
+        ------
+        LedgerError
+            If the ledger is missing or fails its checks (the file is not modified).
+        """
+        return LedgerBudget(Ledger(path))
+
     def spend(self, epsilon: Any, *, label: str = "") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore).
 
@@ -126,4 +144,54 @@ class Budget:
         return (
             f"Budget(total={short(self.total)}, spent={short(self.spent)}, "
             f"remaining={short(self.remaining)})"
+        )
+
+
+class LedgerBudget(Budget):
+    """A :class:`Budget` whose accounting lives in a :class:`~snapcore.ledger.Ledger`.
+
+    Same interface as the in-memory Budget (``total``, ``spent``, ``remaining``,
+    ``history``, ``reserve``, ``spend``), so it can be passed as ``budget=`` to
+    :func:`snapcore.release`.  Each call reads the ledger, so several processes
+    holding budgets on one ledger see each other's spends.  Unlike the in-memory
+    Budget, a block that raises does not get its ε back (see :mod:`snapcore.ledger`).
+
+    Parameters
+    ----------
+    ledger : snapcore.ledger.Ledger
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        if not isinstance(ledger, Ledger):
+            raise ParameterError(f"ledger must be a snapcore.ledger.Ledger, got {ledger!r}")
+        self.ledger = ledger
+        self.total = ledger.total  # fixed when the ledger is created
+
+    @property
+    def spent(self) -> Fraction:
+        """ε committed in the ledger (including releases still running)."""
+        return self.ledger.spent
+
+    @property
+    def remaining(self) -> Fraction:
+        """ε not yet spent."""
+        return self.ledger.remaining
+
+    @property
+    def history(self) -> tuple[tuple[str, Fraction], ...]:
+        """``(label, ε)`` of every entry in the ledger, in order."""
+        return tuple((e.label, e.epsilon) for e in self.ledger.entries)
+
+    @contextmanager
+    def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
+        """Commit ``epsilon`` to the ledger before the block runs (see
+        :meth:`snapcore.ledger.Ledger.reserve`)."""
+        with self.ledger.reserve(epsilon, label=label) as eps:
+            yield eps
+
+    def __repr__(self) -> str:
+        st = self.ledger.state()
+        return (
+            f"LedgerBudget({self.ledger.path!r}, total={short_decimal(st.total)}, "
+            f"spent={short_decimal(st.spent)}, remaining={short_decimal(st.remaining)})"
         )

@@ -8,14 +8,17 @@ problem, never a record, its position or its value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from snapcore.errors import DataError, ParameterError
 
-__all__ = ["Dataset", "as_dataset"]
+__all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
+
+#: Records per chunk when a statistic's partial states are accumulated in memory.
+CHUNK_ROWS = 1 << 20
 
 
 def _is_frame(obj: Any) -> bool:
@@ -56,8 +59,21 @@ class Dataset:
     def __repr__(self) -> str:
         return f"<Dataset {self.size} records, columns {list(self.names)}>"
 
+    def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[Dataset]:
+        """The records in consecutive chunks of at most ``rows`` (views where possible).
+
+        Statistics accumulate exact partial states chunk by chunk, so a chunk's
+        float64 copy is all the extra memory a column needs.
+        """
+        if self.size <= rows:
+            yield self
+            return
+        for start in range(0, self.size, rows):
+            stop = min(start + rows, self.size)
+            yield Dataset([_rows(c, start, stop) for c in self._cols], self.names, stop - start)
+
     def numeric(self, i: int) -> np.ndarray:
-        """Column ``i`` as finite float64 values.
+        """Column ``i`` as finite float64 values (possibly a view of the input: read only).
 
         Raises
         ------
@@ -99,6 +115,10 @@ class Dataset:
         return arr
 
 
+def _rows(obj: Any, start: int, stop: int) -> Any:
+    return obj.iloc[start:stop] if hasattr(obj, "iloc") else obj[start:stop]
+
+
 def _to_float_array(obj: Any) -> np.ndarray | None:
     """float64 copy of a 1-D column, or None if it is not all numbers (no exception
     escapes, so no message or context can carry a value)."""
@@ -108,7 +128,7 @@ def _to_float_array(obj: Any) -> np.ndarray | None:
         else:
             raw = np.asarray(obj)
             if raw.dtype.kind in "biuf" or raw.dtype.kind in "OUS":
-                arr = raw.astype(np.float64)
+                arr = raw.astype(np.float64, copy=False)  # float64 input: no copy
             else:
                 return None
     except (TypeError, ValueError, OverflowError):

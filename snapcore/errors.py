@@ -14,8 +14,11 @@ The hierarchy::
     │   ├── PluginError                     a plugin could not be registered or is malformed
     │   ├── SourceExhaustedError            a replay source has no recorded draws left
     │   ├── BudgetExceededError             a release would overspend a Budget
+    │   ├── LedgerError                     a budget ledger is missing, corrupt or tampered
+    │   │                                   with (refused, never reset)
     │   ├── SnapOverflowError (OverflowError)
     │   │                                   a snapped value is not a finite double
+    │   ├── WorkerError                     a partial failed on a worker (message withheld)
     │   ├── AuditError                      the audit found the mechanism inconsistent
     │   └── AuditLimitError                 the audit would need more enumeration than allowed
     └── AssertionError
@@ -36,12 +39,14 @@ __all__ = [
     "BudgetExceededError",
     "ConformanceError",
     "DataError",
+    "LedgerError",
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
     "SnapOverflowError",
     "SnapcoreError",
     "SourceExhaustedError",
+    "WorkerError",
     "show",
 ]
 
@@ -100,6 +105,14 @@ class SnapOverflowError(SnapcoreError, OverflowError):
     """The nearest multiple of ``Λ`` is not a finite double (it is ``±2**1024``)."""
 
 
+class WorkerError(SnapcoreError):
+    """Computing a partial state failed on a worker with an unexpected exception.
+
+    Only the exception's type is kept: its message and traceback may carry data
+    values, so they are not sent back to the caller.
+    """
+
+
 class AuditError(SnapcoreError):
     """The audit found the mechanism inconsistent with its own assumptions
     (for example a map ``U* -> output`` that is not monotone)."""
@@ -114,3 +127,11 @@ class AuditLimitError(SnapcoreError):
 
 class ConformanceError(AssertionError):
     """A backend result differs from the reference (raised by :mod:`snapcore.testing`)."""
+
+
+class LedgerError(SnapcoreError):
+    """A budget ledger cannot be used: missing, already existing (on init), corrupt,
+    truncated, tampered with, or of another schema version.
+
+    A ledger that fails its checks is refused and left untouched; it is never reset.
+    """

@@ -17,13 +17,31 @@ Fraction(1, 1)
 
 from __future__ import annotations
 
+import importlib
+import math
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ScaledIntegers", "exact_dot", "exact_sum", "scaled_integers"]
+from snapcore.errors import ParameterError
+
+__all__ = [
+    "DOT_SCALE",
+    "ENGINES",
+    "SUM_SCALE",
+    "ScaledIntegers",
+    "clamped_cross_moments",
+    "clamped_moments",
+    "dot_scaled",
+    "exact_dot",
+    "exact_sum",
+    "numba_available",
+    "scaled_integers",
+    "sum_scaled",
+]
 
 
 class ScaledIntegers:
@@ -121,11 +139,384 @@ def _trailing_zeros(m: np.ndarray) -> np.ndarray:
     return out
 
 
-def exact_sum(values: Sequence[float] | np.ndarray | Any) -> Fraction:
+# ---------------------------------------------------------------------------
+# Superaccumulators: exact sums of doubles and of products of doubles.
+#
+# Every finite double is x = ±m · 2**(k − 1074) with an integer 0 <= m < 2**53 and
+# a shift 0 <= k <= 2045 (k = max(E, 1) − 1 for the 11-bit exponent field E; m has
+# the implicit bit when E > 0).  So x · 2**1074 is the integer ±m · 2**k, and a sum
+# of doubles times 2**1074 is a sum of such integers.  Following Neal (2015, "Fast
+# exact summation using small and large superaccumulators"), the engines keep one
+# int64 bucket per shift: bucket k collects the low 32 bits of every m with shift k,
+# bucket k + 32 its high 21 bits.  One record adds less than 2**33 to any bucket,
+# so ``_BLOCK`` records cannot overflow int64; the buckets are folded into one
+# Python int (``Σ bucket[k] · 2**k``) after each block.  Products use the same
+# buckets on ``x·y·2**2148 = ±(mx·my) · 2**(kx + ky)``, with each 53-bit mantissa
+# split into 26- and 27-bit halves so that the three partial products
+# (``hx·hy``, ``hx·ly + lx·hy``, ``lx·ly``) stay below 2**54 before their own
+# 32-bit split.  Nothing is rounded; the result is the same integer whatever the
+# order of the records or the engine.
+
+#: ``exact_sum(x) == Fraction(sum_scaled(x), 2**SUM_SCALE)``.
+SUM_SCALE = 1074
+#: ``exact_dot(x, y) == Fraction(dot_scaled(x, y), 2**DOT_SCALE)``.
+DOT_SCALE = 2 * SUM_SCALE
+#: Records per int64 block: each adds < 2**33 to a bucket, 2**28 · 2**33 < 2**63.
+_BLOCK = 1 << 28
+_SUM_BUCKETS = 2046 + 32
+_DOT_BUCKETS = 2 * 2045 + 52 + 32 + 1
+_M32 = np.uint64(0xFFFFFFFF)
+_M26 = np.int64((1 << 26) - 1)
+
+#: Engines of :func:`sum_scaled` and :func:`dot_scaled`.
+ENGINES = ("auto", "numpy", "numba")
+#: With engine "auto", numba is compiled (about a second, once per process) only for
+#: arrays at least this long; after that it is used for every size.
+NUMBA_MIN_SIZE = 1 << 16
+
+
+def _fold(acc: np.ndarray) -> int:
+    """``Σ acc[k] · 2**k`` as a Python int."""
+    total = 0
+    for k in np.flatnonzero(acc).tolist():
+        total += int(acc[k]) << k
+    return total
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sign (bool), shift k (intp) and mantissa m (int64) of finite doubles."""
+    bits = x.view(np.uint64)
+    field = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    frac = (bits & np.uint64((1 << 52) - 1)).astype(np.int64)
+    normal = field != 0
+    m = np.where(normal, frac | np.int64(1 << 52), frac)
+    k = np.where(normal, field.astype(np.intp) - 1, 0)
+    return bits >> np.uint64(63) != 0, k, m
+
+
+def _bucket_add(acc: np.ndarray, k: np.ndarray, t: np.ndarray, neg: np.ndarray) -> None:
+    """``acc[k] += ±(t & 2**32−1)``, ``acc[k + 32] += ±(t >> 32)`` for 0 <= t < 2**54."""
+    lo = t & np.int64(0xFFFFFFFF)
+    hi = t >> np.int64(32)
+    size = len(acc)
+    # bincount adds float64 weights: exact, since every partial sum is an integer
+    # below 2**53 (chunks of _NP_CHUNK records of < 2**32 each).
+    for shift, part in ((0, lo), (32, hi)):
+        w = np.where(neg, -part, part).astype(np.float64)
+        acc += np.bincount(k + shift, weights=w, minlength=size)[:size].astype(np.int64)
+
+
+_NP_CHUNK = 1 << 20  # 2**20 records of < 2**32: bincount's float sums stay < 2**52
+
+
+def _sum_numpy(x: np.ndarray) -> int:
+    total = 0
+    for start in range(0, len(x), _NP_CHUNK):
+        neg, k, m = _split(x[start : start + _NP_CHUNK])
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        _bucket_add(acc, k, m, neg)
+        total += _fold(acc)
+    return total
+
+
+def _dot_numpy(x: np.ndarray, y: np.ndarray) -> int:
+    total = 0
+    for start in range(0, len(x), _NP_CHUNK):
+        nx, kx, mx = _split(x[start : start + _NP_CHUNK])
+        ny, ky, my = _split(y[start : start + _NP_CHUNK])
+        neg = nx != ny
+        k = kx + ky
+        hx, lx = mx >> np.int64(26), mx & _M26
+        hy, ly = my >> np.int64(26), my & _M26
+        acc = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        _bucket_add(acc, k + 52, hx * hy, neg)  # < 2**54 each
+        _bucket_add(acc, k + 26, hx * ly + lx * hy, neg)  # < 2**54
+        _bucket_add(acc, k, lx * ly, neg)  # < 2**52
+        total += _fold(acc)
+    return total
+
+
+_numba_lock = threading.Lock()
+_numba_kernels: tuple[Any, Any] | None = None
+_numba_checked = False
+
+
+def numba_available() -> bool:
+    """Whether the compiled engine can be used (numba importable)."""
+    return _get_numba() is not None
+
+
+def _get_numba() -> tuple[Any, Any] | None:
+    global _numba_kernels, _numba_checked
+    with _numba_lock:
+        if _numba_checked:
+            return _numba_kernels
+        _numba_checked = True
+        try:
+            numba: Any = importlib.import_module("numba")
+        except ImportError:
+            return None
+
+        inline = numba.njit(inline="always", error_model="numpy")
+
+        def _clamped_bits(  # pragma: no cover
+            v: float, b: np.uint64, lo: float, hi: float, lo_bits: np.uint64, hi_bits: np.uint64
+        ) -> np.uint64:
+            return lo_bits if v < lo else hi_bits if v > hi else b
+
+        def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+            field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
+            m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
+            nz = np.int64(field != 0)
+            m |= nz << np.int64(52)
+            return np.int64(b >> np.uint64(63)), field - nz, m
+
+        def _add(
+            acc: np.ndarray, k: np.int64, t: np.int64, neg: np.int64
+        ) -> None:  # pragma: no cover
+            if neg:
+                acc[k] -= t & np.int64(0xFFFFFFFF)
+                acc[k + 32] -= t >> np.int64(32)
+            else:
+                acc[k] += t & np.int64(0xFFFFFFFF)
+                acc[k + 32] += t >> np.int64(32)
+
+        def _add_product(  # pragma: no cover
+            acc: np.ndarray, k: np.int64, mx: np.int64, my: np.int64, neg: np.int64
+        ) -> None:
+            hx = mx >> np.int64(26)
+            lx = mx & np.int64((1 << 26) - 1)
+            hy = my >> np.int64(26)
+            ly = my & np.int64((1 << 26) - 1)
+            add(acc, k + 52, hx * hy, neg)
+            add(acc, k + 26, hx * ly + lx * hy, neg)
+            add(acc, k, lx * ly, neg)
+
+        clamped_bits = inline(_clamped_bits)
+        split = inline(_split)
+        add = inline(_add)
+        add_product = inline(_add_product)
+
+        def moments1(  # pragma: no cover
+            x: np.ndarray,
+            xb: np.ndarray,
+            box: np.ndarray,
+            boxb: np.ndarray,
+            acc: np.ndarray,
+            sq: np.ndarray,
+            squares: bool,
+            flag: np.ndarray,
+        ) -> None:
+            lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+            inf = np.uint64(0x7FF0000000000000)
+            bad = np.uint64(0)
+            for i in range(x.shape[0]):
+                if (xb[i] & inf) == inf:  # NaN or ±inf, before the clamp: refused
+                    bad = np.uint64(1)
+                    continue
+                neg, k, m = split(clamped_bits(x[i], xb[i], lo, hi, lob, hib))
+                add(acc, k, m, neg)
+                if squares and m != 0:
+                    add_product(sq, k + k, m, m, np.int64(0))
+            flag[0] = bad
+
+        def moments2(  # pragma: no cover
+            x: np.ndarray,
+            xb: np.ndarray,
+            y: np.ndarray,
+            yb: np.ndarray,
+            box: np.ndarray,
+            boxb: np.ndarray,
+            ax: np.ndarray,
+            ay: np.ndarray,
+            axy: np.ndarray,
+            flag: np.ndarray,
+        ) -> None:
+            inf = np.uint64(0x7FF0000000000000)
+            bad = np.uint64(0)
+            for i in range(x.shape[0]):
+                if (xb[i] & inf) == inf or (yb[i] & inf) == inf:
+                    bad = np.uint64(1)
+                    continue
+                nx, kx, mx = split(clamped_bits(x[i], xb[i], box[0], box[1], boxb[0], boxb[1]))
+                ny, ky, my = split(clamped_bits(y[i], yb[i], box[2], box[3], boxb[2], boxb[3]))
+                add(ax, kx, mx, nx)
+                add(ay, ky, my, ny)
+                if mx != 0 and my != 0:
+                    add_product(axy, kx + ky, mx, my, nx ^ ny)
+            flag[0] = bad
+
+        jit = numba.njit(nogil=True, error_model="numpy")
+        _numba_kernels = (jit(moments1), jit(moments2))
+        return _numba_kernels
+
+
+def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    box = np.array(bounds, dtype=np.float64)
+    return box, box.view(np.uint64)
+
+
+def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    s = q = 0
+    for start in range(0, len(x), _BLOCK):
+        part = x[start : start + _BLOCK]
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        sq = np.zeros(_DOT_BUCKETS if squares else 1, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag)
+        if flag[0]:
+            raise _not_finite("values")
+        s += _fold(acc)
+        q += _fold(sq) if squares else 0
+    return s, q
+
+
+def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box(bounds)
+    sx = sy = sxy = 0
+    for start in range(0, len(x), _BLOCK):
+        px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
+        ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag)
+        if flag[0]:
+            raise _not_finite("x and y")
+        sx += _fold(ax)
+        sy += _fold(ay)
+        sxy += _fold(axy)
+    return sx, sy, sxy
+
+
+_numba_warm = False
+
+
+def _engine(engine: str, size: int) -> str:
+    global _numba_warm
+    if engine not in ENGINES:
+        raise ParameterError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    if engine == "numba":
+        if _get_numba() is None:
+            raise ParameterError("engine 'numba' needs numba: pip install numba")
+        return "numba"
+    if engine == "numpy" or not (_numba_warm or size >= NUMBA_MIN_SIZE):
+        return "numpy"
+    if _get_numba() is None:
+        return "numpy"
+    _numba_warm = True
+    return "numba"
+
+
+def _not_finite(name: str) -> ParameterError:
+    return ParameterError(f"{name} must contain only finite doubles")
+
+
+def _doubles(values: Any, name: str, *, check: bool = True) -> np.ndarray:
+    """A contiguous float64 view or copy; finiteness is checked here (numpy engine) or
+    in the compiled loop (numba engine), in both cases before any result is returned."""
+    x = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
+    if check and not np.isfinite(x).all():
+        raise _not_finite(name)
+    return x
+
+
+_ALL = (-math.inf, math.inf)
+
+
+def clamped_moments(
+    values: Sequence[float] | np.ndarray,
+    lower: float = -math.inf,
+    upper: float = math.inf,
+    *,
+    squares: bool = False,
+    engine: str = "auto",
+) -> tuple[int, int]:
+    """Exact sum (and sum of squares) of the values clamped to ``[lower, upper]``.
+
+    Parameters
+    ----------
+    values : sequence of float or numpy.ndarray
+        Finite doubles.
+    lower, upper : float
+        The clamp interval (each value is clamped before it is added; a clamp only
+        compares, so it is exact).
+    squares : bool
+        Also the sum of squares (otherwise 0 is returned for it).
+    engine : {"auto", "numpy", "numba"}
+        The vectorised numpy engine or the compiled numba engine (same integers).
+
+    Returns
+    -------
+    (int, int)
+        ``Σ c_i · 2**SUM_SCALE`` and ``Σ c_i² · 2**DOT_SCALE`` for the clamped values
+        ``c_i``: integers, because every double is a multiple of ``2**-1074``.
+
+    Raises
+    ------
+    ParameterError
+        On NaN or ±inf (the message does not say which element).
+    """
+    x = _doubles(values, "values", check=False)
+    if _engine(engine, len(x)) == "numba":
+        return _moments1_numba(x, lower, upper, squares)
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
+    c = np.clip(x, lower, upper)
+    return _sum_numpy(c), _dot_numpy(c, c) if squares else 0
+
+
+def clamped_cross_moments(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    bounds: Sequence[float] = (-math.inf, math.inf, -math.inf, math.inf),
+    *,
+    engine: str = "auto",
+) -> tuple[int, int, int]:
+    """Exact ``Σ cx_i``, ``Σ cy_i`` and ``Σ cx_i · cy_i`` of two clamped columns.
+
+    ``bounds`` is ``(a, b, c, d)``: x is clamped to ``[a, b]``, y to ``[c, d]``.  The
+    sums are scaled by ``2**SUM_SCALE``, ``2**SUM_SCALE`` and ``2**DOT_SCALE`` (see
+    :func:`clamped_moments`).
+    """
+    a, b = _doubles(x, "x", check=False), _doubles(y, "y", check=False)
+    if len(a) != len(b):
+        raise ParameterError(f"x and y must have the same length, got {len(a)} and {len(b)}")
+    if _engine(engine, len(a)) == "numba":
+        return _moments2_numba(a, b, bounds)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise _not_finite("x and y")
+    ca, cb = np.clip(a, bounds[0], bounds[1]), np.clip(b, bounds[2], bounds[3])
+    return _sum_numpy(ca), _sum_numpy(cb), _dot_numpy(ca, cb)
+
+
+def sum_scaled(values: Sequence[float] | np.ndarray, *, engine: str = "auto") -> int:
+    """``Σ x_i · 2**1074`` exactly: the sum of finite doubles as an integer.
+
+    See :func:`clamped_moments` (with no clamp).
+    """
+    return clamped_moments(values, engine=engine)[0]
+
+
+def dot_scaled(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, engine: str = "auto"
+) -> int:
+    """``Σ x_i · y_i · 2**2148`` exactly, as an integer (see :func:`clamped_cross_moments`)."""
+    return clamped_cross_moments(x, y, engine=engine)[2]
+
+
+def exact_sum(values: Sequence[float] | np.ndarray | Any, *, engine: str = "auto") -> Fraction:
     """The exact sum of finite doubles, as a Fraction (no rounding at any step)."""
-    return scaled_integers(values).total()
+    return Fraction(sum_scaled(values, engine=engine), 1 << SUM_SCALE)
 
 
-def exact_dot(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Fraction:
+def exact_dot(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, engine: str = "auto"
+) -> Fraction:
     """The exact ``sum(x[i] * y[i])`` of finite doubles, as a Fraction."""
-    return scaled_integers(x).dot(scaled_integers(y))
+    return Fraction(dot_scaled(x, y, engine=engine), 1 << DOT_SCALE)

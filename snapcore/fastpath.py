@@ -23,11 +23,11 @@ the same bits (IEEE-754 double arithmetic, round to nearest, no contraction).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import io
 import math
+import sys
 import threading
 from collections.abc import Callable
 from fractions import Fraction
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapcore.bounds import round_up_double
 from snapcore.dyadic import to_fraction
 from snapcore.params import Calibration
 from snapcore.pipeline import Pipeline, clamp
@@ -258,151 +259,259 @@ def _make_kernel(
 _np_kernel = _make_kernel(two_sum, two_prod, _np_select)
 
 # ----------------------------------------------------------------------------------
-# The numba engine (optional).
+# The numba engine.  Every compiled function is defined at module level and cached
+# on disk (``cache=True``): the first process compiles them (a few seconds), later
+# ones load them in well under a second, so every array from ``AUTO_MIN_SIZE`` on
+# uses the compiled engine.  numba is a dependency; when it cannot be imported (an
+# unsupported platform) the pure-numpy engine gives the same bits.
 # ----------------------------------------------------------------------------------
-_numba_lock = threading.Lock()
-_numba_loop: Any = None
-_numba_checked = False
+try:
+    _nb: Any = importlib.import_module("numba")
+except Exception:  # pragma: no cover - depends on the environment
+    _nb = None
 
 
 def numba_available() -> bool:
     """Whether numba can be imported (the compiled engine is then used)."""
-    try:
-        import numba  # noqa: F401
-    except Exception:  # pragma: no cover - depends on the environment
-        return False
-    return True
-
-
-#: With engine "auto", numba is compiled (a few seconds, once per process) only for
-#: arrays at least this long; smaller ones use numpy until it has been compiled.
-NUMBA_MIN_SIZE = 1 << 16
-_numba_warm = False
+    return _nb is not None
 
 
 def resolve_engine(size: int) -> str:
-    """The engine "auto" stands for, for an array of ``size`` elements."""
-    global _numba_warm
-    if not (_numba_warm or size >= NUMBA_MIN_SIZE):
-        return "numpy"
-    if _get_numba_loop() is None:
-        return "numpy"
-    _numba_warm = True
-    return "numba"
+    """The engine "auto" stands for (``size`` is kept for compatibility)."""
+    return "numba" if _nb is not None else "numpy"
+
+
+_U63 = 0x7FFFFFFFFFFFFFFF
+#: ``fbk`` marker of an element whose k was not decided (|k| < 2**52 otherwise).
+_UNDECIDED = -(1 << 62)
+
+
+def _sel(c: Any, a: Any, b: Any) -> Any:
+    return a if c else b
+
+
+def _be64(buf: Any, o: Any) -> Any:
+    u64 = np.uint64
+    return (
+        (u64(buf[o]) << u64(56)) | (u64(buf[o + 1]) << u64(48))
+        | (u64(buf[o + 2]) << u64(40)) | (u64(buf[o + 3]) << u64(32))
+        | (u64(buf[o + 4]) << u64(24)) | (u64(buf[o + 5]) << u64(16))
+        | (u64(buf[o + 6]) << u64(8)) | u64(buf[o + 7])
+    )  # fmt: skip
+
+
+def _load_be64() -> Any:
+    """An LLVM intrinsic ``(uint8 array, offset) -> uint64``: one unaligned load of
+    8 bytes and a byte swap (``llvm.bswap``), on little-endian machines; else None
+    (the byte-wise :func:`_be64` is used)."""
+    if sys.byteorder != "little":  # pragma: no cover - big-endian hosts
+        return None
+    try:
+        from llvmlite import ir
+        from numba.core import types
+        from numba.extending import intrinsic
+    except ImportError:  # pragma: no cover - other numba versions
+        return None
+
+    def load_be64(typingctx: Any, arr: Any, off: Any) -> Any:
+        sig = types.uint64(arr, types.intp)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+            bswap = builder.module.declare_intrinsic("llvm.bswap", [ir.IntType(64)])
+            return builder.call(bswap, [builder.load(ptr, align=1)])
+
+        return sig, codegen
+
+    return intrinsic(load_be64)
+
+
+if _nb is not None:
+    # Everything is inlined into the loops (numba IR inlining) with numpy's error
+    # model (no Python exception checks), so LLVM can vectorise.  IEEE semantics are
+    # kept: no fastmath, hence no reassociation or contraction.
+    _jit_inline = _nb.njit(inline="always", error_model="numpy")
+    _nb_two_sum = _jit_inline(two_sum)
+    _nb_two_prod = _jit_inline(two_prod)
+    _nb_sel = _jit_inline(_sel)
+    _nb_kernel = _jit_inline(_make_kernel(_nb_two_sum, _nb_two_prod, _nb_sel))
+    _nb_be64 = _load_be64() or _jit_inline(_be64)
+    try:
+        _leading_zeros: Any = importlib.import_module(
+            "numba.cpython.unsafe.numbers"
+        ).leading_zeros  # LLVM ctlz
+    except (ImportError, AttributeError):  # pragma: no cover - other numba versions
+        _leading_zeros = None
+
+    if _leading_zeros is not None:
+
+        def _geometric(r: Any) -> float:
+            # e = 64 − bit_length(r) = leading zeros of the 64-bit word (bit 63 is
+            # clear); 64 when r == 0 (a continuation follows).
+            return float(_leading_zeros(r))
+
+    else:  # pragma: no cover
+
+        def _geometric(r: Any) -> float:
+            u64 = np.uint64
+            if r == u64(0):
+                return 64.0
+            ee = 1
+            while (r >> u64(63 - ee)) == u64(0):
+                ee += 1
+            return float(ee)
+
+    _nb_geometric = _jit_inline(_geometric)
+
+    def _nb_decode_row(buf: Any, o: Any) -> tuple[float, float, Any, Any]:
+        # One snapcore-draw-v1 row at byte offset o: (S, e, mhi, mlo); e = 64 when
+        # the 63 exponent bits are all zero (a continuation word follows).
+        u64 = np.uint64
+        w = _nb_be64(buf, o)
+        w1 = _nb_be64(buf, o + 8)
+        w2 = _nb_be64(buf, o + 15)  # mantissa bytes 7..14: bits 57..120
+        s = 1.0 - 2.0 * float(w >> u64(63))
+        e = _nb_geometric(w & u64(_U63))
+        mhi = w1 >> u64(12)
+        mlo = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
+        return s, e, mhi, mlo
+
+    _nb_decode_row_i = _jit_inline(_nb_decode_row)
+
+    def _nb_output_dd(k: Any, prm: Any, L: Any, delta: float) -> tuple[float, bool]:
+        # [E10] r = RN(c + Δ·kΛ) with its certificate of correct rounding (the
+        # element-wise form of FastEngine.outputs' computed stage).
+        ch, cl = prm[0], prm[1]
+        kl = math.ldexp(float(k), L)
+        p1, p2 = _nb_two_prod(delta, kl)
+        s1, s2 = _nb_two_sum(ch, p1)
+        t1, t2 = _nb_two_sum(cl, p2)
+        u1, u2 = _nb_two_sum(s2, t1)
+        r, r2 = _nb_two_sum(s1, u1)
+        exact_sum = (u2 == 0.0) and (t2 == 0.0)
+        fin = math.isfinite(r)
+        if not fin:
+            return r, False
+        m, ex = math.frexp(abs(r))
+        half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)
+        resid = abs(r2) + abs(u2) + abs(t2)
+        cert = exact_sum or resid * (1.0 + 2.0**-50) < half_gap * (1.0 - 2.0**-50)
+        cert = cert and (r != 0.0 or exact_sum)
+        return r, cert
+
+    _nb_output_dd_i = _jit_inline(_nb_output_dd)
+
+    def _loop_py(
+        v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, k_out: Any, ok_out: Any
+    ) -> None:
+        ch, cl, ih, il, bh, bl = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+        lam_h, lam_l, far, eabs = prm[6], prm[7], prm[8], prm[9]
+        for j in range(v.size):
+            k, ok, _sh, _sl, _err = _nb_kernel(
+                v[j], s[j], e[j], mhi[j], mlo[j],
+                ch, cl, ih, il, bh, bl, lam_h, lam_l, far, eabs,
+            )  # fmt: skip
+            k_out[j] = np.int64(k) if ok else np.int64(0)
+            ok_out[j] = ok
+
+    def _diag_py(v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, out: Any) -> None:
+        # every output of the kernel, for tests
+        for j in range(v.size):
+            k, ok, sh, sl, err = _nb_kernel(
+                v[j], s[j], e[j], mhi[j], mlo[j],
+                prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
+                prm[6], prm[7], prm[8], prm[9],
+            )  # fmt: skip
+            out[0, j] = k
+            out[1, j] = 1.0 if ok else 0.0
+            out[2, j] = sh
+            out[3, j] = sl
+            out[4, j] = err
+
+    def _decode_py(buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any) -> int:
+        # snapcore-draw-v1 rows as if none had a continuation; returns the first row
+        # whose 63 exponent bits are all zero (or count).
+        for j in range(count):
+            sign[j], e[j], mhi[j], mlo[j] = _nb_decode_row_i(buf, j * row)
+        for j in range(count):
+            if e[j] == 64.0:
+                return int(j)
+        return int(count)
+
+    def _fused_py(
+        buf: Any,
+        count: Any,
+        row: Any,
+        v: Any,
+        out: Any,
+        prm: Any,
+        table: Any,
+        mode: Any,
+        kmax: Any,
+        kmax_is_b: Any,
+        L: Any,
+        ends: Any,
+        scratch: Any,
+        kbuf: Any,
+        okbuf: Any,
+        fb: Any,
+        fbk: Any,
+    ) -> tuple[int, int]:
+        # Decode, decide and output ``count`` rows of ``buf`` into ``out``, in three
+        # cache-resident passes (decode; the branch-free kernel, which LLVM
+        # vectorises; the output stage).  Elements the bound or the output
+        # certificate does not settle are listed in ``fb`` (their k in ``fbk``, or
+        # _UNDECIDED) for the exact pipeline.  Stops before the first row with a
+        # continuation word; returns (rows done, fallbacks).
+        sign, e = scratch[0], scratch[1]
+        mhi, mlo = scratch[2].view(np.uint64), scratch[3].view(np.uint64)
+        stop = _nb_decode(buf, count, row, sign, e, mhi, mlo)
+        _nb_loop(v[:stop], sign[:stop], e[:stop], mhi[:stop], mlo[:stop], prm, kbuf, okbuf)
+        lower, upper, delta, lo_out, hi_out = ends[0], ends[1], ends[2], ends[3], ends[4]
+        nfb = 0
+        if mode == 0:  # the table of exact outputs
+            for j in range(stop):
+                k = kbuf[j]
+                idx = min(max(k, -kmax - 1), kmax + 1) + kmax + 1
+                out[j] = table[idx]
+        for j in range(stop):
+            if not okbuf[j]:
+                out[j] = 0.0
+                fb[nfb] = j
+                fbk[nfb] = _UNDECIDED
+                nfb += 1
+            elif mode != 0:
+                k = kbuf[j]
+                if k > kmax:
+                    out[j] = hi_out
+                elif k < -kmax:
+                    out[j] = lo_out
+                else:
+                    r, cert = _nb_output_dd_i(k, prm, L, delta)
+                    if kmax_is_b and (k == kmax or k == -kmax):
+                        cert = False
+                    if cert:
+                        out[j] = min(max(r, lower), upper)
+                    else:
+                        out[j] = 0.0
+                        fb[nfb] = j
+                        fbk[nfb] = k
+                        nfb += 1
+        return stop, nfb
+
+    _njit_cached = _nb.njit(cache=True, nogil=True, error_model="numpy")
+    _nb_loop = _njit_cached(_loop_py)
+    _nb_diag = _nb.njit(cache=True, error_model="numpy")(_diag_py)
+    _nb_decode = _njit_cached(_decode_py)
+    _nb_fused = _njit_cached(_fused_py)
 
 
 def _get_numba_loop() -> Any:
-    global _numba_loop, _numba_checked
-    with _numba_lock:
-        if _numba_checked:
-            return _numba_loop
-        _numba_checked = True
-        try:
-            numba: Any = importlib.import_module("numba")
-        except Exception:  # pragma: no cover - depends on the environment
-            return None
-        # Everything inlined into one loop (numba IR inlining), numpy's error model
-        # (no Python exception checks): LLVM then vectorises the loop.  IEEE
-        # semantics are kept: no fastmath, so no reassociation or contraction.
-        jit = numba.njit(inline="always", error_model="numpy")
-        nb_two_sum = jit(two_sum)
-        nb_two_prod = jit(two_prod)
-
-        def _sel(c: Any, a: Any, b: Any) -> Any:
-            return a if c else b
-
-        nb_sel = jit(_sel)
-        nb_kernel = jit(_make_kernel(nb_two_sum, nb_two_prod, nb_sel))
-
-        def loop(
-            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, k_out: Any, ok_out: Any
-        ) -> None:
-            ch, cl, ih, il, bh, bl = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
-            lam_h, lam_l, far, eabs = prm[6], prm[7], prm[8], prm[9]
-            for j in range(v.size):
-                k, ok, _sh, _sl, _err = nb_kernel(
-                    v[j], s[j], e[j], mhi[j], mlo[j],
-                    ch, cl, ih, il, bh, bl, lam_h, lam_l, far, eabs,
-                )  # fmt: skip
-                k_out[j] = np.int64(k) if ok else np.int64(0)
-                ok_out[j] = ok
-
-        loop_c = numba.njit(nogil=True, error_model="numpy")(loop)
-
-        def diag_loop(
-            v: Any, s: Any, e: Any, mhi: Any, mlo: Any, prm: Any, out: Any
-        ) -> None:  # every output of the kernel, for tests
-            for j in range(v.size):
-                k, ok, sh, sl, err = nb_kernel(
-                    v[j], s[j], e[j], mhi[j], mlo[j],
-                    prm[0], prm[1], prm[2], prm[3], prm[4], prm[5],
-                    prm[6], prm[7], prm[8], prm[9],
-                )  # fmt: skip
-                out[0, j] = k
-                out[1, j] = 1.0 if ok else 0.0
-                out[2, j] = sh
-                out[3, j] = sl
-                out[4, j] = err
-
-        diag_c = numba.njit(error_model="numpy")(diag_loop)
-
-        u64 = np.uint64
-        try:
-            unsafe = importlib.import_module("numba.cpython.unsafe.numbers")
-            leading_zeros: Any = unsafe.leading_zeros  # LLVM ctlz
-        except (ImportError, AttributeError):  # pragma: no cover - other numba versions
-            leading_zeros = None
-
-        def _be64(buf: Any, o: Any) -> Any:
-            return (
-                (u64(buf[o]) << u64(56)) | (u64(buf[o + 1]) << u64(48))
-                | (u64(buf[o + 2]) << u64(40)) | (u64(buf[o + 3]) << u64(32))
-                | (u64(buf[o + 4]) << u64(24)) | (u64(buf[o + 5]) << u64(16))
-                | (u64(buf[o + 6]) << u64(8)) | u64(buf[o + 7])
-            )  # fmt: skip
-
-        be64 = numba.njit(inline="always")(_be64)
-
-        if leading_zeros is not None:
-
-            def _geometric(r: Any) -> float:
-                # e = 64 − bit_length(r) = leading zeros of the 64-bit word (bit 63
-                # is clear); 64 when r == 0 (a continuation follows).
-                return float(leading_zeros(r))
-
-        else:  # pragma: no cover
-
-            def _geometric(r: Any) -> float:
-                if r == u64(0):
-                    return 64.0
-                ee = 1
-                while (r >> u64(63 - ee)) == u64(0):
-                    ee += 1
-                return float(ee)
-
-        geometric = numba.njit(inline="always")(_geometric)
-
-        def decode(buf: Any, count: Any, row: Any, sign: Any, e: Any, mhi: Any, mlo: Any) -> int:
-            # snapcore-draw-v1 rows as if none had a continuation; returns the first
-            # row whose 63 exponent bits are all zero (or count).
-            for j in range(count):
-                o = j * row
-                w = be64(buf, o)
-                w1 = be64(buf, o + 8)
-                w2 = be64(buf, o + 15)  # mantissa bytes 7..14: bits 57..120
-                sign[j] = 1.0 - 2.0 * float(w >> u64(63))
-                e[j] = geometric(w & u64(0x7FFFFFFFFFFFFFFF))
-                mhi[j] = w1 >> u64(12)
-                mlo[j] = ((w1 & u64(0xFFF)) << u64(41)) | ((w2 >> u64(15)) & u64(0x1FFFFFFFFFF))
-            for j in range(count):
-                if e[j] == 64.0:
-                    return int(j)
-            return int(count)
-
-        decode_c = numba.njit(nogil=True, error_model="numpy")(decode)
-
-        _numba_loop = (loop_c, decode_c, diag_c)
-        return _numba_loop
+    """The compiled ``(loop, decode, diag)``, or None without numba."""
+    if _nb is None:
+        return None
+    return (_nb_loop, _nb_decode, _nb_diag)
 
 
 # ----------------------------------------------------------------------------------
@@ -524,8 +633,7 @@ def _scan_stream(
     specials: dict[int, Draw] = {}
     segments: list[tuple[int, bytes]] = []  # (start, buffer)
     done = 0
-    lock = getattr(source, "_lock", None) or contextlib.nullcontext()
-    with lock:
+    with source.exclusive():
         pending = b""
         while done < count:
             need = (count - done) * row
@@ -635,13 +743,6 @@ def _dd(q: Fraction) -> tuple[float, float, Fraction]:
     return hi, lo, q - Fraction(hi) - Fraction(lo)
 
 
-def _float_up(q: Fraction) -> float:
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 class BatchStats:
     """What happened in one batch (for tests and diagnostics).
 
@@ -713,8 +814,8 @@ class FastEngine:
         self.supported = bool(supported)
         eabs = abs(rc) * inv * 2 + Fraction(2) ** -1000
         self.params = np.array(
-            [ch, cl, ih, il, bh, bl, lam_h, lam_l, _float_up(far) if supported else 0.0,
-             _float_up(eabs)],
+            [ch, cl, ih, il, bh, bl, lam_h, lam_l, round_up_double(far) if supported else 0.0,
+             round_up_double(eabs)],
             dtype=np.float64,
         )  # fmt: skip
         # Output stage: a table of exact outputs for k in [-kmax-1, kmax+1], where
@@ -733,6 +834,8 @@ class FastEngine:
         self.delta_f = float(delta)
         self.lower = float(cal.lower)
         self.upper = float(cal.upper)
+        #: The fused compiled loop covers the table and the computed output stages.
+        self.fusable = self.supported and (self.use_table or self.out_dd)
 
     # -- output stage ---------------------------------------------------------------
     def table(self, pipe: Pipeline) -> F64:
@@ -859,6 +962,95 @@ class FastEngine:
             out[j] = pipe.run(pipe.centre(Fraction(float(v[j]))), draws.draw(int(j)))
         return out, BatchStats(n, slow, bad_out, used)
 
+    #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
+    STREAM_CHUNK = 1 << 13
+
+    def run_stream(self, v: F64, source: ByteSource, pipe: Pipeline) -> tuple[F64, BatchStats]:
+        """Outputs for values ``v`` with draws read from ``source``'s byte stream.
+
+        One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
+        kernel and the output stage, and writes straight into the output array; the
+        stream is read chunk by chunk into one preallocated buffer (in place with
+        :meth:`~snapcore.sources.ByteSource.readinto`).  Exactly the bytes
+        ``source.draws(v.size, p)`` would read are read, under
+        :meth:`~snapcore.sources.RandomSource.exclusive`; elements the bound or the
+        output certificate does not settle, and the rare draws with a continuation
+        word, are computed by the exact pipeline from their own bytes.
+        """
+        if _nb is None or not self.fusable:
+            raise RuntimeError("the fused loop needs numba and a supported calibration")
+        n = v.size
+        p = self.calibration.precision
+        row = 8 + ((p + 6) >> 3)
+        out = np.empty(n, np.float64)
+        chunk = min(self.STREAM_CHUNK, max(n, 1))
+        buf = np.empty(chunk * row, np.uint8)
+        fb = np.empty(chunk, np.int64)
+        fbk = np.empty(chunk, np.int64)
+        scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
+        kbuf = np.empty(chunk, np.int64)
+        okbuf = np.empty(chunk, np.bool_)
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+        mode = 0 if self.use_table else 1
+        table = self.table(pipe) if self.use_table else np.zeros(1)
+        ends = np.array(
+            [
+                self.lower,
+                self.upper,
+                self.delta_f,
+                pipe.output(clamp(-self.kmax - 1, L, b)),
+                pipe.output(clamp(self.kmax + 1, L, b)),
+            ]
+        )
+        kmax = np.int64(min(self.kmax, 1 << 62))
+        fall_k: list[int] = []
+        fall_out: list[int] = []
+        pending = b""  # stream bytes read ahead of a continuation draw, not yet used
+
+        def read(k: int) -> bytes:
+            nonlocal pending
+            got, pending = pending[:k], pending[k:]
+            return got + source.read(k - len(got)) if len(got) < k else got
+
+        def exact(j: int, draw: Draw) -> float:
+            return pipe.run(pipe.centre(Fraction(float(v[j]))), draw)
+
+        with source.exclusive():
+            pos = 0
+            while pos < n:
+                m = min(chunk, n - pos)
+                view = buf[: m * row]
+                if pending:
+                    view[:] = np.frombuffer(read(m * row), np.uint8)
+                else:
+                    source.readinto(view)
+                stop, nfb = _nb_fused(
+                    view, m, row, v[pos : pos + m], out[pos : pos + m], self.params, table,
+                    mode, kmax, self.kmax_is_b, L, ends, scratch, kbuf, okbuf, fb, fbk,
+                )  # fmt: skip
+                for i in range(nfb):
+                    j, kk = int(fb[i]), int(fbk[i])
+                    if kk == _UNDECIDED:
+                        rowbytes = view[j * row : (j + 1) * row].tobytes()
+                        out[pos + j] = exact(pos + j, decode_draw(io.BytesIO(rowbytes).read, p))
+                        fall_k.append(pos + j)
+                    else:
+                        out[pos + j] = pipe.output(clamp(kk, L, b))
+                        fall_out.append(pos + j)
+                if stop < m:
+                    # Row `stop` has a continuation word: the bytes read after its start
+                    # belong to it and to the next draws, in stream order.
+                    pending = view[stop * row :].tobytes() + pending
+                    out[pos + stop] = exact(pos + stop, decode_draw(read, p))
+                    fall_k.append(pos + stop)
+                    pos += stop + 1
+                else:
+                    pos += m
+            if pending:  # pragma: no cover - the reads above never over-read
+                raise AssertionError("fused loop read past its draws")
+        st = BatchStats(n, np.array(sorted(fall_k), np.intp), np.array(fall_out, np.intp), "numba")
+        return out, st
+
 
 @functools.lru_cache(maxsize=64)
 def engine_for(calibration: Calibration) -> FastEngine:
@@ -889,8 +1081,10 @@ def release_batch(
     source : RandomSource
         The randomness.
     engine : {"auto", "numba", "numpy"}
-        The kernel engine; "auto" uses numba when it is installed and the array has
-        at least ``NUMBA_MIN_SIZE`` elements (or numba is already compiled).
+        The kernel engine; "auto" uses numba when it can be imported.  With numba
+        and a :class:`~snapcore.sources.ByteSource`, decoding, the kernel and the
+        output stage run fused in one compiled loop over cache-sized chunks of the
+        stream (:meth:`FastEngine.run_stream`).
     stats : bool
         Also return a :class:`BatchStats`.
     """
@@ -898,7 +1092,12 @@ def release_batch(
     flat = np.ascontiguousarray(arr.reshape(-1))
     if engine == "auto":
         engine = resolve_engine(flat.size)
-    draws = decode_draw_batch(source, flat.size, pipe.calibration.precision, engine)
-    out, st = engine_for(pipe.calibration).run(flat, draws, pipe, engine)
+    eng = engine_for(pipe.calibration)
+    p = pipe.calibration.precision
+    if engine == "numba" and eng.fusable and isinstance(source, ByteSource) and p >= 118:
+        out, st = eng.run_stream(flat, source, pipe)
+    else:
+        draws = decode_draw_batch(source, flat.size, p, engine)
+        out, st = eng.run(flat, draws, pipe, engine)
     res = out.reshape(arr.shape)
     return (res, st) if stats else res

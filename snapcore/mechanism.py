@@ -17,8 +17,14 @@ from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource, draw_from_u
+from snapcore.timing import Padding, mechanism_padding, padded_release
 
-__all__ = ["SnappingMechanism", "check_value"]
+__all__ = ["DEFAULT_SOURCE", "SnappingMechanism", "check_value"]
+
+#: The source a mechanism uses when none is given: ChaCha20 keyed from the OS CSPRNG
+#: (:class:`~snapcore.chacha.ChaCha20Source`), as safe as ``os.urandom`` and fast
+#: enough for the array path (``docs/sources.md``).
+DEFAULT_SOURCE = "chacha20"
 
 
 def check_value(value: Any, name: str = "value") -> Fraction:
@@ -68,9 +74,15 @@ class SnappingMechanism:
         Name of a registered arithmetic backend.
     source : str or RandomSource, optional
         Randomness: a :class:`~snapcore.sources.RandomSource`, or the name of a
-        registered source that needs no options (default ``"system"``, the OS CSPRNG).
+        registered source that needs no options (default ``"chacha20"``: ChaCha20
+        keyed from the OS CSPRNG, re-keyed and fork-safe; see ``docs/sources.md``).
     precision : int, optional
         Working precision in bits; at least the required one (the default).
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads every release to a whole number of fixed time quanta so
+        its duration does not depend on the value or the noise (``docs/timing.md``);
+        ``"off"`` does not.  Default: ``"constant"`` for cryptographic sources,
+        ``"off"`` for seeded and replay sources (simulations).
 
     Raises
     ------
@@ -90,7 +102,7 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_pipeline", "_source")
+    __slots__ = ("_backend", "_cal", "_pipeline", "_source", "_timing")
 
     def __init__(
         self,
@@ -102,6 +114,7 @@ class SnappingMechanism:
         backend: str | Backend = "mpfr",
         source: str | RandomSource | None = None,
         precision: int | None = None,
+        timing: str | None = None,
     ) -> None:
         self._cal = calibrate(
             epsilon=epsilon,
@@ -121,7 +134,7 @@ class SnappingMechanism:
                 f"got {backend!r}"
             )
         if source is None:
-            source = "system"
+            source = DEFAULT_SOURCE
         if isinstance(source, RandomSource):
             self._source = source
         elif isinstance(source, str):
@@ -138,6 +151,7 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
     @property
@@ -213,6 +227,11 @@ class SnappingMechanism:
         """The privacy analysis this mechanism relies on, with exact numbers."""
         return self._cal.privacy()
 
+    @property
+    def timing(self) -> Padding | None:
+        """The release padding (quanta and overrun counts), or None when timing is off."""
+        return self._timing
+
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
         for every f(D) in the interval; data-independent (see
@@ -256,6 +275,7 @@ class SnappingMechanism:
     @overload
     def release(self, value: Sequence[Any]) -> list[float]: ...
 
+    @padded_release
     def release(self, value: Any) -> Any:
         """Release ``value`` with fresh noise: ε-differentially private.
 

@@ -28,13 +28,14 @@ wider than anything a real stream produces.
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -150,6 +151,16 @@ class RandomSource(abc.ABC):
         """
         return [(d.sign, d.mantissa, d.exponent) for d in self.draws(count, precision)]
 
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """A context in which no other thread draws from this source.
+
+        Bulk readers (the vectorised fast path) hold it while they read a batch, so
+        that the batch's draws are contiguous in the stream, exactly as
+        :meth:`draws` would return them.  The base class has no shared state to
+        guard and returns a null context; :class:`ByteSource` returns its lock.
+        """
+        return contextlib.nullcontext()
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
@@ -202,6 +213,19 @@ class ByteSource(RandomSource):
     @abc.abstractmethod
     def read(self, n: int) -> bytes:
         """The next ``n`` bytes of the stream."""
+
+    def readinto(self, buffer: Any) -> None:
+        """Fill a writable buffer (``bytearray``, ``memoryview``, uint8 array) with
+        the next ``len(buffer)`` bytes of the stream, exactly as :meth:`read` would
+        return them.  Sources that can write in place (ChaCha20) override it to save
+        a copy; callers hold :meth:`exclusive`."""
+        mv = memoryview(buffer).cast("B")
+        mv[:] = self.read(len(mv))
+
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock that serialises this source's draws (see
+        :meth:`RandomSource.exclusive`)."""
+        return self._lock
 
     def draw(self, precision: int) -> Draw:
         with self._lock:

@@ -1,8 +1,11 @@
 """The statistic plugin protocol: what a statistic supplies to a release.
 
-A statistic is an object with a ``name`` and a :meth:`Statistic.prepare` method.
-Given the data (a :class:`~snapcore.dataset.Dataset`), the data bounds, the public
-``n`` and the neighbouring relation, ``prepare`` returns a :class:`Prepared`:
+A statistic is an object with a ``name`` and three methods: :meth:`Statistic.partial`
+maps some records to an exact state of Python ints, :meth:`Statistic.merge` combines
+the states of disjoint chunks, and :meth:`Statistic.finalize` turns the merged state,
+the data bounds, the public ``n`` and the neighbouring relation into a
+:class:`Prepared` (:meth:`Statistic.prepare` runs the three over chunks of in-memory
+data):
 
 - ``values`` — f(D), one per coordinate, computed from the data clamped to the
   bounds **exactly** (a :class:`fractions.Fraction`; see :mod:`snapcore.exact`), so
@@ -23,11 +26,12 @@ import abc
 import enum
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
+import numpy as np
 
 from snapcore.errors import ParameterError
 from snapcore.params import check_real
@@ -40,7 +44,9 @@ __all__ = [
     "DataBounds",
     "Neighbouring",
     "Prepared",
+    "State",
     "Statistic",
+    "accumulate",
     "check_data_bounds",
     "check_n",
     "clamp_fraction",
@@ -84,6 +90,8 @@ class Neighbouring(enum.Enum):
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
     if not isinstance(value, tuple) or not value:
         raise ParameterError(f"Prepared.values must be a non-empty tuple, got {value!r}")
+    if all(type(v) is int for v in value):  # counts: the common vector case
+        return
     for v in value:
         ok = isinstance(v, Fraction | int) and not isinstance(v, bool)
         ok = ok or (isinstance(v, float) and math.isfinite(v))
@@ -170,10 +178,26 @@ class Prepared:
         return len(self.values) > 1
 
 
+#: A partial state: a tuple of Python ints.  Exact, merged by a commutative and
+#: associative :meth:`Statistic.merge`, picklable and small (it does not grow with
+#: the number of records, only with their count's and sum's bit lengths).
+State = tuple[int, ...]
+
+
 class Statistic(abc.ABC):
     """Base class of statistic plugins.
 
-    Subclasses set the class attributes and implement :meth:`prepare`.
+    A statistic is **mergeable**: it implements :meth:`partial` (one chunk of records
+    to a :data:`State` of Python ints), :meth:`merge` (two states to one; the default
+    adds them element by element) and :meth:`finalize` (the merged state to the
+    :class:`Prepared` f(D), Δ and range).  Every release goes through these three,
+    over one chunk or many, on one machine or on Dask workers, so a split of the
+    records into chunks, in any order, gives the identical state and value.  Values
+    are clamped record by record inside :meth:`partial`; Δ and B′ depend only on the
+    bounds and n, never on how the records were split.
+
+    A statistic that cannot be split may instead override :meth:`prepare` alone; it
+    is then released from in-memory data only.
 
     Attributes
     ----------
@@ -203,7 +227,63 @@ class Statistic(abc.ABC):
     options: ClassVar[Mapping[str, str]] = {}
     integer_valued: ClassVar[bool] = False
 
-    @abc.abstractmethod
+    @property
+    def mergeable(self) -> bool:
+        """Whether the statistic implements :meth:`partial` and :meth:`finalize`."""
+        cls = type(self)
+        return cls.partial is not Statistic.partial and cls.finalize is not Statistic.finalize
+
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """The state of one chunk of records (values clamped record by record).
+
+        Parameters
+        ----------
+        chunk : Dataset
+            Some of the records (possibly none).
+        data_bounds : tuple of (float, float), or None
+            Data bounds, one pair of exact doubles per column.
+        **options
+            The statistic's own options.
+
+        Returns
+        -------
+        State
+            A tuple of Python ints that :meth:`merge` combines exactly.
+
+        Raises
+        ------
+        ParameterError
+            On invalid parameters or data; never revealing a value.
+        """
+        raise NotImplementedError(f"statistic {self.name!r} does not implement partial()")
+
+    def merge(self, a: State, b: State) -> State:
+        """The state of the union of two disjoint chunks: ``a + b`` element by element.
+
+        Commutative and associative (integer addition); override for other states.
+        """
+        if len(a) != len(b):
+            raise ParameterError(
+                f"statistic {self.name!r} cannot merge states of lengths {len(a)} and {len(b)}"
+            )
+        return tuple(x + y for x, y in zip(a, b, strict=True))
+
+    def finalize(
+        self,
+        state: State,
+        *,
+        data_bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        """f(D) exactly, with Δ and the range of f, from the merged state of all records.
+
+        Parameters are those of :meth:`prepare`, with the merged ``state`` in place of
+        the data.
+        """
+        raise NotImplementedError(f"statistic {self.name!r} does not implement finalize()")
+
     def prepare(
         self,
         data: Dataset,
@@ -214,6 +294,9 @@ class Statistic(abc.ABC):
         **options: Any,
     ) -> Prepared:
         """f(D), Δ and the range of f for ``data`` under ``relation``.
+
+        The default merges :meth:`partial` over chunks of ``data`` and calls
+        :meth:`finalize`: the same code path as a release from many machines.
 
         Parameters
         ----------
@@ -238,9 +321,34 @@ class Statistic(abc.ABC):
         ParameterError
             On invalid parameters; never on (or revealing) private values.
         """
+        if not self.mergeable:
+            raise NotImplementedError(
+                f"statistic {self.name!r} implements neither prepare() nor partial() and "
+                "finalize()"
+            )
+        state = accumulate(self, data.chunks(), data_bounds=data_bounds, **options)
+        return self.finalize(state, data_bounds=data_bounds, n=n, relation=relation, **options)
 
     def __repr__(self) -> str:
         return f"<statistic {self.name!r}>"
+
+
+def accumulate(
+    stat: Statistic, chunks: Iterable[Dataset], *, data_bounds: DataBounds | None, **options: Any
+) -> State:
+    """Merge ``stat.partial`` over ``chunks`` in order (an empty iterable: no records)."""
+    state: State | None = None
+    for chunk in chunks:
+        s = stat.partial(chunk, data_bounds=data_bounds, **options)
+        state = s if state is None else stat.merge(state, s)
+    if state is None:
+        from snapcore.dataset import Dataset
+
+        empty = Dataset(
+            [np.empty(0)] * stat.columns, [f"column {j}" for j in range(stat.columns)], 0
+        )
+        state = stat.partial(empty, data_bounds=data_bounds, **options)
+    return state
 
 
 def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, float]:

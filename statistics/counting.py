@@ -17,7 +17,14 @@ import numpy as np
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
 from snapcore.hookspecs import hookimpl
-from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
+from snapcore.statistic import (
+    DataBounds,
+    Neighbouring,
+    Prepared,
+    State,
+    Statistic,
+    resolve_n,
+)
 
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
@@ -26,6 +33,11 @@ __all__ = ["Count", "Histogram"]
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE
+
+
+def _no_bounds(data_bounds: DataBounds | None) -> None:
+    if data_bounds is not None:
+        raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
 
 
 class Count(Statistic):
@@ -47,18 +59,23 @@ class Count(Statistic):
     needs_data_bounds = False
     integer_valued = True
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records,)``."""
+        _no_bounds(data_bounds)
+        return (chunk.size,)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        if data_bounds is not None:
-            raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        _no_bounds(data_bounds)
+        size = state[0]
+        n_used, n_note = resolve_n(size, n, relation, self.name)
         if relation is REPLACE:
             return Prepared(
                 statistic=self.name,
@@ -74,7 +91,7 @@ class Count(Statistic):
         return Prepared(
             statistic=self.name,
             relation=relation,
-            values=(Fraction(min(data.size, n_used)),),
+            values=(Fraction(min(size, n_used)),),
             labels=(self.name,),
             sensitivity=1,
             value_range=(0, n_used),
@@ -113,6 +130,19 @@ def bin_labels(edges: Sequence[float] | np.ndarray, *, clamped: bool) -> tuple[s
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
         raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
+    if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
+        fast = bins.astype(np.float64)
+    elif isinstance(bins, list) and all(type(e) is float for e in bins):
+        fast = np.array(bins, dtype=np.float64)
+    else:
+        fast = None
+    if (
+        fast is not None
+        and len(fast) >= 2
+        and np.isfinite(fast).all()
+        and bool((fast[1:] > fast[:-1]).all())
+    ):
+        return fast  # doubles, finite, strictly increasing: what the checks below ask
     out = []
     for i, e in enumerate(bins):
         if isinstance(e, bool) or not isinstance(e, numbers.Real):
@@ -126,6 +156,29 @@ def _edges(bins: Any) -> np.ndarray:
     if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
     return np.array(out, dtype=np.float64)
+
+
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return idx
 
 
 class Histogram(Statistic):
@@ -177,15 +230,7 @@ class Histogram(Statistic):
         "(default) or 'drop' them",
     }
 
-    def prepare(
-        self,
-        data: Dataset,
-        *,
-        data_bounds: DataBounds | None,
-        n: int | None,
-        relation: Neighbouring,
-        **options: Any,
-    ) -> Prepared:
+    def _spec(self, data_bounds: DataBounds | None, options: Mapping[str, Any]) -> Any:
         bins = options.get("bins")
         cats = options.get("categories")
         if (bins is None) == (cats is None):
@@ -198,7 +243,6 @@ class Histogram(Statistic):
                 "statistic 'histogram' takes its range from bins= (or categories=); "
                 "leave data_bounds=None"
             )
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
         other = options.get("other", False)
         out_of_range = options.get("out_of_range", "clamp")
         if not isinstance(other, bool):
@@ -211,50 +255,78 @@ class Histogram(Statistic):
                     "other=True is for categories=; with bins=, values outside the edges are "
                     "clamped into the edge bins (or dropped with out_of_range='drop')"
                 )
-            edges = _edges(bins)
-            k = len(edges) - 1
-            raw = data.numeric(0)
-            if out_of_range == "drop":
-                raw = raw[(raw >= edges[0]) & (raw <= edges[-1])]
-            x = np.clip(raw, edges[0], edges[-1])
-            idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
-            counts = [int(c) for c in np.bincount(idx, minlength=k)]
-            labels = bin_labels(edges, clamped=out_of_range == "clamp")
+            return _edges(bins)
+        if out_of_range != "clamp":
+            raise ParameterError("out_of_range= is for bins=; for categories= use other=")
+        if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+            raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
+        cats = list(cats)
+        if not cats:
+            raise ParameterError("categories must not be empty")
+        if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
+            raise ParameterError(f"categories must be distinct, got {cats!r}")
+        if other and "other" in (str(c) for c in cats):
+            raise ParameterError(
+                "other=True adds a bin labelled 'other'; a category has that label"
+            )
+        return cats
+
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, count_0, ..., count_{k-1})``: values clamped to the outer edges (or
+        dropped with ``out_of_range="drop"``); unlisted categories in a last ``other``
+        count with ``other=True``."""
+        spec = self._spec(data_bounds, options)
+        if isinstance(spec, np.ndarray):
+            k = len(spec) - 1
+            raw = chunk.numeric(0)
+            if options.get("out_of_range", "clamp") == "drop":
+                raw = raw[(raw >= spec[0]) & (raw <= spec[-1])]
+            x = np.clip(raw, spec[0], spec[-1])
+            return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
+        col = chunk.categorical(0)
+        counts = [int(np.count_nonzero(col == c)) for c in spec]
+        if options.get("other", False):
+            counts.append(chunk.size - sum(counts))
+        return (chunk.size, *counts)
+
+    def finalize(
+        self,
+        state: State,
+        *,
+        data_bounds: DataBounds | None,
+        n: int | None,
+        relation: Neighbouring,
+        **options: Any,
+    ) -> Prepared:
+        spec = self._spec(data_bounds, options)
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        counts = list(state[1:])
+        if isinstance(spec, np.ndarray):
+            clamped = options.get("out_of_range", "clamp") == "clamp"
+            labels = bin_labels(spec, clamped=clamped)
             placement = (
                 "values below e_0 count in the first bin and values above e_k in the last "
-                "(clamped: the labels say so with ≤ and ≥)"
-                if out_of_range == "clamp"
+                "(clamped: the labels say so with < and ≥)"
+                if clamped
                 else "values outside [e_0, e_k] are not counted (out_of_range='drop')"
             ) + "; bins [e_i, e_{i+1}), the last closed"
+        elif options.get("other", False):
+            labels = (*(str(c) for c in spec), "other")
+            placement = (
+                "a record counts in the bin equal to its value; every unlisted value counts "
+                "in 'other'"
+            )
         else:
-            if out_of_range != "clamp":
-                raise ParameterError("out_of_range= is for bins=; for categories= use other=")
-            if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-                raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
-            cats = list(cats)
-            if not cats:
-                raise ParameterError("categories must not be empty")
-            if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
-                raise ParameterError(f"categories must be distinct, got {cats!r}")
-            col = data.categorical(0)
-            counts = [int(np.count_nonzero(col == c)) for c in cats]
-            labels = tuple(str(c) for c in cats)
-            if other:
-                if "other" in labels:
-                    raise ParameterError(
-                        "other=True adds a bin labelled 'other'; a category has that label"
-                    )
-                counts.append(data.size - sum(counts))
-                labels = (*labels, "other")
-                placement = (
-                    "a record counts in the bin equal to its value; every unlisted value "
-                    "counts in 'other'"
-                )
-            else:
-                placement = (
-                    "a record counts in the bin equal to its value; records with unlisted "
-                    "values are not counted (other=True adds a bin for them)"
-                )
+            labels = tuple(str(c) for c in spec)
+            placement = (
+                "a record counts in the bin equal to its value; records with unlisted values "
+                "are not counted (other=True adds a bin for them)"
+            )
+        if len(counts) != len(labels):
+            raise ParameterError(
+                f"statistic 'histogram' got a state with {len(counts)} bins for "
+                f"{len(labels)} bins in its options"
+            )
         if relation is ADD_REMOVE:
             counts = [min(c, n_used) for c in counts]
             share = Fraction(1)
@@ -271,7 +343,7 @@ class Histogram(Statistic):
         return Prepared(
             statistic=self.name,
             relation=relation,
-            values=tuple(Fraction(c) for c in counts),
+            values=tuple(counts),
             labels=labels,
             sensitivity=1,
             value_range=(0, n_used),

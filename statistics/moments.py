@@ -16,16 +16,20 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
-from snapcore.exact import scaled_integers
+from snapcore.exact import (
+    DOT_SCALE,
+    SUM_SCALE,
+    clamped_cross_moments,
+    clamped_moments,
+)
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
     DataBounds,
     Neighbouring,
     Prepared,
+    State,
     Statistic,
     clamp_fraction,
     one_column_bounds,
@@ -41,9 +45,16 @@ REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE
 
 
-def _clamped(data: Dataset, i: int, lo: float, hi: float) -> np.ndarray:
-    out: np.ndarray = np.clip(data.numeric(i), lo, hi)  # exact: a clamp only compares
-    return out
+_SUM_DEN = Fraction(1, 1 << SUM_SCALE)
+
+
+def _one_column_state(
+    chunk: Dataset, data_bounds: DataBounds | None, name: str, *, squares: bool
+) -> State:
+    """``(records, Σc·2**1074[, Σc²·2**2148])`` of the clamped values ``c`` (exact)."""
+    lo, hi = one_column_bounds(data_bounds, name)
+    s, q = clamped_moments(chunk.numeric(0), lo, hi, squares=squares)
+    return (chunk.size, s, q) if squares else (chunk.size, s)
 
 
 def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
@@ -80,9 +91,13 @@ class Sum(Statistic):
     summary = "sum of the values clamped to [a, b]"
     relations = (REPLACE, ADD_REMOVE)
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, Σ clamped · 2**1074)``."""
+        return _one_column_state(chunk, data_bounds, self.name, squares=False)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
@@ -91,8 +106,8 @@ class Sum(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
-        total = scaled_integers(_clamped(data, 0, lo, hi)).total()
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        total = state[1] * _SUM_DEN
         if relation is REPLACE:
             delta = b - a
             rng = (n_used * a, n_used * b)
@@ -135,9 +150,13 @@ class Mean(Statistic):
     summary = "mean of the values clamped to [a, b] (n public)"
     relations = (REPLACE,)
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, Σ clamped · 2**1074)``."""
+        return _one_column_state(chunk, data_bounds, self.name, squares=False)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
@@ -146,10 +165,10 @@ class Mean(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
         if n_used < 1:
             raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
-        mean = scaled_integers(_clamped(data, 0, lo, hi)).total() / n_used
+        mean = Fraction(state[1], n_used << SUM_SCALE)
         return Prepared(
             statistic=self.name,
             relation=relation,
@@ -187,9 +206,13 @@ class Variance(Statistic):
     summary = "sample variance (n − 1 denominator) of the values clamped to [a, b]"
     relations = (REPLACE,)
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, Σc · 2**1074, Σc² · 2**2148)`` of the clamped values c."""
+        return _one_column_state(chunk, data_bounds, self.name, squares=True)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
@@ -198,12 +221,12 @@ class Variance(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         w = Fraction(hi) - Fraction(lo)
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
-        x = scaled_integers(_clamped(data, 0, lo, hi))
-        s = x.total()
-        var = (x.dot(x) - s * s / n_used) / (n_used - 1)
+        _, s, q = state
+        # (Σc² − (Σc)²/n)/(n − 1), with both sums over the common scale 2**2148
+        var = Fraction(q * n_used - s * s, (n_used * (n_used - 1)) << DOT_SCALE)
         return Prepared(
             statistic=self.name,
             relation=relation,
@@ -243,27 +266,28 @@ class Covariance(Statistic):
     relations = (REPLACE,)
     columns = 2
 
-    def prepare(
+    def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
+        """``(records, Σx · 2**1074, Σy · 2**1074, Σxy · 2**2148)``, x and y clamped."""
+        (a, b), (c, d) = _two_column_bounds(data_bounds)
+        sx, sy, sxy = clamped_cross_moments(chunk.numeric(0), chunk.numeric(1), (a, b, c, d))
+        return (chunk.size, sx, sy, sxy)
+
+    def finalize(
         self,
-        data: Dataset,
+        state: State,
         *,
         data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        if data_bounds is None or len(data_bounds) != 2:
-            raise ParameterError(
-                "statistic 'covariance' needs data_bounds=((a, b), (c, d)), one pair per column"
-            )
-        (a, b), (c, d) = data_bounds
+        (a, b), (c, d) = _two_column_bounds(data_bounds)
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
-        n_used, n_note = resolve_n(data.size, n, relation, self.name)
+        n_used, n_note = resolve_n(state[0], n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
-        x = scaled_integers(_clamped(data, 0, a, b))
-        y = scaled_integers(_clamped(data, 1, c, d))
-        cov = (x.dot(y) - x.total() * y.total() / n_used) / (n_used - 1)
+        _, sx, sy, sxy = state
+        cov = Fraction(sxy * n_used - sx * sy, (n_used * (n_used - 1)) << DOT_SCALE)
         bp = variance_range_bound(n_used, w, v)
         return Prepared(
             statistic=self.name,
@@ -280,6 +304,14 @@ class Covariance(Statistic):
             n=n_used,
             notes=(n_note,),
         )
+
+
+def _two_column_bounds(data_bounds: DataBounds | None) -> DataBounds:
+    if data_bounds is None or len(data_bounds) != 2:
+        raise ParameterError(
+            "statistic 'covariance' needs data_bounds=((a, b), (c, d)), one pair per column"
+        )
+    return data_bounds
 
 
 @hookimpl

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 import snapstat_helpers as H
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapcore.exact import exact_dot, exact_sum, scaled_integers
+from snapcore.errors import ParameterError
+from snapcore.exact import (
+    DOT_SCALE,
+    SUM_SCALE,
+    clamped_cross_moments,
+    clamped_moments,
+    exact_dot,
+    exact_sum,
+    scaled_integers,
+    sum_scaled,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -42,3 +54,98 @@ def test_edges():
         1.7976931348623157e308
     )
     assert exact_sum([1e16, 1.0, -1e16]) == 1 != sum([1e16, 1.0, -1e16])
+
+
+# --- the superaccumulator engines (numpy and numba) -------------------------------
+
+ENGINES = ["numpy", "numba"]
+MAX = 1.7976931348623157e308
+TINY = 5e-324
+
+
+def fsum(xs):
+    return sum(map(Fraction, xs), Fraction(0))
+
+
+def fdot(xs, ys):
+    return sum((Fraction(a) * Fraction(b) for a, b in zip(xs, ys, strict=True)), Fraction(0))
+
+
+def clamp(v, lo, hi):
+    return min(max(v, lo), hi)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_adversarial_sums_and_products(engine):
+    every_exponent = [
+        math.ldexp(1.0 + (k % 1024) / 2048, e) for k, e in enumerate(range(-1074, 1024))
+    ]
+    cases = [
+        [1e16, 1.0, -1e16],
+        [MAX, MAX, -MAX, -MAX, TINY],  # the float sum overflows; the exact one does not
+        [TINY, MAX, -TINY, 2.2250738585072014e-308, -1e308, -0.0, 0.0],
+        every_exponent,
+        [-v for v in every_exponent] + every_exponent[::3],
+        [(2.0**53 - 1) * 2.0**-1074 * s for s in (1, -1, 1)] + [2.0**-1022 - TINY],
+        [MAX] * 3000,  # many records at the top bucket: carries across int64 buckets
+        [(2.0 - 2.0**-52) * (-1) ** i for i in range(5001)],
+    ]
+    rng = np.random.default_rng(13)
+    for xs in cases:
+        x = np.array(xs)
+        y = rng.permutation(x)
+        assert exact_sum(x, engine=engine) == fsum(xs)
+        assert exact_dot(x, y, engine=engine) == fdot(xs, y.tolist())
+        assert exact_dot(x, x, engine=engine) == fdot(xs, xs)
+        assert sum_scaled(x, engine=engine) == fsum(xs) * 2**SUM_SCALE
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=40, deadline=None)
+@given(xs=st.lists(H.finite_floats(), max_size=60), data=st.data())
+def test_engines_exact_on_hypothesis_arrays(engine, xs, data):
+    ys = data.draw(st.lists(H.finite_floats(), min_size=len(xs), max_size=len(xs)))
+    lo, hi = sorted(data.draw(st.tuples(H.finite_floats(), H.finite_floats())))
+    x, y = np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
+    cx = [clamp(v, lo, hi) for v in xs]
+    s, q = clamped_moments(x, lo, hi, squares=True, engine=engine)
+    assert Fraction(s, 2**SUM_SCALE) == fsum(cx)
+    assert Fraction(q, 2**DOT_SCALE) == fdot(cx, cx)
+    cy = [clamp(v, -hi, -lo) for v in ys]
+    sx, sy, sxy = clamped_cross_moments(x, y, (lo, hi, -hi, -lo), engine=engine)
+    assert (sx, sy) == (s, fsum(cy) * 2**SUM_SCALE)
+    assert Fraction(sxy, 2**DOT_SCALE) == fdot(cx, cy)
+
+
+def test_engines_agree_on_large_mixed_arrays():
+    """Past the numpy engine's chunk size, with every sign and a wide exponent range."""
+    rng = np.random.default_rng(7)
+    n = (1 << 20) + 12345
+    x = rng.normal(0, 1, n) * 2.0 ** rng.integers(-1000, 1000, n)
+    y = rng.uniform(-1, 1, n)
+    ref = [clamped_cross_moments(x, y, engine=e) for e in ENGINES]
+    assert ref[0] == ref[1]
+    # and against independent Fraction sums on a slice
+    head = x[:3000].tolist()
+    assert exact_sum(x[:3000], engine="numba") == fsum(head)
+    assert exact_dot(x[:3000], x[:3000], engine="numpy") == fdot(head, head)
+
+
+def test_bad_values_are_refused_without_echo():
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ParameterError, match="finite") as e:
+            clamped_moments(np.array([1.5, bad]))
+        assert "1.5" not in str(e.value)
+    with pytest.raises(ParameterError, match="engine"):
+        sum_scaled([1.0], engine="gpu")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_non_finite_refused_by_both_engines_even_when_clamped_away(engine):
+    for bad in (math.nan, math.inf, -math.inf):
+        x = np.full(70_000, 0.5)
+        x[12_345] = bad
+        with pytest.raises(ParameterError, match="finite"):
+            clamped_moments(x, 0.0, 1.0, squares=True, engine=engine)
+        with pytest.raises(ParameterError, match="finite"):
+            clamped_cross_moments(np.full(70_000, 0.5), x, (0.0, 1.0, 0.0, 1.0), engine=engine)

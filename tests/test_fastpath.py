@@ -8,6 +8,7 @@ every sample: ``|t − (y/Λ + 1/2)| <= err``.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import random
@@ -174,6 +175,25 @@ def test_bulk_decoding_equals_scalar_decoding(p, engine):
     assert sum(1 for i in range(60) if i % 7 == 3) == 9  # continuations were exercised
 
 
+@pytest.mark.parametrize("p", [118, 130])
+def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
+    """The fused loop (chunks of 16 draws here) reads exactly the scalar decoder's
+    bytes across continuation words and chunk ends, and releases exactly."""
+    if not fp.numba_available():
+        pytest.skip("the fused loop is compiled")
+    monkeypatch.setattr(fp.FastEngine, "STREAM_CHUNK", 16)
+    data = _stream_with_continuations(p, 200, seed=p + 1)
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
+    values = random_values(-20.0, 120.0, 200, seed=p)
+    a, b = BytesSource(data), BytesSource(data)
+    out, st = fp.release_batch(mech._pipeline, values, a, engine="numba", stats=True)
+    assert fp.engine_for(mech.calibration).fusable
+    ref = exact_outputs(mech, values, b.draws(200, p))
+    assert a._pos == b._pos, "the fused loop consumed a different number of bytes"
+    assert identical(out, ref)
+    assert set(range(3, 200, 7)) <= set(st.fallback_k.tolist())  # continuations exact
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_bulk_decoding_seeded_stream_position(engine):
     a, b = SeededSource(99), SeededSource(99)
@@ -218,9 +238,72 @@ def test_bit_identical_to_mpfr(name, kw, vrange):
 @pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
 def test_bit_identical_to_mpfr_million(name, kw, vrange):
     """>= 10**6 draws per parameter set (the exact reference dominates the time)."""
-    engines = ["numba"] if fp.numba_available() else ["numpy"]
     for part in range(10):
-        _check_params(kw, vrange, 100_000, seed=1000 * part + len(name), engines=engines)
+        _check_params(kw, vrange, 100_000, seed=1000 * part + len(name), engines=ENGINES)
+
+
+class Recording(ByteSource):
+    """Passes another byte source through and keeps every byte it delivered."""
+
+    name = "recording"
+
+    def __init__(self, inner: ByteSource) -> None:
+        super().__init__()
+        self.inner = inner
+        self.log = bytearray()
+
+    def read(self, n: int) -> bytes:
+        out = self.inner.read(n)
+        self.log += out
+        return out
+
+    def readinto(self, buffer) -> None:
+        self.inner.readinto(buffer)  # ChaCha20 writes in place
+        self.log += memoryview(buffer).cast("B")
+
+
+class Bytes(ByteSource):
+    name = "bytes"
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._stream = io.BytesIO(data)
+
+    def read(self, n: int) -> bytes:
+        out = self._stream.read(n)
+        assert len(out) == n
+        return out
+
+
+SOURCES = ["system", "chacha20", "seeded"]
+
+
+def _check_source(source, kw, vrange, n, seed):
+    """The fast path on a real source equals the exact pipeline on the same bytes."""
+    reg = get_registries()
+    for engine in ENGINES:
+        inner = SeededSource(seed) if source == "seeded" else reg.sources.create(source)
+        rec = Recording(inner)
+        mech = SnappingMechanism(source=rec, **kw)
+        values = random_values(*vrange, n, seed)
+        out = fp.release_batch(mech._pipeline, values, rec, engine=engine)
+        draws = Bytes(bytes(rec.log)).draws(n, mech.precision)
+        ref = exact_outputs(mech, values, draws)
+        bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
+        assert bad.size == 0, f"{source} {engine} {kw}: {bad.size} mismatches"
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize(("name", "kw", "vrange"), [PARAMS[0], PARAMS[4]], ids=[IDS[0], IDS[4]])
+def test_bit_identical_on_every_source(source, name, kw, vrange):
+    _check_source(source, kw, vrange, 2000, seed=len(name))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
+def test_bit_identical_on_every_source_million(source, name, kw, vrange):
+    _check_source(source, kw, vrange, 1_000_000, seed=len(name))
 
 
 def _exact_t(pipe, value, draw) -> Fraction:
@@ -526,9 +609,12 @@ def test_system_source_large_reads():
     assert 0.45 < np.mean(batch.e == 1.0) < 0.55  # P(e = 1) = 1/2
 
 
-def test_default_source_stays_system():
+def test_default_source_is_chacha20():
+    from snapcore.chacha import ChaCha20Source
+
     m = SnappingMechanism(epsilon=1.0, clamp_bound=1.0)
-    assert m.source.name == "system" and m.source.cryptographic
+    assert type(m.source) is ChaCha20Source and m.source.cryptographic
+    assert SnappingMechanism(epsilon=1.0, clamp_bound=1.0, source="system").source.name == "system"
 
 
 def test_chacha20_source():

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import snapcore
-from snapcore.api import _plan
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.grouped import GroupedRelease, plan_groups
 from snapcore.missing import check_missing_policy
@@ -22,21 +21,10 @@ DATA = {"sex": SEX, "age": AGE}
 
 
 def _exact_group_values(stat_name, data, by, keys, rel, **kw):
-    """f(D_g) per key as the release plans it (before any noise)."""
+    """f(D_g) per key, as each group's release prepares it (before any noise)."""
     stat = resolve_statistic(stat_name)
-    options = kw.pop("options", {})
-    args = {
-        "eps": Fraction(1),
-        "rel": rel,
-        "checked_bounds": kw.pop("checked_bounds", None),
-        "given": None,
-        "gamma": Fraction(1, 20),
-        "backend": "mpfr",
-        "source": snapcore.SeededSource(0),
-        "precision": None,
-        "options": options,
-    }
-    _, plans = plan_groups(
+    bounds = kw.pop("checked_bounds", None)
+    _, preps = plan_groups(
         stat,
         data,
         by=by,
@@ -44,12 +32,12 @@ def _exact_group_values(stat_name, data, by, keys, rel, **kw):
         policy=check_missing_policy("error", None, rel),
         rel=rel,
         eps=Fraction(1),
-        plan=lambda ds, n_pub: _plan(stat, ds, n_pub=n_pub, **args),
+        plan=lambda ds, n_pub: stat.prepare(ds, data_bounds=bounds, n=n_pub, relation=rel),
         column=kw.pop("column", None),
         group_sizes=kw.pop("group_sizes", None),
         n=kw.pop("n", None),
     )
-    return [p.prep.values for p in plans]
+    return [p.values for p in preps]
 
 
 def test_exact_group_values_by_hand():

@@ -110,7 +110,7 @@ def test_non_finite_data_error_reveals_nothing(bad):
             )
         msg = str(info.value)
         assert msg in (
-            f"column {name!r} contains non-finite values",
+            f"column {name!r} contains non-finite values (missing values: see missing=)",
             f"column {name!r} must contain only real numbers",
         )
         assert info.value.__context__ is None  # no chained exception carries a value

@@ -14,6 +14,8 @@ Relations
   holds), so it lies in ``[0, N]``: B′ = N.
 
 The count is an integer, so it is exact; no floating-point rounding can break Δ.
+Its partial state ``(records, in range)`` merges by addition, so it is released the
+same way from one list, a chunked CSV file or a Dask data frame.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ class RangeCount(Statistic):
         "high": "upper end (inclusive)",
     }
 
-    def prepare(self, data, *, data_bounds, n, relation, **options):
+    # Mergeable: partial() maps some records to a state of Python ints, merge() (the
+    # base class's element-wise addition) combines states of disjoint chunks, and
+    # finalize() turns the merged state into f(D), Δ and the range.  snapcore calls
+    # these over chunks of in-memory data, of a CSV file, or of Dask partitions.
+
+    def _range(self, data_bounds, options):
         if data_bounds is not None:
             raise ParameterError("range_count does not use data_bounds; give low= and high=")
         if "low" not in options or "high" not in options:
@@ -58,9 +65,18 @@ class RangeCount(Statistic):
         high = _endpoint("high", options["high"])
         if not low <= high:
             raise ParameterError(f"range_count needs low <= high, got {low!r}, {high!r}")
-        n_used, note = resolve_n(data.size, n, relation, self.name)
-        x = data.numeric(0)  # a clear error on NaN/inf that names no record
-        count = int(np.count_nonzero((x >= low) & (x <= high)))
+        return low, high
+
+    def partial(self, chunk, *, data_bounds, **options):
+        """``(records, records in [low, high])`` of one chunk."""
+        low, high = self._range(data_bounds, options)
+        x = chunk.numeric(0)  # a clear error on NaN/inf that names no record
+        return (chunk.size, int(np.count_nonzero((x >= low) & (x <= high))))
+
+    def finalize(self, state, *, data_bounds, n, relation, **options):
+        self._range(data_bounds, options)
+        records, count = state
+        n_used, note = resolve_n(records, n, relation, self.name)
         if relation is Neighbouring.ADD_REMOVE:
             count = min(count, n_used)
         return Prepared(

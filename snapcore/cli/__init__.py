@@ -77,6 +77,12 @@ def _audit() -> click.Command:
     return audit_command
 
 
+def _budget() -> click.Command:
+    from snapcore.cli.budget import budget
+
+    return budget
+
+
 def _plot() -> click.Command:
     from snapcore.cli.plot import plot
 
@@ -89,6 +95,7 @@ SUBCOMMANDS: dict[str, Callable[[], click.Command]] = {
     "compare": _compare,
     "release": _release,
     "audit": _audit,
+    "budget": _budget,
     "plot": _plot,
 }
 

@@ -8,7 +8,9 @@ Without a CSV file it uses the bundled synthetic example table
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import re
 import sys
 from pathlib import Path
@@ -46,27 +48,99 @@ class _Fail(click.ClickException):
         super().__init__(" ".join(str(message).split()))
 
 
-def _read_csv(path: Path) -> dict[str, list[str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise DataError(f"CSV file {str(path)!r} is empty") from None
-        if len(set(header)) != len(header):
-            raise DataError(f"CSV file {str(path)!r} has duplicate column names")
-        cols: dict[str, list[Any]] = {h: [] for h in header}
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(
-                    f"CSV file {str(path)!r}: a row has {len(row)} fields, the header has "
-                    f"{len(header)}"
-                )
-            for h, v in zip(header, row, strict=True):
-                cols[h].append(_cell(v))
+def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
+    """A whole CSV file as columns of values (the reader without pyarrow, and the one
+    for group-by and missing-value policies): blank cells are missing (None), numbers
+    are numbers, other text stays text."""
+    reader = csv.reader(fh)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DataError(f"{label} is empty") from None
+    if len(set(header)) != len(header):
+        raise DataError(f"{label} has duplicate column names")
+    cols: dict[str, list[Any]] = {h: [] for h in header}
+    for row in reader:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise DataError(f"{label}: a row has {len(row)} fields, the header has {len(header)}")
+        for h, v in zip(header, row, strict=True):
+            cols[h].append(_cell(v))
     return cols
+
+
+def _read_input(
+    statistic: str,
+    csv_file: str | None,
+    file_format: str,
+    block_size: int | None,
+    column: Any,
+    data_bounds: Any,
+    options: dict[str, Any],
+    in_memory: bool = False,
+) -> tuple[Any, str]:
+    """The data to release and how to name it: a merged partial state read in chunks
+    (pyarrow), or else (also for ``in_memory``: group-by, missing-value policies) the
+    whole CSV file as a table of values."""
+    from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
+    from snapcore.statistic import resolve_statistic
+
+    if csv_file is None:
+        from snapcore.data import example_path
+
+        path: Path | None = example_path()
+        label = "bundled synthetic example data (snapcore/data/example.csv)"
+    elif csv_file == "-":
+        path, label = None, "standard input"
+    else:
+        path, label = Path(csv_file), f"file {csv_file}"
+    fmt = file_format
+    if fmt == "auto":
+        fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
+    stat = resolve_statistic(statistic)
+    if in_memory and fmt == "parquet":
+        raise _Fail("--by and --missing drop/impute read CSV (the whole file, in memory)")
+    if in_memory or not pyarrow_available() or not stat.mergeable:
+        if fmt == "parquet":
+            raise _Fail('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
+        if path is None:
+            return _csv_table(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"), label), label
+        try:
+            with path.open(newline="", encoding="utf-8") as fh:
+                return _csv_table(fh, label), label
+        except OSError as exc:
+            raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+    stdin = click.get_binary_stream("stdin")
+    try:
+        if fmt == "parquet":
+            from snapcore.cli.chunks import read_stdin_buffer
+
+            src: Any = read_stdin_buffer(stdin) if path is None else str(path)
+            ctx: Any = contextlib.nullcontext(src)
+        else:
+            ctx = contextlib.nullcontext(stdin) if path is None else path.open("rb")
+        with ctx as source:
+            part = stream_partial(
+                stat,
+                source,
+                label=label,
+                file_format=fmt,
+                column=column,
+                data_bounds=data_bounds,
+                options=options,
+                block_bytes=block_size or BLOCK_BYTES,
+            )
+    except OSError as exc:
+        raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+    return part, label
+
+
+def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
+    try:
+        return _read_csv_stream(fh, label)
+    except (UnicodeDecodeError, csv.Error):
+        raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
 
 
 def _cell(text: str) -> Any:
@@ -142,7 +216,21 @@ def _fmt(x: Any) -> str:
 
 @click.command(cls=_OneLineErrors)
 @click.argument("statistic")
-@click.argument("csv_file", metavar="[CSV]", required=False, type=click.Path(dir_okay=False))
+@click.argument("csv_file", metavar="[FILE]", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["auto", "csv", "parquet"]),
+    default="auto",
+    show_default=True,
+    help="Input format; auto: Parquet for a .parquet/.pq file, CSV otherwise (and for -).",
+)
+@click.option(
+    "--block-size",
+    type=click.IntRange(min=1 << 10),
+    default=None,
+    help="Bytes of CSV read per chunk (default 1 MiB); memory stays a few chunks.",
+)
 @click.option(
     "--column",
     "-c",
@@ -160,7 +248,12 @@ def _fmt(x: Any) -> str:
     metavar="LO HI",
     help="Data bounds: values are clamped to [LO, HI] (once per column).",
 )
-@click.option("--epsilon", "-e", type=float, required=True, help="ε > 0 this release spends.")
+@click.option(
+    "--epsilon",
+    "-e",
+    required=True,
+    help="ε > 0 this release spends, read exactly (0.2 is 1/5; a fraction p/q also works).",
+)
 @click.option(
     "--gamma",
     "-g",
@@ -243,13 +336,22 @@ def _fmt(x: Any) -> str:
     default=None,
     help="Use a seeded source (reproducible; NOT for production releases).",
 )
+@click.option(
+    "--ledger",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Charge ε to this budget ledger (see 'snapcore budget'): committed to disk "
+    "before noise is drawn; refused if the ledger cannot cover it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 def release(
     statistic: str,
     csv_file: str | None,
+    file_format: str,
+    block_size: int | None,
     columns: tuple[str, ...],
     data_bounds: tuple[tuple[float, float], ...],
-    epsilon: float,
+    epsilon: str,
     gamma: float | None,
     clamp: tuple[float, float] | None,
     n: int | None,
@@ -266,37 +368,30 @@ def release(
     extra: tuple[str, ...],
     backend: str,
     seed: str | None,
+    ledger: str | None,
     as_json: bool,
 ) -> None:
-    """Release STATISTIC of a column of CSV (default: the bundled example data).
+    """Release STATISTIC of a column of FILE (default: the bundled example data).
+
+    FILE is a CSV file with a header line, a Parquet file, or - for CSV (or, with
+    --format parquet, Parquet) on standard input.  With pyarrow installed
+    (pip install "snapcore[arrow]") the file is read in chunks, each folded into
+    the statistic's exact partial state, so memory stays bounded whatever its size.
 
     STATISTIC is count, sum, mean, variance, covariance, histogram, or a plugin's.
 
     \b
     Examples:
       snapcore release mean --column age --data-bounds 0 100 --epsilon 1
-      snapcore release count --n 100000 --epsilon 1
       snapcore release histogram -c region --categories north,south,east,west -e 1
       snapcore release covariance -c age -c income -b 18 90 -b 0 400000 -e 1
+      snapcore release count --n 100000 --epsilon 1
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.api import release as do_release
+    from snapcore.budget import Budget
+    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
     from snapcore.sources import SeededSource
-
-    if csv_file is None:
-        from snapcore.data import example_path
-
-        path = example_path()
-        data_label = "bundled synthetic example data (snapcore/data/example.csv)"
-    else:
-        path = Path(csv_file)
-        data_label = f"CSV file {csv_file}"
-    try:
-        table = _read_csv(path)
-    except OSError as exc:
-        raise DataError(f"cannot read CSV file {str(path)!r}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, csv.Error):
-        raise DataError(f"cannot read CSV file {str(path)!r}: not a UTF-8 CSV file") from None
 
     options: dict[str, Any] = {}
     if bins is not None:
@@ -329,10 +424,22 @@ def release(
     if columns:
         column = columns[0] if len(columns) == 1 else columns
     try:
+        eps = parse_epsilon(epsilon)  # before a long read
+        budget = None if ledger is None else Budget.from_ledger(ledger)
+        data, data_label = _read_input(
+            statistic,
+            csv_file,
+            file_format,
+            block_size,
+            column,
+            bounds_arg,
+            options,
+            in_memory=bool(grouping) or missing != "error",
+        )
         r: Any = do_release(
             statistic,
-            table,
-            epsilon=epsilon,
+            data,
+            epsilon=eps,
             data_bounds=bounds_arg,
             gamma=gamma,
             clamp_bounds=clamp,
@@ -343,6 +450,7 @@ def release(
             impute=None if impute is None else _value(impute),
             backend=backend,
             source=source,
+            budget=budget,
             **grouping,
             **options,
         )
@@ -370,6 +478,12 @@ def release(
     if grouping:
         click.echo(f"{what} by {by!r} -- {data_label}")
         click.echo(f"  epsilon spent    {short(r.epsilon_spent)} in all ({r.composition})")
+    else:
+        click.echo(f"{what} -- {data_label}")
+    if ledger is not None:
+        left = Ledger(ledger).remaining
+        click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
+    if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
         width = max(len(repr(k)) for k in r.keys)
         click.echo("  released values (one per key):")
@@ -382,7 +496,6 @@ def release(
             click.echo(f"  group {by} = {key!r}:")
             _show(rel, "    ", seed)
     else:
-        click.echo(f"{what} -- {data_label}")
         _show(r, "  ", seed)
     sys.stdout.flush()
 

@@ -1,0 +1,377 @@
+"""Timing leak of a release: dudect-style Welch t tests between input classes (issue 12).
+
+Method (Reparaz, Balasch and Verbauwhede, "Dude, is my code constant time?", 2017):
+for each group of classes, every call of every class is scheduled in one random
+order and run on one pinned core (``os.sched_setaffinity``), timed with
+``time.perf_counter_ns``.  For each pair of classes the timings are cropped at a
+percentile of the pair's pooled timings (the crop removes the machine's interrupts
+and preemptions, which are not data-dependent) and compared with Welch's t.
+|t| > 4.5 is dudect's threshold for a leak.  Each pair is printed with both medians,
+t on the cropped and on the raw timings.
+
+Groups
+------
+value      scalar ``release`` of values of different classes (system source)
+noise      scalar ``release`` of the centre with chosen draws (a fixed-draw source)
+batch      array ``release`` of 4096 values (ε = 2**20, bounds (−1, 1)): all inside,
+           all clamped, all at the grid's half-points (system source), and fixed
+           draws that force the fast path's exact fallback vs draws it decides
+statistic  ``snapcore.release`` of every built-in statistic on equal-size datasets
+           whose values differ
+
+The same run measures with the protection off and on (``--protection both``) and
+prints the overhead: the protected median over the unprotected median per class.
+
+Run: ``python benchmarks/timing_leak.py --calls 100000`` (about half an hour for all
+groups at 1e5 scalar calls per class); the issue's target on a quiet machine is
+``--calls 1000000 --batches 1000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import platform
+import random
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import gmpy2
+import numpy as np
+
+import snapcore
+from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource
+
+Call = Callable[[], object]
+
+
+# -- chosen draws --------------------------------------------------------------------
+class PatternSource(ByteSource):
+    """The OS CSPRNG's bytes, or (when ``draw`` is given) the bytes of ``draw`` repeated.
+
+    Every read also reads as many bytes from the OS (and drops them when replaying),
+    so the chosen-draw classes pay exactly the cost of real randomness; the stream is
+    decoded per ``snapcore-draw-v1`` as any byte source, also by the fast path's bulk
+    decoder.  Not cryptographic when replaying; for measurements only.
+    """
+
+    name = "pattern"
+
+    def __init__(self, draw: Draw | None = None, precision: int = 118) -> None:
+        super().__init__()
+        self._inner = SystemSource()
+        self._pattern = b"" if draw is None else encode_draw(draw, precision)
+        self._off = 0
+
+    def read(self, n: int) -> bytes:
+        data = self._inner.read(n)
+        if not self._pattern:
+            return data
+        pat = self._pattern
+        reps = (self._off + n) // len(pat) + 1
+        out = (pat * reps)[self._off : self._off + n]
+        self._off = (self._off + n) % len(pat)
+        return out
+
+
+def encode_draw(d: Draw, p: int) -> bytes:
+    """The ``snapcore-draw-v1`` bytes of one draw (geometric exponent at most 63)."""
+    e = -d.exponent - (p - 1)
+    if not 1 <= e <= 63:
+        raise ValueError("only draws with 1 <= e <= 63 have a one-word encoding")
+    nbytes = (p + 6) >> 3
+    w = (1 << 63 if d.sign < 0 else 0) | (1 << (63 - e))
+    t = (d.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
+    return w.to_bytes(8, "big") + t.to_bytes(nbytes, "big")
+
+
+class FixedDraws(RandomSource):
+    """Reads a real draw (paying its cost), then returns a chosen one; for U* whose
+    exponent has no one-word encoding.  Measurements only."""
+
+    name = "fixed"
+
+    def __init__(self, draw: Draw | None = None) -> None:
+        self._inner = SystemSource()
+        self._d = draw
+
+    def draw(self, precision: int) -> Draw:
+        real = self._inner.draw(precision)
+        return real if self._d is None else self._d
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        real = self._inner.draw_raw(precision)
+        d = self._d
+        return real if d is None else (d.sign, d.mantissa, d.exponent)
+
+
+def draw_near(log2_u: int, p: int, rng: random.Random, sign: int = 1) -> Draw:
+    """A p-bit U* in [2**log2_u, 2**(log2_u + 1)) with random mantissa bits."""
+    m = (1 << (p - 1)) | rng.getrandbits(p - 1)
+    return Draw(sign=sign, mantissa=m, exponent=log2_u - (p - 1))
+
+
+def draw_for_noise(mech: snapcore.SnappingMechanism, target: Fraction) -> Draw:
+    """The p-bit U* nearest exp(−target/λ): its noise ``N = λ·|ln U*|`` is ≈ target."""
+    p = mech.precision
+    lam = mech.scale
+    with gmpy2.context(precision=4 * p):
+        u = gmpy2.exp(-gmpy2.mpq(target.numerator, target.denominator) / gmpy2.mpq(lam))
+        m, e = u.as_integer_ratio()
+    q = Fraction(int(m), int(e))
+    e2 = q.denominator.bit_length() - 1  # q = num / 2**e2
+    shift = q.numerator.bit_length() - p
+    mant = round(Fraction(q.numerator, 1 << shift)) if shift > 0 else q.numerator << -shift
+    return Draw(sign=1, mantissa=mant, exponent=shift - e2)
+
+
+# -- measurement -----------------------------------------------------------------------
+def measure(classes: dict[str, Call], calls: int, seed: int) -> dict[str, np.ndarray]:
+    """Times of ``calls`` calls of every class, interleaved in one random order."""
+    names = list(classes)
+    fns = [classes[n] for n in names]
+    for f in fns:  # warm up: first calls compile, fill caches and calibrate quanta
+        for _ in range(3):
+            f()
+    order = np.repeat(np.arange(len(names), dtype=np.int64), calls)
+    np.random.default_rng(seed).shuffle(order)
+    out = np.empty(order.size, np.int64)
+    now = time.perf_counter_ns
+    for i, c in enumerate(order.tolist()):
+        f = fns[c]
+        t = now()
+        f()
+        out[i] = now() - t
+    return {n: out[order == i] for i, n in enumerate(names)}
+
+
+def welch(a: np.ndarray, b: np.ndarray) -> float:
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    if va + vb == 0:
+        return 0.0
+    return float((a.mean() - b.mean()) / math.sqrt(va + vb))
+
+
+def cropped_t(a: np.ndarray, b: np.ndarray, pct: float) -> float:
+    cut = np.percentile(np.concatenate([a, b]), pct)
+    return welch(a[a <= cut].astype(np.float64), b[b <= cut].astype(np.float64))
+
+
+def table(
+    group: str, mode: str, times: dict[str, np.ndarray], pct: float, per: int = 1
+) -> list[float]:
+    """Print one group's pairs; return the cropped |t| values."""
+    unit = "ns" if per == 1 else f"ns/value ({per} values)"
+    print(f"\n### {group}, protection {mode}: medians in {unit}, crop at p{pct:g}\n")
+    print(
+        f"| {'class A':24s} | {'class B':24s} | {'median A':>10s} | {'median B':>10s} "
+        f"| {'t (crop)':>9s} | {'t (raw)':>9s} |"
+    )
+    print(f"|{'-' * 26}|{'-' * 26}|{'-' * 12}|{'-' * 12}|{'-' * 11}|{'-' * 11}|")
+    ts = []
+    for a, b in itertools.combinations(times, 2):
+        if ": " in a and a.split(": ")[0] != b.split(": ")[0]:
+            continue  # statistics: only datasets of one statistic (the statistic is public)
+        ta, tb = times[a], times[b]
+        t = cropped_t(ta, tb, pct)
+        ts.append(abs(t))
+        flag = " !" if abs(t) > 4.5 else ""
+        print(
+            f"| {a:24s} | {b:24s} | {np.median(ta) / per:10.1f} | {np.median(tb) / per:10.1f} "
+            f"| {t:9.2f} | {welch(ta.astype(float), tb.astype(float)):9.2f} |{flag}"
+        )
+    print(
+        f"\nmax |t| (cropped) = {max(ts):.2f}; calls per class = {next(iter(times.values())).size}"
+    )
+    return ts
+
+
+# -- groups ----------------------------------------------------------------------------
+def value_group(timing: str) -> tuple[dict[str, Call], Any]:
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing=timing
+    )
+    vals = {
+        "centre 50.0": 50.0,
+        "on the bound 100.0": 100.0,
+        "far outside -1e300": -1e300,
+        "far outside +1e300": 1e300,
+        "subnormal 5e-324": 5e-324,
+        "33.3 (Δ = 0.1 denom.)": 33.3,
+        "integer-valued 42.0": 42.0,
+        "non-integer 42.123456789": 42.123456789,
+    }
+    return {k: (lambda v=v: m.release(v)) for k, v in vals.items()}, [m]
+
+
+def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
+    rng = random.Random(12)
+    base = snapcore.SnappingMechanism(epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0))
+    p = base.precision
+    lam_grid = base.granularity
+    draws = {
+        "U* typical (≈ 0.3)": draw_near(-2, p, rng),
+        "U* near 1 (1 - 2**-p)": Draw(sign=1, mantissa=(1 << p) - 1, exponent=-p),
+        "U* ≈ 2**-40": draw_near(-40, p, rng),
+        "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
+        "y at a snap tie": draw_for_noise(base, Fraction(3, 2) * lam_grid),
+    }
+    classes: dict[str, Call] = {}
+    mechs = []
+    for name, d in draws.items():
+        m = snapcore.SnappingMechanism(
+            epsilon=1.0,
+            sensitivity=0.1,
+            clamp_bounds=(0.0, 100.0),
+            source=FixedDraws(d),
+            timing=timing,
+        )
+        mechs.append(m)
+        classes[name] = lambda m=m: m.release(50.0)
+    return classes, mechs
+
+
+BATCH = 4096
+
+
+def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
+    kw: dict[str, Any] = {"epsilon": 2.0**20, "clamp_bounds": (-1.0, 1.0), "timing": timing}
+    # Every class reads its randomness the same way (PatternSource: OS bytes, replayed
+    # or not), so only the value or the draw differs between classes.
+    m = snapcore.SnappingMechanism(**kw, source=PatternSource())
+    step = float(m.granularity * m.sensitivity)
+    rng = np.random.default_rng(12)
+    arrays = {
+        "all inside (centre)": np.zeros(BATCH),
+        "all inside (spread)": rng.uniform(-0.5, 0.5, BATCH),
+        "all on the bound": np.ones(BATCH),
+        "all clamped (1e300)": np.full(BATCH, 1e300),
+        "all at half-points": (np.arange(BATCH) - BATCH // 2 + 0.5) * step,
+    }
+    classes: dict[str, Call] = {k: (lambda a=a: m.release(a)) for k, a in arrays.items()}
+    mechs = [m]
+    # Fixed draws: the same U* for every element; y = x + N near a snap tie forces the
+    # fast path's exact fallback, N at a quarter-step lets it decide.
+    grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
+    for name, frac in [
+        ("draws decided", Fraction(5, 4)),
+        ("draws force fallback", Fraction(3, 2)),
+    ]:
+        d = draw_for_noise(m, frac * m.granularity)
+        mf = snapcore.SnappingMechanism(**kw, source=PatternSource(d, m.precision))
+        if timing == "off":
+            from snapcore.fastpath import release_batch
+
+            src = PatternSource(d, m.precision)
+            _, st = release_batch(mf._pipeline, grid, src, stats=True)
+            print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")
+        mechs.append(mf)
+        classes[name] = lambda mf=mf: mf.release(grid)
+    return classes, mechs
+
+
+def statistic_group(timing: str, n: int = 64) -> tuple[dict[str, Call], Any]:
+    rng = np.random.default_rng(12)
+    kw: dict[str, Any] = {"epsilon": 1.0, "timing": timing}
+    data = {
+        "ones": np.full(n, 1.0),
+        "zeros": np.zeros(n),
+        "spread": rng.uniform(0, 100, n),
+        "outside": np.full(n, 1e300),
+        "subnormal": np.full(n, 5e-324),
+    }
+    classes: dict[str, Call] = {}
+    for stat in ["count", "sum", "mean", "variance"]:
+        for dn, d in data.items():
+            extra: dict[str, Any] = {"n": n} if stat == "count" else {"data_bounds": (0.0, 100.0)}
+            classes[f"{stat}: {dn}"] = lambda s=stat, d=d, e=extra: snapcore.release(
+                s, d, **kw, **e
+            )
+    pairs = {"equal": np.column_stack([data["spread"]] * 2), "mixed": rng.uniform(0, 100, (n, 2))}
+    for dn, d in pairs.items():
+        classes[f"covariance: {dn}"] = lambda d=d: snapcore.release(
+            "covariance", d, data_bounds=[(0.0, 100.0), (0.0, 100.0)], **kw
+        )
+    for dn, d in {"all in bin 0": np.full(n, 1.0), "spread": data["spread"]}.items():
+        classes[f"histogram: {dn}"] = lambda d=d: snapcore.release(
+            "histogram", d, bins=[0.0, 25.0, 50.0, 75.0, 100.0], **kw
+        )
+    return classes, []
+
+
+GROUPS = {
+    "value": value_group,
+    "noise": noise_group,
+    "batch": batch_group,
+    "statistic": statistic_group,
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=20_000, help="scalar calls per class")
+    ap.add_argument("--batches", type=int, default=300, help="batch calls per class")
+    ap.add_argument("--statistic-calls", type=int, default=2_000, help="per class")
+    ap.add_argument("--protection", choices=["on", "off", "both"], default="both")
+    ap.add_argument(
+        "--groups", default=",".join(GROUPS), help="comma-separated: " + ",".join(GROUPS)
+    )
+    ap.add_argument("--crop", type=float, default=90.0, help="crop percentile")
+    ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last)")
+    ap.add_argument("--seed", type=int, default=12)
+    args = ap.parse_args()
+
+    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    print(
+        f"snapcore {snapcore.__version__}; python {platform.python_version()} on "
+        f"{platform.machine()}; pinned to cpu {cpu} of {os.cpu_count()}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()]
+    medians: dict[tuple[str, str, str], float] = {}
+    summary = []
+    for g in groups:
+        count = {"batch": args.batches, "statistic": args.statistic_calls}.get(g, args.calls)
+        for mode in modes:
+            classes, mechs = GROUPS[g](mode)
+            t0 = time.perf_counter()
+            times = measure(classes, count, args.seed)
+            secs = time.perf_counter() - t0
+            per = BATCH if g == "batch" else 1
+            ts = table(g, "on" if mode == "constant" else "off", times, args.crop, per)
+            for k, v in times.items():
+                medians[(g, mode, k)] = float(np.median(v))
+            over = [m.timing.stats for m in mechs if m.timing is not None]
+            if over:
+                calls_ = sum(s.calls for s in over)
+                print(
+                    f"padded calls {calls_}, overruns {sum(s.overruns for s in over)} "
+                    f"({100 * sum(s.overruns for s in over) / max(calls_, 1):.2f} %), "
+                    f"largest multiple {max(s.max_multiple for s in over)}"
+                )
+            if g == "statistic" and mode == "constant":
+                print(f"statistic padding: {snapcore.timing.statistic_stats()}")
+            print(f"({secs:.1f} s)")
+            summary.append((g, mode, max(ts)))
+    if len(modes) == 2:
+        print("\n### Overhead: protected median / unprotected median, same run\n")
+        print(f"| {'group':9s} | {'class':30s} | {'off':>10s} | {'on':>10s} | {'ratio':>6s} |")
+        print(f"|{'-' * 11}|{'-' * 32}|{'-' * 12}|{'-' * 12}|{'-' * 8}|")
+        for (g, mode, k), v in medians.items():
+            if mode != "off":
+                continue
+            on = medians[(g, "constant", k)]
+            print(f"| {g:9s} | {k:30s} | {v:10.0f} | {on:10.0f} | {on / v:6.2f} |")
+    print("\n### Summary: max |t| (cropped) per group\n")
+    for g, mode, t in summary:
+        print(f"- {g}, protection {'on' if mode == 'constant' else 'off'}: {t:.2f}")
+
+
+if __name__ == "__main__":
+    main()

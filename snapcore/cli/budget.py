@@ -1,0 +1,90 @@
+"""``snapcore budget``: a durable privacy-budget ledger for the command line.
+
+::
+
+    snapcore budget init budget.ledger --epsilon 1
+    snapcore release mean --column age --bounds 0 100 --epsilon 0.25 --ledger budget.ledger
+    snapcore budget show budget.ledger
+
+See :mod:`snapcore.ledger` for what the ledger guarantees.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from snapcore.cli.release import _Fail
+from snapcore.errors import SnapcoreError
+
+__all__ = ["budget"]
+
+
+@click.group()
+def budget() -> None:
+    """Create and inspect a budget ledger (a total ε shared by every release)."""
+
+
+@budget.command("init")
+@click.argument("ledger", type=click.Path(dir_okay=False))
+@click.option(
+    "--epsilon",
+    "-e",
+    required=True,
+    help="The total ε, read exactly (a decimal such as 1 or 0.5, or a fraction p/q).",
+)
+def init(ledger: str, epsilon: str) -> None:
+    """Create the ledger LEDGER holding a total ε (never overwrites a file)."""
+    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
+
+    try:
+        led = Ledger.init(ledger, parse_epsilon(epsilon))
+    except (SnapcoreError, ValueError, OSError) as exc:
+        raise _Fail(str(exc)) from None
+    click.echo(f"created budget ledger {ledger} with total epsilon {short_decimal(led.total)}")
+
+
+@budget.command("show")
+@click.argument("ledger", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON (exact p/q too).")
+def show(ledger: str, as_json: bool) -> None:
+    """Show the totals and the history of LEDGER (after checking it whole)."""
+    from snapcore.ledger import SCHEMA_VERSION, Ledger, short_decimal
+
+    try:
+        led = Ledger(ledger)
+        st = led.state()
+    except (SnapcoreError, OSError) as exc:
+        raise _Fail(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(led.to_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"budget ledger {ledger} (schema {SCHEMA_VERSION}, created {st.created})")
+    click.echo(f"  total      {short_decimal(st.total)}")
+    click.echo(f"  spent      {short_decimal(st.spent)}")
+    click.echo(f"  remaining  {short_decimal(st.remaining)}")
+    if not st.entries:
+        click.echo("  no spends yet")
+        return
+    rows = [("#", "time (UTC)", "epsilon", "cumulative", "status", "pid", "label")]
+    for e in st.entries:
+        rows.append(
+            (
+                str(e.index),
+                e.time,
+                short_decimal(e.epsilon),
+                short_decimal(e.cumulative),
+                e.status,
+                str(e.pid),
+                e.label,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if any(e.status == "committed" for e in st.entries):
+        click.echo(
+            "  note: 'committed' entries were spent before noise was drawn and never "
+            "finished (still running, or killed); they count as spent"
+        )

@@ -1,0 +1,685 @@
+"""Constant-time releases: each release takes a whole number of fixed time quanta.
+
+A release's running time is a side channel: Jin, McMurtry, Rubinstein and Ohrimenko
+(IEEE S&P 2022) recovered private values from the time DP libraries took to sample
+noise.  snapcore closes it by **padding** (the "timing-stable step plus delay" of
+Ratliff and Vadhan, CCS 2024, with a deterministic delay): a protected call measures
+its start with :func:`time.perf_counter_ns`, runs, then waits until
+``start + j·q``, the first multiple ``j >= 1`` of a quantum ``q`` not yet passed.
+``q`` is calibrated once per mechanism configuration from the unprotected time of
+worst-case inputs, never from the private data:
+
+- scalar releases: one quantum per (calibration, backend, source kind);
+- arrays: a quantum per (container, dtype, **length**): a function of the length only;
+- statistics (:func:`snapcore.release`): a quantum around the whole call per
+  (statistic, public parameters, public n), calibrated on synthetic data of that shape.
+
+An overrun (a call slower than ``q``, from a GC pause, preemption or an input outside
+the calibrated classes) rounds up to the next multiple and is counted
+(:class:`PaddingStats`), so time reveals at most *which* multiple.  See
+``docs/timing.md`` for the argument and what is not covered.
+
+The switch: ``timing="constant"`` pads, ``timing="off"`` does not; the default
+(``None``) pads exactly when the source is cryptographic (``system``, ``chacha20``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+
+from snapcore.errors import ParameterError
+
+__all__ = [
+    "MODES",
+    "Padding",
+    "PaddingStats",
+    "TimingMode",
+    "calibrate_quantum",
+    "mechanism_padding",
+    "pad",
+    "padded_release",
+    "padded_statistic",
+    "resolve_mode",
+    "statistic_stats",
+    "wait_until",
+]
+
+TimingMode = Literal["constant", "off"]
+#: The values of the ``timing=`` switch (``None`` means: by the source).
+MODES: tuple[str, ...] = ("constant", "off")
+
+#: Quantum = the slowest worst-case class's ``QUANTILE`` time times the margin.
+QUANTILE = 0.5
+SCALAR_MARGIN = 1.15
+ARRAY_MARGIN = 1.1
+STATISTIC_MARGIN = 1.2
+#: Calibration repetitions per class (scalar) and the time budget for arrays.
+SCALAR_REPS = 21
+ARRAY_BUDGET_NS = 100_000_000
+STATISTIC_REPS = 15
+#: A quantum is measured again after this many uses (0: never, the default; see
+#: docs/timing.md: on a loaded machine it tracks the load, but its effect on the
+#: leak measurement is not yet settled).
+RECALIBRATE_SCALAR = 0
+RECALIBRATE_ARRAY = 0
+#: At most this many quanta are remembered per cache (least recently used dropped).
+CACHE_SIZE = 256
+
+_now = time.perf_counter_ns
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def resolve_mode(timing: Any, source: Any) -> TimingMode:
+    """The effective mode for ``timing=`` and a source (instance, class or name).
+
+    ``None`` gives ``"constant"`` for a cryptographic source and ``"off"`` otherwise.
+
+    Raises
+    ------
+    ParameterError
+        If ``timing`` is not None, ``"constant"`` or ``"off"``.
+    """
+    if timing is None:
+        return "constant" if _is_cryptographic(source) else "off"
+    if isinstance(timing, str) and timing in MODES:
+        return "constant" if timing == "constant" else "off"
+    raise ParameterError(f"timing must be None, 'constant' or 'off', got {timing!r}")
+
+
+def _is_cryptographic(source: Any) -> bool:
+    if source is None:
+        return True  # the default is the OS CSPRNG
+    if isinstance(source, str):
+        from snapcore.plugins import get_registries
+
+        reg = get_registries().sources
+        try:
+            source = reg.get(source)
+        except Exception:  # an unknown name: the caller reports it
+            return False
+    return bool(getattr(source, "cryptographic", False))
+
+
+# -- waiting -----------------------------------------------------------------------
+def wait_until(deadline_ns: int) -> None:
+    """Return at the first :func:`time.perf_counter_ns` reading >= ``deadline_ns``.
+
+    Spins on the clock, never sleeps: a sleep's wake-up latency (tens of microseconds
+    with Linux's default timer slack, milliseconds on a loaded machine) is larger than
+    a scalar quantum and grows with the time slept, so a call that finished early
+    would return later than one that finished late.  Spinning keeps the whole quantum
+    CPU-bound, whatever part of it the release used.
+    """
+    now = _now
+    while now() < deadline_ns:
+        pass
+
+
+class PaddingStats:
+    """Counters of padded calls: how many, how many overran, the largest multiple.
+
+    Thread-safe.  ``overruns`` counts calls that took more than one quantum; each
+    returned at the next multiple of its quantum.
+    """
+
+    __slots__ = ("_lock", "calls", "max_multiple", "overruns")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.overruns = 0
+        self.max_multiple = 0
+
+    def record(self, multiple: int) -> None:
+        """Count one call that ended at ``multiple`` quanta."""
+        with self._lock:
+            self.calls += 1
+            if multiple > 1:
+                self.overruns += 1
+            if multiple > self.max_multiple:
+                self.max_multiple = multiple
+
+    def __repr__(self) -> str:
+        return (
+            f"PaddingStats(calls={self.calls}, overruns={self.overruns}, "
+            f"max_multiple={self.max_multiple})"
+        )
+
+
+def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> int:
+    """Wait until ``start_ns + j·quantum_ns`` for the least ``j >= 1`` not yet passed.
+
+    Returns ``j`` (1 unless the call overran) and records it in ``stats``.
+    """
+    elapsed = _now() - start_ns
+    j = max(1, -(-elapsed // quantum_ns))
+    wait_until(start_ns + j * quantum_ns)
+    if stats is not None:
+        stats.record(j)
+    return j
+
+
+def calibrate_quantum(
+    run: Callable[[Any], object],
+    classes: Sequence[Any],
+    *,
+    reps: int,
+    margin: float,
+    warmup: int = 2,
+) -> int:
+    """A quantum in ns: the slowest class's :data:`QUANTILE` time times ``margin``.
+
+    Each class is run ``warmup`` times first (caches, lazy imports, compilation),
+    then ``reps`` rounds run every class once, in a fresh random order per round, so
+    that the machine's drift affects all classes alike.
+    """
+    rng = np.random.default_rng()
+    for c in classes:
+        for _ in range(warmup):
+            run(c)
+    times: list[list[int]] = [[] for _ in classes]
+    order = np.arange(len(classes))
+    for _ in range(reps):
+        rng.shuffle(order)
+        for i in order.tolist():
+            t = _now()
+            run(classes[i])
+            times[i].append(_now() - t)
+    worst = max(_quantile(t, QUANTILE) for t in times)
+    return max(1, math.ceil(worst * margin))
+
+
+def _quantile(xs: list[int], q: float) -> float:
+    if len(xs) == 1:
+        return float(xs[0])
+    return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
+
+
+class _LRU:
+    """A small thread-safe least-recently-used map of calibrated quanta.
+
+    With ``every > 0``, each quantum is measured again after every ``every`` uses (a
+    count of calls, which is public), so that it follows the machine's load: a quantum
+    measured in a quiet moment makes many calls overrun when the load rises.
+    """
+
+    def __init__(self, every: int, size: int = CACHE_SIZE) -> None:
+        self._d: OrderedDict[Hashable, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+        self.every = every
+
+    def get(self, key: Hashable, compute: Callable[[], int]) -> int:
+        with self._lock:
+            entry = self._d.get(key)
+            if entry is not None:
+                self._d.move_to_end(key)
+                entry[1] += 1
+                if not self.every or entry[1] < self.every:
+                    return entry[0]
+                entry[1] = 0
+        q = compute()  # outside the lock: calibration runs releases
+        with self._lock:
+            self._d[key] = [q, 0]
+            self._d.move_to_end(key)
+            while len(self._d) > self._size:
+                self._d.popitem(last=False)
+        return q
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+_SCALAR = _LRU(RECALIBRATE_SCALAR)
+_ARRAY = _LRU(RECALIBRATE_ARRAY)
+_STATISTIC = _LRU(RECALIBRATE_ARRAY)
+_STATISTIC_STATS = PaddingStats()
+
+
+def _after_fork_in_child() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    for c in (_SCALAR, _ARRAY, _STATISTIC):
+        c._lock = threading.Lock()
+    _STATISTIC_STATS._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def clear_caches() -> None:
+    """Forget every calibrated quantum (they are measured again when next needed)."""
+    for c in (_SCALAR, _ARRAY, _STATISTIC):
+        c.clear()
+
+
+def statistic_stats() -> PaddingStats:
+    """The process-wide counters of padded :func:`snapcore.release` calls."""
+    return _STATISTIC_STATS
+
+
+# -- the mechanism -----------------------------------------------------------------
+def _calibration_source(source: Any) -> Any:
+    """A source of the same kind for calibration runs, never the caller's own stream.
+
+    A fresh instance when the class needs no arguments (system, chacha20), else a
+    seeded stream (calibration draws are discarded).
+    """
+    from snapcore.sources import SeededSource
+
+    try:
+        return type(source)()
+    except TypeError:
+        return SeededSource(0)
+
+
+def _scalar_classes(mech: Any, kind: type) -> list[Any]:
+    """Worst-case values of type ``kind`` for the scalar path.
+
+    Floats: both bounds, the centre, far outside, subnormals, the doubles next to
+    the bounds, non-dyadic fractions of the width.  Ints: the centre, the bounds,
+    ±10**300.  Fractions: the float classes and fractions with large odd
+    denominators (a mean's).  Other real types: the float classes converted.
+    """
+    lo, hi = mech.clamp_bounds
+    c = float(mech.calibration.centre)
+    width = hi - lo
+    floats = [
+        c,
+        lo,
+        hi,
+        math.nextafter(hi, -math.inf),
+        math.nextafter(lo, math.inf),
+        lo + width / 3.0,
+        c + width * 0.1234567891234567,
+        5e-324,
+        -5e-324,
+        -1e300,
+        1e300,
+        -1.7976931348623157e308,
+    ]
+    if kind is float:
+        return floats
+    if kind is int:
+        return [int(c), math.floor(lo), math.ceil(hi), 0, -(10**300), 10**300]
+    from fractions import Fraction
+
+    if kind is Fraction:
+        fr = [Fraction(x) for x in floats]
+        return [*fr, Fraction(5e-324) / 1000003, (Fraction(lo) + Fraction(hi)) / 7]
+    out = []
+    for x in floats:
+        try:
+            out.append(kind(x))
+        except Exception:  # the type cannot hold this class
+            continue
+    return out
+
+
+class _ChosenDraws:
+    """A calibration source: reads a draw from a source of the real kind (paying its
+    cost), then returns a chosen draw instead when one is set."""
+
+    cryptographic = False
+    name = "calibration"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.chosen: tuple[int, int, int] | None = None
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        d = self._inner.draw_raw(precision)
+        return d if self.chosen is None else self.chosen
+
+    def draw(self, precision: int) -> Any:
+        return self._inner.draw(precision)
+
+    def draws(self, count: int, precision: int) -> Any:
+        return self._inner.draws(count, precision)
+
+
+def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
+    """Worst-case draws ``(S, mantissa, exponent)`` for calibration: U* just below 1,
+    at 1/2, around 2**-40 and 2**-1000, and a random one."""
+    p = precision
+    rnd = int.from_bytes(np.random.default_rng().bytes((p + 7) // 8), "big")
+    m = (1 << (p - 1)) | (rnd & ((1 << (p - 1)) - 1))
+    return [
+        (1, (1 << p) - 1, -p),  # 1 - 2**-p
+        (-1, 1 << (p - 1), -p),  # 1/2
+        (1, m, -(p - 1) - 40),
+        (-1, m, -(p - 1) - 1000),
+        (1, m, -p),
+    ]
+
+
+class _NullPadding:
+    """Goes through the padded call's own steps with a quantum of 1 ns (calibration)."""
+
+    def __init__(self, key: Hashable) -> None:
+        self._scalar: dict[type, int] = {}
+        self._key = key
+
+    def quantum_for(self, value: Any) -> int:
+        return Padding.quantum_for(self, value)  # type: ignore[arg-type]
+
+    def scalar_quantum_for(self, kind: type) -> int:
+        return self._scalar.get(kind) or 1
+
+    def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
+        return 1
+
+    def finish(self, start_ns: int, quantum_ns: int) -> int:
+        return pad(start_ns, quantum_ns, None)
+
+
+def _sibling(mech: Any) -> Any:
+    """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
+    sib = copy.copy(mech)
+    sib._source = _ChosenDraws(_calibration_source(mech.source))
+    sib._timing = _NullPadding(id(sib))
+    return sib
+
+
+class Padding:
+    """The padding of one mechanism: its scalar quantum and its array quanta.
+
+    Parameters
+    ----------
+    mech : SnappingMechanism
+        The mechanism to pad (its unpadded ``release`` is used for calibration,
+        with a separate source of the same kind).
+    key : hashable
+        What the quanta depend on (the calibration, backend and source kind).
+    """
+
+    __slots__ = ("_key", "_mech", "stats")
+
+    def __init__(self, mech: Any, key: Hashable) -> None:
+        self._mech = mech
+        self._key = key
+        self.stats = PaddingStats()
+
+    @property
+    def mode(self) -> TimingMode:
+        """Always ``"constant"`` (an unpadded mechanism has no Padding)."""
+        return "constant"
+
+    @property
+    def scalar_quantum_ns(self) -> int:
+        """The quantum of one scalar release of a float, in ns (calibrated on first use)."""
+        return self.scalar_quantum_for(float)
+
+    def scalar_quantum_for(self, kind: type) -> int:
+        """The quantum of one scalar release of a value of type ``kind``, in ns.
+
+        The type of a statistic's value is public (it is fixed by code, not data); the
+        quantum is calibrated on that type's worst-case classes on first use.
+        """
+        return _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+
+    def _calibrate_scalar(self, kind: type) -> int:
+        sib = _sibling(self._mech)
+        src = sib._source
+        values = []
+        for c in _scalar_classes(self._mech, kind):
+            try:
+                sib.release(c)
+            except Exception:  # a class this type cannot take: not calibrated on
+                continue
+            values.append(c)
+        if not values:
+            values = _scalar_classes(self._mech, float)
+        # Every value with a fresh draw, and the first three values (centre and both
+        # bounds) with each chosen draw.
+        classes: list[tuple[Any, Any]] = [(v, None) for v in values]
+        classes += [(v, d) for v in values[:3] for d in chosen_draws(self._mech.precision)]
+
+        def run(cls: tuple[Any, Any]) -> None:
+            src.chosen = cls[1]
+            sib.release(cls[0])
+
+        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
+
+    def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
+        """The quantum of one array release of ``length`` elements, in ns.
+
+        A function of ``(length, container, dtype)`` only, calibrated on first use on
+        worst-case arrays of that length (all at a bound, all far outside, mixed).
+        """
+        key = (self._key, container, dtype, int(length))
+        return _ARRAY.get(key, lambda: self._calibrate_array(int(length), container, dtype))
+
+    def _calibrate_array(self, n: int, container: str, dtype: str) -> int:
+        sib = _sibling(self._mech)
+        # The array path reads its draws in bulk: give it the plain source of the same
+        # kind (a byte source stays a byte source, so the bulk decoder is used).
+        sib._source = sib._source._inner
+        lo, hi = self._mech.clamp_bounds
+        c = float(self._mech.calibration.centre)
+        rng = np.random.default_rng()
+        base = [
+            np.full(n, hi),
+            np.full(n, lo),
+            np.full(n, 1e300),
+            rng.uniform(lo - (hi - lo), hi + (hi - lo), n),
+            np.full(n, c),
+        ]
+        dt = np.dtype(dtype)
+        classes: list[Any] = []
+        for a in base:
+            if dt.kind in "iu":
+                info = np.iinfo(dt)
+                a = np.clip(np.round(a), max(info.min, -(2**53)), min(info.max, 2**53)).astype(dt)
+            else:
+                a = a.astype(dt)
+            classes.append(a.tolist() if container == "list" else a)
+        t0 = _now()
+        sib.release(classes[0])
+        one = max(1, _now() - t0)
+        reps = int(max(5, min(SCALAR_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+        return calibrate_quantum(sib.release, classes, reps=reps, margin=ARRAY_MARGIN, warmup=1)
+
+    def quantum_for(self, value: Any) -> int:
+        """The quantum for releasing ``value``: by its type, and for arrays by length.
+
+        Looks only at public properties of ``value`` (its type, dtype and length),
+        never at its elements.
+        """
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind not in "iuf":  # refused by release: no array quantum
+                return self.scalar_quantum_for(float)
+            return self.array_quantum_ns(value.size, "ndarray", value.dtype.str)
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+            return self.array_quantum_ns(len(value), "list", "<f8")
+        return self.scalar_quantum_for(type(value))
+
+    def finish(self, start_ns: int, quantum_ns: int) -> int:
+        """Pad a release that started at ``start_ns``; returns the multiple."""
+        return pad(start_ns, quantum_ns, self.stats)
+
+    def __repr__(self) -> str:
+        return f"<Padding {self.stats!r}>"
+
+
+def mechanism_padding(mech: Any, timing: Any) -> Padding | None:
+    """The :class:`Padding` for a new mechanism, or None when ``timing`` resolves to off.
+
+    Raises
+    ------
+    ParameterError
+        If ``timing`` is not None, ``"constant"`` or ``"off"``.
+    """
+    if resolve_mode(timing, mech.source) == "off":
+        return None
+    key = (mech.calibration, mech.backend.name, type(mech.source).__qualname__)
+    return Padding(mech, key)
+
+
+def padded_release(fn: F) -> F:
+    """Decorate ``SnappingMechanism.release``: pad each call by its ``_timing``.
+
+    Invalid input raises at once (nothing is drawn, nothing is waited for).
+    """
+
+    @functools.wraps(fn)
+    def release(self: Any, value: Any) -> Any:
+        guard: Padding | None = self._timing
+        if guard is None:
+            return fn(self, value)
+        q = guard.quantum_for(value)  # calibrated on first use, before the clock starts
+        start = _now()
+        out = fn(self, value)
+        guard.finish(start, q)
+        return out
+
+    return release  # type: ignore[return-value]
+
+
+# -- statistics --------------------------------------------------------------------
+_SYNTHETIC_KINDS = ("spread", "subnormal", "outside", "lower", "upper")
+
+
+def _synthetic(
+    n: int, columns: int, bounds: Any, options: dict[str, Any], like: Any, kind: str
+) -> tuple[Any, Any]:
+    """Public worst-case data of ``n`` records shaped like ``like``; and ``column=``.
+
+    ``kind`` is one of :data:`_SYNTHETIC_KINDS`: full-mantissa doubles spread over
+    twice the data bounds (about half clamped), with subnormals and ±1e300 mixed in;
+    all subnormal; all far outside; all at the lower or the upper bound.  Categories
+    cycle when the statistic takes ``categories``.
+    """
+    rng = np.random.default_rng()
+    cats = options.get("categories")
+    cols: list[np.ndarray] = []
+    for j in range(max(columns, 1)):
+        if cats is not None:
+            cat_list = list(cats)
+            cols.append(np.array([cat_list[i % len(cat_list)] for i in range(n)], dtype=object))
+            continue
+        if bounds is not None:
+            lo, hi = bounds[j] if columns > 1 else bounds[0]
+        elif options.get("bins") is not None:
+            lo, hi = float(options["bins"][0]), float(options["bins"][-1])
+        else:
+            lo, hi = -1.0, 1.0
+        w = hi - lo
+        if kind == "spread":
+            col = rng.uniform(lo - w / 2, hi + w / 2, n)
+            col[0:n:97] = 5e-324
+            col[1:n:89] = 1e300
+            col[2:n:83] = -1e300
+        elif kind == "subnormal":
+            col = np.where(np.arange(n) % 2 == 0, 5e-324, -5e-324 * 3)
+        elif kind == "outside":
+            col = np.where(np.arange(n) % 2 == 0, 1e300, -1e300)
+        else:
+            col = np.full(n, lo if kind == "lower" else hi)
+        cols.append(col)
+    if columns == 0:
+        cols = [np.zeros(n)]
+    if isinstance(like, list | tuple):
+        if len(cols) == 1:
+            return cols[0].tolist(), None
+        return [list(r) for r in zip(*(c.tolist() for c in cols), strict=True)], None
+    if len(cols) == 1:
+        return cols[0], None
+    names = [f"c{j}" for j in range(len(cols))]
+    return dict(zip(names, cols, strict=True)), tuple(names)
+
+
+def _stat_key(kw: dict[str, Any], n: int | None) -> Hashable | None:
+    try:
+        parts = tuple(sorted((k, repr(v)) for k, v in kw.items() if k not in ("data", "budget")))
+    except Exception:
+        return None
+    return (parts, n)
+
+
+def padded_statistic(fn: F) -> F:
+    """Decorate :func:`snapcore.release`: pad the whole call to a quantum that depends on
+    the statistic, its public parameters and the public n only.
+
+    The quantum is calibrated on the first call with a given key by releasing
+    synthetic data of that shape (with a separate source of the same kind, no budget);
+    if the statistic cannot release synthetic data (a plugin with its own data
+    format), the call is not padded beyond its mechanism and the release says so in
+    its notes.
+    """
+
+    @functools.wraps(fn)
+    def release(statistic: Any, data: Any, **kw: Any) -> Any:
+        mode = resolve_mode(kw.get("timing"), kw.get("source"))
+        if mode == "off":
+            return fn(statistic, data, **kw)
+        start = _now()
+        out = fn(statistic, data, **kw)
+        key = _stat_key({"statistic": statistic, **kw}, out.n)
+        if key is None or out.n is None:
+            return _note(out, "timing: not padded (no public size or unhashable parameters)")
+        t_cal = _now()
+        try:
+            q = _STATISTIC.get(key, lambda: _calibrate_statistic(fn, statistic, data, out, kw))
+        except Exception as exc:  # the statistic cannot release synthetic data
+            return _note(
+                out,
+                "timing: the statistic could not be calibrated on synthetic data "
+                f"({type(exc).__name__}); only the mechanism's releases were padded",
+            )
+        # A first call's calibration (synthetic data only) is not part of its quantum.
+        pad(start + (_now() - t_cal), q, _STATISTIC_STATS)
+        return out
+
+    return release  # type: ignore[return-value]
+
+
+def _calibrate_statistic(
+    fn: Callable[..., Any], statistic: Any, data: Any, out: Any, kw: dict[str, Any]
+) -> int:
+    from snapcore.statistic import resolve_statistic
+
+    stat = resolve_statistic(statistic)
+    src = kw.get("source")
+    # A name (or None) makes each release build a fresh source, as the caller's calls
+    # do; an instance is replaced by a fresh one of the same kind (the caller's stream
+    # is never read).
+    cal_src = src if src is None or isinstance(src, str) else _calibration_source(src)
+    bounds = out.data_bounds
+    options = {k: kw[k] for k in stat.options if k in kw}
+    ckw = dict(kw)
+    ckw.update(source=cal_src, budget=None, timing=kw.get("timing") or "constant")
+    classes = []
+    for kind in _SYNTHETIC_KINDS:
+        synth, column = _synthetic(int(out.n), stat.columns, bounds, options, data, kind)
+        if column is not None:
+            ckw["column"] = column if len(column) > 1 else column[0]
+        classes.append(synth)
+    t0 = _now()
+    fn(statistic, classes[0], **ckw)
+    one = max(1, _now() - t0)
+    reps = int(max(5, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+    return calibrate_quantum(
+        lambda d: fn(statistic, d, **ckw),
+        classes,
+        reps=reps,
+        margin=STATISTIC_MARGIN,
+        warmup=1,
+    )
+
+
+def _note(out: Any, note: str) -> Any:
+    import attrs
+
+    return attrs.evolve(out, notes=(*out.notes, note))

@@ -1,0 +1,73 @@
+"""Child-process bodies for the ledger's race and kill tests (started with ``spawn``,
+so they live in an importable module)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from fractions import Fraction
+from typing import Any
+
+import snapcore
+from snapcore.sources import SeededSource
+
+DATA = [float(v) for v in range(20)]
+
+
+def race(path: str, epsilon: Fraction, barrier: Any, results: Any, i: int) -> None:
+    """Wait for every racer, then try one real release charged to the ledger."""
+    budget = snapcore.Budget.from_ledger(path)
+    barrier.wait()
+    try:
+        r = snapcore.release(
+            "sum",
+            DATA,
+            epsilon=epsilon,
+            data_bounds=(0, 20),
+            budget=budget,
+            source=SeededSource(i),
+        )
+    except snapcore.BudgetExceededError:
+        results.put((i, "refused"))
+    else:
+        results.put((i, f"released {r.value!r}"))
+
+
+class _KillingSource(SeededSource):
+    """Writes ``marker`` and kills its process with SIGKILL when noise is first read."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__(0)
+        self._marker = marker
+
+    def read(self, n: int) -> bytes:
+        data = super().read(n)  # the draw happens ...
+        with open(self._marker, "w") as fh:  # ... is witnessed ...
+            fh.write("drawn")
+        os.kill(os.getpid(), signal.SIGKILL)  # ... and the process dies mid-release
+        return data  # pragma: no cover
+
+
+def killed(path: str, where: str, marker: str) -> None:
+    """Spend 1/4 of the ledger, then die by SIGKILL at ``where``."""
+    budget = snapcore.Budget.from_ledger(path)
+    eps = Fraction(1, 4)
+    if where == "during-draw":
+        snapcore.release(
+            "mean",
+            DATA,
+            epsilon=eps,
+            data_bounds=(0, 20),
+            budget=budget,
+            source=_KillingSource(marker),
+        )
+        return  # pragma: no cover
+    mech = snapcore.SnappingMechanism(
+        epsilon=eps, sensitivity=1, clamp_bounds=(-10, 10), source=SeededSource(1)
+    )
+    with budget.reserve(eps, label=where):
+        if where == "after-draw":
+            mech.release(3)
+        with open(marker, "w") as fh:
+            fh.write(where)
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,198 @@
+"""The diffprivlib drop-in Snapping and the accountant bridges, against diffprivlib 0.6.6."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import secrets
+from fractions import Fraction
+
+import diffprivlib
+import mpmath
+import numpy as np
+import pytest
+from diffprivlib.accountant import BudgetAccountant
+from diffprivlib.mechanisms.base import DPMechanism
+from diffprivlib.utils import BudgetError
+
+import snapcore
+from snapcore import Budget, BudgetExceededError, ParameterError, ReplaySource
+from snapcore.diffprivlib import AccountantBudget, SnapcoreAccountant, Snapping
+from snapcore.ledger import Ledger
+from snapcore.sources import ByteSource, SystemSource
+
+
+class _Bytes(ByteSource):
+    name = "test-bytes"
+
+    def __init__(self, rng: np.random.RandomState) -> None:
+        super().__init__()
+        self.rng = rng
+
+    def read(self, n: int) -> bytes:
+        return self.rng.bytes(n)
+
+
+def test_same_signature_and_base_class() -> None:
+    ours, theirs = inspect.signature(Snapping), inspect.signature(diffprivlib.mechanisms.Snapping)
+    assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == [
+        (p.name, p.kind, p.default) for p in theirs.parameters.values()
+    ]
+    m = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0)
+    assert isinstance(m, DPMechanism)
+    assert repr(m).endswith(
+        "Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0, random_state=None)"
+    )
+    for name in ("randomise", "bias", "variance", "mse", "effective_epsilon"):
+        assert callable(getattr(m, name))
+
+
+def test_random_state_contract() -> None:
+    kw = {"epsilon": 0.5, "sensitivity": 2.0, "lower": -20.0, "upper": 20.0}
+    # None: the OS CSPRNG (diffprivlib: secrets.SystemRandom).
+    assert isinstance(Snapping(**kw).mechanism.source, SystemSource)
+    assert isinstance(
+        Snapping(**kw, random_state=secrets.SystemRandom()).mechanism.source, SystemSource
+    )
+    # An int seed: reproducible, and the draws are that RandomState's bytes.
+    a = [Snapping(**kw, random_state=7).randomise(3.0) for _ in range(3)]
+    assert a == [Snapping(**kw, random_state=7).randomise(3.0) for _ in range(3)]
+    rs = np.random.RandomState(11)
+    ours = Snapping(**kw, random_state=rs)
+    ref = snapcore.SnappingMechanism(
+        epsilon=0.5,
+        sensitivity=2,
+        clamp_bounds=(-20, 20),
+        source=_Bytes(np.random.RandomState(11)),
+    )
+    for x in (3.0, -19.5, 100.0, 0.0):
+        assert ours.randomise(x) == float(ref.release(x))
+    with pytest.raises(ValueError):
+        Snapping(**kw, random_state="seed")
+
+
+def test_outputs_on_the_grid_and_zero_sensitivity() -> None:
+    m = Snapping(epsilon=1.0, sensitivity=3.0, lower=-30.0, upper=30.0, random_state=1)
+    step = m.mechanism.grid_step
+    for _ in range(50):
+        y = m.randomise(7.0)
+        assert -30 <= y <= 30
+        assert y in (-30.0, 30.0) or (Fraction(y) - 0) / step == int(Fraction(y) / step)
+    z = Snapping(epsilon=1.0, sensitivity=0.0, lower=0.0, upper=1.0)
+    assert z.randomise(0.25) == 0.25 and z.randomise(5.0) == 1.0 and z.variance(3.0) == 0.0
+    assert z.bias(5.0) == -4.0
+
+
+def test_bad_input() -> None:
+    kw = {"epsilon": 1.0, "sensitivity": 1.0, "lower": 0.0, "upper": 1.0}
+    m = Snapping(**kw)
+    with pytest.raises(TypeError, match="number"):
+        m.randomise("1")
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ParameterError, match="value"):
+            m.randomise(bad)
+    with pytest.raises(TypeError):
+        Snapping(**{**kw, "epsilon": "1"})
+    with pytest.raises(ValueError):
+        Snapping(**{**kw, "epsilon": -1.0})
+    with pytest.raises(ParameterError, match="sensitivity"):
+        Snapping(**{**kw, "sensitivity": -1.0})
+    with pytest.raises(ValueError):
+        Snapping(**{**kw, "upper": 0.0})
+
+
+def _ideal_moments(m: Snapping, x: float) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """Independent reference: mean and variance of clamp_b(⌊clamp_b(t) + Y⌉_Λ) with
+    Y ~ Laplace(λ), in data units, from the Laplace CDF at 60 digits."""
+    mech = m.mechanism
+    with mpmath.workdps(60):
+        lam = mpmath.mpf(mech.scale.numerator) / mech.scale.denominator
+        grid = mpmath.mpf(mech.granularity.numerator) / mech.granularity.denominator
+        d = mpmath.mpf(mech.sensitivity.numerator) / mech.sensitivity.denominator
+        c = (mpmath.mpf(m.lower) + mpmath.mpf(m.upper)) / 2
+        b = (mpmath.mpf(m.upper) - mpmath.mpf(m.lower)) / 2 / d
+        t = min(max((mpmath.mpf(x) - c) / d, -b), b)
+
+        def cdf(v):  # P(t + Y < v)
+            u = v - t
+            return mpmath.exp(u / lam) / 2 if u < 0 else 1 - mpmath.exp(-u / lam) / 2
+
+        points = {}
+        k_lo, k_hi = int(mpmath.floor(-b / grid)) - 1, int(mpmath.ceil(b / grid)) + 1
+        for k in range(k_lo - 200, k_hi + 201):
+            p = cdf((k + mpmath.mpf(1) / 2) * grid) - cdf((k - mpmath.mpf(1) / 2) * grid)
+            out = min(max(k * grid, -b), b)
+            points[out] = points.get(out, 0) + p
+        points[-b] += cdf((k_lo - 200 - mpmath.mpf(1) / 2) * grid)
+        points[b] += 1 - cdf((k_hi + 200 + mpmath.mpf(1) / 2) * grid)
+        mean = sum(p * (c + d * z) for z, p in points.items())
+        var = sum(p * (c + d * z - mean) ** 2 for z, p in points.items())
+        return mean, var
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "sensitivity", "lower", "upper", "x"),
+    [
+        (1.0, 1.0, 0.0, 10.0, 5.0),
+        (1.0, 1.0, 0.0, 10.0, 9.9),
+        (0.5, 2.0, -10.0, 30.0, -12.0),
+        (2.0, 0.25, 0.0, 1.0, 0.3),
+    ],
+)
+def test_bias_and_variance_against_the_ideal_distribution(
+    epsilon, sensitivity, lower, upper, x
+) -> None:
+    m = Snapping(epsilon=epsilon, sensitivity=sensitivity, lower=lower, upper=upper)
+    mean, var = _ideal_moments(m, x)
+    assert m.bias(x) == pytest.approx(float(mean - x), rel=1e-9, abs=1e-12)
+    v = m.variance(x)
+    assert v >= float(var) * (1 - 1e-12) and v == pytest.approx(float(var), rel=1e-9)
+    assert m.mse(x) == pytest.approx(v + m.bias(x) ** 2)
+
+
+def test_snapcore_accountant_charges_a_budget_exactly() -> None:
+    b = Budget(1)
+    acc = SnapcoreAccountant(b)
+    x = np.linspace(0, 10, 50)
+    diffprivlib.tools.mean(x, epsilon=0.5, bounds=(0, 10), accountant=acc)
+    diffprivlib.tools.var(x, epsilon=0.25, bounds=(0, 10), accountant=acc)
+    assert b.spent == Fraction(3, 4) and [e for _, e in b.history] == [
+        Fraction(1, 2),
+        Fraction(1, 4),
+    ]
+    assert acc.total() == (0.75, 0.0) and acc.remaining() == (0.25, 0.0)
+    with pytest.raises(BudgetError):
+        diffprivlib.tools.mean(x, epsilon=0.3, bounds=(0, 10), accountant=acc)
+    assert b.spent == Fraction(3, 4)
+    with pytest.raises(BudgetError, match="delta"):
+        acc.spend(0.1, 0.01)
+    # Snapcore spends on the same budget are seen by diffprivlib.
+    snapcore.release("mean", list(x), epsilon=0.25, data_bounds=(0, 10), budget=b)
+    assert acc.remaining() == (0.0, 0.0)
+
+
+def test_snapcore_accountant_on_a_ledger(tmp_path) -> None:
+    path = tmp_path / "b.ledger"
+    Ledger.init(path, 1)
+    acc = SnapcoreAccountant(Budget.from_ledger(path))
+    diffprivlib.tools.mean(np.arange(10.0), epsilon=0.5, bounds=(0, 10), accountant=acc)
+    assert Ledger(path).spent == Fraction(1, 2)
+
+
+def test_accountant_budget_charges_diffprivlib() -> None:
+    acc = BudgetAccountant(epsilon=1.0)
+    b = AccountantBudget(acc)
+    third = Fraction(1, 3)
+    r = snapcore.release("mean", [1.0, 2.0, 3.0], epsilon=third, data_bounds=(0, 10), budget=b)
+    assert r.epsilon_spent == third
+    (spent,) = acc.spent_budget
+    assert spent[1] == 0 and Fraction(spent[0]) >= third  # rounded up, never under
+    assert Fraction(math.nextafter(spent[0], 0)) < third
+    src = ReplaySource([(1, 0.5)])
+    with pytest.raises(BudgetExceededError, match="nothing was drawn"):
+        snapcore.release("mean", [1.0], epsilon=1, data_bounds=(0, 10), budget=b, source=src)
+    assert src.remaining == 1 and len(acc.spent_budget) == 1
+    with pytest.raises(ParameterError):
+        AccountantBudget(Budget(1))
+    with pytest.raises(ParameterError):
+        SnapcoreAccountant(acc)

@@ -1,0 +1,268 @@
+"""Mergeable statistics: any split into chunks, merged in any order, gives the state and
+the value of the whole; states are exact, small and picklable; vector statistics are
+released through the array path, bit-identical to one scalar release per value."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import snapstat_helpers as H
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import snapcore
+from snapcore.dataset import as_dataset
+from snapcore.errors import ParameterError, WorkerError
+from snapcore.partials import _worker_partial
+from snapcore.plugins import get_registries
+from snapcore.statistic import accumulate
+
+REPLACE = snapcore.Neighbouring.REPLACE
+
+# (statistic, data bounds, options, columns)
+CASES = [
+    ("count", None, {}, 0),
+    ("sum", ((-3.5, 1e300),), {}, 1),
+    ("mean", ((-1.0, 2.0**-1070),), {}, 1),
+    ("variance", ((-1e10, 1e-300),), {}, 1),
+    ("covariance", ((-2.0, 7.25), (-1e200, 1e-200)), {}, 2),
+    ("histogram", None, {"bins": [-1e3, -1.0, 0.0, 2.5, 1e20]}, 1),
+]
+
+
+def _dataset(columns, values):
+    if columns == 0:
+        return as_dataset(values, columns=0)
+    if columns == 1:
+        return as_dataset(np.array([v[0] for v in values], dtype=np.float64))
+    return as_dataset(np.array(values, dtype=np.float64).reshape(-1, 2), columns=2)
+
+
+def _random_merge(stat, states, rnd):
+    """Merge in a random order and a random tree shape."""
+    pool = list(states)
+    rnd.shuffle(pool)
+    while len(pool) > 1:
+        i = rnd.randrange(len(pool) - 1)
+        a, b = pool.pop(i), pool.pop(i)
+        pool.insert(
+            rnd.randrange(len(pool) + 1),
+            stat.merge(a, b) if rnd.random() < 0.5 else stat.merge(b, a),
+        )
+    return pool[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "bounds", "options", "columns"), CASES, ids=[c[0] for c in CASES]
+)
+@settings(max_examples=15, deadline=None)
+@given(
+    rows=st.lists(st.tuples(H.finite_floats(), H.finite_floats()), min_size=2, max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+    seed=st.integers(0, 2**32),
+)
+def test_any_split_any_merge_order_gives_the_whole(
+    name, bounds, options, columns, rows, cuts, seed
+):
+    stat = get_registries().statistics.get(name)
+    whole = _dataset(columns, rows)
+    expected = stat.partial(whole, data_bounds=bounds, **options)
+    edges = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
+    states = [
+        stat.partial(_dataset(columns, rows[a:b]), data_bounds=bounds, **options)
+        for a, b in itertools.pairwise(edges)
+    ]
+    merged = _random_merge(stat, states, random.Random(seed))
+    assert merged == expected
+    assert all(type(v) is int for v in merged)
+    assert pickle.loads(pickle.dumps(merged)) == merged
+    rel, n = stat.relations[0], len(rows)
+    p1 = stat.finalize(merged, data_bounds=bounds, n=n, relation=rel, **options)
+    p2 = stat.prepare(whole, data_bounds=bounds, n=n, relation=rel, **options)
+    assert p1 == p2
+
+
+def _clamp(v, lo, hi):
+    return min(max(v, lo), hi)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(H.finite_floats(), H.finite_floats()), min_size=2, max_size=30))
+def test_finalized_values_equal_independent_fraction_formulas(rows):
+    """Against the textbook formulas over exact Fractions of the clamped records."""
+    reg = get_registries().statistics
+    (a, b), (c, d) = (-2.0, 7.25), (-1e200, 1e-200)
+    xs = [Fraction(_clamp(x, a, b)) for x, _ in rows]
+    ys = [Fraction(_clamp(y, c, d)) for _, y in rows]
+    n = len(rows)
+    mx, my = sum(xs) / n, sum(ys) / n
+    ds1 = _dataset(1, rows)
+    ds2 = _dataset(2, rows)
+    got = {
+        name: reg.get(name)
+        .finalize(
+            accumulate(reg.get(name), ds.chunks(rows=3), data_bounds=bnd),
+            data_bounds=bnd,
+            n=None,
+            relation=REPLACE,
+        )
+        .values[0]
+        for name, ds, bnd in (
+            ("sum", ds1, ((a, b),)),
+            ("mean", ds1, ((a, b),)),
+            ("variance", ds1, ((a, b),)),
+            ("covariance", ds2, ((a, b), (c, d))),
+        )
+    }
+    assert got["sum"] == sum(xs)
+    assert got["mean"] == mx
+    assert got["variance"] == sum((x - mx) ** 2 for x in xs) / (n - 1)
+    assert got["covariance"] == sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / (
+        n - 1
+    )
+
+
+def test_in_memory_chunks_give_the_same_release():
+    rng = np.random.default_rng(4)
+    x = rng.normal(50, 30, 10_000)
+    stat = get_registries().statistics.get("variance")
+    ds = as_dataset(x)
+    bounds = ((0.0, 100.0),)
+    whole = stat.partial(ds, data_bounds=bounds)
+    assert accumulate(stat, ds.chunks(rows=777), data_bounds=bounds) == whole
+    assert len(pickle.dumps(whole)) < 2000  # small: it does not grow with the records
+
+
+def test_partial_objects_merge_and_release_like_the_data():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 100, 3000)
+    parts = [
+        snapcore.partial("mean", x[i : i + 1000], data_bounds=(0, 100)) for i in (0, 1000, 2000)
+    ]
+    merged = snapcore.merge(parts[::-1])
+    assert merged == snapcore.partial("mean", x, data_bounds=(0, 100))
+    r1 = snapcore.release("mean", merged, epsilon=1, source=snapcore.SeededSource(9))
+    r2 = snapcore.release(
+        "mean", x, epsilon=1, data_bounds=(0, 100), source=snapcore.SeededSource(9)
+    )
+    assert r1 == r2
+    with pytest.raises(ParameterError, match="data_bounds"):
+        snapcore.release("mean", merged, epsilon=1, data_bounds=(0, 50))
+    with pytest.raises(ParameterError, match="statistic 'mean'"):
+        snapcore.release("sum", merged, epsilon=1)
+    other = snapcore.partial("mean", x, data_bounds=(0, 50))
+    with pytest.raises(ParameterError, match="same statistic"):
+        snapcore.merge([merged, other])
+
+
+def test_histogram_released_through_the_array_path_equals_scalar_releases():
+    """One array release, bit-identical to one scalar release per bin with the same
+    draws (the counts are computed independently by numpy)."""
+    rng = np.random.default_rng(3)
+    k = 2000  # above the fast path's minimum size
+    edges = np.linspace(0.0, 1.0, k + 1)
+    x = rng.uniform(0, 1, 20_000)
+    r = snapcore.release(
+        "histogram",
+        x,
+        epsilon=1,
+        bins=edges,
+        clamp_bounds=(-5, 60),
+        source=snapcore.SeededSource(5),
+    )
+    counts, _ = np.histogram(x, bins=edges)
+    mech = snapcore.SnappingMechanism(
+        epsilon=Fraction(1, 2), clamp_bounds=(-5, 60), source=snapcore.SeededSource(5)
+    )
+    scalar = tuple(mech.release(float(c)) for c in counts.tolist())
+    assert r.value == scalar
+    assert r.labels[0] == "< 0.0005" and r.labels[-1] == "≥ 0.9995"  # clamped edge bins
+
+
+def test_worker_errors_never_carry_values():
+    stat = get_registries().statistics.get("mean")
+
+    class Poisoned:
+        """A partition whose reading raises with a private value in the message."""
+
+        columns = ("age",)
+
+        def __getitem__(self, key):
+            raise RuntimeError("secret value 123.456")
+
+        def __len__(self):
+            return 1
+
+    with pytest.raises(WorkerError) as e:
+        _worker_partial(stat, {"age": Poisoned()}, ((0.0, 1.0),), "age", {})
+    assert "123.456" not in str(e.value) and "RuntimeError" in str(e.value)
+    assert e.value.__cause__ is None
+    with pytest.raises(ParameterError, match="non-finite") as e2:
+        _worker_partial(stat, {"age": [1.5, float("nan")]}, ((0.0, 1.0),), "age", {})
+    assert "1.5" not in str(e2.value)
+
+
+def test_rangecount_example_is_mergeable():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "snapcore-rangecount"
+    spec = importlib.util.spec_from_file_location(
+        "snapcore_rangecount_t", path / "snapcore_rangecount.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stat = mod.RangeCount()
+    assert stat.mergeable
+    x = [15.0, 22.0, 29.0, 30.0, 31.0, 64.0, 18.0]
+    opts = {"low": 18, "high": 30}
+    parts = [
+        stat.partial(as_dataset(x[a:b]), data_bounds=None, **opts) for a, b in ((0, 3), (3, 7))
+    ]
+    assert stat.merge(*parts) == stat.partial(as_dataset(x), data_bounds=None, **opts) == (7, 4)
+    r1 = snapcore.release(stat, x, epsilon=1, source=snapcore.SeededSource(1), **opts)
+    r2 = snapcore.release(
+        stat,
+        snapcore.merge(
+            [snapcore.partial(stat, x[:3], **opts), snapcore.partial(stat, x[3:], **opts)],
+            statistic=stat,
+        ),
+        epsilon=1,
+        source=snapcore.SeededSource(1),
+    )
+    assert r1 == r2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    edges=st.lists(H.finite_floats(), min_size=2, max_size=12, unique=True),
+    xs=st.lists(H.finite_floats(), max_size=40),
+    even=st.booleans(),
+)
+def test_bin_index_is_binary_search(edges, xs, even):
+    """The guessed-and-corrected bin index equals an independent binary search (bisect),
+    for any edges and for values on, next to and between them."""
+    import bisect
+
+    from snapcore.statistics.counting import bin_index
+
+    e = np.array(sorted(edges))
+    if even:
+        e = np.linspace(e[0], e[-1], 50)
+        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
+            return
+    k = len(e) - 1
+    pool = [
+        *xs,
+        *e.tolist(),
+        *np.nextafter(e, np.inf).tolist(),
+        *np.nextafter(e, -np.inf).tolist(),
+    ]
+    x = np.clip(np.array(pool, dtype=np.float64), e[0], e[-1])
+    want = [min(bisect.bisect_right(e.tolist(), v) - 1, k - 1) for v in x.tolist()]
+    assert bin_index(e, x).tolist() == want

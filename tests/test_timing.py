@@ -1,0 +1,324 @@
+"""The mechanics of constant-time releases (snapcore.timing).
+
+These tests check what makes the padding work: a padded call never returns before its
+quantum, an overrun ends at the next multiple, quanta depend only on public properties
+(type, dtype, length, public n) and are calibrated on synthetic inputs, the switch, and
+that padding never changes a released value.  Whether time still leaks is measured by
+``benchmarks/timing_leak.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import gmpy2
+import numpy as np
+import pytest
+
+import snapcore
+from snapcore import timing
+from snapcore.errors import ParameterError
+from snapcore.sources import Draw, ReplaySource, SeededSource, SystemSource
+
+MS = 1_000_000
+
+
+@pytest.fixture
+def stub_calibration(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Any]]]:
+    """Replace the measurement by a deterministic quantum; record what was calibrated on."""
+    seen: list[list[Any]] = []
+
+    def fake(run: Any, classes: Any, **kw: Any) -> int:
+        seen.append(list(classes))
+        return 2 * MS
+
+    monkeypatch.setattr(timing, "calibrate_quantum", fake)
+    timing.clear_caches()
+    yield seen
+    timing.clear_caches()
+
+
+# -- pad ---------------------------------------------------------------------------
+def test_pad_never_returns_before_its_quantum() -> None:
+    for q in (1, 50_000, 3 * MS):
+        start = time.perf_counter_ns()
+        j = timing.pad(start, q)
+        assert j >= 1
+        assert time.perf_counter_ns() - start >= j * q
+
+
+def test_an_overrun_rounds_up_to_the_next_multiple() -> None:
+    q = 100 * MS
+    stats = timing.PaddingStats()
+    start = time.perf_counter_ns() - 250 * MS  # the call "took" 2.5 quanta
+    j = timing.pad(start, q, stats)
+    end = time.perf_counter_ns()
+    assert j == 3
+    assert end - start >= 3 * q
+    assert (stats.calls, stats.overruns, stats.max_multiple) == (1, 1, 3)
+    timing.pad(time.perf_counter_ns(), 50 * MS, stats)
+    assert (stats.calls, stats.overruns, stats.max_multiple) == (2, 1, 3)
+
+
+def test_calibrate_quantum_takes_the_slowest_class() -> None:
+    def run(c: int) -> None:
+        target = time.perf_counter_ns() + c
+        while time.perf_counter_ns() < target:
+            pass
+
+    q = timing.calibrate_quantum(run, [10_000, 400_000], reps=5, margin=1.5, warmup=0)
+    assert q >= 1.5 * 400_000
+
+
+# -- the switch --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("source", "on"),
+    [(None, True), ("system", True), ("chacha20", True), ("seeded", False), ("replay", False)],
+)
+def test_default_is_on_for_cryptographic_sources(source: str | None, on: bool) -> None:
+    assert timing.resolve_mode(None, source) == ("constant" if on else "off")
+
+
+def test_switch_on_a_mechanism(stub_calibration: list[list[Any]]) -> None:
+    kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 10.0)}
+    assert snapcore.SnappingMechanism(**kw).timing is not None
+    assert snapcore.SnappingMechanism(**kw, timing="off").timing is None
+    assert snapcore.SnappingMechanism(**kw, source=SeededSource(1)).timing is None
+    m = snapcore.SnappingMechanism(**kw, source=SeededSource(1), timing="constant")
+    assert m.timing is not None
+    assert snapcore.SnappingMechanism(**kw, source=SystemSource(), timing="off").timing is None
+
+
+@pytest.mark.parametrize("bad", ["on", "CONSTANT", True, 1, ""])
+def test_invalid_switch_is_refused_before_any_draw(bad: Any) -> None:
+    src = ReplaySource([])  # any draw would raise SourceExhaustedError
+    with pytest.raises(ParameterError, match="timing must be None, 'constant' or 'off'"):
+        snapcore.SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 1.0), source=src, timing=bad)
+    with pytest.raises(ParameterError, match="timing must be"):
+        snapcore.release(
+            "mean", [1.0, 2.0], epsilon=1.0, data_bounds=(0, 3), source=src, timing=bad
+        )
+
+
+# -- padded releases -----------------------------------------------------------------
+def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list[Any]]) -> None:
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    assert m.timing is not None
+    for value in (5.0, 1e300, 5e-324, 7, Fraction(1, 3), np.zeros(5), [1.0, 2.0]):
+        start = time.perf_counter_ns()
+        m.release(value)
+        assert time.perf_counter_ns() - start >= 2 * MS
+    assert m.timing.stats.calls == 7
+
+
+def test_padding_never_changes_a_value() -> None:
+    kw: dict[str, Any] = {"epsilon": 0.5, "sensitivity": 0.1, "clamp_bounds": (-3.0, 7.0)}
+    values: list[Any] = [0.0, 2.0, 7.0, -1e300, 5e-324, 3, Fraction(1, 3)]
+    arr = np.linspace(-5.0, 9.0, 1500)  # long enough for the fast path
+    outs = []
+    for mode in ("off", "constant"):
+        m = snapcore.SnappingMechanism(**kw, source=SeededSource(11), timing=mode)
+        outs.append(([m.release(v) for v in values], m.release(arr).tolist(), m.release([1.5])))
+    assert outs[0] == outs[1]
+    r = [
+        snapcore.release(
+            "mean",
+            [1.0, 2.5, 9.0],
+            epsilon=1.0,
+            data_bounds=(0, 10),
+            source=SeededSource(5),
+            timing=t,
+        ).value
+        for t in ("off", "constant")
+    ]
+    assert r[0] == r[1]
+
+
+def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]]) -> None:
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    pad = m.timing
+    assert pad is not None
+    a, b = np.zeros(40), np.full(40, 1e300)
+    assert pad.quantum_for(a) == pad.quantum_for(b)
+    assert len(stub_calibration) == 1  # one calibration for length 40
+    pad.quantum_for(np.zeros(41))
+    assert len(stub_calibration) == 2  # a new length, a new quantum
+    # Calibrated on synthetic arrays of that length, never on the caller's.
+    for cls in stub_calibration[0] + stub_calibration[1]:
+        assert cls is not a and cls is not b
+        assert len(cls) in (40, 41)
+
+
+def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -> None:
+    class Opaque(np.ndarray):
+        def __getitem__(self, key: Any) -> Any:
+            raise AssertionError("an element was read")
+
+        def __iter__(self) -> Any:
+            raise AssertionError("an element was read")
+
+        def tolist(self) -> Any:
+            raise AssertionError("an element was read")
+
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    assert m.timing is not None
+    x = np.arange(30.0).view(Opaque)
+    assert m.timing.quantum_for(x) == m.timing.quantum_for(np.zeros(30))
+
+
+def test_quanta_are_measured_again_after_a_count_of_uses(
+    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
+) -> None:
+    monkeypatch.setattr(timing._SCALAR, "every", 3)
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    assert m.timing is not None
+    for _ in range(7):
+        m.timing.quantum_for(1.0)
+    assert len(stub_calibration) == 3  # the first use, then after every 3 further uses
+
+
+def test_scalar_quantum_is_calibrated_on_worst_case_classes(
+    stub_calibration: list[list[Any]],
+) -> None:
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0,
+        sensitivity=0.1,
+        clamp_bounds=(0.0, 100.0),
+        source=SeededSource(3),
+        timing="constant",
+    )
+    assert m.timing is not None
+    m.timing.quantum_for(42.0)
+    (classes,) = stub_calibration
+    values = {c[0] for c in classes}
+    draws = {c[1] for c in classes}
+    assert {0.0, 100.0, 50.0, 5e-324, -5e-324, 1e300, -1e300} <= values
+    p = m.precision
+    assert (1, (1 << p) - 1, -p) in draws  # U* = 1 - 2**-p
+    assert any(d is not None and d[2] == -(p - 1) - 1000 for d in draws)  # U* ~ 2**-1000
+    assert None in draws  # fresh draws from a source of the same kind
+    m.timing.quantum_for(42)  # ints have their own classes
+    assert {c[0] for c in stub_calibration[1]} >= {50, 0, 100, 10**300}
+
+
+def test_statistic_padding_uses_public_n_and_synthetic_data(
+    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
+) -> None:
+    data = [3.0, 1.0, 4.0, 1.0, 5.0]
+    kw: dict[str, Any] = {"epsilon": 1.0, "data_bounds": (0, 10), "timing": "constant"}
+    before = timing.statistic_stats().calls
+    start = time.perf_counter_ns()
+    r = snapcore.release("mean", data, source=SeededSource(2), **kw)
+    assert time.perf_counter_ns() - start >= 2 * MS
+    assert timing.statistic_stats().calls == before + 1
+    stat_classes = [c for c in stub_calibration if isinstance(c[0], list)]
+    assert stat_classes, "the statistic was calibrated"
+    for synth in stat_classes[0]:
+        assert len(synth) == r.n == 5
+        assert synth is not data and synth != data
+    # Same public shape, other values: the same quantum, no new calibration.
+    n_cal = len(stat_classes)
+    snapcore.release("mean", [9.0] * 5, source=SeededSource(2), **kw)
+    assert len([c for c in stub_calibration if isinstance(c[0], list)]) == n_cal
+
+
+def test_a_statistic_that_cannot_be_calibrated_says_so(
+    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
+) -> None:
+    def broken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("no synthetic data for this plugin")
+
+    monkeypatch.setattr(timing, "_synthetic", broken)
+    r = snapcore.release(
+        "mean",
+        [1.0, 2.0],
+        epsilon=1.0,
+        data_bounds=(0, 3),
+        source=SeededSource(1),
+        timing="constant",
+    )
+    assert any("could not be calibrated" in n for n in r.notes)
+
+
+# -- uniform code path: the noise stage near 1 ------------------------------------------
+class _Recorder:
+    """A gmpy2 context proxy that records which operations are called."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        f = getattr(self._ctx, name)
+
+        def rec(*a: Any) -> Any:
+            self.calls.append(name)
+            return f(*a)
+
+        return rec
+
+
+def _draws(p: int) -> dict[str, Draw]:
+    m = (1 << (p - 1)) | 0x5A5A5A5A5A5A5A5A5A5A5A5A5A5A5
+    return {
+        "1 - 2**-p": Draw(1, (1 << p) - 1, -p),
+        "1 - 2**-20": Draw(1, ((1 << 20) - 1) << (p - 20), -p),
+        "1/2": Draw(-1, 1 << (p - 1), -p),
+        "0.7": Draw(1, m | (1 << (p - 2)), -p),
+        "0.3": Draw(1, m, -p - 1),
+        "2**-40": Draw(-1, m, -(p - 1) - 40),
+        "2**-1000": Draw(1, m, -(p - 1) - 1000),
+    }
+
+
+def test_noise_stage_takes_one_path_per_half_of_the_unit_interval() -> None:
+    from snapcore.backends.mpfr import MPFRArithmetic
+
+    p = 118
+    arith = MPFRArithmetic(p)
+    lam = arith.from_dyadic(3, -1)
+    rec = _Recorder(arith._local.ctx)
+    arith._local.ctx = rec
+    paths = {}
+    for name, d in _draws(p).items():
+        rec.calls.clear()
+        arith.noise(lam, d.sign, (d.mantissa, d.exponent))
+        paths[name] = tuple(rec.calls)
+    upper = {paths[k] for k in ("1 - 2**-p", "1 - 2**-20", "1/2", "0.7")}
+    lower = {paths[k] for k in ("0.3", "2**-40", "2**-1000")}
+    assert upper == {("mul_2exp", "sub", "log1p", "mul")}
+    assert lower == {("mul_2exp", "log", "mul")}
+
+
+def test_ln_near_one_is_mpfr_log_correctly_rounded() -> None:
+    """log1p(u - 1) gives MPFR's correctly rounded ln(u) for every U* in [1/2, 1)."""
+    from snapcore.backends.mpfr import MPFRArithmetic
+
+    p = 118
+    arith = MPFRArithmetic(p)
+    rng = np.random.default_rng(7)
+    us = [d for d in _draws(p).values() if d.mantissa.bit_length() + d.exponent == 0]
+    for _ in range(300):
+        k = int(rng.integers(1, p))
+        low = int(rng.integers(0, 1 << 62)) & ((1 << (p - k)) - 1)
+        us.append(Draw(1, (((1 << k) - 1) << (p - k)) | low, -p))
+    lam = arith.from_dyadic(3, -1)
+    with gmpy2.context(precision=p, round=gmpy2.RoundToNearest) as ctx:
+        for d in us:
+            u = ctx.mul_2exp(d.mantissa, d.exponent)
+            assert 0.5 <= u < 1
+            assert arith.ln(u) == ctx.log(u), d
+            expect = ctx.mul(lam, ctx.log(u)).as_mantissa_exp()
+            got = arith.noise(lam, 1, (d.mantissa, d.exponent))
+            assert got == (int(expect[0]), int(expect[1])), d
