@@ -207,6 +207,22 @@ def test_compare_json():
     error_of(run("compare", "--backend", "nope", "--json"), EXIT_USAGE, "usage")
 
 
+def test_budget_ledger_json(tmp_path: Path):
+    led = str(tmp_path / "b.ledger")
+    r = run("budget", "init", led, "--epsilon", "1", "--json")
+    assert r.exit_code == EXIT_OK, r.stdout
+    assert js(r)["total"] is not None
+    error_of(run("budget", "init", led, "--epsilon", "1", "--json"), EXIT_DATA, "data")
+    r = run("budget", "show", led, "--json")
+    assert r.exit_code == EXIT_OK and "entries" in json.dumps(js(r))
+    error_of(run("budget", "show", str(tmp_path / "none.ledger"), "--json"), EXIT_DATA, "data")
+    # a release the ledger cannot cover: privacy refused, exit 4, nothing released
+    args = ("release", "mean", "-c", "age", "-b", "0", "100", "--ledger", led, "--json")
+    assert run(*args, "-e", "0.75").exit_code == EXIT_OK
+    msg = error_of(run(*args, "-e", "0.5"), EXIT_REFUSED, "privacy refused")
+    assert "refused" in msg
+
+
 def test_budget_refusal_is_exit_4_and_internal_is_1(monkeypatch):
     import snapcore.api
     from snapcore.errors import BudgetExceededError

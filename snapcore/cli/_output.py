@@ -11,6 +11,7 @@ from snapcore.errors import (
     AuditError,
     BudgetExceededError,
     DataError,
+    LedgerError,
     SnapcoreError,
 )
 
@@ -46,7 +47,9 @@ def classify(exc: BaseException) -> tuple[str, int]:
     """The kind of an error and its exit status."""
     if isinstance(exc, BudgetExceededError | PrivacyRefused):
         return "privacy refused", EXIT_REFUSED
-    if isinstance(exc, DataError) or type(exc).__name__ == "MissingValueError":
+    if isinstance(exc, DataError | LedgerError | OSError) or type(exc).__name__ in (
+        "MissingValueError",
+    ):
         return "data", EXIT_DATA
     if isinstance(exc, click.UsageError | click.BadParameter):
         return "usage", EXIT_USAGE

@@ -11,12 +11,9 @@ See :mod:`snapcore.ledger` for what the ledger guarantees.
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from snapcore.cli.release import _Fail
-from snapcore.errors import SnapcoreError
+from snapcore.cli._output import emit_json
 
 __all__ = ["budget"]
 
@@ -34,14 +31,16 @@ def budget() -> None:
     required=True,
     help="The total ε, read exactly (a decimal such as 1 or 0.5, or a fraction p/q).",
 )
-def init(ledger: str, epsilon: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the new ledger as JSON.")
+def init(ledger: str, epsilon: str, as_json: bool) -> None:
     """Create the ledger LEDGER holding a total ε (never overwrites a file)."""
     from snapcore.ledger import Ledger, parse_epsilon, short_decimal
 
-    try:
-        led = Ledger.init(ledger, parse_epsilon(epsilon))
-    except (SnapcoreError, ValueError, OSError) as exc:
-        raise _Fail(str(exc)) from None
+    # errors reach the command line's handler: exit status and --json (snapcore.cli)
+    led = Ledger.init(ledger, parse_epsilon(epsilon))
+    if as_json:
+        emit_json(led.to_dict())
+        return
     click.echo(f"created budget ledger {ledger} with total epsilon {short_decimal(led.total)}")
 
 
@@ -52,13 +51,10 @@ def show(ledger: str, as_json: bool) -> None:
     """Show the totals and the history of LEDGER (after checking it whole)."""
     from snapcore.ledger import SCHEMA_VERSION, Ledger, short_decimal
 
-    try:
-        led = Ledger(ledger)
-        st = led.state()
-    except (SnapcoreError, OSError) as exc:
-        raise _Fail(str(exc)) from None
+    led = Ledger(ledger)
+    st = led.state()
     if as_json:
-        click.echo(json.dumps(led.to_dict(), indent=2, ensure_ascii=False))
+        emit_json(led.to_dict())
         return
     click.echo(f"budget ledger {ledger} (schema {SCHEMA_VERSION}, created {st.created})")
     click.echo(f"  total      {short_decimal(st.total)}")
