@@ -162,8 +162,9 @@ class Release:
             "interval: the noise is rounded to a multiple of it, so repeated releases "
             f"take few distinct values and one can equal the exact value; that is not "
             f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
-            "two at or above the noise scale λ ≈ 1/ε (ε per value): a finer grid needs more ε, a smaller Δ "
-            "(narrower data bounds, or a larger n for a mean) or a narrower clamp interval"
+            "two at or above the noise scale λ ≈ 1/ε (ε per value): a finer grid needs more "
+            "ε, a smaller Δ (narrower data bounds, or a larger n for a mean) or a narrower "
+            "clamp interval"
         )
 
     @property
