@@ -313,10 +313,13 @@ class SnappingMechanism:
         SourceExhaustedError
             If ``self.source.can_draw(count, precision)`` is false; nothing is drawn.
         """
-        if not self._source.can_draw(count, self._cal.precision):
+        src = self._source
+        if not src.can_draw(count, self._cal.precision):
+            left = getattr(src, "remaining", None)
+            have = "" if left is None else f" ({left} draws left)"
             raise SourceExhaustedError(
-                f"the source cannot supply {count} draws; nothing was drawn (a vector "
-                "release draws all its noise or none)"
+                f"the source cannot supply {count} draws{have}; nothing was drawn (a "
+                "vector release draws all its noise or none)"
             )
 
     def _draws_raw(self, count: int) -> list[tuple[int, int, int]]:

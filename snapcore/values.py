@@ -112,10 +112,19 @@ def exact_ratio(value: Any) -> tuple[int, int]:
     The single reader behind every function here (see the module docstring for the
     accepted types).  Raises ``ParameterError`` naming only the type.
     """
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(f"value {_RULE} ({ACCEPTED}); got {why}")
+    return r
+
+
+def _try(value: Any) -> tuple[tuple[int, int] | None, str]:
+    """``(_ratio(value), "")`` or ``(None, why)``; callers raise outside any handler, so
+    no exception context is chained to their errors."""
     try:
-        return _ratio(value)
-    except _Refused as why:
-        raise ParameterError(f"value {_RULE} ({ACCEPTED}); got {why}") from None
+        return _ratio(value), ""
+    except _Refused as exc:
+        return None, str(exc)
 
 
 def _ratio(value: Any) -> tuple[int, int]:
@@ -196,20 +205,15 @@ def read_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
     positive : bool
         Also require ``value > 0``.
     """
-    try:
-        n, d = _ratio(value)
-    except _Refused as why:
-        raise ParameterError(f"{name} {_RULE} ({ACCEPTED}); got {why}{_shown(value)}") from None
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(
+            f"{name} {_RULE} ({ACCEPTED}); got {type_name(value)} {show(value)} ({why})"
+        )
+    n, d = r
     if positive and n <= 0:
         raise ParameterError(f"{name} must be a finite number > 0, got {show(value)}")
     return Fraction(n, d)
-
-
-def _shown(value: Any) -> str:
-    """`` ``: <short repr>`` for refused parameters whose repr is informative."""
-    if isinstance(value, str | bytes | bool | np.bool_) or value is None:
-        return f": {show(value)}"
-    return ""
 
 
 def read_double(name: str, value: Any) -> Fraction:
@@ -241,11 +245,12 @@ def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
         )
     if len(pair) != 2:
         raise ParameterError(f"{name} must be a pair (lower, upper), got {len(pair)} items")
-    lo = read_double(f"{name} lower", pair[0])
-    hi = read_double(f"{name} upper", pair[1])
+    lo = read_double(f"{name}[0] (lower)", pair[0])
+    hi = read_double(f"{name}[1] (upper)", pair[1])
     if not lo < hi:
         raise ParameterError(
-            f"{name} must satisfy lower < upper, got ({show(pair[0])}, {show(pair[1])})"
+            f"{name} must satisfy lower < upper, got lower={show(pair[0])}, "
+            f"upper={show(pair[1])}"
         )
     return lo, hi
 
@@ -255,11 +260,10 @@ def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
 
 def read_value(value: Any, name: str = "value") -> Fraction:
     """A private scalar as an exact Fraction; the message names the type, never the value."""
-    try:
-        n, d = _ratio(value)
-    except _Refused as why:
-        raise ParameterError(f"{name} {_RULE} ({ACCEPTED}); got {why}") from None
-    return Fraction(n, d)
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(f"{name} {_RULE} ({ACCEPTED}); got {why}")
+    return Fraction(*r)
 
 
 class ReadValues:
@@ -327,10 +331,8 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     if kind == "f":
         if not np.isfinite(flat).all():
             if np.isnan(flat).any():
-                raise MissingValueError(
-                    f"{what} contains NaN (a missing value); {_MISSING_ADVICE}"
-                )
-            raise ParameterError(f"{what} {_RULE}; it contains an infinite {arr.dtype} value")
+                raise _missing(what)
+            raise _bad_element(what, f"an infinite {type_name(flat.dtype.type(0))}")
         if arr.dtype.itemsize <= 8:
             return ReadValues(shape, flat.astype(np.float64), None)
         d = flat.astype(np.float64)
@@ -345,9 +347,14 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     if kind == "O":
         return _from_objects(list(flat), shape, what)
     if kind in "mM" and np.isnat(flat).any():
-        raise MissingValueError(f"{what} contains NaT (a missing value); {_MISSING_ADVICE}")
+        raise _missing(what)
     refused = {"b": "bool", "c": "complex", "U": "str", "S": "bytes"}.get(kind, str(arr.dtype))
-    raise ParameterError(f"{what} {_RULE} ({ACCEPTED}); got an array of dtype {refused}")
+    raise _bad_element(what, f"an array of dtype {refused}")
+
+
+def _bad_element(what: str, why: str) -> ParameterError:
+    unit = "record" if what.startswith("column") else "element"
+    return ParameterError(f"{what}: every {unit} {_RULE} ({ACCEPTED}); got {why}")
 
 
 def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadValues:
@@ -357,25 +364,22 @@ def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadVa
         arr = np.array(items, dtype=np.float64)
         if not np.isfinite(arr).all():
             if np.isnan(arr).any():
-                raise MissingValueError(
-                    f"{what} contains NaN (a missing value); {_MISSING_ADVICE}"
-                )
-            raise ParameterError(f"{what} {_RULE}; it contains an infinite float")
+                raise _missing(what)
+            raise _bad_element(what, "an infinite float")
         return ReadValues(shape, arr, None)
     ratios: list[tuple[int, int]] = []
     append = ratios.append
+    bad = None
     for v in items:
-        try:
-            append(_ratio(v))
-        except _Refused as why:
-            if is_missing(v):
-                raise MissingValueError(
-                    f"{what} contains {_missing_kind(v)} (a missing value); {_MISSING_ADVICE}"
-                ) from None
-            raise ParameterError(
-                f"{what}: every {'record' if what.startswith('column') else 'element'} "
-                f"{_RULE} ({ACCEPTED}); got {why}"
-            ) from None
+        r, why = _try(v)
+        if r is None:
+            bad = v
+            break
+        append(r)
+    if bad is not None or len(ratios) < len(items):
+        if is_missing(bad):
+            raise _missing(what)
+        raise _bad_element(what, why)
     doubles = _ratios_to_doubles(ratios)
     if doubles is not None:
         return ReadValues(shape, doubles, None)
@@ -458,15 +462,11 @@ _MISSING_ADVICE = (
 )
 
 
-def _missing_kind(v: Any) -> str:
-    if v is None:
-        return "None"
-    name = type(v).__name__
-    if name == "NAType":
-        return "pandas NA"
-    if name == "NaTType" or isinstance(v, np.datetime64 | np.timedelta64):
-        return "NaT"
-    return "NaN"
+def _missing(what: str) -> MissingValueError:
+    """The one missing-values error (the same text whatever the marker and wherever)."""
+    return MissingValueError(
+        f"{what} contains missing values (None, NaN, pandas NA or NaT); {_MISSING_ADVICE}"
+    )
 
 
 def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
@@ -484,24 +484,17 @@ def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
     arr = records if isinstance(records, np.ndarray) else None
     if arr is not None and arr.dtype.kind == "f":
         if np.isnan(arr).any():
-            raise MissingValueError(
-                f"column {column!r} contains NaN (a missing value); {_MISSING_ADVICE}"
-            )
+            raise _missing(f"column {column!r}")
         return
     if arr is not None and arr.dtype.kind in "mM":
         if np.isnat(arr).any():
-            raise MissingValueError(
-                f"column {column!r} contains NaT (a missing value); {_MISSING_ADVICE}"
-            )
+            raise _missing(f"column {column!r}")
         return
     if arr is not None and arr.dtype.kind != "O":
         return
     for v in records if arr is None else arr.reshape(-1):
         if is_missing(v):
-            raise MissingValueError(
-                f"column {column!r} contains {_missing_kind(v)} (a missing value); "
-                f"{_MISSING_ADVICE}"
-            )
+            raise _missing(f"column {column!r}")
 
 
 def _column_array(obj: Any) -> np.ndarray:
@@ -590,17 +583,21 @@ def category_key(value: Any) -> CategoryKey:
         For any other type (message: the type only); missing values are the caller's
         concern (:func:`check_missing`).
     """
-    if isinstance(value, str):
-        return ("str", str(value))
-    if isinstance(value, bool | np.bool_):
-        return ("bool", bool(value))
-    try:
-        n, d = _ratio(value)
-    except _Refused as why:
+    key, why = _key(value)
+    if key is None:
         raise ParameterError(
             f"a category must be a number ({ACCEPTED}), a string or a bool; got {why}"
-        ) from None
-    return ("number", Fraction(n, d))
+        )
+    return key
+
+
+def _key(value: Any) -> tuple[CategoryKey | None, str]:
+    if isinstance(value, str):
+        return ("str", str(value)), ""
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value)), ""
+    r, why = _try(value)
+    return (None, why) if r is None else (("number", Fraction(*r)), "")
 
 
 def category_keys(obj: Any, column: str) -> list[CategoryKey]:
@@ -616,19 +613,19 @@ def category_keys(obj: Any, column: str) -> list[CategoryKey]:
                 f"categories; got dtype {arr.dtype}"
             )
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-            raise ParameterError(f"column {column!r} contains an infinite value")
+            raise ParameterError(f"column {column!r}: a category record is an infinite float")
         uniq, inverse = np.unique(arr, return_inverse=True)
         ukeys = [category_key(u) for u in uniq]
         return [ukeys[i] for i in inverse.reshape(-1).tolist()]
     out = []
     for v in arr:
-        try:
-            out.append(category_key(v))
-        except ParameterError:
+        key, why = _key(v)
+        if key is None:
             raise ParameterError(
                 f"column {column!r}: every record must be a number ({ACCEPTED}), a string "
-                f"or a bool for categories; got a record of type {type_name(v)}"
-            ) from None
+                f"or a bool for categories; got {why}"
+            )
+        out.append(key)
     return out
 
 
