@@ -36,6 +36,7 @@ import gmpy2
 from snapcore.dyadic import round_fraction, to_fraction
 from snapcore.errors import ParameterError, SnapcoreError
 from snapcore.mechanism import check_value
+from snapcore.values import format_number
 from snapcore.params import Calibration
 
 __all__ = [
@@ -415,7 +416,8 @@ class AuditResult:
         note = ""
         if not self.neighbouring:
             note = (
-                f" [inputs are {float(self.distance)!r} sensitivities apart, not neighbours: "
+                f" [inputs are {format_number(self.distance)} sensitivities apart (more than "
+                "1), not neighbours: "
                 "the epsilon claim does not cover them]"
             )
         if self.max_ratio is None:
@@ -426,7 +428,7 @@ class AuditResult:
         rel = "<=" if self.private else ">"
         word = "private" if self.private else "NOT PRIVATE"
         return (
-            f"{word}: loss {self.loss_decimal} {rel} epsilon {float(self.epsilon)!r} "
+            f"{word}: loss {self.loss_decimal} {rel} epsilon {format_number(self.epsilon)} "
             f"(loss - epsilon = {self.excess:.6g})"
         ) + note
 
