@@ -179,7 +179,8 @@ def _statistic(statistic: Any) -> Statistic:
         st: Statistic = reg.get(statistic)
         return st
     raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got {type_name(statistic)} {show(statistic)}"
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}"
     )
 
 

@@ -36,8 +36,8 @@ import gmpy2
 from snapcore.dyadic import round_fraction, to_fraction
 from snapcore.errors import ParameterError, SnapcoreError
 from snapcore.mechanism import check_value
-from snapcore.values import format_number
 from snapcore.params import Calibration
+from snapcore.values import format_number
 
 __all__ = [
     "DEFAULT_MAX_OUTPUTS",

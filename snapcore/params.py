@@ -162,7 +162,8 @@ class Calibration:
             bound=bound,
             liu_bound=self.epsilon + 23 * b * self.epsilon * eta,
             conditions=(
-                f"epsilon > 2*eta: epsilon = {format_number(self.epsilon)} > 2**-{self.precision - 1}",
+                f"epsilon > 2*eta: epsilon = {format_number(self.epsilon)} > "
+                f"2**-{self.precision - 1}",
                 f"b*eta <= 2**-52: b = {format_number(b)}, eta = 2**-{self.precision}",
                 f"b <= 2**{MAX_GRID_POINTS_LOG2} * Lambda (every grid point an exact double; "
                 f"implies Mironov's b < 2**(p-7) * lambda): b / Lambda = "
@@ -260,8 +261,8 @@ def calibrate(
     need = required_precision(eps, half / delta)
     if need > MAX_PRECISION:
         raise ParameterError(
-            f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} needs a "
-            f"working precision of {need} bits; at most {MAX_PRECISION} is supported "
+            f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} "
+            f"needs a working precision of {need} bits; at most {MAX_PRECISION} is supported "
             "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))"
         )
     if precision is None:

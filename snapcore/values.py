@@ -132,7 +132,8 @@ def _ratio(value: Any) -> tuple[int, int]:
     if t is float:
         if value - value != 0.0:
             raise _Refused(f"{'a NaN' if value != value else 'an infinite'} float")
-        return value.as_integer_ratio()
+        n, d = value.as_integer_ratio()
+        return (n, d)
     if t is int:
         return (value, 1)
     if t is Fraction:
@@ -249,8 +250,7 @@ def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
     hi = read_double(f"{name}[1] (upper)", pair[1])
     if not lo < hi:
         raise ParameterError(
-            f"{name} must satisfy lower < upper, got lower={show(pair[0])}, "
-            f"upper={show(pair[1])}"
+            f"{name} must satisfy lower < upper, got lower={show(pair[0])}, upper={show(pair[1])}"
         )
     return lo, hi
 
@@ -644,9 +644,8 @@ def format_number(q: Fraction) -> str:
         f = n / d
     except OverflowError:
         f = math.inf
-    if math.isfinite(f) and f != 0 and abs(f) >= 2.2250738585072014e-308:
-        if Fraction(f) == q:
-            return repr(f)
+    if math.isfinite(f) and abs(f) >= 2.2250738585072014e-308 and Fraction(f) == q:
+        return repr(f)
     return _sci(q)
 
 

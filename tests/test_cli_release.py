@@ -137,7 +137,10 @@ def test_csv_file(tmp_path: Path):
         (("mean", "-c", "age", "-e", "1"), "needs bounds="),
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper"),
         (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found"),
-        (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "every record must be a finite real number"),
+        (
+            ("mean", "-c", "region", "-b", "0", "1", "-e", "1"),
+            "every record must be a finite real number",
+        ),
         (("median", "-c", "age", "-e", "1"), "statistic must be one of"),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "-1"), "epsilon must be"),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-g", "2"), "gamma must be"),

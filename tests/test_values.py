@@ -246,7 +246,9 @@ def test_container_release_equals_scalar_release(values, container, seed):
     # and each scalar output is the transform of its exact value on its draw
     draws = SeededSource(seed).draws(len(values), SnappingMechanism(**kw).precision)
     m = SnappingMechanism(**kw)
-    assert ref == [m.transform(ref_fraction(v), d.u, d.sign) for v, d in zip(values, draws)]
+    assert ref == [
+        m.transform(ref_fraction(v), d.u, d.sign) for v, d in zip(values, draws, strict=True)
+    ]
 
 
 def test_fast_path_list_of_mixed_doubles_equals_scalar():
@@ -370,7 +372,9 @@ def test_issue19_string_record_does_not_change_the_others():
         a = _prep(h, d, rel, bounds=None, n=n, categories=[1, 2, 3]).values
         b = _prep(h, d2, rel, bounds=None, n=n, categories=[1, 2, 3]).values
         assert all(abs(x - y) <= 1 for x, y in zip(a, b, strict=True)), (a, b)
-    assert _prep(h, [1] * 50 + ["x"], "replace", bounds=None, n=None, categories=[1, 2, 3]).values == (
+    assert _prep(
+        h, [1] * 50 + ["x"], "replace", bounds=None, n=None, categories=[1, 2, 3]
+    ).values == (
         50,
         0,
         0,
@@ -412,11 +416,21 @@ def test_exact_non_double_records_are_summed_exactly():
     from snapcore.statistics.counting import Histogram
 
     prep = _prep(
-        Histogram(), [2**53, 2**53 + 1], "replace", bounds=None, n=None, bins=[0.0, 2.0**53 + 2, 2.0**60]
+        Histogram(),
+        [2**53, 2**53 + 1],
+        "replace",
+        bounds=None,
+        n=None,
+        bins=[0.0, 2.0**53 + 2, 2.0**60],
     )
     assert prep.values == (2, 0)
     prep = _prep(
-        Histogram(), [2**53, 2**53 + 1], "replace", bounds=None, n=None, bins=[0.0, 2.0**53, 2.0**60]
+        Histogram(),
+        [2**53, 2**53 + 1],
+        "replace",
+        bounds=None,
+        n=None,
+        bins=[0.0, 2.0**53, 2.0**60],
     )
     assert prep.values == (0, 2)
     with pytest.raises(ParameterError, match="not doubles"):
@@ -489,15 +503,19 @@ def test_errors_never_echo_private_values(bad):
     m = SnappingMechanism(epsilon=1, bound=100.0, source=NoDraws())
     for secret in SECRETS:
         cases = [
-            lambda: m.release([41.0, secret, bad]),
-            lambda: m.release(np.array([secret, bad], dtype=object)),
-            lambda: m.release((secret, [bad])),
-            lambda: snapcore.release("sum", [secret, bad], epsilon=1, bounds=(0, 100)),
-            lambda: snapcore.release("mean", {"c": [secret, bad]}, epsilon=1, bounds=(0, 100)),
+            lambda secret=secret: m.release([41.0, secret, bad]),
+            lambda secret=secret: m.release(np.array([secret, bad], dtype=object)),
+            lambda secret=secret: m.release((secret, [bad])),
+            lambda secret=secret: snapcore.release(
+                "sum", [secret, bad], epsilon=1, bounds=(0, 100)
+            ),
+            lambda secret=secret: snapcore.release(
+                "mean", {"c": [secret, bad]}, epsilon=1, bounds=(0, 100)
+            ),
         ]
         if not isinstance(bad, str | bool):  # strings and bools are valid category records
             cases.append(
-                lambda: snapcore.release(
+                lambda secret=secret: snapcore.release(
                     "histogram", pd.Series([secret, bad], dtype=object), epsilon=1, categories=[1]
                 )
             )
@@ -558,7 +576,7 @@ def test_parameter_extremes_give_only_parameter_errors(x):
     for kw in mech_cases:
         try:
             SnappingMechanism(**kw, source=NoDraws())
-        except Exception as exc:  # noqa: BLE001 - the point is which exceptions escape
+        except Exception as exc:
             _short(exc)
     api_cases = [
         {"epsilon": x, "bounds": (0, 1)},
@@ -572,13 +590,13 @@ def test_parameter_extremes_give_only_parameter_errors(x):
             snapcore.release("mean", [0.5, 0.25], source=NoDraws(), **kw)
         except Drawn:
             pass  # the parameters were valid: the release got as far as drawing
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             _short(exc)
     try:
         snapcore.release("histogram", [0.5], epsilon=1, bins=[0.0, x], source=NoDraws())
     except Drawn:
         pass
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         _short(exc)
 
 
@@ -608,15 +626,11 @@ def test_audit_distance_is_not_rounded_to_one():
 def test_vector_release_draws_all_or_nothing():
     src = ReplaySource([(1, 0.5)])
     with pytest.raises(SourceExhaustedError):
-        snapcore.release(
-            "histogram", ["a", "b"], epsilon=1, categories=["a", "b"], source=src
-        )
+        snapcore.release("histogram", ["a", "b"], epsilon=1, categories=["a", "b"], source=src)
     assert src.remaining == 1
     budget = snapcore.Budget(2)
     with pytest.raises(SourceExhaustedError):
-        snapcore.release(
-            "histogram", [1.0], epsilon=1, bins=[0, 1, 2], source=src, budget=budget
-        )
+        snapcore.release("histogram", [1.0], epsilon=1, bins=[0, 1, 2], source=src, budget=budget)
     assert src.remaining == 1 and budget.spent == 0
     m = SnappingMechanism(epsilon=1, bound=4.0, source=src)
     with pytest.raises(SourceExhaustedError):

@@ -9,10 +9,10 @@ Without a CSV file it uses the bundled synthetic example table
 from __future__ import annotations
 
 import csv
-import re
-from decimal import Decimal
 import json
+import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
