@@ -105,7 +105,7 @@ class Calibration:
         ``p``; ``η = 2**-p``.
     lower, upper : Fraction
         The user's interval (exact doubles).
-    center : Fraction
+    centre : Fraction
         ``c = (lower + upper) / 2``.
     half_width : Fraction
         ``B = (upper - lower) / 2`` in the user's units.
@@ -113,32 +113,46 @@ class Calibration:
         ``Δ``.
     epsilon : Fraction
         The requested ε.
-    clamp_bound : tuple of int
-        ``b = RN(B/Δ)`` as ``(m, e)``.
-    epsilon_prime : tuple of int
+    unit_clamp_bound_dyadic : tuple of int
+        ``b = RN(B/Δ)`` as the dyadic pair ``(m, e)``, ``b = m·2**e``.
+    epsilon_prime_dyadic : tuple of int
         ``ε′ = RZ((ε − 2η)/(1 + 12·b·η))`` as ``(m, e)``.
-    scale : tuple of int
+    scale_dyadic : tuple of int
         ``λ = RU(1/ε′)`` as ``(m, e)``.
     granularity_log2 : int
         ``L`` with ``Λ = 2**L`` the smallest power of two ``>= λ``.
+
+    The properties :attr:`unit_clamp_bound`, :attr:`epsilon_prime`, :attr:`scale` and
+    :attr:`granularity` give the same numbers as Fractions, under the names
+    :class:`~snapcore.mechanism.SnappingMechanism` uses.
     """
 
     precision: int
     lower: Fraction
     upper: Fraction
-    center: Fraction
+    centre: Fraction
     half_width: Fraction
     sensitivity: Fraction
     epsilon: Fraction
-    clamp_bound: tuple[int, int]
-    epsilon_prime: tuple[int, int]
-    scale: tuple[int, int]
+    unit_clamp_bound_dyadic: tuple[int, int]
+    epsilon_prime_dyadic: tuple[int, int]
+    scale_dyadic: tuple[int, int]
     granularity_log2: int
 
     @property
-    def b(self) -> Fraction:
-        """``b`` as a Fraction."""
-        return to_fraction(*self.clamp_bound)
+    def unit_clamp_bound(self) -> Fraction:
+        """``b = RN(B/Δ)``, the clamp bound in sensitivity units."""
+        return to_fraction(*self.unit_clamp_bound_dyadic)
+
+    @property
+    def epsilon_prime(self) -> Fraction:
+        """``ε′``, the Laplace parameter actually used."""
+        return to_fraction(*self.epsilon_prime_dyadic)
+
+    @property
+    def scale(self) -> Fraction:
+        """``λ = RU(1/ε′)``, the noise scale in sensitivity units."""
+        return to_fraction(*self.scale_dyadic)
 
     @property
     def granularity(self) -> Fraction:
@@ -148,10 +162,10 @@ class Calibration:
     def privacy(self) -> PrivacyAnalysis:
         """The privacy analysis these constants satisfy."""
         eta = Fraction(1, 1 << self.precision)
-        eps_p = to_fraction(*self.epsilon_prime)
-        b = self.b
+        eps_p = self.epsilon_prime
+        b = self.unit_clamp_bound
         bound = eps_p * (1 + 12 * b * eta) + 2 * eta
-        lam = to_fraction(*self.scale)
+        lam = self.scale
         return PrivacyAnalysis(
             theorem=(
                 "Mironov (2012), Theorem 1 (snapping mechanism), with machine epsilon "
@@ -204,13 +218,13 @@ def derive_calibration(
         precision=p,
         lower=lower,
         upper=upper,
-        center=(lower + upper) / 2,
+        centre=(lower + upper) / 2,
         half_width=half,
         sensitivity=sensitivity,
         epsilon=epsilon,
-        clamp_bound=b,
-        epsilon_prime=eps_p,
-        scale=lam,
+        unit_clamp_bound_dyadic=b,
+        epsilon_prime_dyadic=eps_p,
+        scale_dyadic=lam,
         granularity_log2=e + m.bit_length() - (1 if m & (m - 1) == 0 else 0),
     )
 
@@ -219,8 +233,8 @@ def calibrate(
     *,
     epsilon: Any,
     sensitivity: Any = 1,
-    bounds: Any = None,
-    bound: Any = None,
+    clamp_bounds: Any = None,
+    clamp_bound: Any = None,
     precision: Any = None,
 ) -> Calibration:
     """Validate the parameters and compute the exact calibration.
@@ -231,9 +245,10 @@ def calibrate(
         ε > 0, finite.
     sensitivity : real
         Δ > 0, finite.
-    bounds : (lower, upper), optional
-        Finite doubles with ``lower < upper``.  Exactly one of ``bounds`` and ``bound``.
-    bound : real, optional
+    clamp_bounds : (lower, upper), optional
+        Finite doubles with ``lower < upper``.  Exactly one of ``clamp_bounds`` and
+        ``clamp_bound``.
+    clamp_bound : real, optional
         A finite double ``B > 0``: the interval ``[-B, B]``.
     precision : int, optional
         Ask for at least this many bits; never fewer than required.
@@ -245,18 +260,20 @@ def calibrate(
     """
     eps = check_real("epsilon", epsilon, positive=True)
     delta = check_real("sensitivity", sensitivity, positive=True)
-    if (bounds is None) == (bound is None):
+    if (clamp_bounds is None) == (clamp_bound is None):
         raise ParameterError(
-            "give exactly one of bounds=(lower, upper) and bound=B, got "
-            f"bounds={show(bounds)}, bound={show(bound)}"
+            "give exactly one of clamp_bounds=(lower, upper) and clamp_bound=B, got "
+            f"clamp_bounds={show(clamp_bounds)}, clamp_bound={show(clamp_bound)}"
         )
-    if bound is not None:
-        bq = _exact_double("bound", bound)
+    if clamp_bound is not None:
+        bq = _exact_double("clamp_bound", clamp_bound)
         if bq <= 0:
-            raise ParameterError(f"bound must be a finite number > 0, got {show(bound)}")
+            raise ParameterError(
+                f"clamp_bound must be a finite number > 0, got {show(clamp_bound)}"
+            )
         lower, upper = -bq, bq
     else:
-        lower, upper = read_double_pair("bounds", bounds)
+        lower, upper = read_double_pair("clamp_bounds", clamp_bounds)
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
     if need > MAX_PRECISION:
@@ -286,13 +303,13 @@ def calibrate(
         )
     cal = derive_calibration(epsilon=eps, lower=lower, upper=upper, sensitivity=delta, precision=p)
     L = cal.granularity_log2
-    if cal.b > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
+    if cal.unit_clamp_bound > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
-            f"bounds are too wide for epsilon = {show(epsilon)}: the half-width over the "
-            "sensitivity, "
+            f"the clamp interval is too wide for epsilon = {show(epsilon)}: the half-width "
+            "over the sensitivity, "
             f"B/sensitivity = {format_number(half / delta)}, must be <= "
             f"2**{MAX_GRID_POINTS_LOG2} * Lambda = 2**{MAX_GRID_POINTS_LOG2 + L} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
-            "an exact double; narrow the bounds or lower epsilon"
+            "an exact double; narrow the clamp interval or lower epsilon"
         )
     return cal

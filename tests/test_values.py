@@ -111,7 +111,7 @@ def test_refused_types_name_the_type(v, kind):
         exact_ratio(v)
     assert kind in str(info.value)
     with pytest.raises(ParameterError, match=r"^epsilon must be a finite real number") as info:
-        SnappingMechanism(epsilon=v, bound=1.0)
+        SnappingMechanism(epsilon=v, clamp_bound=1.0)
     assert info.value.__context__ is None
 
 
@@ -124,7 +124,7 @@ def _scalar_outputs(mech_kw, values, seed):
 
 
 def test_list_beyond_two_pow_53_is_released_exactly():
-    kw = {"epsilon": 1, "bounds": (2**53 - 16, 2**53 + 16)}
+    kw = {"epsilon": 1, "clamp_bounds": (2**53 - 16, 2**53 + 16)}
     for container in (
         [0.5, 2**53 + 1],
         (0.5, 2**53 + 1),
@@ -143,11 +143,11 @@ def test_list_beyond_two_pow_53_is_released_exactly():
 
 
 def test_long_double_neighbours_audit_within_epsilon():
-    m = SnappingMechanism(epsilon=1, bounds=(1, 1 + 2**-52), sensitivity=2**-60)
+    m = SnappingMechanism(epsilon=1, clamp_bounds=(1, 1 + 2**-52), sensitivity=2**-60)
     a = LD(1) + LD(2) ** -60
     r = audit(m, a, a + LD(2) ** -60)
     assert r.distance == 1 and r.private, r.verdict
-    kw = {"epsilon": 1, "bounds": (1, 1 + 2**-52), "sensitivity": 2**-60}
+    kw = {"epsilon": 1, "clamp_bounds": (1, 1 + 2**-52), "sensitivity": 2**-60}
     vals = [a, a + LD(2) ** -60, LD(1)]
     for seed in range(10):
         out = SnappingMechanism(**kw, source=SeededSource(seed)).release(np.array(vals))
@@ -179,7 +179,7 @@ NEIGHBOUR_TYPES = [
 @pytest.mark.parametrize("make", NEIGHBOUR_TYPES, ids=lambda t: getattr(t, "__name__", "mpfr"))
 def test_neighbours_in_any_type_audit_within_epsilon(make):
     """Neighbours one Δ apart, given as each accepted type, stay <= ε (exact audit)."""
-    m = SnappingMechanism(epsilon=1, bound=8.0)
+    m = SnappingMechanism(epsilon=1, clamp_bound=8.0)
     for v in (0, 3, 7) if make is np.uint64 else (0, 3, -8, 7):
         a = make(v)
         b = make(v + 1)
@@ -223,7 +223,7 @@ _DTYPES = {
 )
 def test_container_release_equals_scalar_release(values, container, seed):
     """Every container gives, element for element, the scalar release on the same draws."""
-    kw = {"epsilon": 1, "bounds": (-(2.0**20), 2.0**20)}
+    kw = {"epsilon": 1, "clamp_bounds": (-(2.0**20), 2.0**20)}
     if container == "list":
         given_ = list(values)
     elif container == "tuple":
@@ -260,7 +260,7 @@ def test_fast_path_list_of_mixed_doubles_equals_scalar():
     vals = []
     for i, x in enumerate(base.tolist()):
         vals.append([x, np.float32(x), int(x), np.float16(x % 50), Fraction(x)][i % 5])
-    kw = {"epsilon": 1, "bounds": (-512.0, 512.0)}
+    kw = {"epsilon": 1, "clamp_bounds": (-512.0, 512.0)}
     out = SnappingMechanism(**kw, source=SeededSource(3)).release(vals)
     assert out == _scalar_outputs(kw, vals, 3)
     vals[7] = Fraction(1, 3)  # one non-double: the exact path, same outputs
@@ -328,11 +328,11 @@ def test_every_record_counted_at_most_once_where_the_normalisation_says(data, ca
     if len(set(keys)) < len(keys):
         with pytest.raises(ParameterError, match="distinct under exact-value matching"):
             Histogram().prepare(
-                ds, bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
+                ds, data_bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
             )
         return
     prep = Histogram().prepare(
-        ds, bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
+        ds, data_bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
     )
     expected = [sum(1 for d in data if ref_key(d) == k) for k in keys]
     assert list(prep.values) == expected
@@ -348,7 +348,7 @@ def test_issue11_float32_record_lands_in_one_bin():
             _container([np.float32(0.1)], kind), column="x" if kind == "mapping" else None
         )
         prep = Histogram().prepare(
-            ds, bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
+            ds, data_bounds=None, n=None, relation=Neighbouring.REPLACE, categories=cats
         )
         assert list(prep.values) == [0, 1]
     with pytest.raises(ParameterError, match="distinct"):
@@ -369,11 +369,11 @@ def test_issue19_string_record_does_not_change_the_others():
         ("replace", None, [1] * 50 + [2], [1] * 50 + ["x"]),
         ("add-remove", 10, [2, 1, 1, 3], [2, 1, 1, 3, "x"]),
     ):
-        a = _prep(h, d, rel, bounds=None, n=n, categories=[1, 2, 3]).values
-        b = _prep(h, d2, rel, bounds=None, n=n, categories=[1, 2, 3]).values
+        a = _prep(h, d, rel, data_bounds=None, n=n, categories=[1, 2, 3]).values
+        b = _prep(h, d2, rel, data_bounds=None, n=n, categories=[1, 2, 3]).values
         assert all(abs(x - y) <= 1 for x, y in zip(a, b, strict=True)), (a, b)
     assert _prep(
-        h, [1] * 50 + ["x"], "replace", bounds=None, n=None, categories=[1, 2, 3]
+        h, [1] * 50 + ["x"], "replace", data_bounds=None, n=None, categories=[1, 2, 3]
     ).values == (
         50,
         0,
@@ -386,10 +386,10 @@ def test_issue19_numeric_column_refuses_strings():
 
     b = ((0.1, float(np.float32(0.1))),)
     d = [np.float32(0.1)] * 8 + [0.1]
-    good = _prep(Sum(), d, "replace", bounds=b, n=None).values[0]
+    good = _prep(Sum(), d, "replace", data_bounds=b, n=None).values[0]
     assert good == 8 * Fraction(float(np.float32(0.1))) + Fraction(0.1)
     with pytest.raises(ParameterError, match="got str") as info:
-        _prep(Sum(), [np.float32(0.1)] * 8 + ["0.1"], "replace", bounds=b, n=None)
+        _prep(Sum(), [np.float32(0.1)] * 8 + ["0.1"], "replace", data_bounds=b, n=None)
     assert "0.1" not in str(info.value)
 
 
@@ -399,17 +399,17 @@ def test_exact_non_double_records_are_summed_exactly():
     data = [2**53 + 1, Fraction(1, 3), Decimal("0.1"), LD(1) + LD(2) ** -60, 1.5]
     lo, hi = 0.0, 2.0**54
     exact = [min(max(ref_fraction(v), Fraction(lo)), Fraction(hi)) for v in data]
-    s = _prep(Sum(), data, "replace", bounds=((lo, hi),), n=None).values[0]
+    s = _prep(Sum(), data, "replace", data_bounds=((lo, hi),), n=None).values[0]
     assert s == sum(exact)
-    m = _prep(Mean(), data, "replace", bounds=((lo, hi),), n=None).values[0]
+    m = _prep(Mean(), data, "replace", data_bounds=((lo, hi),), n=None).values[0]
     assert m == sum(exact) / 5
-    var = _prep(Variance(), data, "replace", bounds=((lo, hi),), n=None).values[0]
+    var = _prep(Variance(), data, "replace", data_bounds=((lo, hi),), n=None).values[0]
     mu = sum(exact) / 5
     assert var == sum((x - mu) ** 2 for x in exact) / 4
     two = np.empty((5, 2), dtype=object)
     two[:, 0] = data
     two[:, 1] = [1.0, 2.0, 3.0, 4.0, 5.0]
-    cov = _prep(Covariance(), two, "replace", bounds=((lo, hi), (0.0, 8.0)), n=None).values[0]
+    cov = _prep(Covariance(), two, "replace", data_bounds=((lo, hi), (0.0, 8.0)), n=None).values[0]
     ys = [Fraction(y) for y in (1, 2, 3, 4, 5)]
     assert cov == sum((x - mu) * (y - 3) for x, y in zip(exact, ys, strict=True)) / 4
     # histogram bins compare the exact value (2**53 + 1 is not 2**53)
@@ -419,7 +419,7 @@ def test_exact_non_double_records_are_summed_exactly():
         Histogram(),
         [2**53, 2**53 + 1],
         "replace",
-        bounds=None,
+        data_bounds=None,
         n=None,
         bins=[0.0, 2.0**53 + 2, 2.0**60],
     )
@@ -428,7 +428,7 @@ def test_exact_non_double_records_are_summed_exactly():
         Histogram(),
         [2**53, 2**53 + 1],
         "replace",
-        bounds=None,
+        data_bounds=None,
         n=None,
         bins=[0.0, 2.0**53, 2.0**60],
     )
@@ -459,7 +459,7 @@ MISSING_COLUMNS = [
 @pytest.mark.parametrize("col", MISSING_COLUMNS, ids=lambda c: type(c).__name__)
 @pytest.mark.parametrize("stat", ["sum", "histogram"])
 def test_missing_values_give_one_error(col, stat):
-    kw = {"bounds": (0, 10)} if stat == "sum" else {"categories": ["a", 1]}
+    kw = {"data_bounds": (0, 10)} if stat == "sum" else {"categories": ["a", 1]}
     with pytest.raises(MissingValueError) as info:
         snapcore.release(stat, col, epsilon=1, source=NoDraws(), **kw)
     msg = str(info.value)
@@ -500,17 +500,17 @@ BAD_COMPANIONS = ["x", "42.17", b"42.17", None, math.nan, True, 1j, {"v": 42.17}
 
 @pytest.mark.parametrize("bad", BAD_COMPANIONS, ids=repr)
 def test_errors_never_echo_private_values(bad):
-    m = SnappingMechanism(epsilon=1, bound=100.0, source=NoDraws())
+    m = SnappingMechanism(epsilon=1, clamp_bound=100.0, source=NoDraws())
     for secret in SECRETS:
         cases = [
             lambda secret=secret: m.release([41.0, secret, bad]),
             lambda secret=secret: m.release(np.array([secret, bad], dtype=object)),
             lambda secret=secret: m.release((secret, [bad])),
             lambda secret=secret: snapcore.release(
-                "sum", [secret, bad], epsilon=1, bounds=(0, 100)
+                "sum", [secret, bad], epsilon=1, data_bounds=(0, 100)
             ),
             lambda secret=secret: snapcore.release(
-                "mean", {"c": [secret, bad]}, epsilon=1, bounds=(0, 100)
+                "mean", {"c": [secret, bad]}, epsilon=1, data_bounds=(0, 100)
             ),
         ]
         if not isinstance(bad, str | bool):  # strings and bools are valid category records
@@ -566,12 +566,12 @@ def _short(exc):
 @pytest.mark.parametrize("x", EXTREMES, ids=repr)
 def test_parameter_extremes_give_only_parameter_errors(x):
     mech_cases = [
-        {"epsilon": x, "bound": 1.0},
-        {"epsilon": 1, "sensitivity": x, "bound": 1.0},
-        {"epsilon": 1, "bound": x},
-        {"epsilon": 1, "bounds": (x, 1.0)},
-        {"epsilon": 1, "bounds": (-1.0, x)},
-        {"epsilon": 1, "bound": 1.0, "precision": x},
+        {"epsilon": x, "clamp_bound": 1.0},
+        {"epsilon": 1, "sensitivity": x, "clamp_bound": 1.0},
+        {"epsilon": 1, "clamp_bound": x},
+        {"epsilon": 1, "clamp_bounds": (x, 1.0)},
+        {"epsilon": 1, "clamp_bounds": (-1.0, x)},
+        {"epsilon": 1, "clamp_bound": 1.0, "precision": x},
     ]
     for kw in mech_cases:
         try:
@@ -579,11 +579,11 @@ def test_parameter_extremes_give_only_parameter_errors(x):
         except Exception as exc:
             _short(exc)
     api_cases = [
-        {"epsilon": x, "bounds": (0, 1)},
-        {"epsilon": 1, "bounds": (0, x)},
-        {"epsilon": 1, "bounds": (0, 1), "gamma": x},
-        {"epsilon": 1, "bounds": (0, 1), "clamp_bounds": (x, 2.0)},
-        {"epsilon": 1, "bounds": (0, 1), "n": x},
+        {"epsilon": x, "data_bounds": (0, 1)},
+        {"epsilon": 1, "data_bounds": (0, x)},
+        {"epsilon": 1, "data_bounds": (0, 1), "gamma": x},
+        {"epsilon": 1, "data_bounds": (0, 1), "clamp_bounds": (x, 2.0)},
+        {"epsilon": 1, "data_bounds": (0, 1), "n": x},
     ]
     for kw in api_cases:
         try:
@@ -603,18 +603,18 @@ def test_parameter_extremes_give_only_parameter_errors(x):
 def test_short_numbers_in_messages_and_repr():
     assert show(10**400) == "1e+400" and show(1e300) == "1e+300"
     assert show(Fraction(1, 3**2000)).startswith("~")
-    m = SnappingMechanism(epsilon=Fraction(1, 2**1100), bound=2.0**-1000)
+    m = SnappingMechanism(epsilon=Fraction(1, 2**1100), clamp_bound=2.0**-1000)
     assert "epsilon=2**-1100" in repr(m) and "epsilon=0.0" not in repr(m)
     with pytest.raises(ParameterError) as info:
-        SnappingMechanism(epsilon=10**400, bound=1.0)
+        SnappingMechanism(epsilon=10**400, clamp_bound=1.0)
     assert "1e+400" in str(info.value) and "0" * 50 not in str(info.value)
     with pytest.raises(ParameterError):
-        SnappingMechanism(epsilon=1, sensitivity=5e-324, bound=1.0)
+        SnappingMechanism(epsilon=1, sensitivity=5e-324, clamp_bound=1.0)
     assert format_number(Fraction(1) + Fraction(8, 10**17)) == "~1.0000000000000001e+0"
 
 
 def test_audit_distance_is_not_rounded_to_one():
-    m = SnappingMechanism(epsilon=1, bound=8.0)
+    m = SnappingMechanism(epsilon=1, clamp_bound=8.0)
     r = audit(m, 0, Fraction(1) + Fraction(8, 10**17))
     assert not r.neighbouring
     assert "1.0000000000000001" in r.verdict and "more than 1" in r.verdict
@@ -632,7 +632,7 @@ def test_vector_release_draws_all_or_nothing():
     with pytest.raises(SourceExhaustedError):
         snapcore.release("histogram", [1.0], epsilon=1, bins=[0, 1, 2], source=src, budget=budget)
     assert src.remaining == 1 and budget.spent == 0
-    m = SnappingMechanism(epsilon=1, bound=4.0, source=src)
+    m = SnappingMechanism(epsilon=1, clamp_bound=4.0, source=src)
     with pytest.raises(SourceExhaustedError):
         m.release(np.zeros(2))
     assert src.remaining == 1
