@@ -12,9 +12,8 @@ True
 from __future__ import annotations
 
 import contextlib
-import numbers
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import numpy as np
@@ -29,7 +28,7 @@ from snapcore.bounds import (
     given_clamp_bounds,
 )
 from snapcore.budget import Budget
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, show
 from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import check_real
@@ -44,6 +43,7 @@ from snapcore.statistic import (
     resolve_statistic,
 )
 from snapcore.timing import padded_statistic
+from snapcore.values import type_name
 
 __all__ = ["Release", "release"]
 
@@ -189,8 +189,8 @@ class Release:
 def _check_n(n: Any) -> int | None:
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ParameterError(f"n must be an int >= 0, got {n!r}")
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer) or n < 0:
+        raise ParameterError(f"n must be an int >= 0, got {type_name(n)} {show(n)}")
     return int(n)
 
 
@@ -285,7 +285,7 @@ def release(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
         )
     if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
+        raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
     prep, checked_bounds = _prepare(stat, data, data_bounds, column, n_pub, rel, options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
@@ -338,6 +338,10 @@ def release(
         precision=precision,
         timing=timing,
     )
+    # All or nothing: every coordinate's draw is available before any is drawn (and
+    # before the budget is charged); the vector is released in one call, each value
+    # exactly as the Fraction it is.
+    mech.check_can_draw(len(prep.values))
     with _reserve(budget, eps, stat.name):
         outs = _release_values(mech, prep.values)
     notes = list(prep.notes)
@@ -418,8 +422,8 @@ def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[f
         arr = _as_array(values)
         if arr is not None:
             return tuple(mech.release(arr).tolist())
-    # release() accepts any real, exact Fractions included (check_value).
-    return tuple(float(mech.release(cast(Any, v))) for v in values)
+    # A list is read element by element, exactly (Fractions included), in one release.
+    return tuple(float(o) for o in mech.release(list(values)))
 
 
 def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 import numpy as np
 
-from snapcore.errors import ParameterError
-from snapcore.params import check_real
+from snapcore.errors import ParameterError, show
 from snapcore.plugins import get_registries
+from snapcore.values import read_double_pair, type_name
 
 if TYPE_CHECKING:
     from snapcore.dataset import Dataset
@@ -374,7 +374,7 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
         if n != data_size:
             raise ParameterError(
                 f"n must equal the number of records under the replace relation "
-                f"(n is public), got n={n} for {data_size} records"
+                f"(n is public), got n={show(n)} for {data_size} records"
             )
         return n, f"n = {n} (public under the replace relation)"
     if n is None:
@@ -405,7 +405,8 @@ def resolve_statistic(statistic: Any) -> Statistic:
         st: Statistic = reg.get(statistic)
         return st
     raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got {statistic!r}"
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}"
     )
 
 
@@ -422,21 +423,9 @@ def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:
 
 
 def _pair(name: str, pair: Any) -> tuple[float, float]:
-    if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) != 2:
-        raise ParameterError(f"{name} must be a pair (lower, upper), got {pair!r}")
-    out = []
-    for which, v in (("lower", pair[0]), ("upper", pair[1])):
-        q = check_real(f"{name} {which}", v)
-        try:
-            exact = Fraction(float(q)) == q
-        except OverflowError:
-            exact = False
-        if not exact:
-            raise ParameterError(f"{name} {which} must be exactly a double, got {v!r}")
-        out.append(float(q))
-    if not out[0] < out[1]:
-        raise ParameterError(f"{name} must satisfy lower < upper, got {tuple(pair)!r}")
-    return (out[0], out[1])
+    """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.values.read_double_pair`)."""
+    lo, hi = read_double_pair(name, pair)
+    return (float(lo), float(hi))
 
 
 def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
@@ -459,6 +448,6 @@ def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
     if stat.columns > 1:
         raise ParameterError(
             f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got data_bounds={data_bounds!r}"
+            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
         )
     return (_pair("data_bounds", data_bounds),)

@@ -5,9 +5,8 @@ Counts are integers, so they are exact by construction.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-import math
-import numbers
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
     DataBounds,
@@ -25,6 +24,7 @@ from snapcore.statistic import (
     Statistic,
     resolve_n,
 )
+from snapcore.values import CategoryKey, category_key, is_missing, read_double
 
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
@@ -110,7 +110,7 @@ def _fmt(x: float) -> str:
 
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
+        raise ParameterError(f"bins must be a sequence of bin edges, got {show(bins)}")
     if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
         fast = bins.astype(np.float64)
     elif isinstance(bins, list) and all(type(e) is float for e in bins):
@@ -124,14 +124,7 @@ def _edges(bins: Any) -> np.ndarray:
         and bool((fast[1:] > fast[:-1]).all())
     ):
         return fast  # doubles, finite, strictly increasing: what the checks below ask
-    out = []
-    for i, e in enumerate(bins):
-        if isinstance(e, bool) or not isinstance(e, numbers.Real):
-            raise ParameterError(f"bins[{i}] must be a finite real number, got {e!r}")
-        f = float(e)
-        if not math.isfinite(f) or (isinstance(e, numbers.Rational) and Fraction(f) != e):
-            raise ParameterError(f"bins[{i}] must be a finite double, got {e!r}")
-        out.append(f)
+    out = [float(read_double(f"bins[{i}]", e)) for i, e in enumerate(bins)]
     if len(out) < 2:
         raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
     if any(not x < y for x, y in itertools.pairwise(out)):
@@ -160,6 +153,32 @@ def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     if bad.any():
         idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
     return idx
+
+
+def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
+    """The categories as given and the bin of each normalised key (distinct keys only)."""
+    if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+        raise ParameterError(f"categories must be a sequence of values, got {show(cats)}")
+    cats = list(cats)
+    if not cats:
+        raise ParameterError("categories must not be empty")
+    index: dict[CategoryKey, int] = {}
+    for j, c in enumerate(cats):
+        if is_missing(c):
+            raise ParameterError(f"categories[{j}] is a missing value ({show(c)})")
+        try:
+            key = category_key(c)
+        except ParameterError as exc:
+            raise ParameterError(f"categories[{j}]: {exc}") from None
+        if key in index:
+            i = index[key]
+            raise ParameterError(
+                f"categories must be distinct under exact-value matching (numbers by their "
+                f"exact value, strings as strings): categories[{i}] = {show(cats[i])} and "
+                f"categories[{j}] = {show(c)} are the same category"
+            )
+        index[key] = j
+    return cats, index
 
 
 class Histogram(Statistic):
@@ -214,24 +233,30 @@ class Histogram(Statistic):
             )
         if bins is not None:
             return _edges(bins)
-        if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-            raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
-        cats = list(cats)
-        if not cats:
-            raise ParameterError("categories must not be empty")
-        if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
-            raise ParameterError(f"categories must be distinct, got {cats!r}")
-        return cats
+        return _category_bins(cats)
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, count_0, ..., count_{k-1})``; values clamped to the outer edges."""
         spec = self._spec(data_bounds, options)
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
-            x = np.clip(chunk.numeric(0), spec[0], spec[-1])
-            return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
-        col = chunk.categorical(0)
-        return (chunk.size, *(int(np.count_nonzero(col == c)) for c in spec))
+            col = chunk.column(0)
+            if col.doubles is not None:
+                x = np.clip(col.doubles, spec[0], spec[-1])
+                return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
+            fe = [Fraction(e) for e in spec.tolist()]  # exact records that are not doubles
+            counts = [0] * k
+            for v in col.fractions():
+                v = min(max(v, fe[0]), fe[-1])
+                counts[min(bisect.bisect_right(fe, v) - 1, k - 1)] += 1
+            return (chunk.size, *counts)
+        cats, index = spec
+        counts = [0] * len(cats)
+        for key in chunk.categorical(0):
+            j = index.get(key)  # a dict lookup: at most one bin per record
+            if j is not None:
+                counts[j] += 1
+        return (chunk.size, *counts)
 
     def finalize(
         self,
@@ -252,8 +277,12 @@ class Histogram(Statistic):
             labels = tuple(map("[{}, {}{}".format, e[:-1], e[1:], ends))
             placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
         else:
-            labels = tuple(str(c) for c in spec)
-            placement = "a record counts in the bin equal to its value; others are not counted"
+            labels = tuple(str(c) for c in spec[0])
+            placement = (
+                "a record counts in the one bin whose category equals it under exact-value "
+                "matching (numbers by exact value, strings as strings, bools as bools); "
+                "others are not counted"
+            )
         if len(counts) != len(labels):
             raise ParameterError(
                 f"statistic 'histogram' got a state with {len(counts)} bins for "

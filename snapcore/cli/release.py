@@ -12,7 +12,10 @@ import contextlib
 import csv
 import io
 import json
+import math
+import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +49,39 @@ class _Fail(click.ClickException):
         super().__init__(" ".join(str(message).split()))
 
 
-def _read_csv_stream(fh: Any, label: str) -> dict[str, list[str]]:
-    """A whole CSV file as columns of strings (the reader without pyarrow)."""
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def cell(text: str) -> Any:
+    """One CSV field (or ``--categories`` item), read on its own.
+
+    Integer text is an ``int`` (exact at any size); other decimal number text is the
+    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
+    pyarrow's CSV readers parse it, so the chunked reader gives the same values); an
+    empty field or ``nan`` is a missing value (``None``, refused by the release);
+    anything else stays text.  The same rule for every field: no field changes how
+    another is read.
+    """
+    t = text.strip()
+    if not t:
+        return None
+    if _INT.fullmatch(t):
+        return int(t)
+    try:
+        d = Decimal(t)
+    except ArithmeticError:
+        return t
+    if d.is_nan():
+        return None
+    if not d.is_finite():
+        return t
+    x = float(d)  # correctly rounded: Decimal -> float rounds the exact value once
+    return x if math.isfinite(x) else t
+
+
+def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
+    """A whole CSV file as columns of fields read by :func:`cell` (the reader without
+    pyarrow)."""
     reader = csv.reader(fh)
     try:
         header = next(reader)
@@ -55,14 +89,14 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[str]]:
         raise _Fail(f"{label} is empty") from None
     if len(set(header)) != len(header):
         raise _Fail(f"{label} has duplicate column names")
-    cols: dict[str, list[str]] = {h: [] for h in header}
+    cols: dict[str, list[Any]] = {h: [] for h in header}
     for row in reader:
         if not row:
             continue
         if len(row) != len(header):
             raise _Fail(f"{label}: a row has {len(row)} fields, the header has {len(header)}")
         for h, v in zip(header, row, strict=True):
-            cols[h].append(v.strip())
+            cols[h].append(cell(v))
     return cols
 
 
@@ -76,7 +110,7 @@ def _read_input(
     options: dict[str, Any],
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
-    (pyarrow), or else the whole CSV file as a table of strings."""
+    (pyarrow), or else the whole CSV file read field by field with :func:`cell`."""
     from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
     from snapcore.statistic import resolve_statistic
 
@@ -298,7 +332,7 @@ def release(
     if bins is not None:
         options["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        options["categories"] = [c.strip() for c in categories.split(",")]
+        options["categories"] = [cell(c) for c in categories.split(",")]
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key:
