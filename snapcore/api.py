@@ -418,6 +418,8 @@ def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[f
     """Release every coordinate: through the mechanism's array release when the values
     are integers or exact doubles (bit-identical to one scalar release per value, with
     the draws in the same order), one by one otherwise (exact Fractions)."""
+    if len(values) == 1:  # a scalar statistic: the scalar release, exact for any real
+        return (float(mech.release(values[0])),)
     if len(values) > 1:
         arr = _as_array(values)
         if arr is not None:
