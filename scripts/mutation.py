@@ -57,7 +57,8 @@ def _layout(scratch: Path, module: str) -> None:
     shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
     for sub in ("backends", "statistics"):
         shutil.copytree(ROOT / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "tests", scratch / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
     text = (ROOT / "pyproject.toml").read_text("utf-8")
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
     tests = ", ".join(f'"{t}"' for t in TESTS[module])

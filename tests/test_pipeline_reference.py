@@ -67,14 +67,12 @@ def float_parameters(draw: st.DrawFn) -> dict:
     return _with_bounds(draw, eps, delta)
 
 
-RATIONAL_EPSILONS = st.builds(
-    Fraction, st.integers(1, 10**12), st.integers(1, 10**12)
-).filter(lambda q: Fraction(1, 2**60) <= q <= 64)
-RATIONAL_SENSITIVITIES = st.builds(
-    Fraction, st.integers(1, 10**9), st.integers(1, 10**9)
-).filter(lambda q: Fraction(1, 1000) <= q <= 1000) | st.sampled_from(
-    [Fraction(7, 10), Fraction(1, 3), Fraction(10, 3), Fraction(2**-10)]
+RATIONAL_EPSILONS = st.builds(Fraction, st.integers(1, 10**12), st.integers(1, 10**12)).filter(
+    lambda q: Fraction(1, 2**60) <= q <= 64
 )
+RATIONAL_SENSITIVITIES = st.builds(Fraction, st.integers(1, 10**9), st.integers(1, 10**9)).filter(
+    lambda q: Fraction(1, 1000) <= q <= 1000
+) | st.sampled_from([Fraction(7, 10), Fraction(1, 3), Fraction(10, 3), Fraction(2**-10)])
 
 
 @st.composite
@@ -88,17 +86,17 @@ def rational_parameters(draw: st.DrawFn) -> dict:
 
 def _as_fractions(kw: dict) -> dict:
     out = dict(kw)
-    if "bound" in out:
-        out["bound"] = Fraction(out["bound"])
-    if "bounds" in out:
-        out["bounds"] = tuple(Fraction(v) for v in out["bounds"])
+    if "clamp_bound" in out:
+        out["clamp_bound"] = Fraction(out["clamp_bound"])
+    if "clamp_bounds" in out:
+        out["clamp_bounds"] = tuple(Fraction(v) for v in out["clamp_bounds"])
     return out
 
 
 def _bounds_of(kw: dict) -> tuple[Fraction, Fraction]:
-    if "bounds" in kw:
-        return Fraction(kw["bounds"][0]), Fraction(kw["bounds"][1])
-    return -Fraction(kw["bound"]), Fraction(kw["bound"])
+    if "clamp_bounds" in kw:
+        return Fraction(kw["clamp_bounds"][0]), Fraction(kw["clamp_bounds"][1])
+    return -Fraction(kw["clamp_bound"]), Fraction(kw["clamp_bound"])
 
 
 @st.composite
@@ -145,7 +143,7 @@ def clamp_bound_on_grid_parameters(draw: st.DrawFn) -> dict:
     kw = {
         "epsilon": eps,
         "sensitivity": half / q,
-        "bounds": (centre - half, centre + half),
+        "clamp_bounds": (centre - half, centre + half),
     }
     assume(float(centre - half) == centre - half and float(centre + half) == centre + half)
     return kw
@@ -341,7 +339,8 @@ def test_transform_matches_reference(kw, data):
     for value in _bounds_of(kw):
         for sign in (1, -1):
             want = reference_stages(ref, value, u, sign)
-            event("k = ±kmax with k·Λ = ±b" if abs(want["k"] * ref.granularity) == ref.b else "k·Λ != ±b")
+            on_b = abs(want["k"] * ref.granularity) == ref.b
+            event("k = ±kmax with k·Λ = ±b" if on_b else "k·Λ != ±b")
             assert bits(mech.transform(value, u, sign)) == bits(want["output"]), (kw, value, sign)
     if ref.scale == ref.granularity:
         event("λ = Λ (a power of two)")

@@ -166,7 +166,8 @@ def test_system_source_draws_across_a_refill_use_fresh_bytes():
     assert calls == [4096, 4096]
     assert stream == b"\x01" * 4096 + b"\x02" * (4140 - 4096)
     straddle = 4096 // 23
-    assert raw[straddle] == b"\x01" * (4096 - 23 * straddle) + b"\x02" * (23 * (straddle + 1) - 4096)
+    before, after = 4096 - 23 * straddle, 23 * (straddle + 1) - 4096
+    assert raw[straddle] == b"\x01" * before + b"\x02" * after
 
 
 def test_system_source_default_reader_is_the_os():
