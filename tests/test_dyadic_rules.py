@@ -1,0 +1,194 @@
+"""Rules that change ordinary outputs, each checked directly as a property.
+
+- **Ties to even** (docs/semantics.md, rounding ``RN``): every backend-independent
+  caller of the core's rounding (:func:`snapcore.dyadic.round_ratio`,
+  :func:`~snapcore.dyadic.round_fraction`, :func:`~snapcore.dyadic.round_dyadic`,
+  the *add* stage and the calibration's ``b = RN(B/Δ)``) is given exact ties and
+  compared with the independent reference ``snapref.round_p``.
+- **The endpoint rule** (step 9): a clamped ``z′ = ±b`` gives the user's endpoint
+  itself, bit for bit, for any ε, Δ and bounds (floats and Fractions), e.g. ε = 1,
+  Δ = 0.7, bounds (−2, 0) gives 0.0, not c + Δ·b ≈ −1.67e−36.
+- **The grid path needs no output clamp**: ``c + Δ·k·Λ`` for the outermost grid points
+  strictly inside ``(−b, b)`` lies strictly inside the interval (the premise of the
+  proof in :meth:`snapcore.pipeline.Pipeline._grid_output`), and its double lies in
+  ``[lower, upper]``.
+
+Reproduce a failure with the ``@reproduce_failure`` line hypothesis prints.
+"""
+
+from __future__ import annotations
+
+import struct
+from fractions import Fraction
+
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+from snapref import RN, reference_calibration, reference_stages, round_p
+
+from snapcore import SnappingMechanism
+from snapcore.dyadic import round_dyadic, round_fraction, round_ratio, to_fraction
+from snapcore.params import derive_calibration
+from snapcore.pipeline import Pipeline, add
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PRECISIONS = st.sampled_from([2, 3, 8, 24, 53, 64, 118, 119, 200])
+
+
+def bits(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+@st.composite
+def ties(draw: st.DrawFn) -> tuple[int, int, int]:
+    """``(n, E, p)``: the exact tie ``n·2**E`` halfway between two p-bit floats
+    (``n`` has ``p + 1`` bits and is odd), with either parity of the lower one."""
+    p = draw(PRECISIONS)
+    q = draw(st.integers(1 << (p - 1), (1 << p) - 1))  # the lower neighbour's mantissa
+    n = 2 * q + 1
+    E = draw(st.integers(-400, 400))
+    sign = draw(st.sampled_from([1, -1]))
+    return sign * n, E, p
+
+
+@SETTINGS
+@given(t=ties(), scale=st.integers(1, 10**30))
+def test_round_ratio_ties_go_to_even(t, scale):
+    n, E, p = t
+    value = Fraction(n) * Fraction(2) ** E
+    want = round_p(value, p, RN)
+    # The reference's tie goes to the neighbour with an even mantissa.
+    m_want = abs(want) / Fraction(2) ** (E + 1)
+    assert m_want.denominator == 1 and (m_want.numerator % 2 == 0 or m_want == 1 << p)
+    # round_ratio with an arbitrary (not only power-of-two) common factor.
+    num, den = (n * scale << E, scale) if E >= 0 else (n * scale, scale << -E)
+    assert to_fraction(*round_ratio(num, den, p)) == want
+    assert to_fraction(*round_ratio(-num, -den, p)) == want
+    assert to_fraction(*round_fraction(value, p)) == want
+    assert to_fraction(*round_dyadic(n, E, p)) == want
+
+
+@SETTINGS
+@given(t=ties(), share=st.sampled_from([Fraction(3, 7), Fraction(-5, 2), Fraction(1, 2**70)]))
+def test_add_stage_ties_go_to_even(t, share):
+    """Stage *add*: an exact sum x + N that is a tie rounds to even."""
+    n, E, p = t
+    value = Fraction(n) * Fraction(2) ** E
+    N = round_p(value * share, p, RN)  # a p-bit noise; x takes the rest, exactly
+    x = value - N
+    ne = 1 - N.denominator.bit_length() if N.denominator > 1 else 0
+    nm = int(N * Fraction(2) ** -ne)
+    assert Fraction(nm) * Fraction(2) ** ne == N
+    y = add((x.numerator, x.denominator), (nm, ne), p)
+    assert to_fraction(*y) == round_p(value, p, RN)
+
+
+@SETTINGS
+@given(t=ties(), half=st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(2**30)]))
+def test_calibration_clamp_bound_ties_go_to_even(t, half):
+    """``b = RN(B/Δ)`` for a Δ that puts B/Δ exactly on a tie."""
+    n, E, p = t
+    assume(p >= 8 and n > 0)
+    tie = Fraction(n) * Fraction(2) ** E
+    cal = derive_calibration(
+        epsilon=Fraction(1),
+        lower=-half,
+        upper=half,
+        sensitivity=half / tie,
+        precision=p,
+    )
+    assert cal.unit_clamp_bound == round_p(tie, p, RN)
+
+
+# -- the endpoint rule ------------------------------------------------------------------
+
+SENS = st.sampled_from([0.7, 0.1, 3.0, 1.0, 1e-3, 1 / 3]) | st.builds(
+    Fraction, st.integers(1, 10**6), st.integers(1, 10**6)
+)
+ENDS = st.sampled_from([0.0, -2.0, 1.0, 100.0, -1e-300, 1e15, 0.1, -0.3])
+
+
+@settings(SETTINGS, max_examples=200)
+@given(
+    eps=st.sampled_from([1.0, 0.1, 2.0, 8.0])
+    | st.builds(Fraction, st.integers(1, 99), st.integers(1, 99)),
+    delta=SENS,
+    lo=ENDS,
+    width=st.sampled_from([2.0, 0.5, 1e3, 7.25, 2.0**-20]),
+    value=st.floats(-1e20, 1e20),
+    sign=st.sampled_from([1, -1]),
+    as_fractions=st.booleans(),
+)
+@example(eps=1.0, delta=0.7, lo=-2.0, width=2.0, value=5.0, sign=-1, as_fractions=False)
+def test_clamped_output_is_the_endpoint_itself(eps, delta, lo, width, value, sign, as_fractions):
+    """A draw deep in the tail clamps z′ to ±b; the output is the endpoint, exactly."""
+    hi = lo + width
+    assume(lo < hi)
+    bounds = (Fraction(lo), Fraction(hi)) if as_fractions else (lo, hi)
+    try:
+        mech = SnappingMechanism(epsilon=eps, sensitivity=delta, clamp_bounds=bounds)
+    except ValueError:
+        assume(False)
+    ref = reference_calibration(epsilon=eps, sensitivity=delta, lower=lo, upper=hi)
+    depth = max(3000, int(3 * ref.b / ref.scale) + 64)  # |noise| ≈ depth·λ·ln 2 > 2b
+    assume(depth < 1 << 16)
+    u = Fraction(1, 1 << depth)
+    want = hi if sign == -1 else lo  # N = S·λ·ln U*: S = −1 pushes up
+    assert abs(reference_stages(ref, value, u, sign)["z"]) == ref.b
+    assert bits(mech.transform(value, u, sign)) == bits(want), (eps, delta, lo, hi, sign)
+
+
+def test_endpoint_rule_hand_case():
+    """ε = 1, Δ = 0.7, bounds (−2, 0): c − Δ·b is about −1.67e−36, the endpoint 0.0."""
+    mech = SnappingMechanism(epsilon=1, sensitivity=0.7, clamp_bounds=(-2.0, 0.0))
+    b = mech.calibration.unit_clamp_bound
+    c_plus = float(Fraction(-1) + Fraction(0.7) * b)
+    assert c_plus != 0.0 and abs(c_plus) < 1e-30  # what a missing endpoint rule gives
+    u = Fraction(1, 1 << 3000)
+    assert bits(mech.transform(-1.0, u, -1)) == bits(0.0)
+    assert bits(mech.transform(-1.0, u, 1)) == bits(-2.0)
+
+
+# -- the grid path needs no clamp -------------------------------------------------------
+
+
+@settings(SETTINGS, max_examples=300)
+@given(
+    eps=st.sampled_from([1.0, 0.1, 64.0, 2.0**-40])
+    | st.builds(Fraction, st.integers(1, 10**9), st.integers(1, 10**9)),
+    delta=SENS,
+    lo=ENDS | st.floats(-1e6, 1e6),
+    width=st.floats(2.0**-30, 1e9) | st.sampled_from([1.4, 2.0, 0.7]),
+    extra=st.sampled_from([0, 0, 1, 60]),
+)
+def test_outermost_grid_points_lie_inside_the_interval(eps, delta, lo, width, extra):
+    hi = lo + width
+    assume(lo < hi)
+    try:
+        mech = SnappingMechanism(epsilon=eps, sensitivity=delta, clamp_bounds=(lo, hi))
+        if extra:
+            mech = SnappingMechanism(
+                epsilon=eps,
+                sensitivity=delta,
+                clamp_bounds=(lo, hi),
+                precision=mech.precision + extra,
+            )
+    except ValueError:
+        assume(False)
+    cal = mech.calibration
+    pipe = Pipeline(cal, mech.backend.arithmetic(cal.precision))
+    b, Lam = cal.unit_clamp_bound, cal.granularity
+    kmax = int(b / Lam)
+    for k in {kmax, kmax - 1, -kmax, 1 - kmax, 0}:
+        z = k * Lam
+        if not abs(z) < b:
+            continue
+        exact = cal.centre + cal.sensitivity * z
+        assert cal.lower < exact < cal.upper  # the premise: strictly inside
+        out = pipe._grid_output(k, cal.granularity_log2)
+        assert float(cal.lower) <= out <= float(cal.upper)
+        assert out == float(exact)  # one rounding of the exact value
+    # Through the public path too: the outermost grid point, reached with tiny noise.
+    u = 1 - Fraction(1, 1 << cal.precision)
+    for value in (float(cal.lower), float(cal.upper)):
+        out = mech.transform(value, u, 1)
+        assert float(cal.lower) <= out <= float(cal.upper)
