@@ -5,7 +5,9 @@ Usage::
     python scripts/mutation.py MODULE [--max-children N] [--keep]
 
 ``MODULE`` is one of the keys of :data:`TESTS` (``dyadic``, ``params``, ``pipeline``,
-``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``).  The script lays
+``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``), or ``planted``:
+plant each defect of :data:`PLANTED` (the classes that once survived the default
+suite) in turn and check that its tests fail.  The script lays
 out a scratch copy of the package in its installed shape (``src/snapcore`` with
 ``backends`` and ``statistics`` inside), writes a ``[tool.mutmut]`` section that
 mutates only that module and runs only the tests that matter for it, runs
@@ -28,28 +30,113 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The tests that matter for each module: a failure in any of them kills a mutant.
+REF = "tests/test_pipeline_reference.py"
 TESTS: dict[str, list[str]] = {
     "dyadic": [
-        "tests/test_pipeline_reference.py",
         "tests/test_dyadic_rules.py",
-        "tests/test_exact.py",
+        f"{REF}::test_round_fraction_matches_reference",
+        f"{REF}::test_add_rounds_the_exact_sum_once",
+        f"{REF}::test_reference_rounding_hand_cases",
     ],
     "params": [
-        "tests/test_pipeline_reference.py",
+        f"{REF}::test_transform_matches_reference",
+        f"{REF}::test_extreme_draws",
         "tests/test_validation.py",
         "tests/test_dyadic_rules.py",
     ],
     "pipeline": [
-        "tests/test_pipeline_reference.py",
+        REF,
         "tests/test_dyadic_rules.py",
-        "tests/test_smoke.py",
     ],
-    "budget": ["tests/test_budget.py"],
+    "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
     "sources": ["tests/test_sources_values.py", "tests/test_sampler.py"],
     "chacha": ["tests/test_sources_values.py"],
     "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
-    "fastpath": ["tests/test_fastpath.py"],
+    "fastpath": ["tests/test_fastpath.py", "tests/test_fastpath_margin.py"],
 }
+
+#: The defects that once survived the whole default suite (one per class), planted
+#: one at a time by ``--planted``: each must make its tests fail.  Several sit in
+#: code mutmut does not mutate (decorated functions such as ``Budget.reserve``).
+PLANTED: list[tuple[str, str, str, str, list[str]]] = [
+    (
+        "budget ignores open reservations",
+        "snapcore/budget.py",
+        "left = self.total - self._spent - self._reserved",
+        "left = self.total - self._spent",
+        ["tests/test_budget_schedules.py"],
+    ),
+    (
+        "budget accepts a negative epsilon",
+        "snapcore/budget.py",
+        'eps = check_real("epsilon", epsilon, positive=True)',
+        'eps = check_real("epsilon", epsilon)',
+        ["tests/test_budget_schedules.py"],
+    ),
+    (
+        "SystemSource re-serves a byte to the next read",
+        "snapcore/sources.py",
+        "        self._pos = end\n        return out\n\n\ndef _after_fork",
+        "        self._pos = end - 1\n        return out\n\n\ndef _after_fork",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "SystemSource keeps stale bytes across a refill",
+        "snapcore/sources.py",
+        "self._buf = rest + self._reader(",
+        "self._buf = self._buf[-8:] + self._reader(",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "ChaCha20 re-serves a byte after a refill",
+        "snapcore/chacha.py",
+        "        self._pos = n\n        return self._buf[:n]",
+        "        self._pos = n - 1\n        return self._buf[:n]",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "granularity doubles when lambda is a power of two",
+        "snapcore/params.py",
+        "e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)",
+        "e + m.bit_length()",
+        [f"{REF}::test_transform_matches_reference"],
+    ),
+    (
+        "k = ±kmax takes the grid path",
+        "snapcore/pipeline.py",
+        "if -kmax < k < kmax:",
+        "if -kmax <= k <= kmax:",
+        [f"{REF}::test_transform_matches_reference"],
+    ),
+    (
+        "round_ratio ties away from zero",
+        "snapcore/dyadic.py",
+        "if twice > d2 or (twice == d2 and q & 1):",
+        "if twice >= d2:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "round_dyadic ties away from zero",
+        "snapcore/dyadic.py",
+        "if r > half or (r == half and q & 1):",
+        "if r >= half:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "no endpoint rule for a clamped z'",
+        "snapcore/pipeline.py",
+        "if zm and dyadic_cmp(abs(zm), ze, bm, be) == 0:",
+        "if False:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "fast path's safety factor halved",
+        "snapcore/fastpath.py",
+        "err = 2.0 * (eln",
+        "err = 1.0 * (eln",
+        ["tests/test_fastpath_margin.py"],
+    ),
+]
 
 
 def _layout(scratch: Path, module: str) -> None:
@@ -86,14 +173,44 @@ def _score(results: str) -> tuple[int, int, int]:
     return killed, survived, other
 
 
+def run_planted(scratch: Path) -> int:
+    """Plant each defect of :data:`PLANTED` in turn; report whether its tests fail."""
+    _layout(scratch, "budget")
+    env = dict(os.environ, PYTHONSAFEPATH="1", PYTHONPATH=str(scratch / "src"))
+    missed = 0
+    for title, rel, old, new, tests in PLANTED:
+        path = scratch / "src" / rel
+        original = path.read_text("utf-8")
+        if original.count(old) != 1:
+            print(f"STALE  {title}: the text to mutate is not in {rel} exactly once")
+            missed += 1
+            continue
+        path.write_text(original.replace(old, new), "utf-8")
+        try:
+            cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+            proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+        finally:
+            path.write_text(original, "utf-8")
+        failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED")]
+        if proc.returncode == 1 and failed:
+            print(f"KILLED {title}: {failed[0][:150]}")
+        else:
+            print(f"ALIVE  {title}: pytest exit {proc.returncode}")
+            missed += 1
+    print(f"planted defects: {len(PLANTED) - missed}/{len(PLANTED)} killed")
+    return 1 if missed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("module", choices=sorted(TESTS))
+    ap.add_argument("module", choices=[*sorted(TESTS), "planted"])
     ap.add_argument("--max-children", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix=f"snapcore-mutation-{args.module}-"))
     try:
+        if args.module == "planted":
+            return run_planted(scratch)
         _layout(scratch, args.module)
         env = dict(os.environ, PYTHONSAFEPATH="1")
         mutmut = [sys.executable, "-m", "mutmut"]

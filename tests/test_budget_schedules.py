@@ -175,3 +175,22 @@ def test_concurrent_reservations_all_open_at_once(fail_one):
     else:
         assert b.spent == 1 and b.remaining == 0
         assert sorted(lab for lab, _ in b.history) == sorted(f"t{i}" for i in held)
+
+
+def test_labels_messages_and_repr():
+    """What the budget reports: labels in the history, the parameter named, the balance."""
+    b = Budget(Fraction(3, 4))
+    b.spend(Fraction(1, 4), label="count")
+    b.spend(Fraction(1, 4))
+    with b.reserve(Fraction(1, 8), label="mean"):
+        pass
+    assert b.history == (
+        ("count", Fraction(1, 4)),
+        ("", Fraction(1, 4)),
+        ("mean", Fraction(1, 8)),
+    )
+    assert repr(b) == "Budget(total=0.75, spent=0.625, remaining=0.125)"
+    with pytest.raises(ParameterError, match=r"^total_epsilon must be a finite number > 0"):
+        Budget(0)
+    with pytest.raises(ParameterError, match=r"^epsilon must be a finite number > 0"):
+        b.spend(-1)
