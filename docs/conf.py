@@ -68,7 +68,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
     ("Using snapcore", ["statistics", "bounds-and-gamma", "accuracy", "backends", "fastpath"]),
     ("Extending snapcore", ["plugins", "sources"]),
-    ("How it is checked", ["audit", "ieee754", "benchmarks"]),
+    ("How it is checked", ["audit", "ieee754", "testing", "benchmarks"]),
     ("Reference", ["api"]),
 ]
 
