@@ -12,6 +12,7 @@ import numpy as np
 
 from snapcore.backend import Backend
 from snapcore.errors import ParameterError
+from snapcore.guarantee import calibration_accuracy
 from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
@@ -38,27 +39,19 @@ def check_value(value: Any, name: str = "value") -> Fraction:
     return Fraction(f)
 
 
-def _batch_capability(backend: Backend, arr: np.ndarray) -> Any:
-    """The backend's batch release for ``arr``, or None for the element-wise path.
-
-    A backend may offer ``batch(pipeline, values, source)`` (bit-identical to the
-    element-wise path, or returning None to decline before drawing anything) and
-    ``batch_min_size`` (default 0): arrays at least that long whose elements are exact
-    doubles go through it.  The MPFR backend offers its vectorised fast path this way.
-    """
-    batch = getattr(backend, "batch", None)
-    if batch is None or arr.size < getattr(backend, "batch_min_size", 0):
-        return None
+def _offer_batch(backend: Backend, arr: np.ndarray) -> bool:
+    """Whether ``arr`` goes to :meth:`Backend.batch <snapcore.backend.Backend.batch>`:
+    at least ``batch_min_size`` elements, each an exact double (checked finite)."""
+    if arr.size < backend.batch_min_size:
+        return False
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind == "f" and size <= 8:
-        return batch
-    if kind in "iu" and (arr.size == 0 or max(-int(arr.min()), int(arr.max())) <= 1 << 53):
-        return batch
-    return None
+        return True
+    return kind in "iu" and (arr.size == 0 or max(-int(arr.min()), int(arr.max())) <= 1 << 53)
 
 
 class SnappingMechanism:
-    """Mironov's snapping mechanism, exact at every step (DESIGN.md §1).
+    """Mironov's snapping mechanism, exact at every step (docs/semantics.md).
 
     Parameters
     ----------
@@ -222,11 +215,10 @@ class SnappingMechanism:
 
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
-        for every f(D) in the interval; data-independent (see :func:`snapcore.accuracy.accuracy`).
+        for every f(D) in the interval; data-independent (see
+        :func:`snapcore.guarantee.calibration_accuracy`).
         """
-        from snapcore.accuracy import accuracy
-
-        return accuracy(self, alpha)
+        return calibration_accuracy(self._cal, alpha).bound
 
     # -- the mechanism -------------------------------------------------------------
     def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
@@ -299,8 +291,11 @@ class SnappingMechanism:
                     "value must contain only finite numbers; it contains nan or inf"
                 )
             flat = arr.reshape(-1)
-            batch = _batch_capability(self._backend, arr)
-            outs = None if batch is None else batch(pipe, arr, self._source)
+            outs = (
+                self._backend.batch(pipe, arr, self._source)
+                if _offer_batch(self._backend, arr)
+                else None
+            )
             if outs is not None:  # e.g. the vectorised fast path, bit-identical to MPFR
                 return outs if isinstance(value, np.ndarray) else outs.tolist()
             centre = pipe.centre_ratio
@@ -308,7 +303,7 @@ class SnappingMechanism:
                 xs = [centre(*v.as_integer_ratio()) for v in flat.astype(np.float64).tolist()]
             else:  # integers, exactly (int64 values beyond 2**53 stay exact)
                 xs = [centre(int(v), 1) for v in flat.tolist()]
-            draws = self._draws_raw(len(xs))
+            draws = self._source.draws_raw(len(xs), p)
             outs = np.array(pipe.run_many(xs, draws), dtype=np.float64).reshape(arr.shape)
             if isinstance(value, np.ndarray):
                 return outs
@@ -324,14 +319,6 @@ class SnappingMechanism:
         else:
             x = pipe.centre(check_value(value))
         return pipe.run(x, self._source.draw_raw(p))
-
-    def _draws_raw(self, count: int) -> list[tuple[int, int, int]]:
-        src = self._source
-        p = self._cal.precision
-        bulk = getattr(src, "draws_raw", None)
-        if bulk is not None:
-            return bulk(count, p)  # type: ignore[no-any-return]
-        return [(d.sign, d.mantissa, d.exponent) for d in src.draws(count, p)]
 
     def __repr__(self) -> str:
         lo, hi = self.clamp_bounds
