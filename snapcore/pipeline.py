@@ -168,7 +168,7 @@ class Pipeline:
         """``c + Δ·zm·2**ze`` rounded once to the nearest double, for a grid point
         ``|zm·2**ze| < b`` (an endpoint ``±b`` goes through :meth:`output`).
 
-        The clamp of step 9 to ``[lower, upper]`` never acts here, so it is not
+        The clamp of step 9 ([S9]) to ``[lower, upper]`` never acts here, so it is not
         written.  Proof: let ``u = 2**(E − p + 1)`` be the unit in the last place of
         ``b`` (``2**E <= b < 2**(E+1)``).  The upper condition ``b <= 2**52·Λ`` gives
         ``Λ >= 2**(E − 52) >= u`` (``p >= 118``), so both ``b`` and every grid point

@@ -5,7 +5,7 @@
   :func:`~snapcore.dyadic.round_fraction`, :func:`~snapcore.dyadic.round_dyadic`,
   the *add* stage and the calibration's ``b = RN(B/Δ)``) is given exact ties and
   compared with the independent reference ``snapref.round_p``.
-- **The endpoint rule** (step 9): a clamped ``z′ = ±b`` gives the user's endpoint
+- **The endpoint rule** (docs/semantics.md [S9]): a clamped ``z′ = ±b`` gives the user's endpoint
   itself, bit for bit, for any ε, Δ and bounds (floats and Fractions), e.g. ε = 1,
   Δ = 0.7, bounds (−2, 0) gives 0.0, not c + Δ·b ≈ −1.67e−36.
 - **The grid path needs no output clamp**: ``c + Δ·k·Λ`` for the outermost grid points
