@@ -37,7 +37,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(total=TOTALS, ops=OPS)
 def test_any_schedule_matches_exact_model(total, ops):
     """Opened, closed (done or failed, in any order) and spent: the model predicts all."""

@@ -82,7 +82,7 @@ def test_add_stage_ties_go_to_even(t, share):
     assert to_fraction(*y) == round_p(value, p, RN)
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=100)
 @given(t=ties(), half=st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(2**30)]))
 def test_calibration_clamp_bound_ties_go_to_even(t, half):
     """``b = RN(B/Δ)`` for a Δ that puts B/Δ exactly on a tie."""
@@ -151,7 +151,7 @@ def test_endpoint_rule_hand_case():
 # -- the grid path needs no clamp -------------------------------------------------------
 
 
-@settings(SETTINGS, max_examples=300)
+@settings(SETTINGS, max_examples=150)
 @given(
     eps=st.sampled_from([1.0, 0.1, 64.0, 2.0**-40])
     | st.builds(Fraction, st.integers(1, 10**9), st.integers(1, 10**9)),
