@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -271,3 +272,40 @@ def test_chacha20_rekey_starts_a_fresh_keystream(seed, sizes):
         ]
         assert seams, f"key {i}: no seam where key {i + 1}'s keystream starts"
         rest = rest[seams[-1] :]
+
+
+# -- the draw-level sources -----------------------------------------------------------
+
+
+def test_replay_source_scalar_draws_in_order_then_exhausted():
+    from snapcore import ReplaySource
+    from snapcore.errors import SourceExhaustedError
+
+    given_draws = [(1, 0.5), (-1, 0.25), (1, 0.75), (-1, 0.125)]
+    src = ReplaySource(given_draws)
+    got = [src.draw(118) for _ in given_draws]
+    assert [(d.sign, d.u) for d in got] == [(s, Fraction(u)) for s, u in given_draws]
+    assert src.remaining == 0
+    with pytest.raises(SourceExhaustedError, match=r"^replay source has no draws left$"):
+        src.draw(118)
+
+
+def test_random_source_defaults_draw_one_at_a_time():
+    """A source that only implements ``draw`` gets ``draws``/``draw_raw`` in stream order."""
+    from snapcore.sources import RandomSource
+
+    class Counting(RandomSource):
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.i = 0
+
+        def draw(self, precision: int) -> Draw:
+            self.i += 1
+            return Draw(sign=1, mantissa=(1 << (precision - 1)) + self.i, exponent=-precision)
+
+    src = Counting()
+    assert [d.mantissa & 0xFF for d in src.draws(3, 118)] == [1, 2, 3]
+    assert src.draw_raw(118) == (1, (1 << 117) + 4, -118)
+    assert src.draws(0, 118) == []
+    assert repr(src) == "<Counting 'counting'>"
