@@ -192,3 +192,36 @@ def test_outermost_grid_points_lie_inside_the_interval(eps, delta, lo, width, ex
     for value in (float(cal.lower), float(cal.upper)):
         out = mech.transform(value, u, 1)
         assert float(cal.lower) <= out <= float(cal.upper)
+
+
+# -- the small exact helpers -------------------------------------------------------------
+
+
+@SETTINGS
+@given(
+    m=st.integers(-(2**300), 2**300)
+    | st.builds(lambda k, s: k << s, st.integers(-9, 9), st.integers(0, 400)),
+    p=PRECISIONS,
+)
+def test_is_p_bit_matches_reference(m, p):
+    from snapref import is_p_bit as ref_is_p_bit
+
+    from snapcore.dyadic import is_p_bit
+
+    assert is_p_bit(m, p) == (m == 0 or ref_is_p_bit(Fraction(m), p))
+
+
+@SETTINGS
+@given(
+    m1=st.integers(-(2**80), 2**80),
+    e1=st.integers(-300, 300),
+    m2=st.integers(-(2**80), 2**80),
+    e2=st.integers(-300, 300),
+)
+def test_dyadic_cmp_and_to_fraction_are_exact(m1, e1, m2, e2):
+    from snapcore.dyadic import dyadic_cmp
+
+    a, b = Fraction(m1) * Fraction(2) ** e1, Fraction(m2) * Fraction(2) ** e2
+    assert to_fraction(m1, e1) == a
+    assert dyadic_cmp(m1, e1, m2, e2) == (a > b) - (a < b)
+    assert dyadic_cmp(m1, e1, m1, e1) == 0
