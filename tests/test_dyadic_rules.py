@@ -225,3 +225,11 @@ def test_dyadic_cmp_and_to_fraction_are_exact(m1, e1, m2, e2):
     assert to_fraction(m1, e1) == a
     assert dyadic_cmp(m1, e1, m2, e2) == (a > b) - (a < b)
     assert dyadic_cmp(m1, e1, m1, e1) == 0
+
+
+@pytest.mark.parametrize("e", [-5, 0, 7])
+def test_zero_is_the_pair_0_0(e):
+    """The documented form of zero, whatever the exponent asked for."""
+    assert round_dyadic(0, e, 118) == (0, 0)
+    assert round_ratio(0, 3 << 7, 118) == (0, 0)
+    assert round_fraction(Fraction(0), 53) == (0, 0)
