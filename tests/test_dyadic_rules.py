@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from fractions import Fraction
 
+import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from snapref import RN, reference_calibration, reference_stages, round_p
