@@ -245,6 +245,17 @@ def check_calibration(mech: SnappingMechanism, ref) -> None:
     eta = Fraction(1, 1 << ref.precision)
     assert mech.privacy.bound == ref.epsilon_prime * (1 + 12 * ref.b * eta) + 2 * eta
     assert mech.privacy.bound <= ref.epsilon
+    # The rest of the reported analysis, against the reference's numbers.
+    pa, p = mech.privacy, ref.precision
+    assert pa.epsilon == ref.epsilon
+    assert pa.liu_bound == ref.epsilon + 23 * ref.b * ref.epsilon * eta  # Liu (2020)
+    assert pa.theorem.startswith("Mironov (2012), Theorem 1 (snapping mechanism)")
+    assert f"eta = 2**-{p} " in pa.theorem and pa.theorem.endswith(f"p = {p} bits")
+    assert f"> 2**-{p - 1}" in pa.conditions[0]
+    assert f"b = {float(ref.b)!r}, eta = 2**-{p}" in pa.conditions[1]
+    assert pa.conditions[2].endswith(f"b / Lambda = {float(ref.b / ref.granularity)!r}")
+    assert pa.conditions[3].startswith(f"lambda = RU(1/epsilon') = {float(ref.scale)!r}")
+    assert pa.conditions[3].endswith("(the mechanism stays private, mostly clamped)")
 
 
 # -- the reference's own sanity (it must be right before it judges) -----------------
