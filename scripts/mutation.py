@@ -228,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-children", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run only the mutants whose names match (e.g. 'snapcore.params.x_calibrate*')",
+    )
+    ap.add_argument(
         "--time-budget",
         type=float,
         default=None,
@@ -242,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         # The default suite's sample of slow tests is not wanted here.
         env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
         mutmut = [sys.executable, "-m", "mutmut"]
-        cmd = [*mutmut, "run", "--max-children", str(args.max_children)]
+        cmd = [*mutmut, "run", "--max-children", str(args.max_children), *args.only]
         proc = subprocess.Popen(cmd, cwd=scratch, env=env, start_new_session=True)
         try:
             returncode = proc.wait(timeout=args.time_budget)
