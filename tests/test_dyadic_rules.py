@@ -234,3 +234,55 @@ def test_zero_is_the_pair_0_0(e):
     assert round_dyadic(0, e, 118) == (0, 0)
     assert round_ratio(0, 3 << 7, 118) == (0, 0)
     assert round_fraction(Fraction(0), 53) == (0, 0)
+
+
+# -- the snapping stage and the list path ------------------------------------------------
+
+
+@SETTINGS
+@given(m=st.integers(-(2**130), 2**130), e=st.integers(-200, 60), L=st.integers(-150, 60))
+def test_snap_is_floor_of_y_over_lambda_plus_half(m, e, L):
+    """Stage *snap* ([S7]) for any dyadic y, also when y's exponent is at or above L."""
+    import math
+
+    from snapcore.pipeline import snap
+
+    y = Fraction(m) * Fraction(2) ** e
+    assert snap(m, e, L) == math.floor(y / Fraction(2) ** L + Fraction(1, 2))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        # b = RN(B/Δ) = 2 = Λ exactly while B/Δ is not: k = ±kmax is an endpoint.
+        dict(epsilon=1, sensitivity=1 / (2 * (1 + Fraction(1, 2**125))), clamp_bounds=(-2.0, 0.0)),
+        dict(epsilon=1, sensitivity=0.7, clamp_bounds=(-2.0, 0.0)),
+        dict(epsilon=Fraction(1, 3), sensitivity=Fraction(10, 3), clamp_bounds=(-5.0, 9.5)),
+    ],
+)
+def test_run_many_equals_run_element_by_element(kw):
+    from snapcore.sources import SeededSource
+
+    mech = SnappingMechanism(**kw)
+    cal = mech.calibration
+    pipe = Pipeline(cal, mech.backend.arithmetic(cal.precision))
+    p = cal.precision
+    near_one = (1, (1 << p) - 1, -p)  # U* = 1 − 2**-p: noise of about λ·2**-p
+    lo, hi = Fraction(cal.lower), Fraction(cal.upper)
+    values = [lo, hi, (lo + hi) / 2, lo - 100, hi + 100, Fraction(1, 3)]
+    xs = [pipe.centre(v) for v in values] * 3
+    draws = [near_one] * len(values) + [(-1, *near_one[1:])] * len(values)
+    draws += SeededSource(5).draws_raw(len(values), p)
+    assert pipe.run_many(xs, draws) == [pipe.run(x, d) for x, d in zip(xs, draws, strict=True)]
+    want = [
+        reference_stages(_ref(kw), v, Fraction(d[1], 1 << -d[2]), d[0])["output"]
+        for v, d in zip(values * 3, draws, strict=True)
+    ]
+    assert [bits(o) for o in pipe.run_many(xs, draws)] == [bits(o) for o in want]
+
+
+def _ref(kw):
+    lo, hi = kw["clamp_bounds"]
+    return reference_calibration(
+        epsilon=kw["epsilon"], sensitivity=kw["sensitivity"], lower=lo, upper=hi
+    )
