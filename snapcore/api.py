@@ -446,6 +446,8 @@ def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
 
 
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
-    if budget is None:
+    # A release that spends nothing (an exact, noise-free value of sensitivity 0)
+    # does not touch the budget, which refuses zero epsilon.
+    if budget is None or eps == 0:
         return contextlib.nullcontext()
     return budget.reserve(eps, label=label)

@@ -261,6 +261,14 @@ class SystemSource(ByteSource):
     Bytes are read in blocks and buffered in this process; every buffer is dropped
     in a forked child (``os.register_at_fork``), so parent and child never share
     noise.
+
+    Parameters
+    ----------
+    reader : callable, optional
+        ``reader(n)`` returns ``n`` fresh bytes from the operating system; the default,
+        and the only choice for releases, is ``os.urandom``.  Tests pass a reader that
+        records or chooses the bytes, to check at the value level that every byte the
+        OS returns is decoded once and in order.
     """
 
     name = "system"
@@ -268,8 +276,9 @@ class SystemSource(ByteSource):
     _BLOCK = 4096
     _instances: ClassVar[weakref.WeakSet[SystemSource]] = weakref.WeakSet()
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Callable[[int], bytes] = os.urandom) -> None:
         super().__init__()
+        self._reader = reader
         self._buf = b""
         self._pos = 0
         SystemSource._instances.add(self)
@@ -283,8 +292,8 @@ class SystemSource(ByteSource):
             rest = self._buf[self._pos :]
             if n - len(rest) >= self._BLOCK:  # a large read: no copy through the buffer
                 self._buf, self._pos = b"", 0
-                return rest + os.urandom(n - len(rest))
-            self._buf = rest + os.urandom(max(self._BLOCK, n - len(rest)))
+                return rest + self._reader(n - len(rest))
+            self._buf = rest + self._reader(max(self._BLOCK, n - len(rest)))
             self._pos, end = 0, n
         out = self._buf[self._pos : end]
         self._pos = end
