@@ -29,7 +29,7 @@ from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import round_ratio
 from snapcore.hookspecs import hookimpl
 
-from ._exact import add_nearest, fits, round_nearest
+from ._intround import add_nearest, fits, round_nearest
 
 __all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 

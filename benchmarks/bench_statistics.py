@@ -63,7 +63,7 @@ def row(n: int, kind: str, x: np.ndarray) -> None:
     t_var = best(exact_var)
     t_npvar = best(lambda: float(np.var(x, ddof=1)))
     t_rel = best(
-        lambda: snapcore.release("mean", x, epsilon=1, bounds=(-1e30, 1e30), source=src),
+        lambda: snapcore.release("mean", x, epsilon=1, data_bounds=(-1e30, 1e30), source=src),
         repeat=3,
     )
     print(

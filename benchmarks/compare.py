@@ -81,7 +81,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         if name not in reg.backends.available():
             out.append(Result(f"snapcore {name} (exact)", "scalar", None, "not installed"))
             continue
-        m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend=name)
+        m = SnappingMechanism(epsilon=EPS, clamp_bounds=(LOWER, UPPER), backend=name)
         rate = best_rate(scalar_loop(m.release, 2000), args.seconds)
         out.append(
             Result(f"snapcore {name} (exact)", "scalar", rate, f"snapcore {snapcore.__version__}")
@@ -92,7 +92,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     for source in ("system", "chacha20"):
         try:
             m = SnappingMechanism(
-                epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source=source
+                epsilon=EPS, clamp_bounds=(LOWER, UPPER), backend="fast", source=source
             )
         except Exception as exc:
             out.append(Result(f"snapcore fast path, {source}", "batch", None, str(exc)))
@@ -108,7 +108,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         out.append(Result(label, "batch", rate, "bit-identical to MPFR"))
     if fp.numba_available():
         m = SnappingMechanism(
-            epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source="chacha20"
+            epsilon=EPS, clamp_bounds=(LOWER, UPPER), backend="fast", source="chacha20"
         )
         pipe = m._pipeline
 
@@ -119,7 +119,9 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         rate = best_rate(run_np, args.seconds)
         out.append(Result("snapcore fast path (pure numpy), source chacha20", "batch", rate, ""))
     # the arithmetic alone: draws decoded beforehand (no random bytes, no decoding)
-    m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend="fast", source="chacha20")
+    m = SnappingMechanism(
+        epsilon=EPS, clamp_bounds=(LOWER, UPPER), backend="fast", source="chacha20"
+    )
     pipe = m._pipeline
     draws = fp.decode_draw_batch(m.source, int(batch_values.size), m.precision)
     eng = fp.engine_for(m.calibration)
@@ -135,7 +137,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         )
     )
     # the exact path element by element on an array (what the fast path replaces)
-    m = SnappingMechanism(epsilon=EPS, bounds=(LOWER, UPPER), backend="mpfr")
+    m = SnappingMechanism(epsilon=EPS, clamp_bounds=(LOWER, UPPER), backend="mpfr")
     small = list(batch_values[:1000])
 
     def run_exact(m: Any = m) -> int:

@@ -52,17 +52,17 @@ def main() -> None:
 
     rows: list[tuple[str, float]] = []
     for label, kwargs in [
-        ("release, bounds (0, 100), eps 1, system source", {"bounds": (0.0, 100.0)}),
-        ("release, bound 1e6, eps 0.1, system source", {"bound": 1e6, "epsilon": 0.1}),
+        ("release, bounds (0, 100), eps 1, system source", {"clamp_bounds": (0.0, 100.0)}),
+        ("release, bound 1e6, eps 0.1, system source", {"clamp_bound": 1e6, "epsilon": 0.1}),
         (
             "release, bounds (0, 100), eps 1, seeded source",
-            {"bounds": (0.0, 100.0), "source": snapcore.SeededSource(1)},
+            {"clamp_bounds": (0.0, 100.0), "source": snapcore.SeededSource(1)},
         ),
     ]:
         params = {"epsilon": 1.0, **kwargs}
         m = snapcore.SnappingMechanism(**params)
         rows.append((label, rate(lambda m=m: m.release(42.0), args.seconds)))
-    m = snapcore.SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0))
+    m = snapcore.SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
     small = [42.0] * 1000  # below the fast path's threshold: the exact element-wise path
     rows.append(
         (

@@ -66,7 +66,7 @@ intersphinx_mapping: dict[str, Any] = {}
 #: Table of contents: (caption, [page, ...]) in reading order.
 SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
-    ("Using snapcore", ["statistics", "bounds-and-gamma", "utility", "backends", "fastpath"]),
+    ("Using snapcore", ["statistics", "bounds-and-gamma", "accuracy", "backends", "fastpath"]),
     ("Extending snapcore", ["plugins", "sources"]),
     ("How it is checked", ["audit", "ieee754", "benchmarks"]),
     ("Reference", ["api"]),

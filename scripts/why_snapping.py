@@ -2,7 +2,7 @@
 
     PYTHONSAFEPATH=1 python scripts/why_snapping.py [--trials N] [--out docs/why-snapping.md]
 
-It runs the exact audit (snapcore.audit) on snapcore's sampler and on the seed notes'
+It runs the exact audit (snapcore.auditing) on snapcore's sampler and on the seed notes'
 double-precision sampler, Mironov's attack on NumPy's Laplace and on snapcore, and
 searches for re-checkable witnesses of infinite privacy loss in NumPy's Laplace.
 """
@@ -41,19 +41,19 @@ def fmt_excess(x: float) -> str:
 
 
 def run_cli(extra: list[str]) -> list[str]:
-    """Run ``snapcore audit --epsilon 1 --bound 8 ...`` and return its printed lines."""
+    """Run ``snapcore audit --epsilon 1 --clamp-bound 8 ...`` and return its printed lines."""
     from click.testing import CliRunner
 
     from snapcore.cli import main
 
-    args = ["audit", "--epsilon", "1", "--bound", "8", "--no-progress", *extra]
+    args = ["audit", "--epsilon", "1", "--clamp-bound", "8", "--no-progress", *extra]
     res = CliRunner().invoke(main, args)
     assert res.exit_code in (0, 1), res.output
     return ["$ snapcore " + " ".join(args), *res.output.rstrip("\n").splitlines()]
 
 
 def seed_sampler_section() -> list[str]:
-    m = SnappingMechanism(epsilon=1.0, bound=8.0)
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0)
     values = [0.0, 0.25, 0.5, 1.0, 3.0, 6.0, 7.0, 7.5, 8.0, -8.0, 2.0**-20, 6.875]
     rows = []
     worst_seed = worst_ours = None
@@ -139,14 +139,14 @@ def seed_sampler_section() -> list[str]:
 
 def loss_table_section() -> list[str]:
     configs = [
-        (2.0**-10, dict(bound=512.0), 1.0),
-        (2.0**-10, dict(bounds=(-10240.0, 40960.0)), 1.0),
-        (0.25, dict(bound=2.0), 1.0),
-        (0.25, dict(bounds=(-40.0, 160.0), sensitivity=3.0), 3.0),
-        (1.0, dict(bound=8.0), 1.0),
-        (1.0, dict(bounds=(0.0, 100.0), sensitivity=0.5), 0.5),
-        (8.0, dict(bound=0.0625), 1.0),
-        (8.0, dict(bounds=(-3.0, 20.0), sensitivity=0.25), 0.25),
+        (2.0**-10, dict(clamp_bound=512.0), 1.0),
+        (2.0**-10, dict(clamp_bounds=(-10240.0, 40960.0)), 1.0),
+        (0.25, dict(clamp_bound=2.0), 1.0),
+        (0.25, dict(clamp_bounds=(-40.0, 160.0), sensitivity=3.0), 3.0),
+        (1.0, dict(clamp_bound=8.0), 1.0),
+        (1.0, dict(clamp_bounds=(0.0, 100.0), sensitivity=0.5), 0.5),
+        (8.0, dict(clamp_bound=0.0625), 1.0),
+        (8.0, dict(clamp_bounds=(-3.0, 20.0), sensitivity=0.25), 0.25),
     ]
     backends = get_registries().backends.available()
     lines = [
@@ -164,7 +164,7 @@ def loss_table_section() -> list[str]:
     for eps, kw, d in configs:
         for be in backends:
             m = SnappingMechanism(epsilon=eps, backend=be, **kw)
-            lo, hi = m.bounds
+            lo, hi = m.clamp_bounds
             vals = [(lo + hi) / 2, lo + (hi - lo) / 3, hi, lo, hi + d, lo - 2 * d]
             pairs = exact_pairs(m, vals)
             t = time.perf_counter()
@@ -200,7 +200,7 @@ def attack_section(trials: int) -> list[str]:
     ]
     for eps in (0.1, 1.0):
         rn = run_numpy_attack(eps, (0.0, 1.0), trials=trials, seed=1)
-        m = SnappingMechanism(epsilon=eps, bound=8.0 / eps, source=SeededSource(2))
+        m = SnappingMechanism(epsilon=eps, clamp_bound=8.0 / eps, source=SeededSource(2))
         rs, exact = run_snapcore_attack(m, (0.0, 1.0), trials=trials, seed=3)
         lines.append(
             f"| {eps!r} | NumPy {np.__version__} `laplace(v, 1/ε)` | {rn.rate:.4f} | "

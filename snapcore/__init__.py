@@ -2,7 +2,8 @@
 exact at every step.
 
 >>> import snapcore
->>> m = snapcore.SnappingMechanism(epsilon=0.5, bounds=(0, 10), source=snapcore.SeededSource(1))
+>>> src = snapcore.SeededSource(1)
+>>> m = snapcore.SnappingMechanism(epsilon=0.5, clamp_bounds=(0, 10), source=src)
 >>> m.granularity
 Fraction(4, 1)
 """
@@ -10,14 +11,19 @@ Fraction(4, 1)
 from __future__ import annotations
 
 from snapcore.api import Release, release
-from snapcore.audit import AuditResult, audit
+from snapcore.auditing import AuditResult, audit
 from snapcore.backend import Arithmetic, Backend
-from snapcore.budget import Budget, BudgetExceededError
+from snapcore.budget import Budget
 from snapcore.errors import (
+    AuditError,
+    AuditLimitError,
     BackendUnavailableError,
+    BudgetExceededError,
     ParameterError,
+    PlotDependencyError,
     PluginError,
     SnapcoreError,
+    SnapOverflowError,
     SourceExhaustedError,
 )
 from snapcore.hookspecs import hookimpl
@@ -30,6 +36,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Arithmetic",
+    "AuditError",
+    "AuditLimitError",
     "AuditResult",
     "Backend",
     "BackendUnavailableError",
@@ -38,6 +46,7 @@ __all__ = [
     "Calibration",
     "Neighbouring",
     "ParameterError",
+    "PlotDependencyError",
     "PluginError",
     "Prepared",
     "PrivacyAnalysis",
@@ -45,6 +54,7 @@ __all__ = [
     "Release",
     "ReplaySource",
     "SeededSource",
+    "SnapOverflowError",
     "SnapcoreError",
     "SnappingMechanism",
     "SourceExhaustedError",

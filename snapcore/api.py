@@ -1,7 +1,7 @@
 """The release call: a statistic of private data, ε-differentially private, in one call.
 
 >>> import snapcore
->>> r = snapcore.release("mean", [31, 45, 52, 28, 60], epsilon=1.0, bounds=(0, 100),
+>>> r = snapcore.release("mean", [31, 45, 52, 28, 60], epsilon=1.0, data_bounds=(0, 100),
 ...                      source=snapcore.SeededSource(3))
 >>> r.statistic, r.relation.value, float(r.sensitivity), r.epsilon_spent
 ('mean', 'replace', 20.0, Fraction(1, 1))
@@ -70,14 +70,18 @@ class Release:
         was noised (Δ = 0).
     half_width : Fraction or None
         B, the half-width of the clamp interval.
-    bounds_reason : str
+    clamp_reason : str
         How the clamp interval was chosen (γ and the formula, or given directly).
     gamma : Fraction or None
         The γ used, if the interval was chosen from γ.
     precision : int or None
         Working precision p in bits.
     granularity : Fraction or None
-        Λ in the data's units (Δ·Λ): outputs are multiples of it from the centre.
+        Λ, the smallest power of two ``>= λ``, in sensitivity units (as on
+        :class:`~snapcore.mechanism.SnappingMechanism`).
+    grid_step : Fraction or None
+        Δ·Λ, the output grid's spacing in data units: outputs are multiples of it from
+        the centre of the clamp interval.
     backend : str or None
         The arithmetic backend.
     source : str or None
@@ -103,10 +107,11 @@ class Release:
     value_range: tuple[Fraction, Fraction]
     clamp_bounds: tuple[float, float] | None
     half_width: Fraction | None
-    bounds_reason: str
+    clamp_reason: str
     gamma: Fraction | None
     precision: int | None
     granularity: Fraction | None
+    grid_step: Fraction | None
     backend: str | None
     source: str | None
     data_bounds: DataBounds | None
@@ -122,8 +127,8 @@ class Release:
     def accuracy(self, alpha: Any) -> float:
         """The data-independent accuracy at confidence ``alpha``: each released value is
         within this of the exact statistic with probability at least ``1 - alpha``
-        (see :func:`snapcore.utility.accuracy`)."""
-        from snapcore.utility import accuracy
+        (see :func:`snapcore.accuracy.accuracy`)."""
+        from snapcore.accuracy import accuracy
 
         return accuracy(self, alpha)
 
@@ -154,11 +159,13 @@ class Release:
             "b_prime": f(self.b_prime),
             "clamp_bounds": None if self.clamp_bounds is None else list(self.clamp_bounds),
             "half_width": f(self.half_width),
-            "bounds_reason": self.bounds_reason,
+            "clamp_reason": self.clamp_reason,
             "gamma": f(self.gamma),
             "precision": self.precision,
             "granularity": f(self.granularity),
             "granularity_exact": _frac_str(self.granularity),
+            "grid_step": f(self.grid_step),
+            "grid_step_exact": _frac_str(self.grid_step),
             "backend": self.backend,
             "source": self.source,
             "data_bounds": None
@@ -200,27 +207,27 @@ def _pair(name: str, pair: Any) -> tuple[float, float]:
     return (out[0], out[1])
 
 
-def _data_bounds(bounds: Any, stat: Statistic) -> DataBounds | None:
-    if bounds is None:
-        if stat.needs_bounds:
+def _data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
+    if data_bounds is None:
+        if stat.needs_data_bounds:
             pairs = "one (lower, upper) pair per column" if stat.columns > 1 else "(lower, upper)"
             raise ParameterError(
-                f"statistic {stat.name!r} needs bounds= on the data values: {pairs}"
+                f"statistic {stat.name!r} needs data_bounds= on the data values: {pairs}"
             )
         return None
     if (
         stat.columns > 1
-        and hasattr(bounds, "__len__")
-        and len(bounds) == stat.columns
-        and all(hasattr(p, "__len__") and not isinstance(p, str) for p in bounds)
+        and hasattr(data_bounds, "__len__")
+        and len(data_bounds) == stat.columns
+        and all(hasattr(p, "__len__") and not isinstance(p, str) for p in data_bounds)
     ):
-        return tuple(_pair(f"bounds[{i}]", p) for i, p in enumerate(bounds))
+        return tuple(_pair(f"data_bounds[{i}]", p) for i, p in enumerate(data_bounds))
     if stat.columns > 1:
         raise ParameterError(
             f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got bounds={bounds!r}"
+            f"(lower, upper) pair per column, got data_bounds={data_bounds!r}"
         )
-    return (_pair("bounds", bounds),)
+    return (_pair("data_bounds", data_bounds),)
 
 
 def _check_n(n: Any) -> int | None:
@@ -236,7 +243,7 @@ def release(
     data: Any,
     *,
     epsilon: Any,
-    bounds: Any = None,
+    data_bounds: Any = None,
     gamma: Any = None,
     clamp_bounds: Any = None,
     n: int | None = None,
@@ -259,7 +266,7 @@ def release(
         The private data (see :func:`snapcore.dataset.as_dataset`).
     epsilon : real
         The total ε this release spends.
-    bounds : (lower, upper), or one pair per column
+    data_bounds : (lower, upper), or one pair per column
         Data bounds: every value is clamped to them before the statistic is computed.
     gamma : real in (0, 1], optional
         Choose the clamp interval so that it binds with probability at most γ (seed
@@ -317,9 +324,9 @@ def release(
         )
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
-    data_bounds = _data_bounds(bounds, stat)
+    checked_bounds = _data_bounds(data_bounds, stat)
     ds = as_dataset(data, column=column, columns=stat.columns)
-    prep = stat.prepare(ds, bounds=data_bounds, n=n_pub, relation=rel, **options)
+    prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
             f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
@@ -331,7 +338,7 @@ def release(
         "relation": rel,
         "sensitivity": prep.sensitivity,
         "value_range": prep.value_range,
-        "data_bounds": data_bounds,
+        "data_bounds": checked_bounds,
         "n": prep.n,
         "derivation": prep.derivation,
     }
@@ -346,10 +353,11 @@ def release(
             composition="nothing to compose: the value does not depend on any one record",
             clamp_bounds=None,
             half_width=None,
-            bounds_reason="no clamp: nothing was noised (Δ = 0)",
+            clamp_reason="no clamp: nothing was noised (Δ = 0)",
             gamma=None,
             precision=None,
             granularity=None,
+            grid_step=None,
             backend=None,
             source=None,
             notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
@@ -364,7 +372,7 @@ def release(
     mech = SnappingMechanism(
         epsilon=eps_each,
         sensitivity=prep.sensitivity,
-        bounds=(choice.lower, choice.upper),
+        clamp_bounds=(choice.lower, choice.upper),
         backend=backend,
         source=source,
         precision=precision,
@@ -382,10 +390,11 @@ def release(
         composition=prep.composition,
         clamp_bounds=(choice.lower, choice.upper),
         half_width=choice.half_width,
-        bounds_reason=choice.reason,
+        clamp_reason=choice.reason,
         gamma=choice.gamma,
         precision=mech.precision,
-        granularity=mech.granularity * mech.sensitivity,
+        granularity=mech.granularity,
+        grid_step=mech.grid_step,
         backend=mech.backend.name,
         source=mech.source.name,
         notes=tuple(notes),

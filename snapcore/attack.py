@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from snapcore.audit import output_distribution
+from snapcore.auditing import output_distribution
 from snapcore.errors import ParameterError
 
 __all__ = [

@@ -22,14 +22,10 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
-from snapcore.errors import SnapcoreError
+from snapcore.errors import BudgetExceededError
 from snapcore.params import check_real
 
-__all__ = ["Budget", "BudgetExceededError"]
-
-
-class BudgetExceededError(SnapcoreError):
-    """A release would spend more ε than the budget has left; nothing was drawn."""
+__all__ = ["Budget"]
 
 
 class Budget:

@@ -20,7 +20,7 @@ from snapcore.plugins import get_registries
 __all__ = ["BackendComparison", "compare_backends", "format_table"]
 
 #: The mechanism every backend is timed on.
-BENCH_PARAMS: dict[str, Any] = {"epsilon": 1.0, "bounds": (0.0, 100.0)}
+BENCH_PARAMS: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0)}
 
 
 @attrs.frozen(kw_only=True)

@@ -690,9 +690,9 @@ class FastEngine:
         L = cal.granularity_log2
         self.L = L
         Lam = to_fraction(1, L)
-        lam = to_fraction(*cal.scale) / Lam
-        b = to_fraction(*cal.clamp_bound)
-        c = cal.center
+        lam = cal.scale / Lam
+        b = cal.unit_clamp_bound
+        c = cal.centre
         delta = cal.sensitivity
         inv = 1 / (delta * Lam)
         self.kmax = int((b / Lam).__floor__())
@@ -739,7 +739,7 @@ class FastEngine:
         """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
         with self._table_lock:
             if self._table is None:
-                L, b = self.L, self.calibration.clamp_bound
+                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
                 ks = range(-self.kmax - 1, self.kmax + 2)
                 self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
             return self._table
@@ -754,7 +754,7 @@ class FastEngine:
             idx = np.clip(k, -kmax - 1, kmax + 1)
             idx += kmax + 1
             return self.table(pipe).take(idx), np.empty(0, np.intp)
-        L, b = self.L, self.calibration.clamp_bound
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
         hi_out = pipe.output(clamp(kmax + 1, L, b))
         lo_out = pipe.output(clamp(-kmax - 1, L, b))
         out = np.empty(k.shape, np.float64)

@@ -37,12 +37,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapOverflowError
 
 __all__ = [
     "MAX_GRANULARITY_LOG2",
     "MIN_GRANULARITY_LOG2",
-    "SnapOverflowError",
     "granularity_from_double",
     "power_of_two_exponent",
     "snap_double",
@@ -61,10 +60,6 @@ _BIAS = 1023
 _SIGN = 1 << 63
 _MAG_MASK = _SIGN - 1
 _INF_WORD = _EXP_MAX << _FRAC_BITS
-
-
-class SnapOverflowError(SnapcoreError, OverflowError):
-    """The nearest multiple of ``Λ`` is not a finite double (it is ``±2**1024``)."""
 
 
 _PACK_D = struct.Struct("<d")

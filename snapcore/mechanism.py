@@ -66,11 +66,11 @@ class SnappingMechanism:
         The privacy budget ε > 0 this mechanism spends per release of one value.
     sensitivity : real, default 1
         Δ > 0: how much one record can change the statistic.
-    bounds : (lower, upper), optional
-        Clamping interval, finite doubles with ``lower < upper``.
-    bound : real, optional
-        Symmetric clamping bound ``B > 0`` (the interval ``[-B, B]``).  Give exactly
-        one of ``bounds`` and ``bound``.
+    clamp_bounds : (lower, upper), optional
+        The clamp interval, finite doubles with ``lower < upper``; outputs lie in it.
+    clamp_bound : real, optional
+        Symmetric clamp bound ``B > 0`` (the interval ``[-B, B]``).  Give exactly
+        one of ``clamp_bounds`` and ``clamp_bound``.
     backend : str, default "mpfr"
         Name of a registered arithmetic backend.
     source : str or RandomSource, optional
@@ -90,7 +90,7 @@ class SnappingMechanism:
     --------
     >>> from snapcore import SnappingMechanism
     >>> from snapcore.sources import SeededSource
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0), source=SeededSource(7))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), source=SeededSource(7))
     >>> m.precision, m.granularity
     (118, Fraction(2, 1))
     >>> 0.0 <= m.release(42.0) <= 100.0
@@ -104,8 +104,8 @@ class SnappingMechanism:
         *,
         epsilon: Any,
         sensitivity: Any = 1,
-        bounds: Any = None,
-        bound: Any = None,
+        clamp_bounds: Any = None,
+        clamp_bound: Any = None,
         backend: str | Backend = "mpfr",
         source: str | RandomSource | None = None,
         precision: int | None = None,
@@ -113,8 +113,8 @@ class SnappingMechanism:
         self._cal = calibrate(
             epsilon=epsilon,
             sensitivity=sensitivity,
-            bounds=bounds,
-            bound=bound,
+            clamp_bounds=clamp_bounds,
+            clamp_bound=clamp_bound,
             precision=precision,
         )
         reg = get_registries()
@@ -165,31 +165,39 @@ class SnappingMechanism:
     @property
     def epsilon_prime(self) -> Fraction:
         """ε′ = RZ((ε − 2η)/(1 + 12·b·η)), the Laplace parameter actually used."""
-        from snapcore.dyadic import to_fraction
 
-        return to_fraction(*self._cal.epsilon_prime)
+        return self._cal.epsilon_prime
 
     @property
     def scale(self) -> Fraction:
         """λ = RU(1/ε′), the noise scale in sensitivity units."""
-        from snapcore.dyadic import to_fraction
 
-        return to_fraction(*self._cal.scale)
+        return self._cal.scale
 
     @property
     def granularity(self) -> Fraction:
         """Λ, the smallest power of two >= λ (sensitivity units); outputs lie on
-        ``c + Δ·Λ·ℤ``."""
+        ``c + Δ·Λ·ℤ`` (see :attr:`grid_step`)."""
         return self._cal.granularity
 
     @property
-    def clamp_bound(self) -> Fraction:
-        """b = RN(B/Δ), the clamp bound in sensitivity units."""
-        return self._cal.b
+    def grid_step(self) -> Fraction:
+        """Δ·Λ, the spacing of the output grid in data units."""
+        return self._cal.sensitivity * self._cal.granularity
 
     @property
-    def bounds(self) -> tuple[float, float]:
-        """The output interval ``(lower, upper)``."""
+    def unit_clamp_bound(self) -> Fraction:
+        """b = RN(B/Δ), the clamp bound in sensitivity units."""
+        return self._cal.unit_clamp_bound
+
+    @property
+    def half_width(self) -> Fraction:
+        """B = (upper − lower)/2, the half-width of the clamp interval in data units."""
+        return self._cal.half_width
+
+    @property
+    def clamp_bounds(self) -> tuple[float, float]:
+        """The clamp interval ``(lower, upper)``; every output lies in it."""
         return (float(self._cal.lower), float(self._cal.upper))
 
     @property
@@ -214,9 +222,9 @@ class SnappingMechanism:
 
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
-        for every f(D) in the interval; data-independent (see :func:`snapcore.utility.accuracy`).
+        for every f(D) in the interval; data-independent (see :func:`snapcore.accuracy.accuracy`).
         """
-        from snapcore.utility import accuracy
+        from snapcore.accuracy import accuracy
 
         return accuracy(self, alpha)
 
@@ -326,10 +334,10 @@ class SnappingMechanism:
         return [(d.sign, d.mantissa, d.exponent) for d in src.draws(count, p)]
 
     def __repr__(self) -> str:
-        lo, hi = self.bounds
+        lo, hi = self.clamp_bounds
         return (
             f"SnappingMechanism(epsilon={float(self.epsilon)!r}, "
-            f"sensitivity={float(self.sensitivity)!r}, bounds=({lo!r}, {hi!r}), "
+            f"sensitivity={float(self.sensitivity)!r}, clamp_bounds=({lo!r}, {hi!r}), "
             f"backend={self._backend.name!r}, source={self._source.name!r}, "
             f"precision={self.precision})"
         )

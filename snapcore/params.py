@@ -119,7 +119,7 @@ class Calibration:
         ``p``; ``η = 2**-p``.
     lower, upper : Fraction
         The user's interval (exact doubles).
-    center : Fraction
+    centre : Fraction
         ``c = (lower + upper) / 2``.
     half_width : Fraction
         ``B = (upper - lower) / 2`` in the user's units.
@@ -127,32 +127,46 @@ class Calibration:
         ``Δ``.
     epsilon : Fraction
         The requested ε.
-    clamp_bound : tuple of int
-        ``b = RN(B/Δ)`` as ``(m, e)``.
-    epsilon_prime : tuple of int
+    unit_clamp_bound_dyadic : tuple of int
+        ``b = RN(B/Δ)`` as the dyadic pair ``(m, e)``, ``b = m·2**e``.
+    epsilon_prime_dyadic : tuple of int
         ``ε′ = RZ((ε − 2η)/(1 + 12·b·η))`` as ``(m, e)``.
-    scale : tuple of int
+    scale_dyadic : tuple of int
         ``λ = RU(1/ε′)`` as ``(m, e)``.
     granularity_log2 : int
         ``L`` with ``Λ = 2**L`` the smallest power of two ``>= λ``.
+
+    The properties :attr:`unit_clamp_bound`, :attr:`epsilon_prime`, :attr:`scale` and
+    :attr:`granularity` give the same numbers as Fractions, under the names
+    :class:`~snapcore.mechanism.SnappingMechanism` uses.
     """
 
     precision: int
     lower: Fraction
     upper: Fraction
-    center: Fraction
+    centre: Fraction
     half_width: Fraction
     sensitivity: Fraction
     epsilon: Fraction
-    clamp_bound: tuple[int, int]
-    epsilon_prime: tuple[int, int]
-    scale: tuple[int, int]
+    unit_clamp_bound_dyadic: tuple[int, int]
+    epsilon_prime_dyadic: tuple[int, int]
+    scale_dyadic: tuple[int, int]
     granularity_log2: int
 
     @property
-    def b(self) -> Fraction:
-        """``b`` as a Fraction."""
-        return to_fraction(*self.clamp_bound)
+    def unit_clamp_bound(self) -> Fraction:
+        """``b = RN(B/Δ)``, the clamp bound in sensitivity units."""
+        return to_fraction(*self.unit_clamp_bound_dyadic)
+
+    @property
+    def epsilon_prime(self) -> Fraction:
+        """``ε′``, the Laplace parameter actually used."""
+        return to_fraction(*self.epsilon_prime_dyadic)
+
+    @property
+    def scale(self) -> Fraction:
+        """``λ = RU(1/ε′)``, the noise scale in sensitivity units."""
+        return to_fraction(*self.scale_dyadic)
 
     @property
     def granularity(self) -> Fraction:
@@ -162,10 +176,10 @@ class Calibration:
     def privacy(self) -> PrivacyAnalysis:
         """The privacy analysis these constants satisfy."""
         eta = Fraction(1, 1 << self.precision)
-        eps_p = to_fraction(*self.epsilon_prime)
-        b = self.b
+        eps_p = self.epsilon_prime
+        b = self.unit_clamp_bound
         bound = eps_p * (1 + 12 * b * eta) + 2 * eta
-        lam = to_fraction(*self.scale)
+        lam = self.scale
         return PrivacyAnalysis(
             theorem=(
                 "Mironov (2012), Theorem 1 (snapping mechanism), with machine epsilon "
@@ -226,13 +240,13 @@ def derive_calibration(
         precision=p,
         lower=lower,
         upper=upper,
-        center=(lower + upper) / 2,
+        centre=(lower + upper) / 2,
         half_width=half,
         sensitivity=sensitivity,
         epsilon=epsilon,
-        clamp_bound=b,
-        epsilon_prime=eps_p,
-        scale=lam,
+        unit_clamp_bound_dyadic=b,
+        epsilon_prime_dyadic=eps_p,
+        scale_dyadic=lam,
         granularity_log2=e + m.bit_length() - (1 if m & (m - 1) == 0 else 0),
     )
 
@@ -241,8 +255,8 @@ def calibrate(
     *,
     epsilon: Any,
     sensitivity: Any = 1,
-    bounds: Any = None,
-    bound: Any = None,
+    clamp_bounds: Any = None,
+    clamp_bound: Any = None,
     precision: Any = None,
 ) -> Calibration:
     """Validate the parameters and compute the exact calibration.
@@ -253,9 +267,10 @@ def calibrate(
         ε > 0, finite.
     sensitivity : real
         Δ > 0, finite.
-    bounds : (lower, upper), optional
-        Finite doubles with ``lower < upper``.  Exactly one of ``bounds`` and ``bound``.
-    bound : real, optional
+    clamp_bounds : (lower, upper), optional
+        Finite doubles with ``lower < upper``.  Exactly one of ``clamp_bounds`` and
+        ``clamp_bound``.
+    clamp_bound : real, optional
         A finite double ``B > 0``: the interval ``[-B, B]``.
     precision : int, optional
         Ask for at least this many bits; never fewer than required.
@@ -267,29 +282,32 @@ def calibrate(
     """
     eps = check_real("epsilon", epsilon, positive=True)
     delta = check_real("sensitivity", sensitivity, positive=True)
-    if (bounds is None) == (bound is None):
+    if (clamp_bounds is None) == (clamp_bound is None):
         raise ParameterError(
-            "give exactly one of bounds=(lower, upper) and bound=B, got "
-            f"bounds={bounds!r}, bound={bound!r}"
+            "give exactly one of clamp_bounds=(lower, upper) and clamp_bound=B, got "
+            f"clamp_bounds={clamp_bounds!r}, clamp_bound={clamp_bound!r}"
         )
-    if bound is not None:
-        bq = _exact_double("bound", bound)
+    if clamp_bound is not None:
+        bq = _exact_double("clamp_bound", clamp_bound)
         if bq <= 0:
-            raise ParameterError(f"bound must be a finite number > 0, got {bound!r}")
+            raise ParameterError(f"clamp_bound must be a finite number > 0, got {clamp_bound!r}")
         lower, upper = -bq, bq
     else:
         if (
-            isinstance(bounds, str | bytes)
-            or not hasattr(bounds, "__len__")
-            or not hasattr(bounds, "__getitem__")
-            or len(bounds) != 2
+            isinstance(clamp_bounds, str | bytes)
+            or not hasattr(clamp_bounds, "__len__")
+            or not hasattr(clamp_bounds, "__getitem__")
+            or len(clamp_bounds) != 2
         ):
-            raise ParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}")
-        lower = _exact_double("bounds[0] (lower)", bounds[0])
-        upper = _exact_double("bounds[1] (upper)", bounds[1])
+            raise ParameterError(
+                f"clamp_bounds must be a pair (lower, upper), got {clamp_bounds!r}"
+            )
+        lower = _exact_double("clamp_bounds[0] (lower)", clamp_bounds[0])
+        upper = _exact_double("clamp_bounds[1] (upper)", clamp_bounds[1])
         if not lower < upper:
             raise ParameterError(
-                f"bounds must satisfy lower < upper, got lower={bounds[0]!r}, upper={bounds[1]!r}"
+                "clamp_bounds must satisfy lower < upper, got "
+                f"lower={clamp_bounds[0]!r}, upper={clamp_bounds[1]!r}"
             )
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
@@ -318,13 +336,13 @@ def calibrate(
         )
     cal = derive_calibration(epsilon=eps, lower=lower, upper=upper, sensitivity=delta, precision=p)
     L = cal.granularity_log2
-    if cal.b > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
+    if cal.unit_clamp_bound > Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L):
         raise ParameterError(
-            f"bounds are too wide for epsilon = {show(epsilon)}: the half-width over the "
-            "sensitivity, "
+            f"the clamp interval is too wide for epsilon = {show(epsilon)}: the half-width "
+            "over the sensitivity, "
             f"B/sensitivity = {float(half / delta)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} "
             f"* Lambda = {float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
-            "an exact double; narrow the bounds or lower epsilon"
+            "an exact double; narrow the clamp interval or lower epsilon"
         )
     return cal

@@ -96,10 +96,10 @@ class Pipeline:
         self.arith = arith
         self._p = cal.precision
         self._L = cal.granularity_log2
-        self._b = cal.clamp_bound
-        self._lam = arith.from_dyadic(*cal.scale)
+        self._b = cal.unit_clamp_bound_dyadic
+        self._lam = arith.from_dyadic(*cal.scale_dyadic)
         # Exact integer forms of c, Δ, lower, upper for the fast exact paths.
-        c, d = cal.center, cal.sensitivity
+        c, d = cal.centre, cal.sensitivity
         self._c = (c.numerator, c.denominator)
         self._d = (d.numerator, d.denominator)
         self._trivial = c == 0 and d == 1

@@ -1,4 +1,4 @@
-"""Pictures of the utility math (:mod:`snapcore.utility`), as matplotlib figures.
+"""Pictures of the accuracy math (:mod:`snapcore.accuracy`), as matplotlib figures.
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
 global state, no display needed); save it with ``fig.savefig("out.png")`` or ``.svg``.
@@ -12,14 +12,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from snapcore import utility
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore import accuracy
+from snapcore.errors import ParameterError, PlotDependencyError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "PlotDependencyError",
     "accuracy_vs_epsilon",
     "accuracy_vs_gamma",
     "output_distribution",
@@ -28,10 +27,6 @@ __all__ = [
 _SNAP = "#1f5fa8"
 _LAPLACE = "#c0392b"
 _CLAMP = "#e67e22"
-
-
-class PlotDependencyError(SnapcoreError, ImportError):
-    """matplotlib, needed for plots, is not installed."""
 
 
 def _figure(**kwargs: Any) -> Figure:
@@ -55,8 +50,8 @@ def accuracy_vs_epsilon(
     *,
     alpha: float = 0.05,
     sensitivity: float = 1.0,
-    bounds: Sequence[float] | None = None,
-    bound: float | None = None,
+    clamp_bounds: Sequence[float] | None = None,
+    clamp_bound: float | None = None,
     epsilons: Sequence[float] | None = None,
 ) -> Figure:
     """Accuracy at confidence ``alpha`` against ε, for snapping and for Laplace.
@@ -72,7 +67,7 @@ def accuracy_vs_epsilon(
         α in (0, 1).
     sensitivity : float
         Δ.
-    bounds, bound
+    clamp_bounds, clamp_bound
         The clamp interval, as for :class:`~snapcore.SnappingMechanism`.
     epsilons : sequence of float, optional
         The ε values (default: 600 points from 0.01 to 100, log-spaced).
@@ -89,9 +84,12 @@ def accuracy_vs_epsilon(
     width = None
     for e in eps_list:
         try:
-            d = utility.accuracy_details(
-                utility.plan_calibration(
-                    epsilon=e, sensitivity=sensitivity, bounds=bounds, bound=bound
+            d = accuracy.accuracy_details(
+                accuracy.plan_calibration(
+                    epsilon=e,
+                    sensitivity=sensitivity,
+                    clamp_bounds=clamp_bounds,
+                    clamp_bound=clamp_bound,
                 ),
                 alpha,
             )
@@ -115,7 +113,7 @@ def accuracy_vs_epsilon(
     ax.set_yscale("log")
     ax.set_xlabel(r"privacy budget $\varepsilon$")
     ax.set_ylabel(f"accuracy at α = {alpha:g} (user units)")
-    lo, hi = bounds if bounds is not None else (-(bound or 0), bound)
+    lo, hi = clamp_bounds if clamp_bounds is not None else (-(clamp_bound or 0), clamp_bound)
     ax.set_title(f"Accuracy vs ε  (interval [{lo:g}, {hi:g}], Δ = {sensitivity:g})")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="upper right")
@@ -127,8 +125,8 @@ def output_distribution(
     epsilon: float,
     guess: float,
     sensitivity: float = 1.0,
-    bounds: Sequence[float] | None = None,
-    bound: float | None = None,
+    clamp_bounds: Sequence[float] | None = None,
+    clamp_bound: float | None = None,
     alpha: float | None = 0.05,
     window: int = 12,
 ) -> Figure:
@@ -142,10 +140,13 @@ def output_distribution(
     -------
     matplotlib.figure.Figure
     """
-    cal = utility.plan_calibration(
-        epsilon=epsilon, sensitivity=sensitivity, bounds=bounds, bound=bound
+    cal = accuracy.plan_calibration(
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        clamp_bounds=clamp_bounds,
+        clamp_bound=clamp_bound,
     )
-    dist = utility.output_distribution(cal, guess, window=window)
+    dist = accuracy.output_distribution(cal, guess, window=window)
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]
@@ -166,7 +167,7 @@ def output_distribution(
         mk.markerline.set_color(_CLAMP)
     ax.axvline(guess, color="k", ls="--", lw=1, label=f"guess f(D) = {guess:g}")
     if alpha is not None:
-        a = utility.accuracy(cal, alpha)
+        a = accuracy.accuracy(cal, alpha)
         ax.axvspan(
             guess - a, guess + a, color=_SNAP, alpha=0.08, label=f"guess ± a (α = {alpha:g})"
         )
@@ -196,9 +197,9 @@ def accuracy_vs_gamma(
 
     B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (seed §6.5).  The data-independent
     accuracy hardly moves (it depends on B only through 12Bη and the 2B cap); what γ
-    trades is the bias at the worst case f(D) = B′ (:func:`~snapcore.utility.bias` for
+    trades is the bias at the worst case f(D) = B′ (:func:`~snapcore.accuracy.bias` for
     that guess) and the probability that the clamp binds there
-    (:func:`~snapcore.utility.clamp_probability`, at most γ) against a wider interval.
+    (:func:`~snapcore.accuracy.clamp_probability`, at most γ) against a wider interval.
 
     Returns
     -------
@@ -209,15 +210,15 @@ def accuracy_vs_gamma(
         raise ParameterError("gammas must not be empty")
     acc, big_b, b_plus, b_ideal, p_clamp = [], [], [], [], []
     for g in g_list:
-        cal = utility.plan_calibration(
+        cal = accuracy.plan_calibration(
             epsilon=epsilon, sensitivity=sensitivity, b_prime=b_prime, gamma=g
         )
-        acc.append(utility.accuracy(cal, alpha))
+        acc.append(accuracy.accuracy(cal, alpha))
         big_b.append(float(cal.half_width))
-        r = utility.bias(cal, b_prime)
+        r = accuracy.bias(cal, b_prime)
         b_plus.append(abs(r.bias_plus))
         b_ideal.append(abs(r.ideal))
-        p_clamp.append(utility.clamp_probability(cal, b_prime))
+        p_clamp.append(accuracy.clamp_probability(cal, b_prime))
     fig = _figure(figsize=(7.0, 8.0), layout="constrained")
     ax1, ax2, ax3 = fig.subplots(3, 1, sharex=True)
     ax1.plot(g_list, big_b, color="0.35", lw=1.6, label="clamp bound B")

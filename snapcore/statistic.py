@@ -178,7 +178,7 @@ class Statistic(abc.ABC):
         The relations the statistic supports; the first is the default.
     columns : int
         Data columns it reads (0: only the number of records).
-    needs_bounds : bool
+    needs_data_bounds : bool
         Whether ``bounds`` (data bounds, one pair per column) are required.
     options : mapping of str to str
         Extra keyword options ``prepare`` accepts, with a description each.
@@ -188,7 +188,7 @@ class Statistic(abc.ABC):
     summary: ClassVar[str] = ""
     relations: ClassVar[tuple[Neighbouring, ...]] = (Neighbouring.REPLACE,)
     columns: ClassVar[int] = 1
-    needs_bounds: ClassVar[bool] = True
+    needs_data_bounds: ClassVar[bool] = True
     options: ClassVar[Mapping[str, str]] = {}
 
     @abc.abstractmethod
@@ -196,7 +196,7 @@ class Statistic(abc.ABC):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
@@ -208,7 +208,7 @@ class Statistic(abc.ABC):
         data : Dataset
             The validated columns (``data.numeric(i)`` raises a clear error on
             non-finite values without revealing them).
-        bounds : tuple of (float, float), or None
+        data_bounds : tuple of (float, float), or None
             Data bounds, one pair of exact doubles per column.
         n : int or None
             The public n, if the caller gave one.
@@ -234,7 +234,9 @@ class Statistic(abc.ABC):
 def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, float]:
     """The single ``(lower, upper)`` pair of a one-column statistic, or a clear error."""
     if bounds is None:
-        raise ParameterError(f"statistic {name!r} needs bounds=(lower, upper) on the data values")
+        raise ParameterError(
+            f"statistic {name!r} needs data_bounds=(lower, upper) on the data values"
+        )
     if len(bounds) != 1:
         raise ParameterError(
             f"statistic {name!r} reads one column and needs one (lower, upper) pair, "

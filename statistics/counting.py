@@ -41,19 +41,19 @@ class Count(Statistic):
     summary = "number of records"
     relations = (ADD_REMOVE, REPLACE)
     columns = 0
-    needs_bounds = False
+    needs_data_bounds = False
 
     def prepare(
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        if bounds is not None:
-            raise ParameterError("statistic 'count' does not use bounds; leave bounds=None")
+        if data_bounds is not None:
+            raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if relation is REPLACE:
             return Prepared(
@@ -137,7 +137,7 @@ class Histogram(Statistic):
     name = "histogram"
     summary = "counts per bin (bin edges or categories)"
     relations = (REPLACE, ADD_REMOVE)
-    needs_bounds = False
+    needs_data_bounds = False
     options: ClassVar[Mapping[str, str]] = {
         "bins": "bin edges e_0 < ... < e_k (numeric column)",
         "categories": "category values (one bin each)",
@@ -147,7 +147,7 @@ class Histogram(Statistic):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
@@ -159,10 +159,10 @@ class Histogram(Statistic):
                 "statistic 'histogram' needs exactly one of bins=[edges] and "
                 f"categories=[values], got bins={bins!r}, categories={cats!r}"
             )
-        if bounds is not None:
+        if data_bounds is not None:
             raise ParameterError(
                 "statistic 'histogram' takes its range from bins= (or categories=); "
-                "leave bounds=None"
+                "leave data_bounds=None"
             )
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if bins is not None:

@@ -81,12 +81,12 @@ class Sum(Statistic):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        lo, hi = one_column_bounds(bounds, self.name)
+        lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         total = scaled_integers(_clamped(data, 0, lo, hi)).total()
@@ -136,12 +136,12 @@ class Mean(Statistic):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        lo, hi = one_column_bounds(bounds, self.name)
+        lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 1:
@@ -188,12 +188,12 @@ class Variance(Statistic):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        lo, hi = one_column_bounds(bounds, self.name)
+        lo, hi = one_column_bounds(data_bounds, self.name)
         w = Fraction(hi) - Fraction(lo)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 2:
@@ -244,16 +244,16 @@ class Covariance(Statistic):
         self,
         data: Dataset,
         *,
-        bounds: DataBounds | None,
+        data_bounds: DataBounds | None,
         n: int | None,
         relation: Neighbouring,
         **options: Any,
     ) -> Prepared:
-        if bounds is None or len(bounds) != 2:
+        if data_bounds is None or len(data_bounds) != 2:
             raise ParameterError(
-                "statistic 'covariance' needs bounds=((a, b), (c, d)), one pair per column"
+                "statistic 'covariance' needs data_bounds=((a, b), (c, d)), one pair per column"
             )
-        (a, b), (c, d) = bounds
+        (a, b), (c, d) = data_bounds
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 2:

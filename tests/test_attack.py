@@ -80,7 +80,7 @@ def test_attack_wins_against_numpy():
 
 @pytest.mark.parametrize("eps", [1.0, 0.25])
 def test_attack_no_better_than_dp_allows_against_snapcore(eps):
-    m = SnappingMechanism(epsilon=eps, bound=8.0 / eps, source=SeededSource(4))
+    m = SnappingMechanism(epsilon=eps, clamp_bound=8.0 / eps, source=SeededSource(4))
     r, exact = run_snapcore_attack(m, (0.0, 1.0), trials=2000, seed=2)
     assert exact <= r.bound
     assert r.certain == 0

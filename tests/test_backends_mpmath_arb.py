@@ -96,7 +96,7 @@ def test_missing_library_makes_backend_unavailable(monkeypatch, module, library,
 
     monkeypatch.setattr(snapcore.plugins, "_registries", reg)
     with pytest.raises(BackendUnavailableError, match=hint):
-        SnappingMechanism(epsilon=1.0, bound=1.0, backend=name)
+        SnappingMechanism(epsilon=1.0, clamp_bound=1.0, backend=name)
 
     from snapcore.testing.conformance import registered_backend_params
 

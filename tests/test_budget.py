@@ -41,10 +41,10 @@ def test_refused_before_drawing():
     b = Budget(0.5)
     src = ReplaySource([(1, 0.5)])
     with pytest.raises(BudgetExceededError):
-        snapcore.release("mean", DATA, epsilon=1, bounds=(0, 100), budget=b, source=src)
+        snapcore.release("mean", DATA, epsilon=1, data_bounds=(0, 100), budget=b, source=src)
     assert src.remaining == 1  # nothing was drawn
     assert b.spent == 0
-    r = snapcore.release("mean", DATA, epsilon=0.5, bounds=(0, 100), budget=b, source=src)
+    r = snapcore.release("mean", DATA, epsilon=0.5, data_bounds=(0, 100), budget=b, source=src)
     assert r.epsilon_spent == Fraction(1, 2) and b.remaining == 0 and src.remaining == 0
 
 
@@ -57,9 +57,9 @@ def test_failed_release_spends_nothing():
     assert b.spent == 0 and b.remaining == 2 and b.history == ()
     # Invalid input: refused before anything, spends nothing.
     with pytest.raises(ParameterError):
-        snapcore.release("mean", [*DATA, float("nan")], epsilon=1, bounds=(0, 1), budget=b)
+        snapcore.release("mean", [*DATA, float("nan")], epsilon=1, data_bounds=(0, 1), budget=b)
     assert b.spent == 0
-    snapcore.release("mean", DATA, epsilon=1, bounds=(0, 100), budget=b)
+    snapcore.release("mean", DATA, epsilon=1, data_bounds=(0, 100), budget=b)
     assert b.spent == 1 and b.history == (("mean", Fraction(1)),)
 
 
@@ -78,7 +78,7 @@ def test_threads_racing_to_spend():
                 "sum",
                 DATA,
                 epsilon=each,
-                bounds=(0, 100),
+                data_bounds=(0, 100),
                 budget=b,
                 source=snapcore.SeededSource(i),
             )

@@ -105,7 +105,9 @@ def test_clamp_binds_at_most_gamma_monte_carlo():
     for eps in (0.5, 2.0):
         c = choose_clamp_bounds((Fraction(0), Fraction(10)), Fraction(1), Fraction(eps), gamma)
         m = snapcore.SnappingMechanism(
-            epsilon=eps, bounds=(c.lower, c.upper), source=snapcore.SeededSource(int(eps * 10))
+            epsilon=eps,
+            clamp_bounds=(c.lower, c.upper),
+            source=snapcore.SeededSource(int(eps * 10)),
         )
         for value in (Fraction(10), Fraction(0)):
             outs = [m.release(value) for _ in range(trials)]

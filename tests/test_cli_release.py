@@ -32,7 +32,7 @@ def example_column(name: str) -> list[str]:
 
 
 def test_bundled_data_mean():
-    r = run("mean", "--column", "age", "--bounds", "0", "100", "--epsilon", "1")
+    r = run("mean", "--column", "age", "--data-bounds", "0", "100", "--epsilon", "1")
     assert r.exit_code == 0, r.stdout + r.stderr
     out = r.stdout
     for label in (
@@ -40,7 +40,7 @@ def test_bundled_data_mean():
         "epsilon spent",
         "data bounds",
         "clamp interval",
-        "granularity",
+        "grid step",
     ):
         assert label in out
     assert "bundled synthetic example data" in out
@@ -134,7 +134,7 @@ def test_csv_file(tmp_path: Path):
     [
         (("mean", "-c", "age", "-b", "0", "100"), "Missing option '--epsilon'"),
         (("mean", "-c", "age", "-b", "0", "100", "-e", "abc"), "'abc' is not a valid float"),
-        (("mean", "-c", "age", "-e", "1"), "needs bounds="),
+        (("mean", "-c", "age", "-e", "1"), "needs data_bounds="),
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper"),
         (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found"),
         (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "must contain only real numbers"),

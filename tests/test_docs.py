@@ -26,7 +26,7 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 def test_docs_folder_has_the_site_pages():
     names = {p.stem for p in PAGES}
-    assert {"index", "quickstart", "utility", "plugins", "sources", "api"} <= names
+    assert {"index", "quickstart", "accuracy", "plugins", "sources", "api"} <= names
     assert (DOCS / "conf.py").is_file()
 
 
@@ -93,7 +93,7 @@ def test_docs_build_without_warnings(tmp_path):
         if page.stem != "index":
             assert f'href="{page.stem}.html"' in index, page.name
     api = (html / "api.html").read_text(encoding="utf-8")
-    assert "snapcore.utility.epsilon_for_accuracy" in api
+    assert "snapcore.accuracy.epsilon_for_accuracy" in api
     for img in ("accuracy-vs-epsilon.png", "output-distribution.png", "accuracy-vs-gamma.png"):
         assert (html / "_images" / img).is_file() or (html / "_static" / img).is_file()
 

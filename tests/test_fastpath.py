@@ -29,24 +29,28 @@ ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 #: trivial centre/sensitivity, a non-double centre, a non-double sensitivity, the
 #: table and the computed output stages, tiny and large epsilon, and p > 118.
 PARAMS = [
-    ("unit", dict(epsilon=1.0, bounds=(0.0, 100.0)), (-20.0, 120.0)),
-    ("symmetric-wide", dict(epsilon=0.3, bound=1e6), (-1.3e6, 1.3e6)),
-    ("sens-0.1", dict(epsilon=2.0, bounds=(-3.5, 7.25), sensitivity=0.1), (-5.0, 9.0)),
-    ("sens-third", dict(epsilon=0.5, bounds=(-1.0, 2.0), sensitivity=Fraction(1, 3)), (-2, 3)),
+    ("unit", dict(epsilon=1.0, clamp_bounds=(0.0, 100.0)), (-20.0, 120.0)),
+    ("symmetric-wide", dict(epsilon=0.3, clamp_bound=1e6), (-1.3e6, 1.3e6)),
+    ("sens-0.1", dict(epsilon=2.0, clamp_bounds=(-3.5, 7.25), sensitivity=0.1), (-5.0, 9.0)),
+    (
+        "sens-third",
+        dict(epsilon=0.5, clamp_bounds=(-1.0, 2.0), sensitivity=Fraction(1, 3)),
+        (-2, 3),
+    ),
     (
         "wide-dd-output",
-        dict(epsilon=1.5, bounds=(-123456.75, 987654.3), sensitivity=0.7),
+        dict(epsilon=1.5, clamp_bounds=(-123456.75, 987654.3), sensitivity=0.7),
         (-2e5, 1.1e6),
     ),
     (
         "wide-non-double-sens",
-        dict(epsilon=1.0, bounds=(-5e4, 5e4), sensitivity=Fraction(2, 3)),
+        dict(epsilon=1.0, clamp_bounds=(-5e4, 5e4), sensitivity=Fraction(2, 3)),
         (-6e4, 6e4),
     ),
-    ("odd-centre", dict(epsilon=0.001, bounds=(1.0, 2.0**53)), (0.0, 2.0**53 * 1.1)),
-    ("tiny-eps", dict(epsilon=1e-6, bound=1e7), (-2e7, 2e7)),
-    ("large-eps", dict(epsilon=40.0, bounds=(-0.001, 0.003)), (-0.002, 0.004)),
-    ("p-200", dict(epsilon=1.0, bound=10.0, precision=200), (-12.0, 12.0)),
+    ("odd-centre", dict(epsilon=0.001, clamp_bounds=(1.0, 2.0**53)), (0.0, 2.0**53 * 1.1)),
+    ("tiny-eps", dict(epsilon=1e-6, clamp_bound=1e7), (-2e7, 2e7)),
+    ("large-eps", dict(epsilon=40.0, clamp_bounds=(-0.001, 0.003)), (-0.002, 0.004)),
+    ("p-200", dict(epsilon=1.0, clamp_bound=10.0, precision=200), (-12.0, 12.0)),
 ]
 IDS = [p[0] for p in PARAMS]
 
@@ -360,7 +364,7 @@ def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
 def test_deep_tail(e):
     """U* around 2**-e (far beyond the 63 bits of the first word): bit-identical;
     beyond the bound's exponent range (e > 2**20) the exact fallback is taken."""
-    mech = SnappingMechanism(epsilon=0.001, bound=1e6)
+    mech = SnappingMechanism(epsilon=0.001, clamp_bound=1e6)
     p = mech.precision
     pipe = mech._pipeline
     rng = random.Random(e)
@@ -393,7 +397,7 @@ def test_deep_tail(e):
 # ----------------------------------------------------------------------------------
 def test_release_fast_backend_equals_exact_path():
     """Same SeededSource: the fast backend's release equals the exact pipeline's."""
-    kw = dict(epsilon=0.7, bounds=(-50.0, 50.0))
+    kw = dict(epsilon=0.7, clamp_bounds=(-50.0, 50.0))
     v = random_values(-60.0, 60.0, 3000, 1).reshape(30, 100)
     fast = SnappingMechanism(backend="fast", source=SeededSource(42), **kw)
     out = fast.release(v)
@@ -414,9 +418,9 @@ def test_extreme_and_boundary_values(name, kw, vrange):
     """Huge values (overflowing v − c), values around c ± 4Δb (the 'far' test), at
     the bounds and one ulp around them: bit-identical to the exact pipeline."""
     mech = SnappingMechanism(**kw)
-    lo, hi = mech.bounds
-    c = float(mech.calibration.center)
-    w = float(4 * mech.sensitivity * mech.clamp_bound)
+    lo, hi = mech.clamp_bounds
+    c = float(mech.calibration.centre)
+    w = float(4 * mech.sensitivity * mech.unit_clamp_bound)
     base = [
         1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 1e18, -1e18,
         5e-324, -5e-324, 0.0, -0.0, lo, hi, c, c + w, c - w, c + w / 2, c - w / 2,
@@ -439,7 +443,7 @@ def test_extreme_and_boundary_values(name, kw, vrange):
 
 
 def test_release_empty_and_shapes():
-    m = SnappingMechanism(epsilon=1.0, bound=3.0, backend="fast", source=SeededSource(1))
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=3.0, backend="fast", source=SeededSource(1))
     assert m.release(np.array([])).shape == (0,)
     out = m.release(np.zeros((2, 3, 4), dtype=np.float32))
     assert out.shape == (2, 3, 4) and out.dtype == np.float64
@@ -448,7 +452,7 @@ def test_release_empty_and_shapes():
 
 
 def test_release_integer_and_replay_inputs():
-    kw = dict(epsilon=1.0, bounds=(0.0, 1000.0))
+    kw = dict(epsilon=1.0, clamp_bounds=(0.0, 1000.0))
     ints = np.arange(-100, 1100, dtype=np.int64)
     draws = SeededSource(3).draws(ints.size, 118)
     replay = [(d.sign, d.u) for d in draws]
@@ -473,7 +477,7 @@ def test_fast_backend_registered_and_exact_scalar():
     third = a.div(a.convert(1), a.convert(3))
     m, e = a.to_dyadic(third)
     assert (m, e) == round_fraction(Fraction(1, 3), 118)
-    kw = dict(epsilon=1.0, bounds=(0.0, 10.0))
+    kw = dict(epsilon=1.0, clamp_bounds=(0.0, 10.0))
     x = SnappingMechanism(backend="fast", **kw).transform(3.3, 0.375, -1)
     y = SnappingMechanism(backend="mpfr", **kw).transform(3.3, 0.375, -1)
     assert x == y
@@ -481,7 +485,7 @@ def test_fast_backend_registered_and_exact_scalar():
 
 def test_unsupported_parameters_fall_back_entirely():
     """Magnitudes outside the bound's coverage: the whole batch is exact."""
-    mech = SnappingMechanism(epsilon=2.0**-700, bound=2.0**-650)
+    mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
     eng = fp.engine_for(mech.calibration)
     assert not eng.supported
     v = np.linspace(-1e-196, 1e-196, 50)
@@ -492,7 +496,7 @@ def test_unsupported_parameters_fall_back_entirely():
 
 def test_output_stage_computed_and_certified():
     """Wide bounds (no table): the double-double output stage is certified or exact."""
-    kw = dict(epsilon=3.0, bounds=(-1e9 + 0.3, 3e9 + 0.1), sensitivity=0.37)
+    kw = dict(epsilon=3.0, clamp_bounds=(-1e9 + 0.3, 3e9 + 0.1), sensitivity=0.37)
     mech = SnappingMechanism(**kw)
     eng = fp.engine_for(mech.calibration)
     assert not eng.use_table and eng.out_dd
@@ -501,7 +505,7 @@ def test_output_stage_computed_and_certified():
     out, bad = eng.outputs(k, mech._pipeline)
     from snapcore.pipeline import clamp
 
-    L, b = mech.calibration.granularity_log2, mech.calibration.clamp_bound
+    L, b = mech.calibration.granularity_log2, mech.calibration.unit_clamp_bound_dyadic
     ref = np.array([mech._pipeline.output(clamp(int(kk), L, b)) for kk in k])
     assert identical(out, ref)
     assert bad.size <= k.size // 100
@@ -523,7 +527,7 @@ def test_system_source_large_reads():
 
 
 def test_default_source_stays_system():
-    m = SnappingMechanism(epsilon=1.0, bound=1.0)
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=1.0)
     assert m.source.name == "system" and m.source.cryptographic
 
 
@@ -544,7 +548,7 @@ def test_chacha20_source():
     head = src.read(3) + src.read(13)
     assert head.hex() == "224f51f3401bd9e12fde276fb8631ded"
     # draws through the fast path consume the stream like the scalar decoder
-    m = SnappingMechanism(epsilon=1.0, bound=5.0, source="chacha20")
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=5.0, source="chacha20")
     out = m.release(np.zeros(5000))
     assert np.all(np.abs(out) <= 5.0)
 
@@ -562,7 +566,7 @@ def test_mpfr_batch_declines_for_a_modified_arithmetic():
     class Modified(MPFRArithmetic):
         pass
 
-    mech = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0))
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
     cal = mech.calibration
     values = np.full(2048, 42.0)
     src = ReplaySource([(1, Q(1, 2))] * 2048)

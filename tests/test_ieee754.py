@@ -23,9 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, SnapOverflowError
 from snapcore.ieee754 import (
-    SnapOverflowError,
     granularity_from_double,
     power_of_two_exponent,
     snap_double,

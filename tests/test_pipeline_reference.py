@@ -72,15 +72,17 @@ def parameters(draw: st.DrawFn) -> dict:
     assume(0 < half < 1e300)
     kw: dict = {"epsilon": eps, "sensitivity": delta}
     if draw(st.booleans()):
-        kw["bound"] = half
+        kw["clamp_bound"] = half
     else:
         centre = half * draw(st.sampled_from([0.0, 0.5, -1.0, 3.0]) | st.floats(-1e3, 1e3))
         lower, upper = centre - half, centre + half
         assume(lower < upper)
-        kw["bounds"] = (lower, upper)
+        kw["clamp_bounds"] = (lower, upper)
     extra = draw(st.sampled_from([None, None, 0, 1, 7, 64, 130]))
     if extra is not None:
-        lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+        lower, upper = kw.get(
+            "clamp_bounds", (-kw.get("clamp_bound", 0), kw.get("clamp_bound", 0))
+        )
         need = required_precision(
             Fraction(eps), (Fraction(upper) - Fraction(lower)) / 2 / Fraction(delta)
         )
@@ -105,7 +107,7 @@ def u_strategy(p: int) -> st.SearchStrategy[Fraction | float]:
 
 
 def value_strategy(kw: dict) -> st.SearchStrategy:
-    lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+    lower, upper = kw.get("clamp_bounds", (-kw.get("clamp_bound", 0), kw.get("clamp_bound", 0)))
     width = upper - lower
     inside = st.floats(min_value=lower, max_value=upper)
     near_edges = st.sampled_from([lower, upper, (lower + upper) / 2]) | st.builds(
@@ -122,7 +124,7 @@ def value_strategy(kw: dict) -> st.SearchStrategy:
 
 
 def reference_for(kw: dict):
-    lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+    lower, upper = kw.get("clamp_bounds", (-kw.get("clamp_bound", 0), kw.get("clamp_bound", 0)))
     return reference_calibration(
         epsilon=kw["epsilon"],
         sensitivity=kw.get("sensitivity", 1),
@@ -136,12 +138,12 @@ def check_calibration(mech: SnappingMechanism, ref) -> None:
     assert mech.precision == ref.precision
     assert mech.epsilon == ref.epsilon
     assert mech.sensitivity == ref.sensitivity
-    assert mech.clamp_bound == ref.b
+    assert mech.unit_clamp_bound == ref.b
     assert mech.epsilon_prime == ref.epsilon_prime
     assert mech.scale == ref.scale
     assert mech.granularity == ref.granularity
     cal = mech.calibration
-    assert cal.center == ref.center and cal.half_width == ref.half_width
+    assert cal.centre == ref.centre and cal.half_width == ref.half_width
     assert (cal.lower, cal.upper) == (ref.lower, ref.upper)
     # Mironov's bound holds by construction, and exactly.
     eta = Fraction(1, 1 << ref.precision)
@@ -240,11 +242,11 @@ def test_transform_matches_reference(kw, data):
 @pytest.mark.parametrize(
     "kw",
     [
-        {"epsilon": 1.0, "bound": 8.0},
-        {"epsilon": 2.0**-60, "sensitivity": 3, "bounds": (-1e20, 3e20)},
-        {"epsilon": 64.0, "sensitivity": 0.1, "bounds": (10.0, 10.5)},
-        {"epsilon": 0.5, "sensitivity": 0.1, "bound": 1e6, "precision": 300},
-        {"epsilon": 1.0, "sensitivity": 1, "bound": 0.25},  # B <= λ: allowed
+        {"epsilon": 1.0, "clamp_bound": 8.0},
+        {"epsilon": 2.0**-60, "sensitivity": 3, "clamp_bounds": (-1e20, 3e20)},
+        {"epsilon": 64.0, "sensitivity": 0.1, "clamp_bounds": (10.0, 10.5)},
+        {"epsilon": 0.5, "sensitivity": 0.1, "clamp_bound": 1e6, "precision": 300},
+        {"epsilon": 1.0, "sensitivity": 1, "clamp_bound": 0.25},  # B <= λ: allowed
     ],
     ids=["plain", "tiny-eps", "huge-eps", "explicit-precision", "B-below-lambda"],
 )
@@ -254,7 +256,7 @@ def test_extreme_draws(kw):
     mech = SnappingMechanism(**kw, source="system")
     check_calibration(mech, ref)
     p = ref.precision
-    lo, hi = mech.bounds
+    lo, hi = mech.clamp_bounds
     draws = [1 - Fraction(k, 1 << p) for k in (1, 2, 3, 1000)]
     draws += [Fraction(1, 2), Fraction(1, 2**900), Fraction(3, 2**1001), Fraction(1, 2**20000)]
     draws += [Fraction((1 << p) - 1, 1 << (p + 900)), 2.0**-1074, 0.5, 1 - 2.0**-53]
@@ -269,7 +271,7 @@ def test_extreme_draws(kw):
 def test_tail_is_clamped_and_near_one_is_centre():
     """Hand-checkable consequences: deep-tail draws saturate at the bounds;
     u = 1 - 2**-p gives noise of magnitude λ·2**-p, which snaps back to x's grid point."""
-    mech = SnappingMechanism(epsilon=1.0, bounds=(-8.0, 8.0), source="system")
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(-8.0, 8.0), source="system")
     p = mech.precision
     assert mech.transform(0.0, Fraction(1, 2**900), 1) == -8.0
     assert mech.transform(0.0, Fraction(1, 2**900), -1) == 8.0
@@ -282,7 +284,7 @@ def test_tail_is_clamped_and_near_one_is_centre():
 def test_tie_goes_to_plus_infinity():
     """Exact ties: with u = 1 - 2**-p the noise is about 2**-p, below half an ulp of
     3 and 5 at p bits, so y = v exactly, an odd multiple of Λ/2 = 1: snapped up."""
-    kw = {"epsilon": 1.0, "sensitivity": 1, "bounds": (-8.0, 8.0)}
+    kw = {"epsilon": 1.0, "sensitivity": 1, "clamp_bounds": (-8.0, 8.0)}
     mech = SnappingMechanism(**kw, source="system")
     ref = reference_for(kw)
     assert mech.granularity == 2
@@ -342,15 +344,15 @@ def test_centred_neighbours_are_at_most_one_apart(v, delta, lo):
     """
     from snapcore.pipeline import Pipeline
 
-    mech = SnappingMechanism(epsilon=1.0, sensitivity=delta, bounds=(lo, lo + 1e4))
+    mech = SnappingMechanism(epsilon=1.0, sensitivity=delta, clamp_bounds=(lo, lo + 1e4))
     pipe = Pipeline(mech.calibration, mech.backend.arithmetic(mech.precision))
     vq = Fraction(v)
     x1 = Fraction(*pipe.centre(vq))
     x2 = Fraction(*pipe.centre(vq + Fraction(delta)))
     assert 0 <= x2 - x1 <= 1
-    b = mech.clamp_bound
+    b = mech.unit_clamp_bound
     if -b < x1 and x2 < b:  # neither clamped: exactly the exact quotients
-        assert x1 == (vq - mech.calibration.center) / mech.sensitivity
+        assert x1 == (vq - mech.calibration.centre) / mech.sensitivity
         assert x2 - x1 == 1
 
 

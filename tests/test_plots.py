@@ -1,4 +1,4 @@
-"""The utility pictures: functions return figures with the right data; the CLI writes files."""
+"""The accuracy pictures: functions return figures with the right data; the CLI writes files."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from snapcore import utility
+from snapcore import accuracy
 from snapcore.cli import main
+from snapcore.errors import PlotDependencyError
 
 mpl = pytest.importorskip("matplotlib")
 
@@ -18,13 +19,13 @@ def test_accuracy_vs_epsilon_data():
     from snapcore import plots
 
     eps = [0.05, 0.5, 1.0, 3.0]
-    fig = plots.accuracy_vs_epsilon(bounds=(0.0, 100.0), alpha=0.1, epsilons=eps)
+    fig = plots.accuracy_vs_epsilon(clamp_bounds=(0.0, 100.0), alpha=0.1, epsilons=eps)
     ax = fig.axes[0]
     lap, snap = ax.lines[0], ax.lines[1]
     assert list(lap.get_xdata()) == eps
     assert list(lap.get_ydata()) == pytest.approx([math.log(10) / e for e in eps])
     ys = [float(y) for y in snap.get_ydata()]
-    want = [utility.plan_accuracy(0.1, epsilon=e, bounds=(0.0, 100.0)) for e in eps]
+    want = [accuracy.plan_accuracy(0.1, epsilon=e, clamp_bounds=(0.0, 100.0)) for e in eps]
     assert ys == want
     assert all(s > lp for s, lp in zip(ys, lap.get_ydata(), strict=True))
 
@@ -32,14 +33,14 @@ def test_accuracy_vs_epsilon_data():
 def test_accuracy_vs_epsilon_skips_inadmissible_epsilon():
     from snapcore import plots
 
-    fig = plots.accuracy_vs_epsilon(bound=2.0**60, epsilons=[1e-3, 1.0])
+    fig = plots.accuracy_vs_epsilon(clamp_bound=2.0**60, epsilons=[1e-3, 1.0])
     assert list(fig.axes[0].lines[1].get_xdata()) == [1e-3]
 
 
 def test_output_distribution_figure(tmp_path):
     from snapcore import plots
 
-    fig = plots.output_distribution(epsilon=1.0, bounds=(0.0, 20.0), guess=17.3, window=30)
+    fig = plots.output_distribution(epsilon=1.0, clamp_bounds=(0.0, 20.0), guess=17.3, window=30)
     ax = fig.axes[0]
     heights = [
         float(h)
@@ -66,8 +67,11 @@ def test_accuracy_vs_gamma_figure():
 @pytest.mark.parametrize(
     ("args", "name"),
     [
-        (["accuracy", "--bounds", "0", "10", "--eps-min", "0.1", "--eps-max", "10"], "a.png"),
-        (["distribution", "--epsilon", "1", "--bound", "8", "--guess", "3"], "d.svg"),
+        (
+            ["accuracy", "--clamp-bounds", "0", "10", "--eps-min", "0.1", "--eps-max", "10"],
+            "a.png",
+        ),
+        (["distribution", "--epsilon", "1", "--clamp-bound", "8", "--guess", "3"], "d.svg"),
         (["gamma", "--b-prime", "10", "--epsilon", "2"], "g.png"),
     ],
 )
@@ -81,9 +85,9 @@ def test_cli_plot_writes_files(tmp_path, args, name):
 
 def test_cli_plot_bad_arguments(tmp_path):
     r = CliRunner().invoke(main, ["plot", "accuracy", "-o", str(tmp_path / "x.png")])
-    assert r.exit_code != 0 and "exactly one of --bounds" in r.output
+    assert r.exit_code != 0 and "exactly one of --clamp-bounds" in r.output
     r = CliRunner().invoke(
-        main, ["plot", "accuracy", "--bounds", "0", "1", "-o", str(tmp_path / "x.pdf")]
+        main, ["plot", "accuracy", "--clamp-bounds", "0", "1", "-o", str(tmp_path / "x.pdf")]
     )
     assert r.exit_code != 0 and ".png or .svg" in r.output
     r = CliRunner().invoke(
@@ -93,7 +97,7 @@ def test_cli_plot_bad_arguments(tmp_path):
             "distribution",
             "--epsilon",
             "-1",
-            "--bound",
+            "--clamp-bound",
             "1",
             "--guess",
             "0",
@@ -115,9 +119,9 @@ def test_missing_matplotlib_message(monkeypatch, tmp_path):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(plots.PlotDependencyError, match=r"pip install \"snapcore\[plot\]\""):
-        plots.accuracy_vs_epsilon(bounds=(0.0, 1.0), epsilons=[1.0])
+    with pytest.raises(PlotDependencyError, match=r"pip install \"snapcore\[plot\]\""):
+        plots.accuracy_vs_epsilon(clamp_bounds=(0.0, 1.0), epsilons=[1.0])
     r = CliRunner().invoke(
-        main, ["plot", "accuracy", "--bounds", "0", "1", "-o", str(tmp_path / "x.png")]
+        main, ["plot", "accuracy", "--clamp-bounds", "0", "1", "-o", str(tmp_path / "x.png")]
     )
     assert r.exit_code == 1 and "snapcore[plot]" in r.output

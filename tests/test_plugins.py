@@ -233,11 +233,14 @@ def test_third_party_plugin_discovered_and_used(dists):
     dist_names = {d.project_name for _, d in reg.plugin_manager.list_plugin_distinfo()}
     assert "snapcore-refexact" in dist_names
 
-    m = SnappingMechanism(epsilon=1.0, bound=8.0, backend="refexact", source="constant")
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0, backend="refexact", source="constant")
     assert type(m.backend).__module__ == "snapcore_refexact_plugin"
     assert m.source.name == "constant"
     ref = SnappingMechanism(
-        epsilon=1.0, bound=8.0, backend="mpfr", source=ReplaySource([(-1, Fraction(3, 4))] * 3)
+        epsilon=1.0,
+        clamp_bound=8.0,
+        backend="mpfr",
+        source=ReplaySource([(-1, Fraction(3, 4))] * 3),
     )
     assert m.release(1.0) == ref.release(1.0)
     # A second, independent backend agrees with MPFR bit for bit on varied draws.
@@ -274,7 +277,7 @@ def test_unavailable_backend_raises_with_install_hint(dists):
     assert "ghost" not in reg.backends.available()
     assert "mpfr" in reg.backends.available()
     with pytest.raises(BackendUnavailableError) as info:
-        SnappingMechanism(epsilon=1.0, bound=8.0, backend="ghost")
+        SnappingMechanism(epsilon=1.0, clamp_bound=8.0, backend="ghost")
     err = info.value
     assert isinstance(err, ImportError) and isinstance(err, snapcore.SnapcoreError)
     msg = str(err)
@@ -413,11 +416,11 @@ def test_selection_by_name_not_load_order(dists):
         seen.append(loaded)
         assert reg.backends.get("alpha").__module__ == "snapcore_alpha"
         assert reg.backends.get("beta").__module__ == "snapcore_beta"
-        m = SnappingMechanism(epsilon=1.0, bound=8.0, backend="beta", source="const-a")
+        m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0, backend="beta", source="const-a")
         assert type(m.backend).__module__ == "snapcore_beta"
         assert type(m.source).__module__ == "snapcore_alpha"
         # The default stays MPFR whatever else is installed.
-        assert SnappingMechanism(epsilon=1.0, bound=8.0).backend.name == "mpfr"
+        assert SnappingMechanism(epsilon=1.0, clamp_bound=8.0).backend.name == "mpfr"
         assert reg.backends.names() == sorted(reg.backends.names())
     assert seen[0] != seen[1], "both orders should really have been exercised"
 

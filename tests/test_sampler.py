@@ -378,12 +378,12 @@ def ideal_output_distribution(kw: dict, value: float) -> dict[float, object]:
     clamped at ±b, mapped to c + Δ·z′, rounded to the nearest double and clamped."""
     import mpmath
 
-    lower, upper = kw.get("bounds", (-kw.get("bound", 0), kw.get("bound", 0)))
+    lower, upper = kw.get("clamp_bounds", (-kw.get("clamp_bound", 0), kw.get("clamp_bound", 0)))
     ref = reference_calibration(
         epsilon=kw["epsilon"], sensitivity=kw.get("sensitivity", 1), lower=lower, upper=upper
     )
     b, lam, Lam = ref.b, ref.scale, ref.granularity
-    x = max(-b, min(b, round_p((Fraction(value) - ref.center) / ref.sensitivity, ref.precision)))
+    x = max(-b, min(b, round_p((Fraction(value) - ref.centre) / ref.sensitivity, ref.precision)))
     mp = mpmath.MPContext()
     mp.dps = 40
     xm, lm = mp.mpf(x.numerator) / x.denominator, mp.mpf(lam.numerator) / lam.denominator
@@ -407,18 +407,18 @@ def ideal_output_distribution(kw: dict, value: float) -> dict[float, object]:
     probs: dict[float, object] = {}
     for z, lo, hi in cells:
         pr = cdf(hi) - (mp.mpf(0) if lo is None else cdf(lo))
-        out = float(ref.center + ref.sensitivity * z)  # Fraction -> nearest double
+        out = float(ref.centre + ref.sensitivity * z)  # Fraction -> nearest double
         out = min(max(out, float(ref.lower)), float(ref.upper))
         probs[out] = probs.get(out, 0) + pr
     return probs
 
 
 RELEASE_CASES = [
-    ({"epsilon": 1.0, "bounds": (-4.0, 4.0)}, 1.0),  # Λ = 2, b = 4: grid ends at ±b
-    ({"epsilon": 0.5, "sensitivity": 3, "bounds": (10.0, 40.0)}, 31.0),  # Λ = 4, b = 5
-    ({"epsilon": 0.25, "bound": 2.0}, -0.5),  # B <= λ: Λ = 8 > b, mostly clamped
-    ({"epsilon": 2.0, "sensitivity": 0.1, "bounds": (0.0, 1.0)}, 0.37),  # Λ = 1, 11 cells
-    ({"epsilon": 1.0, "bounds": (-4.0, 4.0)}, 100.0),  # value far outside: clamped first
+    ({"epsilon": 1.0, "clamp_bounds": (-4.0, 4.0)}, 1.0),  # Λ = 2, b = 4: grid ends at ±b
+    ({"epsilon": 0.5, "sensitivity": 3, "clamp_bounds": (10.0, 40.0)}, 31.0),  # Λ = 4, b = 5
+    ({"epsilon": 0.25, "clamp_bound": 2.0}, -0.5),  # B <= λ: Λ = 8 > b, mostly clamped
+    ({"epsilon": 2.0, "sensitivity": 0.1, "clamp_bounds": (0.0, 1.0)}, 0.37),  # Λ = 1, 11 cells
+    ({"epsilon": 1.0, "clamp_bounds": (-4.0, 4.0)}, 100.0),  # value far outside: clamped first
 ]
 
 
@@ -451,8 +451,10 @@ def test_release_matches_exact_output_distribution_large(kw, value):
 
 def test_release_distribution_test_has_power():
     """The same chi-square rejects a mechanism with the wrong scale (λ doubled)."""
-    kw, value = {"epsilon": 1.0, "bounds": (-4.0, 4.0)}, 1.0
-    wrong = snapcore.SnappingMechanism(epsilon=0.5, bounds=(-4.0, 4.0), source=SeededSource(9))
+    kw, value = {"epsilon": 1.0, "clamp_bounds": (-4.0, 4.0)}, 1.0
+    wrong = snapcore.SnappingMechanism(
+        epsilon=0.5, clamp_bounds=(-4.0, 4.0), source=SeededSource(9)
+    )
     outs = wrong.release([value] * FAST)
     assert chi_square(counts(outs), ideal_output_distribution(kw, value))[1] < ALPHA
 

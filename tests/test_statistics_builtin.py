@@ -27,9 +27,9 @@ ADD_REMOVE = Neighbouring.ADD_REMOVE
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def prep(stat, xs, bounds=None, relation=REPLACE, n=None, columns=1, **opts):
+def prep(stat, xs, data_bounds=None, relation=REPLACE, n=None, columns=1, **opts):
     ds = as_dataset(xs, columns=columns)
-    return stat.prepare(ds, bounds=bounds, n=n, relation=relation, **opts)
+    return stat.prepare(ds, data_bounds=data_bounds, n=n, relation=relation, **opts)
 
 
 def check_pair(p, q, stat_name):

@@ -88,8 +88,8 @@ def test_plugin_sensitivity_property(xs, new, i, low, width):
     ys[i % len(xs)] = new
     hi = low + width
     for rel, n in ((snapcore.Neighbouring.REPLACE, None), (snapcore.Neighbouring.ADD_REMOVE, 30)):
-        p = stat.prepare(as_dataset(xs), bounds=None, n=n, relation=rel, low=low, high=hi)
-        q = stat.prepare(as_dataset(ys), bounds=None, n=n, relation=rel, low=low, high=hi)
+        p = stat.prepare(as_dataset(xs), data_bounds=None, n=n, relation=rel, low=low, high=hi)
+        q = stat.prepare(as_dataset(ys), data_bounds=None, n=n, relation=rel, low=low, high=hi)
         assert abs(Fraction(p.values[0]) - Fraction(q.values[0])) <= p.sensitivity == 1
         assert 0 <= p.values[0] <= p.b_prime
         if rel is snapcore.Neighbouring.REPLACE:

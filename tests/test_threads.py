@@ -12,7 +12,7 @@ import pytest
 
 from snapcore import SeededSource, SnappingMechanism
 
-KW = {"epsilon": 0.5, "sensitivity": 3, "bounds": (-100.0, 250.0)}
+KW = {"epsilon": 0.5, "sensitivity": 3, "clamp_bounds": (-100.0, 250.0)}
 VALUES = [0.0, 1.5, -7.25, 99.0, 1e9, -1e9, 42.0, 3.0]
 
 

@@ -68,7 +68,7 @@ def raises_param(match_all: list[str]):
     return _Ctx()
 
 
-GOOD = {"epsilon": 1.0, "sensitivity": 1.0, "bound": 8.0}
+GOOD = {"epsilon": 1.0, "sensitivity": 1.0, "clamp_bound": 8.0}
 
 
 # -- the hierarchy -------------------------------------------------------------------
@@ -89,7 +89,7 @@ NON_FINITE = [NAN, INF, -INF, np.float64("nan"), np.float32("inf")]
 NOT_NUMBERS = [True, False, np.bool_(True), "1", b"1", None, [1.0], 1j, Fraction]
 
 
-@pytest.mark.parametrize("name", ["epsilon", "sensitivity", "bound"])
+@pytest.mark.parametrize("name", ["epsilon", "sensitivity", "clamp_bound"])
 @pytest.mark.parametrize("bad", NON_FINITE, ids=repr)
 def test_non_finite_parameters(name, bad):
     src = CountingSource()
@@ -102,10 +102,10 @@ def test_non_finite_parameters(name, bad):
     ("name", "bad"),
     [
         (name, bad)
-        for name in ("epsilon", "sensitivity", "bound")
+        for name in ("epsilon", "sensitivity", "clamp_bound")
         for bad in NOT_NUMBERS
-        # bound=None means "not given": see test_bounds_and_bound_exclusive
-        if not (name == "bound" and bad is None)
+        # clamp_bound=None means "not given": see test_bounds_and_bound_exclusive
+        if not (name == "clamp_bound" and bad is None)
     ],
     ids=repr,
 )
@@ -116,7 +116,7 @@ def test_non_numbers_and_bools(name, bad):
     assert src.calls == 0
 
 
-@pytest.mark.parametrize("name", ["epsilon", "sensitivity", "bound"])
+@pytest.mark.parametrize("name", ["epsilon", "sensitivity", "clamp_bound"])
 @pytest.mark.parametrize("bad", [0, 0.0, -0.0, -1, -1e-300, Fraction(-1, 4)], ids=repr)
 def test_non_positive_parameters(name, bad):
     with raises_param([name, "> 0", repr(bad)]):
@@ -130,7 +130,7 @@ def test_non_positive_parameters(name, bad):
 )
 def test_bad_bounds_elements(bounds):
     which = (
-        "bounds[0] (lower)"
+        "clamp_bounds[0] (lower)"
         if not isinstance(bounds[1], str)
         and (
             bounds[0] is None
@@ -138,44 +138,53 @@ def test_bad_bounds_elements(bounds):
             or math.isnan(bounds[0])
             or math.isinf(bounds[0])
         )
-        else "bounds[1] (upper)"
+        else "clamp_bounds[1] (upper)"
     )
-    bad = bounds[0] if which.startswith("bounds[0]") else bounds[1]
+    bad = bounds[0] if which.startswith("clamp_bounds[0]") else bounds[1]
     text = repr(float(bad)) if isinstance(bad, float) else repr(bad)
     with raises_param([which, text]):
-        SnappingMechanism(epsilon=1.0, bounds=bounds)
+        SnappingMechanism(epsilon=1.0, clamp_bounds=bounds)
 
 
 @pytest.mark.parametrize("bounds", [(0.0, 0.0), (1.0, 0.0), (5, -5), (-0.0, 0.0)], ids=repr)
 def test_lower_not_below_upper(bounds):
     with raises_param(["lower < upper", f"lower={bounds[0]!r}", f"upper={bounds[1]!r}"]):
-        SnappingMechanism(epsilon=1.0, bounds=bounds)
+        SnappingMechanism(epsilon=1.0, clamp_bounds=bounds)
 
 
 @pytest.mark.parametrize(
     "bounds", [(0.0,), (0.0, 1.0, 2.0), "ab", b"ab", 5, 1.5, {0.0, 1.0}, iter([0, 1])], ids=repr
 )
 def test_bounds_not_a_pair(bounds):
-    with pytest.raises(ParameterError, match=r"bounds must be a pair \(lower, upper\), got"):
-        SnappingMechanism(epsilon=1.0, bounds=bounds)
+    with pytest.raises(ParameterError, match=r"clamp_bounds must be a pair \(lower, upper\), got"):
+        SnappingMechanism(epsilon=1.0, clamp_bounds=bounds)
 
 
 def test_bounds_accepts_any_pair_and_refuses_non_doubles():
-    assert SnappingMechanism(epsilon=1.0, bounds=[0.0, 1.0]).bounds == (0.0, 1.0)
-    assert SnappingMechanism(epsilon=1.0, bounds=np.array([0.0, 1.0])).bounds == (0.0, 1.0)
+    assert SnappingMechanism(epsilon=1.0, clamp_bounds=[0.0, 1.0]).clamp_bounds == (0.0, 1.0)
+    assert SnappingMechanism(epsilon=1.0, clamp_bounds=np.array([0.0, 1.0])).clamp_bounds == (
+        0.0,
+        1.0,
+    )
     with raises_param(
-        ["bounds[1] (upper)", "exactly representable as a double", "Fraction(1, 3)"]
+        ["clamp_bounds[1] (upper)", "exactly representable as a double", "Fraction(1, 3)"]
     ):
-        SnappingMechanism(epsilon=1.0, bounds=(0.0, Fraction(1, 3)))
+        SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, Fraction(1, 3)))
     with raises_param(["bound", "exactly representable"]):
-        SnappingMechanism(epsilon=1.0, bound=2**1100)
+        SnappingMechanism(epsilon=1.0, clamp_bound=2**1100)
 
 
 @pytest.mark.parametrize(
-    "kw", [{}, {"bounds": (0, 1), "bound": 1.0}, {"bounds": None, "bound": None}], ids=str
+    "kw",
+    [
+        {},
+        {"clamp_bounds": (0, 1), "clamp_bound": 1.0},
+        {"clamp_bounds": None, "clamp_bound": None},
+    ],
+    ids=str,
 )
 def test_bounds_and_bound_exclusive(kw):
-    with raises_param(["exactly one of bounds", "bound="]):
+    with raises_param(["exactly one of clamp_bounds", "clamp_bound="]):
         SnappingMechanism(epsilon=1.0, **kw)
 
 
@@ -210,11 +219,11 @@ def test_bad_precision(precision, words):
 def test_precision_floor_depends_on_parameters():
     """ε = 2**-200 needs p >= 202 (ε > 2η); b = 2**80 needs p >= 132 (b·η <= 2**-52)."""
     with raises_param(["precision", ">= 202", "150"]):
-        SnappingMechanism(epsilon=2.0**-200, bound=1.0, precision=150)
-    assert SnappingMechanism(epsilon=2.0**-200, bound=1.0).precision == 202
+        SnappingMechanism(epsilon=2.0**-200, clamp_bound=1.0, precision=150)
+    assert SnappingMechanism(epsilon=2.0**-200, clamp_bound=1.0).precision == 202
     with raises_param(["precision", ">= 132", "131"]):
-        SnappingMechanism(epsilon=2.0**-60, bound=2.0**80, precision=131)
-    assert SnappingMechanism(epsilon=2.0**-60, bound=2.0**80, precision=500).precision == 500
+        SnappingMechanism(epsilon=2.0**-60, clamp_bound=2.0**80, precision=131)
+    assert SnappingMechanism(epsilon=2.0**-60, clamp_bound=2.0**80, precision=500).precision == 500
     assert SnappingMechanism(**GOOD, precision=np.int64(300)).precision == 300
 
 
@@ -223,40 +232,48 @@ def test_precision_floor_depends_on_parameters():
 
 def test_upper_condition_boundary():
     """ε = 1: λ is just above 1, Λ = 2, so b may be at most 2**53."""
-    ok = SnappingMechanism(epsilon=1.0, bound=2.0**53)
-    assert ok.granularity == 2 and ok.clamp_bound == 2**53
+    ok = SnappingMechanism(epsilon=1.0, clamp_bound=2.0**53)
+    assert ok.granularity == 2 and ok.unit_clamp_bound == 2**53
     with raises_param(
-        ["bounds", "epsilon = 1.0", "B/sensitivity = 9007199254740994.0", "2**52", "Lambda"]
+        [
+            "clamp interval is too wide",
+            "epsilon = 1.0",
+            "B/sensitivity = 9007199254740994.0",
+            "2**52",
+            "Lambda",
+        ]
     ):
-        SnappingMechanism(epsilon=1.0, bound=2.0**53 + 2)
+        SnappingMechanism(epsilon=1.0, clamp_bound=2.0**53 + 2)
 
 
 def test_upper_condition_with_sensitivity_and_asymmetric_bounds():
     # B = 3·2**52, Δ = 1/4 -> B/Δ = 3·2**54 > 2**53 = 2**52·Λ: refused ...
-    with raises_param(["bounds", "epsilon = 1.0", "B/sensitivity", repr(3.0 * 2**54)]):
-        SnappingMechanism(epsilon=1.0, sensitivity=0.25, bounds=(1e6, 1e6 + 6.0 * 2**52))
+    with raises_param(
+        ["clamp interval is too wide", "epsilon = 1.0", "B/sensitivity", repr(3.0 * 2**54)]
+    ):
+        SnappingMechanism(epsilon=1.0, sensitivity=0.25, clamp_bounds=(1e6, 1e6 + 6.0 * 2**52))
     # ... while Δ = 2 makes it 3·2**51 <= 2**53: allowed.
-    SnappingMechanism(epsilon=1.0, sensitivity=2.0, bounds=(1e6, 1e6 + 6.0 * 2**52))
+    SnappingMechanism(epsilon=1.0, sensitivity=2.0, clamp_bounds=(1e6, 1e6 + 6.0 * 2**52))
 
 
 def test_upper_condition_huge_epsilon():
     """ε = 64: Λ = 2**-5 (λ just above 1/64), so b <= 2**47."""
-    m = SnappingMechanism(epsilon=64.0, bound=2.0**47)
+    m = SnappingMechanism(epsilon=64.0, clamp_bound=2.0**47)
     assert m.granularity == Fraction(1, 32)
-    with raises_param(["bounds", "64.0"]):
-        SnappingMechanism(epsilon=64.0, bound=2.0**47 + 1)
+    with raises_param(["too wide", "64.0"]):
+        SnappingMechanism(epsilon=64.0, clamp_bound=2.0**47 + 1)
 
 
 def test_upper_condition_from_calibrate_directly():
     with pytest.raises(ParameterError, match="too wide"):
-        calibrate(epsilon=1.0, bound=2.0**60)
+        calibrate(epsilon=1.0, clamp_bound=2.0**60)
 
 
 def test_b_below_lambda_is_allowed():
     """B <= λ is outside Mironov's simplified bound but still private: allowed."""
     src = CountingSource(3)
-    m = SnappingMechanism(epsilon=0.01, bound=1.0, source=src)  # λ ~ 100 >> B
-    assert m.scale > m.clamp_bound
+    m = SnappingMechanism(epsilon=0.01, clamp_bound=1.0, source=src)  # λ ~ 100 >> B
+    assert m.scale > m.unit_clamp_bound
     outs = m.release([0.0] * 200)
     assert set(outs) <= {-1.0, 0.0, 1.0} and {-1.0, 1.0} <= set(outs)
 
@@ -491,11 +508,11 @@ def test_precision_beyond_the_supported_range_is_refused():
         match=r"epsilon = Fraction\(about 2\*\*-2097152\).*"
         r"at most 1048576",
     ):
-        SnappingMechanism(epsilon=tiny, bound=10.0)
+        SnappingMechanism(epsilon=tiny, clamp_bound=10.0)
 
 
 def test_u_below_the_backends_exponent_range_is_refused():
-    m = SnappingMechanism(epsilon=1.0, bound=10.0)
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=10.0)
     with pytest.raises(ParameterError, match=r"u must be >= 2\*\*-536870912"):
         m.transform(1.0, Fraction(1, 1 << ((1 << 29) + 5)), 1)
     # Just inside the range the tail is computed (and clamped).

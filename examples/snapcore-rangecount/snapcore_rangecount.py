@@ -43,15 +43,15 @@ class RangeCount(Statistic):
     name = "range_count"
     summary = "number of records with a value in [low, high]"
     relations = (Neighbouring.REPLACE, Neighbouring.ADD_REMOVE)
-    needs_bounds = False
+    needs_data_bounds = False
     options: ClassVar[Mapping[str, str]] = {
         "low": "lower end of the range (inclusive)",
         "high": "upper end (inclusive)",
     }
 
-    def prepare(self, data, *, bounds, n, relation, **options):
-        if bounds is not None:
-            raise ParameterError("range_count does not use bounds; give low= and high=")
+    def prepare(self, data, *, data_bounds, n, relation, **options):
+        if data_bounds is not None:
+            raise ParameterError("range_count does not use data_bounds; give low= and high=")
         if "low" not in options or "high" not in options:
             raise ParameterError("range_count needs both options low= and high=")
         low = _endpoint("low", options["low"])

@@ -13,8 +13,8 @@ __all__ = ["audit_command"]
 
 @click.command("audit")
 @click.option("--epsilon", type=float, required=True, help="The privacy budget ε.")
-@click.option("--bounds", nargs=2, type=float, default=None, help="Clamping interval LO HI.")
-@click.option("--bound", type=float, default=None, help="Symmetric bound B: the interval [-B, B].")
+@click.option("--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI.")
+@click.option("--clamp-bound", type=float, default=None, help="Symmetric clamp bound B: [-B, B].")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True, help="Δ.")
 @click.option("--value", type=float, required=True, help="The input f(D).")
 @click.option(
@@ -44,8 +44,8 @@ __all__ = ["audit_command"]
 )
 def audit_command(
     epsilon: float,
-    bounds: tuple[float, float] | None,
-    bound: float | None,
+    clamp_bounds: tuple[float, float] | None,
+    clamp_bound: float | None,
     sensitivity: float,
     value: float,
     neighbour: float | None,
@@ -60,7 +60,7 @@ def audit_command(
 
     Exit status: 0 if the loss is <= ε, 1 if it is not, 2 on bad parameters.
     """
-    from snapcore.audit import DEFAULT_MAX_OUTPUTS, audit
+    from snapcore.auditing import DEFAULT_MAX_OUTPUTS, audit
     from snapcore.mechanism import SnappingMechanism
 
     if neighbour is None:
@@ -70,8 +70,8 @@ def audit_command(
     try:
         m = SnappingMechanism(
             epsilon=epsilon,
-            bounds=bounds,
-            bound=bound,
+            clamp_bounds=clamp_bounds,
+            clamp_bound=clamp_bound,
             sensitivity=sensitivity,
             backend=backend,
         )
@@ -85,9 +85,10 @@ def audit_command(
         )
     except SnapcoreError as exc:
         raise click.UsageError(str(exc)) from None
-    lo, hi = m.bounds
+    lo, hi = m.clamp_bounds
     click.echo(
-        f"mechanism: epsilon={epsilon!r} bounds=[{lo!r}, {hi!r}] sensitivity={sensitivity!r} "
+        f"mechanism: epsilon={epsilon!r} clamp_bounds=[{lo!r}, {hi!r}] "
+        f"sensitivity={sensitivity!r} "
         f"backend={r.backend} p={r.precision}"
     )
     if r.sampler_precision != r.precision:

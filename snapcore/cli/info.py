@@ -12,10 +12,12 @@ __all__ = ["info"]
 
 @click.command()
 @click.option("--epsilon", type=float, default=None, help="Show the calibration for this ε.")
-@click.option("--bounds", nargs=2, type=float, default=None, help="Clamping interval LO HI.")
+@click.option("--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI.")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True)
-def info(epsilon: float | None, bounds: tuple[float, float] | None, sensitivity: float) -> None:
-    """List backends, sources and statistics; with --epsilon and --bounds, show the
+def info(
+    epsilon: float | None, clamp_bounds: tuple[float, float] | None, sensitivity: float
+) -> None:
+    """List backends, sources and statistics; with --epsilon and --clamp-bounds, show the
     exact calibration (precision, ε′, λ, Λ)."""
     reg = get_registries()
     click.echo("backends:")
@@ -29,17 +31,21 @@ def info(epsilon: float | None, bounds: tuple[float, float] | None, sensitivity:
     click.echo("statistics:")
     for name in reg.statistics:
         click.echo(f"  {name:10s} [{reg.statistics.origin(name)}]")
-    if epsilon is not None or bounds is not None:
+    if epsilon is not None or clamp_bounds is not None:
         from snapcore.mechanism import SnappingMechanism
 
         try:
             m = SnappingMechanism(
-                epsilon=epsilon, bounds=bounds, sensitivity=sensitivity, source="system"
+                epsilon=epsilon,
+                clamp_bounds=clamp_bounds,
+                sensitivity=sensitivity,
+                source="system",
             )
         except SnapcoreError as exc:
             raise click.UsageError(str(exc)) from None
         click.echo(f"precision p      = {m.precision}")
         click.echo(f"epsilon'         = {float(m.epsilon_prime)!r}")
         click.echo(f"scale lambda     = {float(m.scale)!r}")
-        click.echo(f"granularity      = {float(m.granularity * m.sensitivity)!r} (user units)")
+        click.echo(f"granularity      = {float(m.granularity)!r} (Lambda, sensitivity units)")
+        click.echo(f"grid step        = {float(m.grid_step)!r} (Delta * Lambda, data units)")
         click.echo(f"privacy bound    = {float(m.privacy.bound)!r} <= epsilon = {epsilon!r}")

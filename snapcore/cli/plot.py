@@ -1,4 +1,4 @@
-"""``snapcore plot``: the utility pictures as PNG or SVG files (needs matplotlib)."""
+"""``snapcore plot``: the accuracy pictures as PNG or SVG files (needs matplotlib)."""
 
 from __future__ import annotations
 
@@ -27,21 +27,29 @@ def _save(make: Callable[[], Any], output: str) -> None:
     click.echo(f"wrote {output}")
 
 
-def _interval(bounds: tuple[float, float] | None, bound: float | None) -> dict[str, Any]:
-    if (bounds is None) == (bound is None):
-        raise click.UsageError("give exactly one of --bounds LO HI and --bound B")
-    return {"bounds": bounds} if bounds is not None else {"bound": bound}
+def _interval(
+    clamp_bounds: tuple[float, float] | None, clamp_bound: float | None
+) -> dict[str, Any]:
+    if (clamp_bounds is None) == (clamp_bound is None):
+        raise click.UsageError("give exactly one of --clamp-bounds LO HI and --clamp-bound B")
+    if clamp_bounds is not None:
+        return {"clamp_bounds": clamp_bounds}
+    return {"clamp_bound": clamp_bound}
 
 
-_bounds = click.option("--bounds", nargs=2, type=float, default=None, help="Interval LO HI.")
-_bound = click.option("--bound", type=float, default=None, help="Symmetric interval [-B, B].")
+_bounds = click.option(
+    "--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI."
+)
+_bound = click.option(
+    "--clamp-bound", type=float, default=None, help="Symmetric clamp interval [-B, B]."
+)
 _sens = click.option("--sensitivity", type=float, default=1.0, show_default=True, help="Δ.")
 _alpha = click.option("--alpha", type=float, default=0.05, show_default=True, help="α.")
 
 
 @click.group()
 def plot() -> None:
-    """Draw the utility pictures (accuracy vs ε, one release's distribution, γ).
+    """Draw the accuracy pictures (accuracy vs ε, one release's distribution, γ).
 
     Needs matplotlib: pip install "snapcore[plot]".
     """
@@ -56,8 +64,8 @@ def plot() -> None:
 @click.option("--eps-max", type=float, default=100.0, show_default=True)
 @click.option("-o", "--output", default="accuracy-vs-epsilon.png", show_default=True)
 def accuracy_cmd(
-    bounds: tuple[float, float] | None,
-    bound: float | None,
+    clamp_bounds: tuple[float, float] | None,
+    clamp_bound: float | None,
     sensitivity: float,
     alpha: float,
     eps_min: float,
@@ -70,7 +78,7 @@ def accuracy_cmd(
     if not 0 < eps_min < eps_max:
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
     eps = plots._geomspace(eps_min, eps_max, 600)
-    where = _interval(bounds, bound)
+    where = _interval(clamp_bounds, clamp_bound)
     _save(
         lambda: plots.accuracy_vs_epsilon(
             alpha=alpha, sensitivity=sensitivity, epsilons=eps, **where
@@ -91,8 +99,8 @@ def accuracy_cmd(
 def distribution_cmd(
     epsilon: float,
     guess: float,
-    bounds: tuple[float, float] | None,
-    bound: float | None,
+    clamp_bounds: tuple[float, float] | None,
+    clamp_bound: float | None,
     sensitivity: float,
     alpha: float,
     window: int,
@@ -101,7 +109,7 @@ def distribution_cmd(
     """The output distribution of one release for a guess of f(D)."""
     from snapcore import plots
 
-    where = _interval(bounds, bound)
+    where = _interval(clamp_bounds, clamp_bound)
     _save(
         lambda: plots.output_distribution(
             epsilon=epsilon,

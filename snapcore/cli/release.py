@@ -3,7 +3,7 @@
 Without a CSV file it uses the bundled synthetic example table
 (:mod:`snapcore.data`), so it works on a fresh install::
 
-    snapcore release mean --column age --bounds 0 100 --epsilon 1
+    snapcore release mean --column age --data-bounds 0 100 --epsilon 1
 """
 
 from __future__ import annotations
@@ -104,9 +104,9 @@ def _fmt(x: Any) -> str:
     help="Column to read (give it twice for covariance); count needs none.",
 )
 @click.option(
-    "--bounds",
+    "--data-bounds",
     "-b",
-    "bounds",
+    "data_bounds",
     nargs=2,
     type=float,
     multiple=True,
@@ -164,7 +164,7 @@ def release(
     statistic: str,
     csv_file: str | None,
     columns: tuple[str, ...],
-    bounds: tuple[tuple[float, float], ...],
+    data_bounds: tuple[tuple[float, float], ...],
     epsilon: float,
     gamma: float | None,
     clamp: tuple[float, float] | None,
@@ -183,7 +183,7 @@ def release(
 
     \b
     Examples:
-      snapcore release mean --column age --bounds 0 100 --epsilon 1
+      snapcore release mean --column age --data-bounds 0 100 --epsilon 1
       snapcore release histogram -c region --categories north,south,east,west -e 1
       snapcore release covariance -c age -c income -b 18 90 -b 0 400000 -e 1
     """
@@ -217,8 +217,8 @@ def release(
         options[key] = _option_value(value)
 
     source = None if seed is None else SeededSource(seed)
-    if bounds:
-        bounds_arg: Any = bounds[0] if len(bounds) == 1 else bounds
+    if data_bounds:
+        bounds_arg: Any = data_bounds[0] if len(data_bounds) == 1 else data_bounds
     else:
         bounds_arg = None
     column: Any = None
@@ -229,7 +229,7 @@ def release(
             statistic,
             table,
             epsilon=epsilon,
-            bounds=bounds_arg,
+            data_bounds=bounds_arg,
             gamma=gamma,
             clamp_bounds=clamp,
             n=n,
@@ -281,9 +281,7 @@ def release(
         lo, hi = r.clamp_bounds
         how = f"from gamma = {_fmt(r.gamma)}" if r.gamma is not None else "given"
         click.echo(f"  clamp interval   [{lo!r}, {hi!r}] ({how}; B' = {_fmt(r.b_prime)})")
-        click.echo(
-            f"  granularity      {_fmt(r.granularity)} (outputs are on a grid of this step)"
-        )
+        click.echo(f"  grid step        {_fmt(r.grid_step)} (outputs are on a grid of this step)")
         click.echo(
             f"  accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
             "probability >= 95%, per value; data-independent)"

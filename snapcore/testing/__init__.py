@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from snapcore.errors import ConformanceError
 from snapcore.testing.checks import (
     PRECISIONS,
-    ConformanceError,
     ConformanceReport,
     hard_ln_cases,
     run_conformance,

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from snapcore.backend import Arithmetic, Backend
+from snapcore.errors import ConformanceError
 from snapcore.sources import Draw, SeededSource
 from snapcore.testing.reference import (
     ReferenceBackend,
@@ -36,7 +37,6 @@ __all__ = [
     "OPS",
     "PIPELINE_GRID",
     "PRECISIONS",
-    "ConformanceError",
     "ConformanceReport",
     "check_convert",
     "check_dyadic_roundtrip",
@@ -61,10 +61,6 @@ OPS = ("add", "sub", "mul", "div")
 EXPONENT_LIMIT = 1 << 30
 
 Dyadic = tuple[int, int]
-
-
-class ConformanceError(AssertionError):
-    """A backend result differs from the reference."""
 
 
 def resolve_backend(backend: Any) -> Backend:
@@ -242,21 +238,21 @@ def _load_hard_cases() -> tuple[tuple[int, Dyadic, Dyadic, float, str], ...]:
 
 #: Parameter sets for the pipeline comparison: (id, SnappingMechanism keyword arguments).
 PIPELINE_GRID: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("symmetric", {"epsilon": 1.0, "bound": 10.0}),
-    ("asymmetric", {"epsilon": 0.5, "bounds": (-3.5, 100.25)}),
-    ("sensitivity", {"epsilon": 2.0, "bounds": (0.0, 1000.0), "sensitivity": 3.7}),
-    ("tiny-epsilon", {"epsilon": 1e-40, "bound": 1e42, "sensitivity": 0.5}),
-    ("large-epsilon", {"epsilon": 40.0, "bounds": (-1.0, 1.0), "sensitivity": 0.01}),
-    ("precision-200", {"epsilon": 1.0, "bounds": (-5.0, 5.0), "precision": 200}),
+    ("symmetric", {"epsilon": 1.0, "clamp_bound": 10.0}),
+    ("asymmetric", {"epsilon": 0.5, "clamp_bounds": (-3.5, 100.25)}),
+    ("sensitivity", {"epsilon": 2.0, "clamp_bounds": (0.0, 1000.0), "sensitivity": 3.7}),
+    ("tiny-epsilon", {"epsilon": 1e-40, "clamp_bound": 1e42, "sensitivity": 0.5}),
+    ("large-epsilon", {"epsilon": 40.0, "clamp_bounds": (-1.0, 1.0), "sensitivity": 0.01}),
+    ("precision-200", {"epsilon": 1.0, "clamp_bounds": (-5.0, 5.0), "precision": 200}),
 )
 
 
 def pipeline_values(kwargs: dict[str, Any], seed: int = 0) -> list[float]:
     """Values inside, at and outside the bounds, and at the centre."""
-    if "bounds" in kwargs:
-        lo, hi = kwargs["bounds"]
+    if "clamp_bounds" in kwargs:
+        lo, hi = kwargs["clamp_bounds"]
     else:
-        lo, hi = -kwargs["bound"], kwargs["bound"]
+        lo, hi = -kwargs["clamp_bound"], kwargs["clamp_bound"]
     width = hi - lo
     rng = random.Random(seed)
     vals = [lo, hi, (lo + hi) / 2, lo - width, hi + width, lo - 1e300, hi + 1e300, 0.0]

@@ -162,7 +162,7 @@ class RefCalibration:
     precision: int
     lower: Fraction
     upper: Fraction
-    center: Fraction
+    centre: Fraction
     half_width: Fraction
     sensitivity: Fraction
     epsilon: Fraction
@@ -216,7 +216,7 @@ def reference_calibration(
         precision=p,
         lower=lo,
         upper=hi,
-        center=c,
+        centre=c,
         half_width=B,
         sensitivity=delta,
         epsilon=eps,
@@ -238,7 +238,7 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     u = Fraction(u)
     assert sign in (1, -1) and 0 < u < 1 and is_p_bit(u, p)
     # x stays exact (snapcore departs from DESIGN.md step 1 here; see docs/semantics.md).
-    x = _clamp((v - cal.center) / cal.sensitivity, cal.b)
+    x = _clamp((v - cal.centre) / cal.sensitivity, cal.b)
     ln_u = ln_rn(u, p)
     noise = sign * round_p(cal.scale * ln_u, p, RN)
     y = round_p(x + noise, p, RN)
@@ -248,7 +248,7 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     if abs(z) == cal.b:  # a clamped output is the interval's endpoint (DESIGN.md §1)
         out = hi if z > 0 else lo
     else:
-        out = min(max(round_double(cal.center + cal.sensitivity * z), lo), hi)
+        out = min(max(round_double(cal.centre + cal.sensitivity * z), lo), hi)
     return {"x": x, "ln_u": ln_u, "noise": noise, "y": y, "k": k, "z": z, "output": out}
 
 

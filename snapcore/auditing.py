@@ -23,8 +23,6 @@ certain.
 from __future__ import annotations
 
 import math
-import sys
-import types
 import warnings
 from collections.abc import Callable, Iterator
 from fractions import Fraction
@@ -34,14 +32,12 @@ import attrs
 import gmpy2
 
 from snapcore.dyadic import round_fraction, to_fraction
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.mechanism import check_value
 from snapcore.params import Calibration
 
 __all__ = [
     "DEFAULT_MAX_OUTPUTS",
-    "AuditError",
-    "AuditLimitError",
     "AuditResult",
     "Auditable",
     "OutputDistribution",
@@ -56,18 +52,6 @@ __all__ = [
 DEFAULT_MAX_OUTPUTS = 1 << 15
 #: The backends guarantee exponents down to -2**30; the tail point 2**-K must fit.
 _MAX_TAIL_EXPONENT = 1 << 29
-
-
-class AuditError(SnapcoreError):
-    """The audit found the mechanism inconsistent with its own assumptions
-    (for example a map ``U* -> output`` that is not monotone)."""
-
-
-class AuditLimitError(SnapcoreError):
-    """The parameters need more enumeration than the audit's limit allows.
-
-    The audit refuses rather than report a truncated result.
-    """
 
 
 class Auditable(Protocol):
@@ -166,8 +150,8 @@ def tail_exponent(cal: Calibration) -> int:
     ``Λ/2``, so ``|k·Λ| > b`` and the clamp returns ``±b``: the output is the same
     for all such ``u`` (the lower endpoint for ``S = +1``, the upper for ``S = -1``).
     """
-    b = cal.b
-    lam = to_fraction(*cal.scale)
+    b = cal.unit_clamp_bound
+    lam = cal.scale
     bound = 3 * (4 * b + 4 * cal.granularity) / lam
     return max(2, math.ceil(bound) + 2)
 
@@ -495,8 +479,8 @@ def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
 
 def _centred(cal: Calibration, v: Fraction) -> Fraction:
     """``clamp_b(RN((v − c)/Δ))`` exactly (used only to guess boundaries)."""
-    x = to_fraction(*round_fraction((v - cal.center) / cal.sensitivity, cal.precision))
-    b = cal.b
+    x = to_fraction(*round_fraction((v - cal.centre) / cal.sensitivity, cal.precision))
+    b = cal.unit_clamp_bound
     return max(-b, min(b, x))
 
 
@@ -510,12 +494,12 @@ def _boundary_guesser(
     ``x + S·λ·ln u = t`` in high precision.
     """
     x = _centred(cal, value)
-    lam = to_fraction(*cal.scale)
+    lam = cal.scale
     gran = cal.granularity
     ctx = gmpy2.context(precision=cal.precision + 64, emin=-(1 << 30), emax=1 << 30)
 
     def guess(o: float) -> Fraction | None:
-        zo = (Fraction(o) - cal.center) / cal.sensitivity
+        zo = (Fraction(o) - cal.centre) / cal.sensitivity
         k = zo / gran
         if sign > 0:
             t = gran * (math.ceil(k) - Fraction(1, 2))
@@ -536,7 +520,7 @@ def _boundary_guesser(
 
 
 def _estimate_outputs(cal: Calibration) -> int:
-    return 2 * math.floor(cal.b / cal.granularity) + 3
+    return 2 * math.floor(cal.unit_clamp_bound / cal.granularity) + 3
 
 
 def output_distribution(
@@ -586,9 +570,10 @@ def output_distribution(
     if est > max_outputs:
         raise AuditLimitError(
             f"these parameters have about 2*b/Lambda + 3 = {est} outputs (b = "
-            f"{float(cal.b)!r}, Lambda = 2**{cal.granularity_log2}); the audit enumerates "
+            f"{float(cal.unit_clamp_bound)!r}, Lambda = 2**{cal.granularity_log2}); the audit "
+            "enumerates "
             f"every output and its limit is max_outputs = {max_outputs}: raise max_outputs "
-            "(cost grows linearly), narrow the bounds or raise epsilon"
+            "(cost grows linearly), narrow the clamp interval or raise epsilon"
         )
     v = check_value(value)
     vf = float(v)
@@ -597,7 +582,8 @@ def output_distribution(
     if K > _MAX_TAIL_EXPONENT:
         raise AuditLimitError(
             f"the clamp tail starts at U* = 2**-{K}, beyond the backends' guaranteed "
-            f"exponent range (2**-{_MAX_TAIL_EXPONENT}); narrow the bounds or raise epsilon"
+            f"exponent range (2**-{_MAX_TAIL_EXPONENT}); narrow the clamp interval or raise "
+            "epsilon"
         )
     tail_index = grid.index_of_power(K)
     pmf: dict[float, Fraction] = {}
@@ -685,7 +671,7 @@ def audit(
     Examples
     --------
     >>> from snapcore import SnappingMechanism, audit
-    >>> m = SnappingMechanism(epsilon=1.0, bound=8.0)
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0)
     >>> r = audit(m, 0.0, 1.0)
     >>> r.private, len(r.distribution)
     (True, 9)
@@ -767,19 +753,3 @@ def audit(
         distance=dist,
         loss_decimal=decimal,
     )
-
-
-class _CallableModule(types.ModuleType):
-    """``snapcore.audit`` names both this module and :func:`audit`.
-
-    ``snapcore/__init__.py`` binds the function, but an import machinery that sets
-    the submodule as the package attribute afterwards (pytest's importlib mode, a
-    reload) would shadow it; making the module callable keeps
-    ``snapcore.audit(mechanism, value, neighbour)`` working either way.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> AuditResult:
-        return audit(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

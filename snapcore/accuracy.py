@@ -34,7 +34,6 @@ import attrs
 import gmpy2
 
 from snapcore.bounds import ln_upper
-from snapcore.dyadic import to_fraction
 from snapcore.errors import ParameterError, PluginError
 from snapcore.params import Calibration, calibrate, check_real
 
@@ -90,7 +89,7 @@ def _calibration_of(obj: Any) -> Calibration:
         return calibrate(
             epsilon=obj.epsilon_per_value,
             sensitivity=obj.sensitivity,
-            bounds=tuple(obj.clamp_bounds),
+            clamp_bounds=tuple(obj.clamp_bounds),
             precision=obj.precision,
         )
     raise ParameterError(
@@ -195,7 +194,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
     >>> acc = accuracy_details(m, 0.05)
     >>> round(acc.bound, 6), round(acc.nominal, 6)
     (3.995732, 3.995732)
@@ -206,9 +205,9 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     a = _check_probability("alpha", alpha)
     eta = Fraction(1, 1 << cal.precision)
     delta = cal.sensitivity
-    lam = to_fraction(*cal.scale)
+    lam = cal.scale
     beta = cal.half_width / delta
-    b = cal.b
+    b = cal.unit_clamp_bound
     ln_up = ln_upper(1 / a)
     noise = delta * (1 + eta) ** 3 * lam * (ln_up + 2 * eta)
     snap = delta * cal.granularity / 2
@@ -217,7 +216,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     width = cal.upper - cal.lower
     total = noise + snap + rounding
     capped = total >= width
-    eps_p = to_fraction(*cal.epsilon_prime)
+    eps_p = cal.epsilon_prime
     nominal = (math.log(1 / float(a)) / float(eps_p) + float(cal.granularity) / 2) * float(delta)
     return Accuracy(
         alpha=a,
@@ -254,7 +253,7 @@ def accuracy(mechanism: Any, alpha: Any) -> float:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=0.5, bounds=(0.0, 10.0))
+    >>> m = SnappingMechanism(epsilon=0.5, clamp_bounds=(0.0, 10.0))
     >>> round(accuracy(m, 0.05), 4)
     7.9915
     """
@@ -357,7 +356,7 @@ def _plan_statistic(
     count = int(n)
     rows: Any = [fill[0]] * count if len(fill) == 1 else [list(fill)] * count
     ds = dataset_mod.as_dataset(rows, columns=stat.columns)
-    prep = stat.prepare(ds, bounds=db, n=count, relation=rel, **options)
+    prep = stat.prepare(ds, data_bounds=db, n=count, relation=rel, **options)
     if prep.sensitivity == 0:
         raise ParameterError(
             f"statistic {stat.name!r} has sensitivity 0 under {rel.value!r}: it is released "
@@ -366,7 +365,7 @@ def _plan_statistic(
     eps_each = check_real("epsilon", epsilon, positive=True) * prep.epsilon_share
     choice = bounds_mod.choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
     return calibrate(
-        epsilon=eps_each, sensitivity=prep.sensitivity, bounds=(choice.lower, choice.upper)
+        epsilon=eps_each, sensitivity=prep.sensitivity, clamp_bounds=(choice.lower, choice.upper)
     )
 
 
@@ -374,12 +373,12 @@ def plan_calibration(
     *,
     epsilon: Any,
     sensitivity: Any = 1,
-    bounds: Any = None,
-    bound: Any = None,
+    clamp_bounds: Any = None,
+    clamp_bound: Any = None,
     b_prime: Any = None,
     value_range: Any = None,
     gamma: Any = None,
-    center: Any = 0,
+    centre: Any = 0,
     statistic: Any = None,
     n: Any = None,
     data_bounds: Any = None,
@@ -388,15 +387,15 @@ def plan_calibration(
 ) -> Calibration:
     """The calibration a planned release would use, without any data.
 
-    Give exactly one way to fix the clamp interval: ``bounds=(lower, upper)``,
-    ``bound=B``, ``b_prime=B′`` with ``gamma`` (interval ``center ± B`` with B from
+    Give exactly one way to fix the clamp interval: ``clamp_bounds=(lower, upper)``,
+    ``clamp_bound=B``, ``b_prime=B′`` with ``gamma`` (interval ``centre ± B`` with B from
     :func:`bound_for_gamma`), ``value_range=(lo, hi)`` with ``gamma`` (the statistic's
     range widened by the seed's margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
     rounded outward; same clamp guarantee, never wider than the ``b_prime`` form), or
     ``statistic`` with ``n``, ``gamma`` and (for bounded statistics) ``data_bounds``,
     optionally ``relation`` and the statistic's ``options`` (a dict): then Δ, the
     value range, the budget share and the clamp interval are exactly those
-    ``snapcore.release`` would use, found without data (see ``docs/utility.md``), and
+    ``snapcore.release`` would use, found without data (see ``docs/accuracy.md``), and
     ``epsilon`` is the release's total ε.
 
     Examples
@@ -410,12 +409,13 @@ def plan_calibration(
     ParameterError
         On invalid or conflicting parameters.
     """
-    ways = sum(x is not None for x in (bounds, bound, b_prime, value_range, statistic))
+    ways = sum(x is not None for x in (clamp_bounds, clamp_bound, b_prime, value_range, statistic))
     if ways != 1:
         raise ParameterError(
-            "give exactly one of bounds=(lower, upper), bound=B, b_prime=B' or "
+            "give exactly one of clamp_bounds=(lower, upper), clamp_bound=B, b_prime=B' or "
             "value_range=(lo, hi) (with gamma), and statistic= (with n, data_bounds, "
-            f"gamma); got bounds={bounds!r}, bound={bound!r}, b_prime={b_prime!r}, "
+            f"gamma); got clamp_bounds={clamp_bounds!r}, clamp_bound={clamp_bound!r}, "
+            f"b_prime={b_prime!r}, "
             f"value_range={value_range!r}, statistic={statistic!r}"
         )
     if value_range is not None:
@@ -432,7 +432,7 @@ def plan_calibration(
             bound_for_gamma(0, epsilon=epsilon, gamma=gamma, sensitivity=sensitivity)
         )
         lo_d, hi_d = -_float_up(margin - lo_q), _float_up(hi_q + margin)
-        return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=(lo_d, hi_d))
+        return calibrate(epsilon=epsilon, sensitivity=sensitivity, clamp_bounds=(lo_d, hi_d))
     if statistic is not None:
         if gamma is None or n is None:
             raise ParameterError(
@@ -452,18 +452,23 @@ def plan_calibration(
         if gamma is None:
             raise ParameterError("b_prime= needs gamma= (the probability that the clamp binds)")
         big_b = bound_for_gamma(b_prime, epsilon=epsilon, gamma=gamma, sensitivity=sensitivity)
-        c = float(check_real("center", center))
+        c = float(check_real("centre", centre))
         if c == 0:
-            return calibrate(epsilon=epsilon, sensitivity=sensitivity, bound=big_b)
+            return calibrate(epsilon=epsilon, sensitivity=sensitivity, clamp_bound=big_b)
         lo, hi = c - big_b, c + big_b
         if Fraction(hi) - Fraction(c) < Fraction(big_b):  # keep at least B on each side
             hi = math.nextafter(hi, math.inf)
         if Fraction(c) - Fraction(lo) < Fraction(big_b):
             lo = math.nextafter(lo, -math.inf)
-        return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=(lo, hi))
+        return calibrate(epsilon=epsilon, sensitivity=sensitivity, clamp_bounds=(lo, hi))
     if gamma is not None:
         raise ParameterError("gamma= applies only with b_prime=, value_range= or statistic=")
-    return calibrate(epsilon=epsilon, sensitivity=sensitivity, bounds=bounds, bound=bound)
+    return calibrate(
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        clamp_bounds=clamp_bounds,
+        clamp_bound=clamp_bound,
+    )
 
 
 def plan_accuracy(alpha: Any, **plan: Any) -> float:
@@ -479,7 +484,7 @@ def plan_accuracy(alpha: Any, **plan: Any) -> float:
 
     Examples
     --------
-    >>> round(plan_accuracy(0.05, epsilon=1.0, bounds=(0.0, 100.0)), 4)
+    >>> round(plan_accuracy(0.05, epsilon=1.0, clamp_bounds=(0.0, 100.0)), 4)
     3.9957
     """
     return accuracy(plan_calibration(**plan), alpha)
@@ -544,10 +549,10 @@ def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
 
     Examples
     --------
-    >>> eps = epsilon_for_accuracy(4.0, 0.05, bounds=(0.0, 100.0))
+    >>> eps = epsilon_for_accuracy(4.0, 0.05, clamp_bounds=(0.0, 100.0))
     >>> round(eps, 6)
     0.998577
-    >>> plan_accuracy(0.05, epsilon=eps, bounds=(0.0, 100.0)) <= 4.0
+    >>> plan_accuracy(0.05, epsilon=eps, clamp_bounds=(0.0, 100.0)) <= 4.0
     True
     """
     if "epsilon" in plan:
@@ -644,13 +649,13 @@ class _Ideal:
 
     def __init__(self, cal: Calibration, t: Fraction, shift: Fraction = Fraction(0)) -> None:
         self.ctx = ctx = _ctx()
-        self.b = b = cal.b
+        self.b = b = cal.unit_clamp_bound
         self.grid = g = cal.granularity
         self.x = max(-b, min(b, t))
         self.m = self.x + shift  # the Laplace centre
         self.k1 = math.ceil(-b / g)
         self.k2 = math.floor(b / g)
-        self._lam = _mp(ctx, to_fraction(*cal.scale))
+        self._lam = _mp(ctx, cal.scale)
 
     def half_exp(self, u_q: Fraction) -> Any:
         """``½·e^{−|u|/λ}``: the Laplace tail beyond distance ``|u|``."""
@@ -731,7 +736,7 @@ class _Ideal:
 
 def _centred(cal: Calibration, guess: Any) -> Fraction:
     v = check_real("guess", guess)
-    return (v - cal.center) / cal.sensitivity
+    return (v - cal.centre) / cal.sensitivity
 
 
 @attrs.frozen(kw_only=True)
@@ -769,7 +774,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 10.0))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
     >>> d = output_distribution(m, 3.0, window=3)
     >>> d.values
     (0.0, 1.0, 3.0, 5.0, 7.0, 9.0, 10.0)
@@ -784,7 +789,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     g, b, k1, k2, half = ideal.grid, ideal.b, ideal.k1, ideal.k2, Fraction(1, 2)
 
     def user(z: Fraction) -> float:
-        out = float(cal.center + cal.sensitivity * z)
+        out = float(cal.centre + cal.sensitivity * z)
         return min(max(out, float(cal.lower)), float(cal.upper))
 
     low_mass = ideal.below((k1 - half) * g)  # ⌊W⌉ below the grid inside: clamps to −b
@@ -826,7 +831,8 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bound=bound_for_gamma(10.0, epsilon=1.0, gamma=0.1))
+    >>> big_b = bound_for_gamma(10.0, epsilon=1.0, gamma=0.1)
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bound=big_b)
     >>> clamp_probability(m, 10.0) <= 0.1
     True
     """
@@ -890,14 +896,14 @@ def bias(mechanism: Any, guess: Any) -> Bias:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 10.0))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
     >>> r = bias(m, 9.0)
     >>> r.lower <= r.ideal <= r.upper and r.bias_plus == r.lower < 0
     True
     """
     cal = _calibration_of(mechanism)
     t = _centred(cal, guess)
-    x = max(-cal.b, min(cal.b, t))
+    x = max(-cal.unit_clamp_bound, min(cal.unit_clamp_bound, t))
     half = cal.granularity / 2
     ctx = _ctx()
     d = _mp(ctx, cal.sensitivity)
@@ -922,12 +928,12 @@ def _seed_get_accuracy(cal: Calibration, f: Fraction, alpha: Fraction) -> Fracti
     """The seed's §6.3 "GetAccuracy" for a centred guess ``f >= 0`` (sensitivity units).
 
     Kept to document a finding, not used: it is **not** a valid bound near the interval's
-    ends (see ``docs/utility.md``), because for ``x >= B − f`` it counts the upper half of
+    ends (see ``docs/accuracy.md``), because for ``x >= B − f`` it counts the upper half of
     ``|Y′|`` although those errors were already moved to the clamp.
     """
     ctx = _ctx()
-    b = cal.b
-    lam_q = to_fraction(*cal.scale)
+    b = cal.unit_clamp_bound
+    lam_q = cal.scale
     lam = _mp(ctx, lam_q)
     alpha_mp = _mp(ctx, alpha)
 
@@ -969,7 +975,7 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
 
     The seed's own closed-form algorithm is *not* used: it undercounts the error near
     the ends (for ε = 1, bounds (0, 10), f(D) = 0, α = 0.05 it returns 1.14, but the
-    error exceeds 1.14 with probability 0.068); ``docs/utility.md`` explains why.
+    error exceeds 1.14 with probability 0.068); ``docs/accuracy.md`` explains why.
 
     Parameters
     ----------
@@ -987,7 +993,7 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 10.0))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
     >>> round(guess_accuracy(m, 5.0, 0.05), 6), round(accuracy(m, 0.05), 6)
     (2.0, 3.995732)
     >>> round(guess_accuracy(m, 10.0, 0.05), 6)
@@ -1068,7 +1074,7 @@ def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> c = compare_with_laplace(SnappingMechanism(epsilon=1.0, bounds=(0.0, 100.0)), 0.05)
+    >>> c = compare_with_laplace(SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0)), 0.05)
     >>> round(c.laplace, 4), round(c.snapping, 4), round(c.ratio, 3)
     (2.9957, 3.9957, 1.334)
     """
@@ -1078,7 +1084,7 @@ def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
     eps = cal.epsilon
     ln = math.log(1 / float(al))
     lap = float(cal.sensitivity) * ln / float(eps)
-    factor = eps * (1 + 12 * cal.b * eta) / (eps - 2 * eta)
+    factor = eps * (1 + 12 * cal.unit_clamp_bound * eta) / (eps - 2 * eta)
     snap = accuracy(cal, al)
     formula = float(factor) * lap + float(cal.sensitivity * cal.granularity / 2)
     return LaplaceComparison(
@@ -1122,14 +1128,14 @@ def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
     Examples
     --------
     >>> from snapcore import SnappingMechanism
-    >>> m = SnappingMechanism(epsilon=1.0, bounds=(0.0, 10.0))
+    >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
     >>> laplace_distance(m, 4.0, 0.3)
     LaplaceDistance(case=1, distance=0.7, bound=1.0)
     """
     cal = _calibration_of(mechanism)
     f = check_real("guess", guess)
     y = check_real("noise", noise)
-    delta, c, b, g = cal.sensitivity, cal.center, cal.b, cal.granularity
+    delta, c, b, g = cal.sensitivity, cal.centre, cal.unit_clamp_bound, cal.granularity
     t = (f - c) / delta
     inner = abs(t) > b
     x = max(-b, min(b, t))

@@ -1,6 +1,6 @@
 """Utility math (DESIGN.md §4) checked against independent references and simulation.
 
-References used here never call snapcore.utility's own machinery:
+References used here never call snapcore.accuracy's own machinery:
 - accuracy: mpmath at 300 bits from the mechanism's ε′, λ and Λ;
 - ideal output distribution and bias: brute-force sums over the grid cells of a real
   Laplace with mpmath (no geometric-series closed forms), and mpmath quadrature;
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore import utility
+from snapcore import accuracy
 from snapcore.errors import ParameterError
 
 MP = mpmath.MPContext()
@@ -33,7 +33,7 @@ FALSE_ALARM = 1e-9
 def mech(epsilon, bounds, sensitivity=1, seed=0):
     return snapcore.SnappingMechanism(
         epsilon=epsilon,
-        bounds=bounds,
+        clamp_bounds=bounds,
         sensitivity=sensitivity,
         source=snapcore.SeededSource(seed),
     )
@@ -80,10 +80,10 @@ def ideal_cells(m, guess):
     """Brute force: {output (sensitivity units, centred): probability} of the ideal
     mechanism, summing Laplace CDF differences cell by cell (needs a small grid)."""
     cal = m.calibration
-    b = MP.mpf(cal.b.numerator) / cal.b.denominator
+    b = MP.mpf(cal.unit_clamp_bound.numerator) / cal.unit_clamp_bound.denominator
     lam = MP.mpf(m.scale.numerator) / m.scale.denominator
     g = MP.mpf(m.granularity.numerator) / m.granularity.denominator
-    t = (Fraction(guess) - cal.center) / cal.sensitivity
+    t = (Fraction(guess) - cal.centre) / cal.sensitivity
     x = max(-b, min(b, MP.mpf(t.numerator) / t.denominator))
 
     def cdf(w):  # P(x + Y < w)
@@ -137,7 +137,7 @@ def test_accuracy_is_the_seed_formula_rounded_up(epsilon, bounds, sens, alpha):
     # ... and above it only by the η terms and the output's double rounding.
     slack = expected * MP.mpf(2) ** -100 + MP.mpf(2) ** -52 * max(abs(b) for b in bounds)
     assert got <= expected + slack + MP.mpf(got) * 2**-52
-    d = utility.accuracy_details(m, alpha)
+    d = accuracy.accuracy_details(m, alpha)
     assert d.bound == got and d.capped == (seed_formula >= width)
     assert abs(d.nominal - float(expected)) <= 1e-12 * float(expected)
 
@@ -145,7 +145,7 @@ def test_accuracy_is_the_seed_formula_rounded_up(epsilon, bounds, sens, alpha):
 def test_accuracy_uses_scale_lambda_not_one_over_epsilon_prime():
     # ln(1/α)·λ >= ln(1/α)/ε′: the pipeline's noise has scale λ = RU(1/ε′).
     m = mech(1.0, (0.0, 100.0))
-    d = utility.accuracy_details(m, 0.05)
+    d = accuracy.accuracy_details(m, 0.05)
     assert d.noise_term >= Fraction(math.log(20)) * m.scale * Fraction(1 - 2**-50)
     assert d.snap_term == m.granularity / 2
     assert 0 < d.rounding_term < Fraction(1, 2**40)
@@ -153,25 +153,25 @@ def test_accuracy_uses_scale_lambda_not_one_over_epsilon_prime():
 
 def test_accuracy_is_capped_at_the_width():
     m = mech(1e-3, (0.0, 10.0))
-    d = utility.accuracy_details(m, 0.05)
+    d = accuracy.accuracy_details(m, 0.05)
     assert d.capped and d.bound == 10.0 and m.accuracy(0.05) == 10.0
 
 
 @pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, float("nan"), float("inf"), True, "0.1", None])
 def test_accuracy_refuses_bad_alpha(bad):
     with pytest.raises(ParameterError, match="alpha"):
-        utility.accuracy(mech(1.0, (0.0, 1.0)), bad)
+        accuracy.accuracy(mech(1.0, (0.0, 1.0)), bad)
 
 
 def test_accuracy_refuses_non_mechanism():
     with pytest.raises(ParameterError, match="SnappingMechanism"):
-        utility.accuracy(3.0, 0.05)
+        accuracy.accuracy(3.0, 0.05)
 
 
 def test_accuracy_output_rounding_term_counts_for_far_intervals():
     # Outputs near 1e15 are doubles with ulp 0.125: the bound must include that.
     m = mech(2.0, (1e15, 1e15 + 8))
-    d = utility.accuracy_details(m, 0.05)
+    d = accuracy.accuracy_details(m, 0.05)
     assert d.rounding_term >= Fraction(1e15) / 2**53
 
 
@@ -204,14 +204,14 @@ def _check_sim(epsilon, bounds, sens, value, alpha, n, seed):
     )
     # Sharper: the exceedance frequency matches the ideal model's exact probability.
     cells, _ = ideal_cells(m, value)
-    t = (Fraction(value) - m.calibration.center) / m.sensitivity
+    t = (Fraction(value) - m.calibration.centre) / m.sensitivity
     tm = MP.mpf(t.numerator) / t.denominator
     a_s = MP.mpf(a) / MP.mpf(float(sens))
     p_exceed = MP.fsum(p for v, p in cells.items() if abs(v - tm) > a_s)
     assert p_exceed <= alpha
     assert binom_two_sided_ok(count, n, float(p_exceed)), (count, n, p_exceed)
     # The data-dependent accuracy for a guess equal to the true value, same releases.
-    a_guess = utility.guess_accuracy(m, value, alpha)
+    a_guess = accuracy.guess_accuracy(m, value, alpha)
     m2 = mech(epsilon, bounds, sens, seed=seed)
     count_g, _ = simulate_exceed(m2, value, a_guess, n)
     assert count_g < crit, (count_g, n, a_guess)
@@ -236,13 +236,13 @@ def test_accuracy_holds_in_simulation_slow(epsilon, bounds, sens, value, alpha, 
 )
 def test_output_distribution_matches_brute_force_and_simulation(epsilon, bounds, value):
     m = mech(epsilon, bounds, seed=5)
-    d = utility.output_distribution(m, value, window=1000)
+    d = accuracy.output_distribution(m, value, window=1000)
     assert d.omitted < 1e-12
     cells, _ = ideal_cells(m, value)
     cal = m.calibration
     ref = {}
     for v, p in cells.items():
-        user = float(MP.mpf(float(cal.center)) + MP.mpf(float(cal.sensitivity)) * v)
+        user = float(MP.mpf(float(cal.centre)) + MP.mpf(float(cal.sensitivity)) * v)
         ref[user] = ref.get(user, 0) + p
     ref = {v: float(p) for v, p in ref.items() if p > 0}
     got = dict(zip(d.values, d.probabilities, strict=True))
@@ -260,13 +260,13 @@ def test_output_distribution_matches_brute_force_and_simulation(epsilon, bounds,
 
 def test_output_distribution_window_and_ends():
     m = mech(1.0, (0.0, 100.0))
-    d = utility.output_distribution(m, 50.0, window=2)
+    d = accuracy.output_distribution(m, 50.0, window=2)
     assert d.values == (0.0, 46.0, 48.0, 50.0, 52.0, 54.0, 100.0)
     assert d.clamped == (True, False, False, False, False, False, True)
     assert 0 < d.omitted < 0.2
     assert abs(sum(d.probabilities) + d.omitted - 1) < 1e-12
     with pytest.raises(ParameterError, match="window"):
-        utility.output_distribution(m, 50.0, window=-1)
+        accuracy.output_distribution(m, 50.0, window=-1)
 
 
 # -- ε from accuracy --------------------------------------------------------------------
@@ -275,47 +275,47 @@ def test_output_distribution_window_and_ends():
 @pytest.mark.parametrize(
     ("target", "alpha", "plan"),
     [
-        (4.0, 0.05, {"bounds": (0.0, 100.0)}),
-        (0.5, 0.05, {"bounds": (0.0, 1.0)}),
-        (10.0, 0.01, {"bounds": (-100.0, 100.0), "sensitivity": 3}),
-        (3.0, 0.1, {"bound": 1000.0}),
+        (4.0, 0.05, {"clamp_bounds": (0.0, 100.0)}),
+        (0.5, 0.05, {"clamp_bounds": (0.0, 1.0)}),
+        (10.0, 0.01, {"clamp_bounds": (-100.0, 100.0), "sensitivity": 3}),
+        (3.0, 0.1, {"clamp_bound": 1000.0}),
         (2.5, 0.05, {"b_prime": 50.0, "gamma": 0.05}),
-        (1e-6, 0.05, {"bounds": (0.0, 1.0)}),
+        (1e-6, 0.05, {"clamp_bounds": (0.0, 1.0)}),
     ],
 )
 def test_epsilon_for_accuracy_is_the_least_double(target, alpha, plan):
-    eps = utility.epsilon_for_accuracy(target, alpha, **plan)
-    assert utility.plan_accuracy(alpha, epsilon=eps, **plan) <= target
+    eps = accuracy.epsilon_for_accuracy(target, alpha, **plan)
+    assert accuracy.plan_accuracy(alpha, epsilon=eps, **plan) <= target
     smaller = math.nextafter(eps, 0)
-    assert utility.plan_accuracy(alpha, epsilon=smaller, **plan) > target
+    assert accuracy.plan_accuracy(alpha, epsilon=smaller, **plan) > target
     # a few doubles further down are also insufficient (monotone neighbourhood)
     for k in (2, 17, 1000):
         e = eps * (1 - k * 2**-52)
-        assert utility.plan_accuracy(alpha, epsilon=e, **plan) > target
+        assert accuracy.plan_accuracy(alpha, epsilon=e, **plan) > target
 
 
 def test_epsilon_for_accuracy_matches_hand_derivation():
     # bounds (0, 100), α = 0.05, a = 4: with Λ = 2 (1 < λ <= 2), λ·ln 20 + 1 <= 4 needs
     # λ <= 3/ln 20; with Λ = 1 it needs ε >= 1.  So ε ≈ ln(20)/3 · (1 + tiny terms).
-    eps = utility.epsilon_for_accuracy(4.0, 0.05, bounds=(0.0, 100.0))
+    eps = accuracy.epsilon_for_accuracy(4.0, 0.05, clamp_bounds=(0.0, 100.0))
     assert abs(eps - math.log(20) / 3) < 1e-12
 
 
 def test_epsilon_for_accuracy_reports_impossible_targets():
     with pytest.raises(ParameterError, match="every epsilon > 0 achieves it"):
-        utility.epsilon_for_accuracy(2.0, 0.05, bounds=(0.0, 1.0))
+        accuracy.epsilon_for_accuracy(2.0, 0.05, clamp_bounds=(0.0, 1.0))
     with pytest.raises(ParameterError, match="no epsilon achieves accuracy"):
-        utility.epsilon_for_accuracy(1e-13, 0.05, bounds=(0.0, 1000.0))
+        accuracy.epsilon_for_accuracy(1e-13, 0.05, clamp_bounds=(0.0, 1000.0))
     with pytest.raises(ParameterError, match="target"):
-        utility.epsilon_for_accuracy(-1.0, 0.05, bounds=(0.0, 1.0))
+        accuracy.epsilon_for_accuracy(-1.0, 0.05, clamp_bounds=(0.0, 1.0))
     with pytest.raises(ParameterError, match="do not pass epsilon"):
-        utility.epsilon_for_accuracy(1.0, 0.05, bounds=(0.0, 10.0), epsilon=1.0)
+        accuracy.epsilon_for_accuracy(1.0, 0.05, clamp_bounds=(0.0, 10.0), epsilon=1.0)
 
 
 def test_epsilon_for_accuracy_floor_is_granularity_limit():
     # The best accuracy: Λ cannot go below B·2**-52 (outputs on exact doubles).
     with pytest.raises(ParameterError) as info:
-        utility.epsilon_for_accuracy(1e-13, 0.05, bounds=(0.0, 1000.0))
+        accuracy.epsilon_for_accuracy(1e-13, 0.05, clamp_bounds=(0.0, 1000.0))
     msg = str(info.value)
     floor = float(msg.split("reaches is ")[1].split(" ")[0])
     assert 500 * 2**-52 <= floor <= 20 * 1000 * 2**-52
@@ -323,7 +323,7 @@ def test_epsilon_for_accuracy_floor_is_granularity_limit():
 
 def test_epsilon_for_accuracy_verified_by_simulation():
     alpha, target, bounds = 0.1, 3.0, (0.0, 50.0)
-    eps = utility.epsilon_for_accuracy(target, alpha, bounds=bounds)
+    eps = accuracy.epsilon_for_accuracy(target, alpha, clamp_bounds=bounds)
     m = mech(eps, bounds, seed=3)
     n = 20_000
     count, _ = simulate_exceed(m, 25.0, target, n)
@@ -339,17 +339,19 @@ def test_epsilon_for_accuracy_verified_by_simulation():
 def test_accuracy_is_monotone_in_epsilon(e1, e2, half):
     lo, hi = sorted((e1, e2))
     try:
-        a_hi = utility.plan_accuracy(0.05, epsilon=hi, bound=half)
+        a_hi = accuracy.plan_accuracy(0.05, epsilon=hi, clamp_bound=half)
     except ParameterError:
         return  # ε too large for these bounds: inadmissible, not a counterexample
-    a_lo = utility.plan_accuracy(0.05, epsilon=lo, bound=half)
-    assert a_lo >= a_hi, f"repro: plan_accuracy(0.05, epsilon={lo!r} vs {hi!r}, bound={half})"
+    a_lo = accuracy.plan_accuracy(0.05, epsilon=lo, clamp_bound=half)
+    assert a_lo >= a_hi, (
+        f"repro: plan_accuracy(0.05, epsilon={lo!r} vs {hi!r}, clamp_bound={half})"
+    )
 
 
 def test_accuracy_below_two_eta_region_is_the_cap():
     # Where the precision grows with 1/ε (ε <= 2**-117 at p0 = 118) the cap binds.
     for e in (2.0**-117, 2.0**-117 * 1.5, 2.0**-130, 2.0**-200):
-        assert utility.plan_accuracy(0.05, epsilon=e, bound=10.0) == 20.0
+        assert accuracy.plan_accuracy(0.05, epsilon=e, clamp_bound=10.0) == 20.0
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -357,43 +359,46 @@ def test_accuracy_below_two_eta_region_is_the_cap():
 
 def test_plan_accuracy_equals_mechanism_accuracy():
     m = mech(0.8, (-5.0, 15.0), 2)
-    assert utility.plan_accuracy(0.05, epsilon=0.8, bounds=(-5.0, 15.0), sensitivity=2) == (
+    assert accuracy.plan_accuracy(0.05, epsilon=0.8, clamp_bounds=(-5.0, 15.0), sensitivity=2) == (
         m.accuracy(0.05)
     )
 
 
 def test_bound_for_gamma_formula_and_clamp_probability():
     eps, gamma, bp = 0.5, 0.05, 20.0
-    big_b = utility.bound_for_gamma(bp, epsilon=eps, gamma=gamma)
+    big_b = accuracy.bound_for_gamma(bp, epsilon=eps, gamma=gamma)
     k = (2 + 24 * MP.mpf(2) ** -52) / (eps - MP.mpf(2) ** -117)
     exact = bp + k / 2 * (1 + 2 * MP.log(1 / MP.mpf(gamma)))
     assert exact <= big_b <= exact * (1 + 2**-52)
     # The clamp binds with probability <= γ at the worst f(D) = ±B′ (ideal model).
     m = mech(eps, (-big_b, big_b))
     cells, _ = ideal_cells(m, bp)
-    b = MP.mpf(m.calibration.b.numerator) / m.calibration.b.denominator
+    b = (
+        MP.mpf(m.calibration.unit_clamp_bound.numerator)
+        / m.calibration.unit_clamp_bound.denominator
+    )
     g = MP.mpf(m.granularity.numerator) / m.granularity.denominator
     # ⌊W⌉ beyond ±b carries its mass to ±b; grid points strictly inside never clamp.
     p_clamp = sum(p for v, p in cells.items() if abs(v) == b and (b / g) % 1 != 0)
     assert p_clamp <= gamma
     with pytest.raises(ParameterError, match="gamma"):
-        utility.bound_for_gamma(bp, epsilon=eps, gamma=0)
+        accuracy.bound_for_gamma(bp, epsilon=eps, gamma=0)
     with pytest.raises(ParameterError, match="b_prime"):
-        utility.bound_for_gamma(-1, epsilon=eps, gamma=0.5)
+        accuracy.bound_for_gamma(-1, epsilon=eps, gamma=0.5)
 
 
 def test_plan_calibration_argument_errors():
     with pytest.raises(ParameterError, match="exactly one"):
-        utility.plan_calibration(epsilon=1.0)
+        accuracy.plan_calibration(epsilon=1.0)
     with pytest.raises(ParameterError, match="exactly one"):
-        utility.plan_calibration(epsilon=1.0, bound=1.0, b_prime=1.0, gamma=0.5)
+        accuracy.plan_calibration(epsilon=1.0, clamp_bound=1.0, b_prime=1.0, gamma=0.5)
     with pytest.raises(ParameterError, match="needs gamma"):
-        utility.plan_calibration(epsilon=1.0, b_prime=1.0)
+        accuracy.plan_calibration(epsilon=1.0, b_prime=1.0)
     with pytest.raises(ParameterError, match="gamma= applies"):
-        utility.plan_calibration(epsilon=1.0, bound=1.0, gamma=0.5)
-    cal = utility.plan_calibration(epsilon=1.0, b_prime=10.0, gamma=0.5, center=100.0)
-    assert cal.center == 100 and cal.half_width >= Fraction(
-        utility.bound_for_gamma(10.0, epsilon=1.0, gamma=0.5)
+        accuracy.plan_calibration(epsilon=1.0, clamp_bound=1.0, gamma=0.5)
+    cal = accuracy.plan_calibration(epsilon=1.0, b_prime=10.0, gamma=0.5, centre=100.0)
+    assert cal.centre == 100 and cal.half_width >= Fraction(
+        accuracy.bound_for_gamma(10.0, epsilon=1.0, gamma=0.5)
     )
 
 
@@ -403,16 +408,16 @@ def test_plan_calibration_argument_errors():
 def brute_bias(m, guess):
     cells, _ = ideal_cells(m, guess)
     cal = m.calibration
-    t = (Fraction(guess) - cal.center) / cal.sensitivity
+    t = (Fraction(guess) - cal.centre) / cal.sensitivity
     tm = MP.mpf(t.numerator) / t.denominator
     return float(MP.fsum(p * (v - tm) for v, p in cells.items()) * MP.mpf(float(cal.sensitivity)))
 
 
 def quad_clamped_mean(m, guess, shift):
     cal = m.calibration
-    b = MP.mpf(cal.b.numerator) / cal.b.denominator
+    b = MP.mpf(cal.unit_clamp_bound.numerator) / cal.unit_clamp_bound.denominator
     lam = MP.mpf(m.scale.numerator) / m.scale.denominator
-    t = (Fraction(guess) - cal.center) / cal.sensitivity
+    t = (Fraction(guess) - cal.centre) / cal.sensitivity
     tm = MP.mpf(t.numerator) / t.denominator
     x = max(-b, min(b, tm))
     mu = x + shift
@@ -431,7 +436,7 @@ def quad_clamped_mean(m, guess, shift):
 @pytest.mark.parametrize("guess", [0.0, 0.3, 2.0, 5.0, 7.77, 9.0, 9.9, 10.0, -3.0, 14.0])
 def test_bias_matches_brute_force_and_brackets(guess):
     m = mech(1.0, (0.0, 10.0))
-    r = utility.bias(m, guess)
+    r = accuracy.bias(m, guess)
     assert r.ideal == pytest.approx(brute_bias(m, guess), abs=1e-13)
     half = m.granularity / 2
     assert r.lower == pytest.approx(quad_clamped_mean(m, guess, -mpq(half)), abs=1e-12)
@@ -443,7 +448,7 @@ def test_bias_matches_brute_force_and_brackets(guess):
 
 def _check_bias_sim(epsilon, bounds, sens, guess, n, seed):
     m = mech(epsilon, bounds, sens, seed=seed)
-    r = utility.bias(m, guess)
+    r = accuracy.bias(m, guess)
     out = m.release(np.full(n, guess))
     err = out - guess
     se = float(np.std(err)) / math.sqrt(n)
@@ -476,7 +481,7 @@ def test_bias_refuses_bad_guess():
     m = mech(1.0, (0.0, 10.0))
     for bad in (float("nan"), float("inf"), "3", None):
         with pytest.raises(ParameterError, match="guess"):
-            utility.bias(m, bad)
+            accuracy.bias(m, bad)
 
 
 # -- data-dependent accuracy for a guess -------------------------------------------------
@@ -487,7 +492,7 @@ def test_bias_refuses_bad_guess():
 def test_guess_accuracy_is_least_valid_for_the_ideal_mechanism(epsilon, alpha):
     m = mech(epsilon, (0.0, 10.0))
     for guess in np.linspace(0.0, 10.0, 23):
-        a = utility.guess_accuracy(m, float(guess), alpha)
+        a = accuracy.guess_accuracy(m, float(guess), alpha)
         assert a <= m.accuracy(alpha)
         cells, x = ideal_cells(m, float(guess))
 
@@ -504,7 +509,7 @@ def test_guess_accuracy_is_least_valid_for_the_ideal_mechanism(epsilon, alpha):
 def test_seed_get_accuracy_undercounts_at_the_ends():
     # The documented finding: seed 000 §6.3's GetAccuracy is not an upper bound at f = B.
     m = mech(1.0, (0.0, 10.0))
-    a_seed = utility._seed_get_accuracy(m.calibration, Fraction(5), Fraction(1, 20))
+    a_seed = accuracy._seed_get_accuracy(m.calibration, Fraction(5), Fraction(1, 20))
     cells, x = ideal_cells(m, 10.0)
     p = MP.fsum(pr for v, pr in cells.items() if abs(v - x) > mpq(a_seed))
     assert float(a_seed) == pytest.approx(1.1439, abs=1e-4)
@@ -513,7 +518,7 @@ def test_seed_get_accuracy_undercounts_at_the_ends():
 
 def test_guess_accuracy_tighter_near_the_ends():
     m = mech(0.3, (0.0, 10.0))
-    assert utility.guess_accuracy(m, 10.0, 0.05) < m.accuracy(0.05)
+    assert accuracy.guess_accuracy(m, 10.0, 0.05) < m.accuracy(0.05)
 
 
 # -- comparison with Laplace -----------------------------------------------------------
@@ -522,10 +527,10 @@ def test_guess_accuracy_tighter_near_the_ends():
 @pytest.mark.parametrize(("epsilon", "bounds", "sens"), PARAMS[:4])
 def test_compare_with_laplace(epsilon, bounds, sens):
     m = mech(epsilon, bounds, sens)
-    c = utility.compare_with_laplace(m, 0.05)
+    c = accuracy.compare_with_laplace(m, 0.05)
     assert c.laplace == pytest.approx(float(sens) * math.log(20) / epsilon, rel=1e-15)
     assert 1 < c.factor < 1 + Fraction(1, 10**25)
-    if not utility.accuracy_details(m, 0.05).capped:
+    if not accuracy.accuracy_details(m, 0.05).capped:
         # seed identity: a_snap = factor·a_Laplace + Λ/2 (up to λ = RU(1/ε′))
         assert c.snapping == pytest.approx(c.formula, rel=1e-14)
         g = float(m.granularity) * float(sens)
@@ -542,7 +547,7 @@ def test_compare_with_laplace(epsilon, bounds, sens):
 )
 def test_laplace_distance_cases(guess, noise):
     m = mech(1.0, (-10.0, 10.0))
-    r = utility.laplace_distance(m, guess, noise)
+    r = accuracy.laplace_distance(m, guess, noise)
     inner = abs(guess) > 10
     assert r.case in ((2, 4) if inner else (1, 3))
     exact = Fraction(guess) + Fraction(noise)  # Laplace output
@@ -558,10 +563,10 @@ def test_laplace_distance_cases(guess, noise):
 
 def test_laplace_distance_example():
     m = mech(1.0, (0.0, 10.0))
-    r = utility.laplace_distance(m, 14.0, 0.2)
+    r = accuracy.laplace_distance(m, 14.0, 0.2)
     # inner clamp: x = b = 5 (centred), 5.2 snaps to 6 -> outer clamp to 5 (case 4)
     assert r.case == 4 and r.bound is None
-    r = utility.laplace_distance(m, 11.0, -2.9)
+    r = accuracy.laplace_distance(m, 11.0, -2.9)
     # t = 6 > b = 5; x = 5, 5 - 2.9 = 2.1 -> snaps to 2 -> output 7; Laplace 8.1
     assert r.case == 2 and r.distance == pytest.approx(1.1) and r.bound == 2.0
 
@@ -571,7 +576,7 @@ def test_laplace_distance_example():
 
 def test_value_range_plan_widens_the_range_by_the_seed_margin():
     eps, gamma, lo, hi, sens = 0.7, 0.01, 20.0, 80.0, 0.5
-    cal = utility.plan_calibration(
+    cal = accuracy.plan_calibration(
         epsilon=eps, sensitivity=sens, value_range=(lo, hi), gamma=gamma
     )
     k = (2 + 24 * MP.mpf(2) ** -52) / (eps - MP.mpf(2) ** -117)
@@ -579,15 +584,15 @@ def test_value_range_plan_widens_the_range_by_the_seed_margin():
     assert mpq(cal.lower) <= lo - margin and mpq(cal.upper) >= hi + margin
     assert mpq(cal.upper) - (hi + margin) < 1e-12 and (lo - margin) - mpq(cal.lower) < 1e-12
     m = snapcore.SnappingMechanism(
-        epsilon=eps, sensitivity=sens, bounds=(float(cal.lower), float(cal.upper))
+        epsilon=eps, sensitivity=sens, clamp_bounds=(float(cal.lower), float(cal.upper))
     )
     for f in (lo, hi, (lo + hi) / 2):
-        assert utility.clamp_probability(m, f) <= gamma
-    eps_needed = utility.epsilon_for_accuracy(
+        assert accuracy.clamp_probability(m, f) <= gamma
+    eps_needed = accuracy.epsilon_for_accuracy(
         3.0, 0.05, sensitivity=sens, value_range=(lo, hi), gamma=gamma
     )
     assert (
-        utility.plan_accuracy(
+        accuracy.plan_accuracy(
             0.05, epsilon=eps_needed, sensitivity=sens, value_range=(lo, hi), gamma=gamma
         )
         <= 3.0
@@ -605,17 +610,17 @@ def test_accuracy_of_a_release_record():
         precision: int
 
     rec = Record((0.0, 100.0), Fraction(1), Fraction(1), 118)
-    assert utility.accuracy(rec, 0.05) == mech(1.0, (0.0, 100.0)).accuracy(0.05)
+    assert accuracy.accuracy(rec, 0.05) == mech(1.0, (0.0, 100.0)).accuracy(0.05)
     with pytest.raises(ParameterError, match="no clamp interval"):
-        utility.accuracy(Record(None, Fraction(1), Fraction(1), 118), 0.05)
+        accuracy.accuracy(Record(None, Fraction(1), Fraction(1), 118), 0.05)
 
 
 def test_epsilon_for_accuracy_below_two_to_minus_sixty():
     # A very wide interval: the answer is far below the search's first floor 2**-60.
-    eps = utility.epsilon_for_accuracy(1e20, 0.05, bound=1e25)
+    eps = accuracy.epsilon_for_accuracy(1e20, 0.05, clamp_bound=1e25)
     assert eps < 2.0**-60
-    assert utility.plan_accuracy(0.05, epsilon=eps, bound=1e25) <= 1e20
-    assert utility.plan_accuracy(0.05, epsilon=math.nextafter(eps, 0), bound=1e25) > 1e20
+    assert accuracy.plan_accuracy(0.05, epsilon=eps, clamp_bound=1e25) <= 1e20
+    assert accuracy.plan_accuracy(0.05, epsilon=math.nextafter(eps, 0), clamp_bound=1e25) > 1e20
     # by hand: λ·ln 20 + Λ/2 <= 1e20 with λ ≈ 1/ε and λ/2 <= Λ/2 < λ
     assert (math.log(20) + 0.5) * 1e-20 * (1 - 1e-12) <= eps
     assert eps <= (math.log(20) + 1) * 1e-20 * (1 + 1e-12)
