@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, StatisticConformanceError
 from snapcore.sources import ReplaySource
 from snapcore.statistic import Neighbouring, Prepared, Statistic
 
@@ -69,14 +69,11 @@ __all__ = [
     "range_cases",
     "resolve_statistic",
     "run_statistic_conformance",
+    "settings_for",
 ]
 
 FAR = 1e300
 HUGE = 10**400  # an exact integer no double holds
-
-
-class StatisticConformanceError(AssertionError):
-    """A statistic broke its declared sensitivity, value range or data independence."""
 
 
 # -- what is checked ---------------------------------------------------------------------
@@ -88,8 +85,8 @@ class Setting:
 
     Attributes
     ----------
-    bounds : pair, pairs or None
-        ``bounds=`` as given to :func:`snapcore.release` (one pair per column).
+    data_bounds : pair, pairs or None
+        ``data_bounds=`` as given to :func:`snapcore.release` (one pair per column).
     options : mapping
         The statistic's own options (``bins=``, ``categories=``, ...).
     records : {"numeric", "categorical"}
@@ -97,7 +94,7 @@ class Setting:
         options, or category-like values of mixed types.
     """
 
-    bounds: Any = None
+    data_bounds: Any = None
     options: Mapping[str, Any] = attrs.field(factory=dict)
     records: str = attrs.field(
         default="numeric", validator=attrs.validators.in_(("numeric", "categorical"))
@@ -107,8 +104,8 @@ class Setting:
     def label(self) -> str:
         """A short id for test names."""
         parts = []
-        if self.bounds is not None:
-            parts.append(f"bounds={self.bounds!r}")
+        if self.data_bounds is not None:
+            parts.append(f"data_bounds={self.data_bounds!r}")
         parts += [f"{k}={v!r}" for k, v in self.options.items()]
         return ",".join(parts) or "default"
 
@@ -132,24 +129,24 @@ def _f32(x: float) -> float:
 BUILTIN_SETTINGS: dict[str, list[Setting]] = {
     "count": [Setting()],
     "sum": [
-        Setting(bounds=(0.0, 1.0)),
-        Setting(bounds=(-3.0, 5.5)),
-        Setting(bounds=(0.1, _f32(0.1))),
-        Setting(bounds=(2.0**53 - 16, 2.0**53 + 16)),
+        Setting(data_bounds=(0.0, 1.0)),
+        Setting(data_bounds=(-3.0, 5.5)),
+        Setting(data_bounds=(0.1, _f32(0.1))),
+        Setting(data_bounds=(2.0**53 - 16, 2.0**53 + 16)),
     ],
     "mean": [
-        Setting(bounds=(0.0, 1.0)),
-        Setting(bounds=(-3.0, 5.5)),
-        Setting(bounds=(0.1, _f32(0.1))),
+        Setting(data_bounds=(0.0, 1.0)),
+        Setting(data_bounds=(-3.0, 5.5)),
+        Setting(data_bounds=(0.1, _f32(0.1))),
     ],
     "variance": [
-        Setting(bounds=(0.0, 1.0)),
-        Setting(bounds=(-3.0, 5.5)),
-        Setting(bounds=(0.1, _f32(0.1))),
+        Setting(data_bounds=(0.0, 1.0)),
+        Setting(data_bounds=(-3.0, 5.5)),
+        Setting(data_bounds=(0.1, _f32(0.1))),
     ],
     "covariance": [
-        Setting(bounds=((0.0, 1.0), (-3.0, 5.5))),
-        Setting(bounds=((0.1, _f32(0.1)), (-1.0, 0.0))),
+        Setting(data_bounds=((0.0, 1.0), (-3.0, 5.5))),
+        Setting(data_bounds=((0.1, _f32(0.1)), (-1.0, 0.0))),
     ],
     "histogram": [
         Setting(options={"bins": [0.0, 1.0]}),
@@ -164,18 +161,21 @@ _DEFAULT_BOUNDS = [(0.0, 1.0), (-3.0, 5.5), (0.1, _f32(0.1))]
 
 
 def default_settings(
-    stat: Statistic, options: Sequence[Mapping[str, Any]] = ({},)
+    stat: Statistic, options: Sequence[Mapping[str, Any]] | None = None
 ) -> list[Setting]:
-    """Settings for a statistic without a built-in table: each option set with each of
-    a few data bounds (if the statistic needs bounds), numeric records."""
+    """Settings for a statistic without a built-in table: each option set (default: the
+    statistic's ``conformance_options``) with each of a few data bounds (if the
+    statistic needs them), numeric records."""
+    if options is None:
+        options = stat.conformance_options
     bounds: list[Any] = [None]
-    if stat.needs_bounds:
+    if stat.needs_data_bounds:
         bounds = (
             list(_DEFAULT_BOUNDS)
             if stat.columns <= 1
             else [tuple([b] * stat.columns) for b in _DEFAULT_BOUNDS]
         )
-    return [Setting(bounds=b, options=dict(o)) for o in options for b in bounds]
+    return [Setting(data_bounds=b, options=dict(o)) for o in options for b in bounds]
 
 
 # -- values and records -------------------------------------------------------------------
@@ -260,7 +260,7 @@ def critical_points(setting: Setting, column: int = 0) -> list[Any]:
     and an exact integer no double holds.
     """
     seeds: list[float] = []
-    b = setting.bounds
+    b = setting.data_bounds
     if b is not None:
         pair = b[column] if isinstance(b[0], tuple | list) else b
         seeds += [float(pair[0]), float(pair[1])]
@@ -399,14 +399,14 @@ def draw_pair(
     n: int | None = None
     if relation is Neighbouring.REPLACE:
         i = ch.integer(0, size - 1)
-        d2 = d[:i] + [new] + d[i + 1 :]
+        d2 = [*d[:i], new, *d[i + 1 :]]
     else:
         if d and ch.integer(0, 1) == 0:
             i = ch.integer(0, size - 1)
             d2 = d[:i] + d[i + 1 :]
         else:
             i = ch.integer(0, size)
-            d2 = d[:i] + [new] + d[i:]
+            d2 = [*d[:i], new, *d[i:]]
         n = ch.choice(sorted({0, 1, max(size - 1, 0), size, size + 1, 2 * size + 3}))
     return Case(setting=setting, relation=relation, n=n), d, d2
 
@@ -414,7 +414,7 @@ def draw_pair(
 def _vertices(setting: Setting, column: int) -> list[float]:
     """The two ends of a column's range: its data bounds, else the smallest and largest
     number among the options, else 0 and 1."""
-    b = setting.bounds
+    b = setting.data_bounds
     if b is not None:
         pair = b[column] if isinstance(b[0], tuple | list) else b
         return [float(pair[0]), float(pair[1])]
@@ -498,7 +498,7 @@ def extremal_pairs(
         if relation is Neighbouring.REPLACE:
             for i in sorted({0, len(d) - 1}) if d else ():
                 for r in news:
-                    yield d, d[:i] + [r] + d[i + 1 :]
+                    yield d, [*d[:i], r, *d[i + 1 :]]
         else:
             for r in news:
                 yield d, [*d, r]
@@ -715,10 +715,13 @@ def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Con
     except ImportError:
         return []
 
+    def columns_of(r: list[Any]) -> dict[str, list[Any]]:
+        if columns >= 2:
+            return {nm: _col(r, j) for j, nm in enumerate(names)}
+        return {names[0]: list(r)}
+
     def frame(r: list[Any]) -> Any:
-        data = (
-            {nm: _col(r, j) for j, nm in enumerate(names)} if columns >= 2 else {names[0]: list(r)}
-        )
+        data = columns_of(r)
         try:
             return pl.DataFrame(data, strict=True)
         except Exception:  # polars refuses mixed types: not this container
@@ -736,9 +739,7 @@ def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Con
         Container(
             name="polars.DataFrame",
             build=build_f,
-            expr=lambda r: (
-                f"pl.DataFrame({ ({nm: _col(r, j) for j, nm in enumerate(names)} if columns >= 2 else {names[0]: list(r)})!r})"
-            ),
+            expr=lambda r: f"pl.DataFrame({columns_of(r)!r})",
         )
     ]
     if columns <= 1:
@@ -781,7 +782,7 @@ def prepare(
     statistic: Any,
     data: Any,
     *,
-    bounds: Any = None,
+    data_bounds: Any = None,
     n: int | None = None,
     relation: Any = None,
     column: Any = None,
@@ -799,7 +800,7 @@ def prepare(
     rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
     ds = as_dataset(data, column=column, columns=stat.columns)
     return stat.prepare(
-        ds, bounds=_data_bounds(bounds, stat), n=_check_n(n), relation=rel, **options
+        ds, data_bounds=_data_bounds(data_bounds, stat), n=_check_n(n), relation=rel, **options
     )
 
 
@@ -813,7 +814,7 @@ class _Recorder(Statistic):
         self.name = inner.name  # type: ignore[misc]
         self.relations = inner.relations  # type: ignore[misc]
         self.columns = inner.columns  # type: ignore[misc]
-        self.needs_bounds = inner.needs_bounds  # type: ignore[misc]
+        self.needs_data_bounds = inner.needs_data_bounds  # type: ignore[misc]
         self.options = inner.options  # type: ignore[misc]
         self.prepared: Prepared | None = None
 
@@ -892,7 +893,7 @@ def evaluate(
     data, column = built
     st = case.setting
     kw = ", ".join(
-        [f"bounds={st.bounds!r}", f"n={case.n!r}", f"relation={case.relation.value!r}"]
+        [f"data_bounds={st.data_bounds!r}", f"n={case.n!r}", f"relation={case.relation.value!r}"]
         + ([f"column={column!r}"] if column is not None else [])
         + [f"{k}={v!r}" for k, v in st.options.items()]
     )
@@ -906,7 +907,7 @@ def evaluate(
                 rec,
                 data,
                 epsilon=epsilon,
-                bounds=st.bounds,
+                data_bounds=st.data_bounds,
                 n=case.n,
                 relation=case.relation,
                 column=column,
@@ -918,7 +919,7 @@ def evaluate(
             rec.prepared = prepare(
                 stat,
                 data,
-                bounds=st.bounds,
+                data_bounds=st.data_bounds,
                 n=case.n,
                 relation=case.relation,
                 column=column,
@@ -988,7 +989,7 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
     mech = SnappingMechanism(
         epsilon=rel.epsilon_per_value,
         sensitivity=prep.sensitivity,
-        bounds=rel.clamp_bounds,
+        clamp_bounds=rel.clamp_bounds,
         precision=rel.precision,
         backend=rel.backend,
         source=ReplaySource(frozen_draws()),
@@ -1100,7 +1101,9 @@ class StatisticReport:
         return f"FAIL ({self.failures[0].splitlines()[0]})"
 
 
-def _settings_for(stat: Statistic, settings: Sequence[Setting] | None) -> list[Setting]:
+def settings_for(stat: Statistic, settings: Sequence[Setting] | None = None) -> list[Setting]:
+    """The settings ``stat`` is checked with: ``settings`` if given, else the built-in
+    table for snapcore's own statistics, else :func:`default_settings`."""
     if settings is not None:
         return list(settings)
     if stat.name in BUILTIN_SETTINGS:
@@ -1143,7 +1146,7 @@ def run_statistic_conformance(
     StatisticReport
     """
     stat = resolve_statistic(statistic)
-    sets = _settings_for(stat, settings)
+    sets = settings_for(stat, settings)
     failures: list[str] = []
     pairs = datasets = 0
 
