@@ -436,7 +436,12 @@ def _new_records(stat: Statistic, setting: Setting) -> list[Any]:
         pts = [critical_points(setting, j) for j in range(stat.columns)]
         news = [tuple(p[i % len(p)] for p in pts) for i in range(max(map(len, pts)))]
         return news + [(o, pts[1][0]) for o in ODD_VALUES] + [(pts[0][0], o) for o in ODD_VALUES]
-    return critical_points(setting) + list(ODD_VALUES)
+    typed = [
+        _as_type(v, t)
+        for v in _vertices(setting, 0)
+        for t in (np.float32, np.float16, np.longdouble, np.int64)
+    ]
+    return critical_points(setting) + [v for v in typed if v is not None] + list(ODD_VALUES)
 
 
 def extremal_datasets(stat: Statistic, setting: Setting) -> Iterator[list[Any]]:
@@ -1042,7 +1047,7 @@ def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
         if d > delta:
             raise _fail(
                 f"{stat.name}: |f(D) − f(D′)|[{label}] = {d} > Δ = {delta} "
-                f"({d / delta if delta else 'inf'} Δ) under {pa.relation.value}",
+                f"({f'{float(d / delta):.9g}' if delta else 'inf'} Δ) under {pa.relation.value}",
                 a.repro,
                 b.repro,
             )
