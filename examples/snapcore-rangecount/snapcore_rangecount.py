@@ -48,6 +48,8 @@ class RangeCount(Statistic):
         "low": "lower end of the range (inclusive)",
         "high": "upper end (inclusive)",
     }
+    # The option sets the statistic conformance suite checks it with (tests/).
+    conformance_options = ({"low": 18.0, "high": 30.0}, {"low": -1.0, "high": 0.5})
 
     def prepare(self, data, *, data_bounds, n, relation, **options):
         if data_bounds is not None:
