@@ -29,13 +29,14 @@ code draws from :class:`random.Random` here and from hypothesis in the pytest su
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 import numpy as np
@@ -635,6 +636,19 @@ def containers(columns: int, records: str = "numeric") -> list[Container]:
     return out
 
 
+def _series_expr(kind: str, r: list[Any]) -> str:
+    return f"pd.Series({_rl(r)}, dtype={kind!r})"
+
+
+def _frame_expr(kind: str, names: list[str], r: list[Any]) -> str:
+    if len(names) == 1:
+        cols = {names[0]: list(r)}
+    else:
+        cols = {nm: _col(r, j) for j, nm in enumerate(names)}
+    body = ", ".join(f"{nm!r}: pd.Series({v!r}, dtype={kind!r})" for nm, v in cols.items())
+    return "pd.DataFrame({" + body + "})"
+
+
 def _pandas_containers(
     columns: int, records: str, names: list[str], col_arg: Any
 ) -> list[Container]:
@@ -677,16 +691,14 @@ def _pandas_containers(
                 Container(
                     name=f"pandas.Series[{kind}]",
                     build=build_s,
-                    expr=lambda r, kind=kind: f"pd.Series({_rl(r)}, dtype={kind!r})",
+                    expr=functools.partial(_series_expr, kind),
                 )
             )
             out.append(
                 Container(
                     name=f"pandas.DataFrame[{kind}]",
                     build=build_f,
-                    expr=lambda r, kind=kind: (
-                        f"pd.DataFrame({{{names[0]!r}: pd.Series({_rl(r)}, dtype={kind!r})}})"
-                    ),
+                    expr=functools.partial(_frame_expr, kind, names),
                 )
             )
         else:
@@ -701,14 +713,7 @@ def _pandas_containers(
                 Container(
                     name=f"pandas.DataFrame[{kind}]",
                     build=build_m,
-                    expr=lambda r, kind=kind: (
-                        "pd.DataFrame({"
-                        + ", ".join(
-                            f"{nm!r}: pd.Series({_col(r, j)!r}, dtype={kind!r})"
-                            for j, nm in enumerate(names)
-                        )
-                        + "})"
-                    ),
+                    expr=functools.partial(_frame_expr, kind, names),
                 )
             )
     return out
@@ -716,7 +721,7 @@ def _pandas_containers(
 
 def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Container]:
     try:
-        import polars as pl
+        pl = importlib.import_module("polars")
     except ImportError:
         return []
 
@@ -823,7 +828,7 @@ class _Recorder(Statistic):
         self.options = inner.options  # type: ignore[misc]
         self.prepared: Prepared | None = None
 
-    def prepare(self, data: Any, **kwargs: Any) -> Prepared:  # type: ignore[override]
+    def prepare(self, data: Any, **kwargs: Any) -> Prepared:
         self.prepared = self.inner.prepare(data, **kwargs)
         return self.prepared
 
@@ -999,7 +1004,7 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
         backend=rel.backend,
         source=ReplaySource(frozen_draws()),
     )
-    want = tuple(float(mech.release(Fraction(v))) for v in prep.values)
+    want = tuple(float(mech.release(cast(Any, Fraction(v)))) for v in prep.values)
     if want != rel.values or out.draws != len(prep.values):
         raise _fail(
             f"{stat.name}: the release is not the mechanism applied to f(D): released "
