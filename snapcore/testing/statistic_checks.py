@@ -940,13 +940,13 @@ def evaluate(
         if used:
             raise StatisticConformanceError(
                 f"{stat.name}: refused with ParameterError after {used} draw(s); bad input "
-                f"must be refused before any noise\nreproduce: {_IMPORTS}{repro}"
+                f"must be refused before any noise\nreproduce: {_imports(repro)}{repro}"
             ) from None
         return Outcome(prepared=None, release=None, draws=0, refusal=str(exc), repro=repro)
     except Exception as exc:
         raise StatisticConformanceError(
             f"{stat.name} in {container.name}: raised {type(exc).__name__} ({exc}); bad input "
-            f"must raise ParameterError\nreproduce: {_IMPORTS}{repro}"
+            f"must raise ParameterError\nreproduce: {_imports(repro)}{repro}"
         ) from exc
     return Outcome(
         prepared=rec.prepared, release=rel, draws=total - src.remaining, refusal=None, repro=repro
@@ -961,8 +961,13 @@ _RELEASE_FREE = {"value"}
 _PREPARED_FREE = {"values"}
 
 
+def _imports(repro: str) -> str:
+    return _IMPORTS + ("import polars as pl; " if "pl." in repro else "")
+
+
 def _fail(msg: str, *repros: str) -> StatisticConformanceError:
-    line = _IMPORTS + "[" + ", ".join(f"{r}.values" for r in repros) + "]"
+    body = "[" + ", ".join(f"{r}.values" for r in repros) + "]"
+    line = _imports(body) + body
     return StatisticConformanceError(f"{msg}\nreproduce: {line}")
 
 
