@@ -163,7 +163,7 @@ class StatisticConformance:
     def test_extremal_neighbours(self, target: Target) -> None:
         """Neighbours of the smallest extremal datasets (a record replaced by, added as
         or removed from each critical point and each odd value), read from a list:
-        |f(D) − f(D′)| <= Δ, the ε split holds, nothing else depends on the data."""
+        ``|f(D) − f(D′)| <= Δ``, the ε split holds, nothing else depends on the data."""
         stat, setting, rel = target
         lst = containers(stat.columns, setting.records)[0]
         case = Case(setting=setting, relation=rel, n=None if rel is Neighbouring.REPLACE else 2)
