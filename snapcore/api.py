@@ -11,11 +11,11 @@ True
 
 from __future__ import annotations
 
-import numbers
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any
 
 import attrs
+import numpy as np
 
 from snapcore.backend import Backend
 from snapcore.bounds import (
@@ -27,12 +27,13 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.dataset import as_dataset
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, show
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import check_real
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource
 from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic
+from snapcore.values import read_double_pair, type_name
 
 __all__ = ["Release", "release"]
 
@@ -185,26 +186,14 @@ def _statistic(statistic: Any) -> Statistic:
         st: Statistic = reg.get(statistic)
         return st
     raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got {statistic!r}"
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}"
     )
 
 
 def _pair(name: str, pair: Any) -> tuple[float, float]:
-    if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) != 2:
-        raise ParameterError(f"{name} must be a pair (lower, upper), got {pair!r}")
-    out = []
-    for which, v in (("lower", pair[0]), ("upper", pair[1])):
-        q = check_real(f"{name} {which}", v)
-        try:
-            exact = Fraction(float(q)) == q
-        except OverflowError:
-            exact = False
-        if not exact:
-            raise ParameterError(f"{name} {which} must be exactly a double, got {v!r}")
-        out.append(float(q))
-    if not out[0] < out[1]:
-        raise ParameterError(f"{name} must satisfy lower < upper, got {tuple(pair)!r}")
-    return (out[0], out[1])
+    lo, hi = read_double_pair(name, pair)
+    return (float(lo), float(hi))
 
 
 def _data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
@@ -225,7 +214,7 @@ def _data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
     if stat.columns > 1:
         raise ParameterError(
             f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got data_bounds={data_bounds!r}"
+            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
         )
     return (_pair("data_bounds", data_bounds),)
 
@@ -233,8 +222,8 @@ def _data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
 def _check_n(n: Any) -> int | None:
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ParameterError(f"n must be an int >= 0, got {n!r}")
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer) or n < 0:
+        raise ParameterError(f"n must be an int >= 0, got {type_name(n)} {show(n)}")
     return int(n)
 
 
@@ -323,7 +312,7 @@ def release(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
         )
     if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
+        raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
     checked_bounds = _data_bounds(data_bounds, stat)
     ds = as_dataset(data, column=column, columns=stat.columns)
     prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
@@ -377,9 +366,12 @@ def release(
         source=source,
         precision=precision,
     )
+    # All or nothing: every coordinate's draw is available before any is drawn (and
+    # before the budget is charged); the vector is released in one call, each value
+    # exactly as the Fraction it is.
+    mech.check_can_draw(len(prep.values))
     with _reserve(budget, eps, stat.name):
-        # release() accepts any real, exact Fractions included (check_value).
-        outs = tuple(float(mech.release(cast(Any, v))) for v in prep.values)
+        outs = tuple(float(o) for o in mech.release(list(prep.values)))
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")

@@ -5,6 +5,7 @@ The hierarchy::
     Exception
     ├── SnapcoreError                       root of everything snapcore raises on purpose
     │   ├── ParameterError (ValueError)     a parameter or input value outside its range
+    │   │   └── MissingValueError           a data column holds None, NaN, NA or NaT
     │   ├── BackendUnavailableError (ImportError)
     │   │                                   a backend's library is not installed
     │   ├── PlotDependencyError (ImportError)
@@ -35,6 +36,7 @@ __all__ = [
     "BackendUnavailableError",
     "BudgetExceededError",
     "ConformanceError",
+    "MissingValueError",
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
@@ -46,17 +48,31 @@ __all__ = [
 ]
 
 
-def show(value: object) -> str:
-    """``repr(value)`` for error messages, kept short and possible for huge Fractions."""
+def show(value: object, limit: int = 40) -> str:
+    """``repr(value)`` for messages about **public** parameters, kept short.
+
+    Numbers whose repr is longer than ``limit`` (``10**400``, a Fraction with huge
+    terms, a long Decimal) are shown as ``~1e+400`` or ``2**-1100`` (see
+    :func:`snapcore.values.format_number`); other long reprs are cut.  Never use it
+    for private data: messages about data name the type only.
+    """
     from fractions import Fraction
 
-    if (
-        isinstance(value, Fraction)
-        and max(value.numerator.bit_length(), value.denominator.bit_length()) > 4000
-    ):
-        lg = value.numerator.bit_length() - value.denominator.bit_length()
-        return f"Fraction(about 2**{lg})"
-    return repr(value)
+    from snapcore.values import _ratio, _Refused, format_number
+
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return format_number(Fraction(value))
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. an int beyond the str-conversion digit limit
+        text = ""
+    if len(text) <= limit and text:
+        return text
+    try:
+        n, d = _ratio(value)
+    except (_Refused, ValueError, TypeError, OverflowError):
+        return text[: limit - 3] + "..." if text else f"<{type(value).__name__}>"
+    return format_number(Fraction(n, d))
 
 
 class SnapcoreError(Exception):
@@ -70,6 +86,14 @@ class ParameterError(SnapcoreError, ValueError):
     """
 
 
+class MissingValueError(ParameterError):
+    """A data column contains missing values (None, NaN, pandas NA, NaT).
+
+    snapcore neither drops nor imputes records; the one place that detects missing
+    values is :func:`snapcore.values.check_missing`.
+    """
+
+
 class PluginError(SnapcoreError):
     """A plugin could not be registered (for example, a duplicate name)."""
 
@@ -79,7 +103,7 @@ class BackendUnavailableError(SnapcoreError, ImportError):
 
 
 class SourceExhaustedError(SnapcoreError):
-    """A replay source has no recorded draws left."""
+    """A source cannot supply the draws asked for (a replay source has too few left)."""
 
 
 class PlotDependencyError(SnapcoreError, ImportError):

@@ -138,6 +138,15 @@ class RandomSource(abc.ABC):
         d = self.draw(precision)
         return (d.sign, d.mantissa, d.exponent)
 
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether the next ``count`` draws at ``precision`` can be supplied.
+
+        A vector release asks this before drawing anything, so that it draws all its
+        noise or none.  The default, True, is right for unbounded streams; a source
+        that can run out (a replay, a finite pool) must override it.
+        """
+        return True
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
@@ -339,6 +348,11 @@ class ReplaySource(RandomSource):
     def remaining(self) -> int:
         """Draws not yet replayed."""
         return len(self._pending) - self._next
+
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether ``count`` draws remain (:meth:`draws` also refuses invalid ones
+        without consuming any)."""
+        return self.remaining >= count
 
     def draw(self, precision: int) -> Draw:
         with self._lock:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 
 if TYPE_CHECKING:
     from snapcore.dataset import Dataset
@@ -266,7 +266,7 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
         if n != data_size:
             raise ParameterError(
                 f"n must equal the number of records under the replace relation "
-                f"(n is public), got n={n} for {data_size} records"
+                f"(n is public), got n={show(n)} for {data_size} records"
             )
         return n, f"n = {n} (public under the replace relation)"
     if n is None:

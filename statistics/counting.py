@@ -5,9 +5,8 @@ Counts are integers, so they are exact by construction.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-import math
-import numbers
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -15,9 +14,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
+from snapcore.values import CategoryKey, category_key, is_missing, read_double
 
 __all__ = ["Count", "Histogram"]
 
@@ -90,20 +90,56 @@ def _fmt(x: float) -> str:
 
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
-    out = []
-    for i, e in enumerate(bins):
-        if isinstance(e, bool) or not isinstance(e, numbers.Real):
-            raise ParameterError(f"bins[{i}] must be a finite real number, got {e!r}")
-        f = float(e)
-        if not math.isfinite(f) or (isinstance(e, numbers.Rational) and Fraction(f) != e):
-            raise ParameterError(f"bins[{i}] must be a finite double, got {e!r}")
-        out.append(f)
+        raise ParameterError(f"bins must be a sequence of bin edges, got {show(bins)}")
+    out = [float(read_double(f"bins[{i}]", e)) for i, e in enumerate(bins)]
     if len(out) < 2:
         raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
     if any(not x < y for x, y in itertools.pairwise(out)):
-        raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
+        raise ParameterError(f"bins must be strictly increasing, got {show(list(bins), 200)}")
     return np.array(out, dtype=np.float64)
+
+
+def _bin_counts(data: Dataset, edges: np.ndarray) -> list[int]:
+    """Records per bin ``[e_i, e_{i+1})`` (the last closed), values clamped to the
+    edges first; every record is compared exactly (read by the rule)."""
+    k = len(edges) - 1
+    col = data.column(0)
+    if col.doubles is not None:
+        x = np.clip(col.doubles, edges[0], edges[-1])
+        idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
+        return [int(c) for c in np.bincount(idx, minlength=k)]
+    fe = [Fraction(e) for e in edges.tolist()]
+    counts = [0] * k
+    for v in col.fractions():
+        v = min(max(v, fe[0]), fe[-1])
+        counts[min(bisect.bisect_right(fe, v) - 1, k - 1)] += 1
+    return counts
+
+
+def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
+    """The categories as given and the bin of each normalised key (distinct keys only)."""
+    if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+        raise ParameterError(f"categories must be a sequence of values, got {show(cats)}")
+    cats = list(cats)
+    if not cats:
+        raise ParameterError("categories must not be empty")
+    index: dict[CategoryKey, int] = {}
+    for j, c in enumerate(cats):
+        if is_missing(c):
+            raise ParameterError(f"categories[{j}] is a missing value ({show(c)})")
+        try:
+            key = category_key(c)
+        except ParameterError as exc:
+            raise ParameterError(f"categories[{j}]: {exc}") from None
+        if key in index:
+            i = index[key]
+            raise ParameterError(
+                f"categories must be distinct under exact-value matching (numbers by their "
+                f"exact value, strings as strings): categories[{i}] = {show(cats[i])} and "
+                f"categories[{j}] = {show(c)} are the same category"
+            )
+        index[key] = j
+    return cats, index
 
 
 class Histogram(Statistic):
@@ -116,7 +152,13 @@ class Histogram(Statistic):
         Values are first clamped to ``[e_0, e_k]``, so every record lands in a bin.
     categories : sequence
         Category values; a record counts in the bin equal to its value, records with
-        other values are not counted.  Give exactly one of ``bins`` and ``categories``.
+        other values are not counted.  Matching is by exact value with one
+        normalisation (docs/semantics.md, "Categories"): numbers by their exact
+        rational value (``1``, ``1.0``, ``np.float32(1)`` and ``Fraction(1)`` are one
+        category; ``0.1`` and ``float(np.float32(0.1))`` are two), strings as strings
+        (``"1"`` is not 1), bools as bools (``True`` is not 1).  Categories equal under
+        it are refused, so a record matches at most one bin.  Give exactly one of
+        ``bins`` and ``categories``.
 
     Relations:
 
@@ -168,26 +210,25 @@ class Histogram(Statistic):
         if bins is not None:
             edges = _edges(bins)
             k = len(edges) - 1
-            x = np.clip(data.numeric(0), edges[0], edges[-1])
-            idx = np.minimum(np.searchsorted(edges, x, side="right") - 1, k - 1)
-            counts = [int(c) for c in np.bincount(idx, minlength=k)]
+            counts = _bin_counts(data, edges)
             labels = tuple(
                 f"[{_fmt(edges[i])}, {_fmt(edges[i + 1])}{']' if i == k - 1 else ')'}"
                 for i in range(k)
             )
             placement = "values clamped to [e_0, e_k]; bins [e_i, e_{i+1}), the last closed"
         else:
-            if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-                raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
-            cats = list(cats)
-            if not cats:
-                raise ParameterError("categories must not be empty")
-            if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
-                raise ParameterError(f"categories must be distinct, got {cats!r}")
-            col = data.categorical(0)
-            counts = [int(np.count_nonzero(col == c)) for c in cats]
+            cats, index = _category_bins(cats)
+            counts = [0] * len(cats)
+            for key in data.categorical(0):
+                j = index.get(key)  # a dict lookup: at most one bin per record
+                if j is not None:
+                    counts[j] += 1
             labels = tuple(str(c) for c in cats)
-            placement = "a record counts in the bin equal to its value; others are not counted"
+            placement = (
+                "a record counts in the one bin whose category equals it under exact-value "
+                "matching (numbers by exact value, strings as strings, bools as bools); "
+                "others are not counted"
+            )
         if relation is ADD_REMOVE:
             counts = [min(c, n_used) for c in counts]
             share = Fraction(1)

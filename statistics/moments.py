@@ -13,6 +13,7 @@ Notation: data bounds ``[a, b]`` (covariance: ``[a, b]`` and ``[c, d]``), widths
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
-from snapcore.exact import scaled_integers
+from snapcore.exact import ScaledIntegers, scaled_integers
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
     DataBounds,
@@ -38,9 +39,56 @@ REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE
 
 
-def _clamped(data: Dataset, i: int, lo: float, hi: float) -> np.ndarray:
-    out: np.ndarray = np.clip(data.numeric(i), lo, hi)  # exact: a clamp only compares
-    return out
+class _Rationals:
+    """Exact values with one common denominator: ``x[i] == ints[i] / den``.
+
+    The exact path for columns whose records are not all doubles (ints beyond 2**53,
+    Fractions, Decimals, long doubles); the same ``total``/``dot`` as
+    :class:`~snapcore.exact.ScaledIntegers`.
+    """
+
+    __slots__ = ("den", "ints")
+
+    def __init__(self, values: list[Fraction]) -> None:
+        den = 1
+        for v in values:
+            den = math.lcm(den, v.denominator)
+        self.den = den
+        self.ints = [v.numerator * (den // v.denominator) for v in values]
+
+    def total(self) -> Fraction:
+        return Fraction(sum(self.ints), self.den)
+
+    def dot(self, other: _Rationals) -> Fraction:
+        return Fraction(
+            sum(a * b for a, b in zip(self.ints, other.ints, strict=True)), self.den * other.den
+        )
+
+
+_Exact = ScaledIntegers | _Rationals
+
+
+def _clamped(data: Dataset, i: int, lo: float, hi: float) -> _Exact:
+    """Column ``i`` clamped to ``[lo, hi]``, exactly (every record read by the rule)."""
+    col = data.column(i)
+    if col.doubles is not None:
+        return scaled_integers(np.clip(col.doubles, lo, hi))  # exact: a clamp only compares
+    a, b = Fraction(lo), Fraction(hi)
+    return _Rationals([clamp_fraction(v, a, b) for v in col.fractions()])
+
+
+def _rationals(x: _Exact) -> _Rationals:
+    if isinstance(x, _Rationals):
+        return x
+    e = x.exponent
+    scale = Fraction(2) ** e
+    return _Rationals([int(m) * scale for m in x.ints.tolist()])
+
+
+def _dot(x: _Exact, y: _Exact) -> Fraction:
+    if isinstance(x, ScaledIntegers) and isinstance(y, ScaledIntegers):
+        return x.dot(y)
+    return _rationals(x).dot(_rationals(y))
 
 
 def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
@@ -89,7 +137,7 @@ class Sum(Statistic):
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
-        total = scaled_integers(_clamped(data, 0, lo, hi)).total()
+        total = _clamped(data, 0, lo, hi).total()
         if relation is REPLACE:
             delta = b - a
             rng = (n_used * a, n_used * b)
@@ -146,7 +194,7 @@ class Mean(Statistic):
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 1:
             raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
-        mean = scaled_integers(_clamped(data, 0, lo, hi)).total() / n_used
+        mean = _clamped(data, 0, lo, hi).total() / n_used
         return Prepared(
             statistic=self.name,
             relation=relation,
@@ -198,9 +246,9 @@ class Variance(Statistic):
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
-        x = scaled_integers(_clamped(data, 0, lo, hi))
+        x = _clamped(data, 0, lo, hi)
         s = x.total()
-        var = (x.dot(x) - s * s / n_used) / (n_used - 1)
+        var = (_dot(x, x) - s * s / n_used) / (n_used - 1)
         return Prepared(
             statistic=self.name,
             relation=relation,
@@ -258,9 +306,9 @@ class Covariance(Statistic):
         n_used, n_note = resolve_n(data.size, n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
-        x = scaled_integers(_clamped(data, 0, a, b))
-        y = scaled_integers(_clamped(data, 1, c, d))
-        cov = (x.dot(y) - x.total() * y.total() / n_used) / (n_used - 1)
+        x = _clamped(data, 0, a, b)
+        y = _clamped(data, 1, c, d)
+        cov = (_dot(x, y) - x.total() * y.total() / n_used) / (n_used - 1)
         bp = variance_range_bound(n_used, w, v)
         return Prepared(
             statistic=self.name,

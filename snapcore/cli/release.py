@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,32 @@ class _Fail(click.ClickException):
         super().__init__(" ".join(str(message).split()))
 
 
-def _read_csv(path: Path) -> dict[str, list[str]]:
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def cell(text: str) -> Any:
+    """One CSV field (or ``--categories`` item), read on its own and exactly.
+
+    Integer text is an ``int``, other decimal number text a ``decimal.Decimal`` (the
+    exact value written, never the nearest double), an empty field or ``nan`` a missing
+    value (``None``, refused by the release), anything else stays text.  The same
+    rule for every field: no field changes how another is read.
+    """
+    t = text.strip()
+    if not t:
+        return None
+    if _INT.fullmatch(t):
+        return int(t)
+    try:
+        d = Decimal(t)
+    except ArithmeticError:
+        return t
+    if d.is_nan():
+        return None
+    return d if d.is_finite() else t
+
+
+def _read_csv(path: Path) -> dict[str, list[Any]]:
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         try:
@@ -53,7 +80,7 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
             raise _Fail(f"CSV file {str(path)!r} is empty") from None
         if len(set(header)) != len(header):
             raise _Fail(f"CSV file {str(path)!r} has duplicate column names")
-        cols: dict[str, list[str]] = {h: [] for h in header}
+        cols: dict[str, list[Any]] = {h: [] for h in header}
         for row in reader:
             if not row:
                 continue
@@ -63,7 +90,7 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
                     f"{len(header)}"
                 )
             for h, v in zip(header, row, strict=True):
-                cols[h].append(v.strip())
+                cols[h].append(cell(v))
     return cols
 
 
@@ -209,7 +236,7 @@ def release(
     if bins is not None:
         options["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        options["categories"] = [c.strip() for c in categories.split(",")]
+        options["categories"] = [cell(c) for c in categories.split(",")]
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key:
