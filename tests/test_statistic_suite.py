@@ -31,7 +31,6 @@ class TestBuiltinStatistics(RegisteredStatisticsConformance):
 # own functions, on the suite's list container, against exact values derived by hand.
 
 F32_01 = float(np.float32(0.1))
-INPUT_BOUNDARY = pytest.mark.xfail(strict=True, reason="fixed by the input-boundary change")
 
 
 def _outcome(stat, data, relation, n=None, **setting):
@@ -39,7 +38,6 @@ def _outcome(stat, data, relation, n=None, **setting):
     return evaluate(resolve_statistic(stat), case, data, containers(1, "categorical")[0])
 
 
-@INPUT_BOUNDARY
 @pytest.mark.parametrize(
     ("relation", "d", "d2", "n", "want"),
     [
@@ -58,7 +56,6 @@ def test_histogram_string_record_does_not_turn_the_others_into_text(relation, d,
     check_pair(resolve_statistic("histogram"), a, b)
 
 
-@INPUT_BOUNDARY
 def test_string_record_does_not_change_how_float32_records_are_read():
     bounds = (0.1, F32_01)
     d = [np.float32(0.1)] * 8 + ["0.1"]
