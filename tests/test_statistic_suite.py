@@ -67,3 +67,19 @@ def test_string_record_does_not_change_how_float32_records_are_read():
     if a.prepared is not None:
         assert a.prepared.values[0] >= 8 * Fraction(F32_01)
     check_pair(resolve_statistic("sum"), a, b)
+
+
+def test_statistic_suite_is_one_line_whichever_way_it_is_imported():
+    import snapcore.testing
+    import snapcore.testing.statistic_suite as module
+    from snapcore.testing import StatisticConformance, statistic_suite
+
+    for factory in (statistic_suite, module, snapcore.testing.statistic_suite):
+        cls = factory("count", max_examples=3)
+        assert issubclass(cls, StatisticConformance)
+        assert cls.statistic == "count" and cls.max_examples == 3
+    with pytest.raises(ValueError, match="unknown option"):
+        statistic_suite("count", max_example=3)
+    # option_sets become settings with the statistic's data bounds
+    cls = statistic_suite("histogram", option_sets=[{"bins": [0.0, 1.0]}])
+    assert [s.options for s in cls.settings] == [{"bins": [0.0, 1.0]}]

@@ -77,10 +77,10 @@ class OneTypeReaderSum(Sum):
         for v in vals:
             if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.number):
                 raise ParameterError("column 'data' must contain only real numbers")
-        if any(not np.isfinite(float(v)) for v in vals):
-            raise ParameterError("column 'data' contains non-finite values")
         dtype = np.float32 if any(isinstance(v, np.float32) for v in vals) else np.float64
         try:
+            if any(not np.isfinite(float(v)) for v in vals):
+                raise ParameterError("column 'data' contains non-finite values")
             with np.errstate(all="ignore"):
                 x = np.array([float(v) for v in vals], dtype=dtype).astype(np.float64)
         except OverflowError:
