@@ -788,6 +788,41 @@ def _stat_expr(stat: Statistic) -> str:
     return f"__import__({cls.__module__!r}, fromlist=['_']).{cls.__qualname__}()"
 
 
+class _Recorder(Statistic):
+    """Wraps a statistic and keeps the Prepared that the release used; with ``stop``
+    it then ends the release (raises :class:`_Prepared`) before anything is drawn."""
+
+    name = "recorder"
+
+    def __init__(self, inner: Statistic, *, stop: bool = False) -> None:
+        for attr in _STATISTIC_ATTRIBUTES:
+            setattr(self, attr, getattr(inner, attr))
+        self.inner = inner
+        self.stop = stop
+        self.prepared: Prepared | None = None
+
+    def prepare(self, data: Any, **kwargs: Any) -> Prepared:
+        self.prepared = self.inner.prepare(data, **kwargs)
+        if self.stop:
+            raise _Prepared
+        return self.prepared
+
+
+#: The statistic's declarations a release reads (the public class attributes).
+_STATISTIC_ATTRIBUTES = (
+    "name",
+    *(
+        k
+        for k in dir(Statistic)
+        if not k.startswith("_") and not callable(getattr(Statistic, k, None))
+    ),
+)
+
+
+class _Prepared(Exception):
+    """Raised by a stopping recorder once the statistic has prepared its values."""
+
+
 def prepare(
     statistic: Any,
     data: Any,
@@ -800,37 +835,34 @@ def prepare(
 ) -> Prepared:
     """What ``statistic`` hands the mechanism for ``data``: f(D) exactly, Δ, the range.
 
-    The same validation as :func:`snapcore.release` (bounds, n, relation, options, the
-    dataset), then :meth:`Statistic.prepare`; nothing is drawn.
+    This is :func:`snapcore.release` itself (the same validation of the bounds, n, the
+    relation, the options and the data), stopped once the statistic has prepared its
+    values: nothing is drawn.
+
+    Raises
+    ------
+    ParameterError
+        Whatever the release raises before drawing.
     """
-    from snapcore.api import _check_n, _data_bounds
-    from snapcore.dataset import as_dataset
+    import snapcore
 
-    stat = resolve_statistic(statistic)
-    rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
-    ds = as_dataset(data, column=column, columns=stat.columns)
-    return stat.prepare(
-        ds, data_bounds=_data_bounds(data_bounds, stat), n=_check_n(n), relation=rel, **options
-    )
-
-
-class _Recorder(Statistic):
-    """Wraps a statistic and keeps the Prepared that the release used."""
-
-    name = "recorder"
-
-    def __init__(self, inner: Statistic) -> None:
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.relations = inner.relations  # type: ignore[misc]
-        self.columns = inner.columns  # type: ignore[misc]
-        self.needs_data_bounds = inner.needs_data_bounds  # type: ignore[misc]
-        self.options = inner.options  # type: ignore[misc]
-        self.prepared: Prepared | None = None
-
-    def prepare(self, data: Any, **kwargs: Any) -> Prepared:
-        self.prepared = self.inner.prepare(data, **kwargs)
-        return self.prepared
+    rec = _Recorder(resolve_statistic(statistic), stop=True)
+    try:
+        snapcore.release(
+            rec,
+            data,
+            epsilon=1,
+            data_bounds=data_bounds,
+            n=n,
+            relation=relation,
+            column=column,
+            source=ReplaySource(()),
+            **options,
+        )
+    except _Prepared:
+        assert rec.prepared is not None
+        return rec.prepared
+    raise AssertionError("the release did not call the statistic's prepare")  # pragma: no cover
 
 
 @functools.lru_cache(maxsize=4)
