@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import round_ratio
 from snapcore.hookspecs import hookimpl
 
 from ._intround import add_nearest, fits, round_nearest
+from ._ziv import ziv_round
+
+if TYPE_CHECKING:
+    from snapcore.plugins import BackendRegistry
 
 __all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 
@@ -40,9 +44,6 @@ except ImportError:  # pragma: no cover - exercised by the unavailable-backend t
 
 #: Guards python-flint's process-wide ``ctx.prec``.
 FLINT_LOCK = threading.Lock()
-
-_FIRST_GUARD = 32
-_MAX_WORKING = 1 << 22
 
 Dyadic = tuple[int, int]
 
@@ -75,20 +76,16 @@ def ln_nearest(m: int, e: int, p: int) -> Dyadic:
     hence never a rounding midpoint, and arb's radius shrinks to zero as ``w`` grows.
     ``ln(1) = 0`` comes back as an exact ball.
     """
-    guard = _FIRST_GUARD
-    while True:
-        w = p + guard
+
+    def rounded_ends(w: int) -> tuple[Dyadic, Dyadic]:
         mm, me, rm, re = ln_ball(m, e, w)
         # Ends mid -/+ rad exactly on the common exponent.
         f = min(me, re)
         mid = mm << (me - f)
         rad = rm << (re - f)
-        lo = round_nearest(mid - rad, f, p)
-        if lo == round_nearest(mid + rad, f, p):
-            return lo
-        if w > _MAX_WORKING:  # pragma: no cover - impossible for ln of a rational != 1
-            raise ArithmeticError(f"ln: no convergence at {w} bits for {m}*2**{e}")
-        guard *= 2
+        return round_nearest(mid - rad, f, p), round_nearest(mid + rad, f, p)
+
+    return ziv_round(p, rounded_ends, f"ln({m}*2**{e})")
 
 
 class ArbArithmetic(Arithmetic):
@@ -142,10 +139,6 @@ class ArbBackend(Backend):
     library = "python-flint"
     install_hint = "pip install python-flint"
 
-    def __init__(self) -> None:
-        self._cache: dict[int, ArbArithmetic] = {}
-        self._lock = threading.Lock()
-
     @classmethod
     def is_available(cls) -> bool:
         return flint is not None
@@ -154,13 +147,9 @@ class ArbBackend(Backend):
         return f"python-flint {flint.__version__} (FLINT {flint.__FLINT_VERSION__})"
 
     def arithmetic(self, precision: int) -> ArbArithmetic:
-        with self._lock:
-            arith = self._cache.get(precision)
-            if arith is None:
-                arith = self._cache[precision] = ArbArithmetic(precision)
-            return arith
+        return self.cached_arithmetic(precision, ArbArithmetic)
 
 
 @hookimpl
-def snapcore_register_backends(registry: Any) -> None:
+def snapcore_register_backends(registry: BackendRegistry) -> None:
     registry.add(ArbBackend)

@@ -10,7 +10,7 @@ otherwise).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from snapcore.backends.mpfr import MPFRBackend
@@ -19,6 +19,9 @@ from snapcore.backend import Arithmetic, Backend
 from snapcore.hookspecs import hookimpl
 from snapcore.pipeline import Pipeline
 from snapcore.sources import RandomSource
+
+if TYPE_CHECKING:
+    from snapcore.plugins import BackendRegistry
 
 __all__ = ["FastBackend"]
 
@@ -31,6 +34,7 @@ class FastBackend(Backend):
     install_hint = "pip install gmpy2 (and optionally: pip install 'snapcore[fast]' for numba)"
 
     def __init__(self) -> None:
+        super().__init__()
         self._mpfr = MPFRBackend()
 
     @classmethod
@@ -47,7 +51,9 @@ class FastBackend(Backend):
         arith: Arithmetic = self._mpfr.arithmetic(precision)
         return arith
 
-    def batch(self, pipeline: Pipeline, values: Any, source: RandomSource) -> Any:
+    def batch(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+    ) -> np.ndarray | None:
         """Release every element of ``values`` (finite float64 array) with fresh noise.
 
         Bit-identical to ``pipeline.run(pipeline.centre(v), d)`` on the draws
@@ -55,7 +61,8 @@ class FastBackend(Backend):
         """
         from snapcore.fastpath import release_batch
 
-        return release_batch(pipeline, values, source)
+        out: np.ndarray | None = release_batch(pipeline, values, source)
+        return out
 
 
 def _numba_version() -> str:
@@ -65,5 +72,5 @@ def _numba_version() -> str:
 
 
 @hookimpl
-def snapcore_register_backends(registry: Any) -> None:
+def snapcore_register_backends(registry: BackendRegistry) -> None:
     registry.add(FastBackend)

@@ -13,20 +13,20 @@ import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+import gmpy2
+
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from snapcore.pipeline import Pipeline
+    from snapcore.plugins import BackendRegistry
     from snapcore.sources import RandomSource
 
 __all__ = ["MPFRArithmetic", "MPFRBackend"]
-
-try:
-    import gmpy2
-except ImportError:  # pragma: no cover - exercised by the unavailable-backend tests
-    gmpy2 = None
 
 
 class _ThreadContexts(threading.local):
@@ -107,23 +107,15 @@ class MPFRBackend(Backend):
     library = "gmpy2"
     install_hint = "pip install gmpy2"
 
-    def __init__(self) -> None:
-        self._cache: dict[int, MPFRArithmetic] = {}
-        self._lock = threading.Lock()
-
     @classmethod
     def is_available(cls) -> bool:
-        return gmpy2 is not None
+        return True  # gmpy2 is a dependency of snapcore itself
 
     def version(self) -> str:
         return f"gmpy2 {gmpy2.version()}, {gmpy2.mpfr_version()}"
 
     def arithmetic(self, precision: int) -> MPFRArithmetic:
-        with self._lock:
-            arith = self._cache.get(precision)
-            if arith is None:
-                arith = self._cache[precision] = MPFRArithmetic(precision)
-            return arith
+        return self.cached_arithmetic(precision, MPFRArithmetic)
 
     @property
     def batch_min_size(self) -> int:
@@ -132,7 +124,9 @@ class MPFRBackend(Backend):
 
         return AUTO_MIN_SIZE
 
-    def batch(self, pipeline: Pipeline, values: Any, source: RandomSource) -> Any:
+    def batch(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+    ) -> np.ndarray | None:
         """Release a whole array through the vectorised fast path (:mod:`snapcore.fastpath`),
         bit-identical to this backend's own primitives.
 
@@ -144,9 +138,10 @@ class MPFRBackend(Backend):
             return None
         from snapcore.fastpath import release_batch
 
-        return release_batch(pipeline, values, source)
+        out: np.ndarray | None = release_batch(pipeline, values, source)
+        return out
 
 
 @hookimpl
-def snapcore_register_backends(registry: Any) -> None:
+def snapcore_register_backends(registry: BackendRegistry) -> None:
     registry.add(MPFRBackend)

@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import threading
 from fractions import Fraction
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
+
+from ._ziv import ziv_round
+
+if TYPE_CHECKING:
+    from snapcore.plugins import BackendRegistry
 
 __all__ = ["MPMathArithmetic", "MPMathBackend", "ln_enclosure"]
 
@@ -45,9 +50,8 @@ _NEAREST = "n"
 
 #: Table reduction: ln(v) = ln(j / 2**_TABLE_BITS) + 2 atanh((v - c)/(v + c)).
 _TABLE_BITS = 8
-#: Ziv loop: first guard bits, and a limit that ln of a rational can never need.
+#: Ziv loop: first guard bits.
 _FIRST_GUARD = 24
-_MAX_WORKING = 1 << 22
 
 _Mpf = tuple[int, Any, int, int]
 _Interval = tuple[_Mpf, _Mpf]
@@ -170,16 +174,12 @@ def ln_nearest(x: _Mpf, p: int) -> _Mpf:
     """
     if x == libmp.fone:
         return cast(_Mpf, libmp.fzero)
-    guard = _FIRST_GUARD
-    while True:
-        w = p + guard
+
+    def rounded_ends(w: int) -> tuple[_Mpf, _Mpf]:
         lo, hi = ln_enclosure(x, w)
-        r_lo: _Mpf = libmp.mpf_pos(lo, p, _NEAREST)
-        if r_lo == libmp.mpf_pos(hi, p, _NEAREST):
-            return r_lo
-        if w > _MAX_WORKING:  # pragma: no cover - impossible for ln of a rational != 1
-            raise ArithmeticError(f"ln: no convergence at {w} bits for {x!r}")
-        guard *= 2
+        return libmp.mpf_pos(lo, p, _NEAREST), libmp.mpf_pos(hi, p, _NEAREST)
+
+    return ziv_round(p, rounded_ends, f"ln({x!r})", first_guard=_FIRST_GUARD)
 
 
 class MPMathArithmetic(Arithmetic):
@@ -244,10 +244,6 @@ class MPMathBackend(Backend):
     library = "mpmath"
     install_hint = "pip install mpmath"
 
-    def __init__(self) -> None:
-        self._cache: dict[int, MPMathArithmetic] = {}
-        self._lock = threading.Lock()
-
     @classmethod
     def is_available(cls) -> bool:
         return mpmath is not None
@@ -256,13 +252,9 @@ class MPMathBackend(Backend):
         return f"mpmath {mpmath.__version__} (integers: {libmp.BACKEND})"
 
     def arithmetic(self, precision: int) -> MPMathArithmetic:
-        with self._lock:
-            arith = self._cache.get(precision)
-            if arith is None:
-                arith = self._cache[precision] = MPMathArithmetic(precision)
-            return arith
+        return self.cached_arithmetic(precision, MPMathArithmetic)
 
 
 @hookimpl
-def snapcore_register_backends(registry: Any) -> None:
+def snapcore_register_backends(registry: BackendRegistry) -> None:
     registry.add(MPMathBackend)

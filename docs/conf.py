@@ -67,7 +67,7 @@ intersphinx_mapping: dict[str, Any] = {}
 SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
     ("Using snapcore", ["statistics", "bounds-and-gamma", "accuracy", "backends", "fastpath"]),
-    ("Extending snapcore", ["plugins", "sources"]),
+    ("Extending snapcore", ["architecture", "plugins", "sources"]),
     ("How it is checked", ["audit", "ieee754", "benchmarks"]),
     ("Reference", ["api"]),
 ]

@@ -2,7 +2,7 @@
 
     PYTHONSAFEPATH=1 python scripts/why_snapping.py [--trials N] [--out docs/why-snapping.md]
 
-It runs the exact audit (snapcore.auditing) on snapcore's sampler and on the seed notes'
+It runs the exact audit (snapcore.auditing) on snapcore's sampler and on a double-precision
 double-precision sampler, Mironov's attack on NumPy's Laplace and on snapcore, and
 searches for re-checkable witnesses of infinite privacy loss in NumPy's Laplace.
 """
@@ -68,9 +68,9 @@ def seed_sampler_section() -> list[str]:
     assert worst_seed is not None and worst_ours is not None
     first = rows[0]
     lines = [
-        "## The seed's sampler leaks: an exact audit",
+        "## A double-precision sampler leaks: an exact audit",
         "",
-        "The seed notes draw U* as a double (a 52-bit mantissa, so U* lies on the 53-bit",
+        "Mironov (2012) draws U* as a double (a 52-bit mantissa, so U* lies on the 53-bit",
         "grid) while taking the machine epsilon of the arithmetic as η = 2^-p with",
         f"p = {m.precision}. snapcore's audit can model that sampler",
         "(`audit(..., sampler_precision=53)`, a demonstration-only option) and compute",
@@ -92,7 +92,7 @@ def seed_sampler_section() -> list[str]:
         "",
         "All pairs audited (ε = 1, bounds [−8, 8]; loss − ε, certified sign):",
         "",
-        "| value | neighbour | seed sampler (53-bit U*) | attained at | snapcore (p-bit U*) "
+        "| value | neighbour | double sampler (53-bit U*) | attained at | snapcore (p-bit U*) "
         "| attained at |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -103,7 +103,7 @@ def seed_sampler_section() -> list[str]:
         )
     lines += [
         "",
-        f"Largest excess of the seed sampler among these: {worst_seed.excess:.4g} "
+        f"Largest excess of the double sampler among these: {worst_seed.excess:.4g} "
         f"(value {worst_seed.value!r}, neighbour {worst_seed.neighbour!r}, output "
         f"{worst_seed.attained_at[0]!r}). snapcore's sampler: every loss ≤ ε, the "
         f"closest being {worst_ours.excess:.4g} (value {worst_ours.value!r}, neighbour "
@@ -126,7 +126,7 @@ def seed_sampler_section() -> list[str]:
             top_ours = ours
     assert top_seed is not None and top_ours is not None
     lines += [
-        f"A wider scan, all {n_pairs} pairs (v, v + 1) with v = −9, −8.875, …, 9: the seed "
+        f"A wider scan, all {n_pairs} pairs (v, v + 1) with v = −9, −8.875, …, 9: the double "
         f"sampler's loss exceeds ε for {n_seed_over} of them, at most by "
         f"{top_seed.excess:.4g} (value {top_seed.value!r}, neighbour "
         f"{top_seed.neighbour!r}, output {top_seed.attained_at[0]!r}); snapcore's loss "

@@ -1,6 +1,6 @@
 """Utility of the snapping mechanism: accuracy, ε from accuracy, bias, Laplace comparison.
 
-DESIGN.md §4 (seed 000 §6, seed 003).  Everything is in the user's units unless a name
+docs/accuracy.md explains every formula.  Everything is in the user's units unless a name
 says otherwise; internally the mechanism works in sensitivity units (values divided by Δ
 and centred on the interval's midpoint ``c``).
 
@@ -15,7 +15,7 @@ Two kinds of numbers live here:
   double (see :func:`accuracy_details`).
 
 * **Estimates for a guess** — :func:`bias`, :func:`guess_accuracy`,
-  :func:`output_distribution` and :func:`laplace_distance`.  They take a user's *guess*
+  :func:`ideal_output_distribution` and :func:`laplace_distance`.  They take a user's *guess*
   of f(D), never the data: the answer depends on f(D), so computing it from the real
   value and publishing it would leak f(D) (asking for it at many candidate values and
   reading off where it changes would recover f(D) outright).  They describe the ideal
@@ -33,16 +33,18 @@ from typing import Any
 import attrs
 import gmpy2
 
-from snapcore.bounds import ln_upper
-from snapcore.errors import ParameterError, PluginError
+from snapcore.bounds import choose_clamp_bounds, ln_upper, round_up_double
+from snapcore.dataset import as_dataset
+from snapcore.errors import ParameterError
+from snapcore.guarantee import Accuracy, calibration_accuracy, check_probability
 from snapcore.params import Calibration, calibrate, check_real
+from snapcore.statistic import check_data_bounds, resolve_relation, resolve_statistic
 
 __all__ = [
-    "Accuracy",
     "Bias",
+    "IdealOutputDistribution",
     "LaplaceComparison",
     "LaplaceDistance",
-    "OutputDistribution",
     "accuracy",
     "accuracy_details",
     "bias",
@@ -51,15 +53,14 @@ __all__ = [
     "compare_with_laplace",
     "epsilon_for_accuracy",
     "guess_accuracy",
+    "ideal_output_distribution",
     "laplace_distance",
-    "output_distribution",
     "plan_accuracy",
     "plan_calibration",
 ]
 
 #: Working precision of the estimates for a guess (bits).
 ESTIMATE_PRECISION = 256
-_TWO_M53 = Fraction(1, 1 << 53)
 
 
 # -- small exact helpers -------------------------------------------------------------
@@ -98,64 +99,7 @@ def _calibration_of(obj: Any) -> Calibration:
     )
 
 
-def _check_probability(name: str, value: Any) -> Fraction:
-    q = check_real(name, value)
-    if not 0 < q < 1:
-        raise ParameterError(f"{name} must be a finite number in (0, 1), got {value!r}")
-    return q
-
-
-def _float_up(q: Fraction) -> float:
-    """The least double ``>= q`` (``inf`` past the largest double)."""
-    try:
-        f = q.numerator / q.denominator  # correctly rounded to nearest
-    except OverflowError:
-        return math.inf
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-# -- accuracy (data-independent, seed GetAccuracy2) ------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Accuracy:
-    """A data-independent accuracy guarantee and its parts (user units).
-
-    With probability at least ``1 - alpha``, ``|output - f(D)| <= bound`` for every
-    f(D) inside the mechanism's interval.
-
-    Attributes
-    ----------
-    alpha : Fraction
-        The confidence parameter α.
-    bound : float
-        The guarantee ``a``: an upper bound, rounded upward to a double.
-    nominal : float
-        The seed's formula ``(ln(1/α)/ε′ + Λ/2)·Δ`` capped at ``2B``, rounded to nearest;
-        ``bound`` exceeds it only by the rounding terms below.
-    noise_term : Fraction
-        ``Δ·(1+η)³·λ·(ln(1/α) + 2η)`` with ``ln`` rounded upward: the Laplace tail.
-    snap_term : Fraction
-        ``Δ·Λ/2``: the largest snapping error.
-    rounding_term : Fraction
-        ``Δ·η·(b + 3·B/Δ) + 2**-53·(max(|lower|, |upper|) + Δ·η·B/Δ)``: the p-bit
-        roundings of centring, adding and clamping, and the output's rounding to a double.
-    width : Fraction
-        ``upper - lower = 2B``: the cap (output and f(D) both lie in the interval).
-    capped : bool
-        Whether the cap applied.
-    """
-
-    alpha: Fraction
-    bound: float
-    nominal: float
-    noise_term: Fraction
-    snap_term: Fraction
-    rounding_term: Fraction
-    width: Fraction
-    capped: bool
+# -- accuracy (data-independent, the guarantee) ------------------------------------
 
 
 def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
@@ -163,7 +107,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
 
     Parameters
     ----------
-    mechanism : SnappingMechanism or Calibration
+    mechanism : SnappingMechanism, Calibration or release record
         Anything with a :class:`~snapcore.params.Calibration`.
     alpha : real
         α in (0, 1).
@@ -171,25 +115,13 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     Returns
     -------
     Accuracy
-        ``bound`` is the guarantee.
+        ``bound`` is the guarantee; the derivation is in
+        :func:`snapcore.guarantee.calibration_accuracy`.
 
     Raises
     ------
     ParameterError
         If ``alpha`` is not in (0, 1).
-
-    Notes
-    -----
-    Let ``t = (f(D) - c)/Δ`` with ``|t| <= β = B/Δ``.  The pipeline computes
-    ``x = clamp_b(t)`` exactly (the bound also allows DESIGN.md's literal
-    ``x = clamp_b(RN(t))``, ``|x - t| <= η·β``), ``N = ±RN(λ·RN(ln U*))``
-    (``|N| <= (1+η)²·λ·|ln U*|``), ``y = RN(x + N)`` (error ``<= η·(b + |N|)``),
-    ``z = ⌊y⌉_Λ`` (error ``<= Λ/2``), ``z′ = clamp_b(z)`` (adds at most ``η·β``: clamping
-    is 1-Lipschitz and ``|b - β| <= η·β``), then ``RN₅₃(c + Δ·z′)`` clamped to
-    ``[lower, upper]`` (error ``<= 2**-53·|c + Δ·z′|``).  So
-    ``|out - f(D)| <= Δ·(1+η)³·λ·|ln U*| + K`` with ``K`` the snap and rounding terms,
-    and since ``P(U* <= u) = u + ulp_p(u) <= u·(1 + 2η)``,
-    ``P(|out - f(D)| > a) <= α`` once ``a >= Δ·(1+η)³·λ·(ln(1/α) + 2η) + K``.
 
     Examples
     --------
@@ -198,40 +130,12 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     >>> acc = accuracy_details(m, 0.05)
     >>> round(acc.bound, 6), round(acc.nominal, 6)
     (3.995732, 3.995732)
-    >>> acc.bound >= acc.nominal
-    True
     """
-    cal = _calibration_of(mechanism)
-    a = _check_probability("alpha", alpha)
-    eta = Fraction(1, 1 << cal.precision)
-    delta = cal.sensitivity
-    lam = cal.scale
-    beta = cal.half_width / delta
-    b = cal.unit_clamp_bound
-    ln_up = ln_upper(1 / a)
-    noise = delta * (1 + eta) ** 3 * lam * (ln_up + 2 * eta)
-    snap = delta * cal.granularity / 2
-    biggest = max(abs(cal.lower), abs(cal.upper))
-    rounding = delta * eta * (b + 3 * beta) + _TWO_M53 * (biggest + delta * eta * beta)
-    width = cal.upper - cal.lower
-    total = noise + snap + rounding
-    capped = total >= width
-    eps_p = cal.epsilon_prime
-    nominal = (math.log(1 / float(a)) / float(eps_p) + float(cal.granularity) / 2) * float(delta)
-    return Accuracy(
-        alpha=a,
-        bound=_float_up(width if capped else total),
-        nominal=min(nominal, float(width)),
-        noise_term=noise,
-        snap_term=snap,
-        rounding_term=rounding,
-        width=width,
-        capped=capped,
-    )
+    return calibration_accuracy(_calibration_of(mechanism), alpha)
 
 
 def accuracy(mechanism: Any, alpha: Any) -> float:
-    """The accuracy ``a`` of a mechanism at confidence ``alpha`` (seed "GetAccuracy2").
+    """The accuracy ``a`` of a mechanism at confidence ``alpha`` .
 
     For every f(D) in the mechanism's interval, ``P(|output - f(D)| > a) <= alpha``.
     ``a = (ln(1/α)/ε′ + Λ/2)·Δ``, capped at the interval's width ``2B``, plus terms of
@@ -264,7 +168,7 @@ def accuracy(mechanism: Any, alpha: Any) -> float:
 
 
 def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any = 1) -> float:
-    """The clamp bound B chosen from B′ and γ (seed §6.5), in the user's units.
+    """The clamp bound B chosen from B′ and γ (docs/bounds-and-gamma.md), in the user's units.
 
     ``B = B′ + Δ·(k/2)·(1 + 2·ln(1/γ))`` with ``k = (2 + 24·2**-52)/(ε − 2**-117)``, so
     that the clamp binds with probability at most γ when ``|f(D)| <= B′``.  The logarithm
@@ -299,7 +203,7 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
     delta = check_real("sensitivity", sensitivity, positive=True)
     k = (2 + Fraction(24, 1 << 52)) / (eps - Fraction(1, 1 << 117))
     ln_up = ln_upper(1 / g)
-    return _float_up(bp + delta * k / 2 * (1 + 2 * ln_up))
+    return round_up_double(bp + delta * k / 2 * (1 + 2 * ln_up))
 
 
 def _plan_statistic(
@@ -320,28 +224,11 @@ def _plan_statistic(
     category), which are public, so nothing private is touched.  The clamp interval is
     then chosen exactly as a release chooses it.
     """
-    import importlib
-
-    try:
-        api = importlib.import_module("snapcore.api")
-        bounds_mod = importlib.import_module("snapcore.bounds")
-        dataset_mod = importlib.import_module("snapcore.dataset")
-        statistic_mod = importlib.import_module("snapcore.statistic")
-    except ImportError:  # pragma: no cover - present once the statistics are installed
-        raise PluginError(
-            "planning by statistic needs snapcore's statistic support (snapcore.api); "
-            "plan with value_range= and sensitivity= instead"
-        ) from None
-    stat = api._statistic(statistic)
+    stat = resolve_statistic(statistic)
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ParameterError(f"n must be an int >= 1 to plan a release, got {n!r}")
-    rel = stat.relations[0] if relation is None else statistic_mod.Neighbouring.parse(relation)
-    if rel not in stat.relations:
-        raise ParameterError(
-            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
-            f"got {rel.value!r}"
-        )
-    db = api._data_bounds(data_bounds, stat)
+    rel = resolve_relation(stat, relation)
+    db = check_data_bounds(data_bounds, stat)
     # (empty or invalid categories/bins are left for prepare to refuse, with its message)
     cats = list(options.get("categories") or [])
     edges = list(options.get("bins") or [])
@@ -355,7 +242,7 @@ def _plan_statistic(
         fill = [0.0] * max(stat.columns, 1)
     count = int(n)
     rows: Any = [fill[0]] * count if len(fill) == 1 else [list(fill)] * count
-    ds = dataset_mod.as_dataset(rows, columns=stat.columns)
+    ds = as_dataset(rows, columns=stat.columns)
     prep = stat.prepare(ds, data_bounds=db, n=count, relation=rel, **options)
     if prep.sensitivity == 0:
         raise ParameterError(
@@ -363,7 +250,7 @@ def _plan_statistic(
             "exactly, with no noise and no accuracy loss"
         )
     eps_each = check_real("epsilon", epsilon, positive=True) * prep.epsilon_share
-    choice = bounds_mod.choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    choice = choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
     return calibrate(
         epsilon=eps_each, sensitivity=prep.sensitivity, clamp_bounds=(choice.lower, choice.upper)
     )
@@ -390,7 +277,7 @@ def plan_calibration(
     Give exactly one way to fix the clamp interval: ``clamp_bounds=(lower, upper)``,
     ``clamp_bound=B``, ``b_prime=B′`` with ``gamma`` (interval ``centre ± B`` with B from
     :func:`bound_for_gamma`), ``value_range=(lo, hi)`` with ``gamma`` (the statistic's
-    range widened by the seed's margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
+    range widened by the margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` on each side,
     rounded outward; same clamp guarantee, never wider than the ``b_prime`` form), or
     ``statistic`` with ``n``, ``gamma`` and (for bounded statistics) ``data_bounds``,
     optionally ``relation`` and the statistic's ``options`` (a dict): then Δ, the
@@ -431,7 +318,7 @@ def plan_calibration(
         margin = Fraction(
             bound_for_gamma(0, epsilon=epsilon, gamma=gamma, sensitivity=sensitivity)
         )
-        lo_d, hi_d = -_float_up(margin - lo_q), _float_up(hi_q + margin)
+        lo_d, hi_d = -round_up_double(margin - lo_q), round_up_double(hi_q + margin)
         return calibrate(epsilon=epsilon, sensitivity=sensitivity, clamp_bounds=(lo_d, hi_d))
     if statistic is not None:
         if gamma is None or n is None:
@@ -510,7 +397,7 @@ def _from_bits(i: int) -> float:
 def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
     """The smallest ε (a double) whose accuracy at ``alpha`` is at most ``target``.
 
-    Λ depends on ε, so the seed's closed form (6.4) is circular; instead this searches ε
+    Λ depends on ε, so a closed form for ε is circular; instead this searches ε
     exactly.  At the default precision the accuracy is a non-increasing step function of
     ε (ε′ is rounded toward zero, λ upward, Λ is the next power of two: each step is
     monotone), with a downward jump wherever λ crosses a power of two.  So bisection
@@ -558,7 +445,7 @@ def epsilon_for_accuracy(target: Any, alpha: Any, **plan: Any) -> float:
     if "epsilon" in plan:
         raise ParameterError("epsilon_for_accuracy finds epsilon; do not pass epsilon=")
     a = check_real("target", target, positive=True)
-    alpha_q = _check_probability("alpha", alpha)
+    alpha_q = check_probability("alpha", alpha)
 
     def acc_at(eps: float) -> Fraction | None:
         """Accuracy at ε as an exact bound, or None when ε is inadmissible."""
@@ -734,13 +621,14 @@ class _Ideal:
         return self.below((self.k1 - half) * g)  # only the end −b lies below s
 
 
-def _centred(cal: Calibration, guess: Any) -> Fraction:
+def _guess_in_sensitivity_units(cal: Calibration, guess: Any) -> Fraction:
+    """``t = (guess − c)/Δ`` exactly (neither rounded nor clamped)."""
     v = check_real("guess", guess)
     return (v - cal.centre) / cal.sensitivity
 
 
 @attrs.frozen(kw_only=True)
-class OutputDistribution:
+class IdealOutputDistribution:
     """Part of the ideal output distribution for a guess (user units).
 
     Attributes
@@ -763,7 +651,9 @@ class OutputDistribution:
     omitted: float
 
 
-def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> OutputDistribution:
+def ideal_output_distribution(
+    mechanism: Any, guess: Any, *, window: int = 40
+) -> IdealOutputDistribution:
     """The ideal output distribution of one release for a *guess* of f(D).
 
     Real-valued Laplace noise of scale λ, snapped exactly to the grid and clamped: grid
@@ -775,7 +665,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     --------
     >>> from snapcore import SnappingMechanism
     >>> m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 10.0))
-    >>> d = output_distribution(m, 3.0, window=3)
+    >>> d = ideal_output_distribution(m, 3.0, window=3)
     >>> d.values
     (0.0, 1.0, 3.0, 5.0, 7.0, 9.0, 10.0)
     >>> abs(sum(d.probabilities) + d.omitted - 1) < 1e-12
@@ -784,7 +674,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     cal = _calibration_of(mechanism)
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 0:
         raise ParameterError(f"window must be an int >= 0, got {window!r}")
-    ideal = _Ideal(cal, _centred(cal, guess))
+    ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     ctx = ideal.ctx
     g, b, k1, k2, half = ideal.grid, ideal.b, ideal.k1, ideal.k2, Fraction(1, 2)
 
@@ -813,7 +703,7 @@ def output_distribution(mechanism: Any, guess: Any, *, window: int = 40) -> Outp
     covered = ctx.mul(0, 1)
     for _, p, _ in entries:
         covered = ctx.add(covered, p)
-    return OutputDistribution(
+    return IdealOutputDistribution(
         values=tuple(user(z) for z, _, _ in entries),
         probabilities=tuple(float(p) for _, p, _ in entries),
         clamped=tuple(c for _, _, c in entries),
@@ -826,7 +716,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
 
     ``P(|⌊x + Y⌉_Λ| > b)`` for the ideal mechanism: the snapped value falls outside the
     interval and is moved to an end.  With B chosen by :func:`bound_for_gamma` and
-    ``|guess| <= B′`` it is at most γ (seed §6.5).  Takes a guess, never data.
+    ``|guess| <= B′`` it is at most γ (docs/bounds-and-gamma.md).  Takes a guess, never data.
 
     Examples
     --------
@@ -837,14 +727,14 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
     True
     """
     cal = _calibration_of(mechanism)
-    ideal = _Ideal(cal, _centred(cal, guess))
+    ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     half = Fraction(1, 2)
     low = ideal.below((ideal.k1 - half) * ideal.grid)
     high = ideal.survival((ideal.k2 + half) * ideal.grid)
     return float(ideal.ctx.add(low, high))
 
 
-# -- bias for a guess (seed §6.4) --------------------------------------------------------
+# -- bias for a guess (docs/accuracy.md) --------------------------------------------------------
 
 
 def _clamped_laplace_mean(cal: Calibration, x: Fraction, shift: Fraction) -> Any:
@@ -872,7 +762,7 @@ class Bias:
     guess : float
         The guess.
     bias_plus : float
-        The seed's Bias⁺ (§6.4): the clamped, unsnapped Laplace shifted by Λ/2 toward
+        The Bias⁺ bound: the clamped, unsnapped Laplace shifted by Λ/2 toward
         zero, so the bound in the direction the clamp pulls (toward the centre).
     lower, upper : float
         ``E[clamp_b(x + Y ∓ Λ/2)] − x``: since ``w − Λ/2 < ⌊w⌉_Λ <= w + Λ/2`` and the
@@ -889,7 +779,7 @@ class Bias:
 
 
 def bias(mechanism: Any, guess: Any) -> Bias:
-    """Bias bounds for a user's *guess* of f(D) (seed §6.4, Bias⁺).
+    """Bias bounds for a user's *guess* of f(D) (Bias⁺, docs/accuracy.md).
 
     Never pass the real f(D): the bias depends on it, so publishing it would leak it.
 
@@ -902,7 +792,7 @@ def bias(mechanism: Any, guess: Any) -> Bias:
     True
     """
     cal = _calibration_of(mechanism)
-    t = _centred(cal, guess)
+    t = _guess_in_sensitivity_units(cal, guess)
     x = max(-cal.unit_clamp_bound, min(cal.unit_clamp_bound, t))
     half = cal.granularity / 2
     ctx = _ctx()
@@ -921,46 +811,11 @@ def bias(mechanism: Any, guess: Any) -> Bias:
     )
 
 
-# -- data-dependent accuracy for a guess (seed §6.3 GetAccuracy) -------------------------
-
-
-def _seed_get_accuracy(cal: Calibration, f: Fraction, alpha: Fraction) -> Fraction:
-    """The seed's §6.3 "GetAccuracy" for a centred guess ``f >= 0`` (sensitivity units).
-
-    Kept to document a finding, not used: it is **not** a valid bound near the interval's
-    ends (see ``docs/accuracy.md``), because for ``x >= B − f`` it counts the upper half of
-    ``|Y′|`` although those errors were already moved to the clamp.
-    """
-    ctx = _ctx()
-    b = cal.unit_clamp_bound
-    lam_q = cal.scale
-    lam = _mp(ctx, lam_q)
-    alpha_mp = _mp(ctx, alpha)
-
-    def laplace_cdf(q: Fraction) -> Any:
-        u = _mp(ctx, q)
-        if u < 0:
-            return ctx.mul(0.5, ctx.exp(ctx.div(u, lam)))
-        return ctx.sub(1, ctx.mul(0.5, ctx.exp(ctx.div(-u, lam))))
-
-    p_l = laplace_cdf(-b - f + lam_q)
-    p_u = ctx.sub(1, laplace_cdf(b - f - lam_q))
-    fz_minus = ctx.sub(1, ctx.exp(ctx.sub(1, ctx.div(_mp(ctx, b - f), lam))))
-    one_plus = ctx.sub(ctx.add(1, p_l), alpha_mp)
-    if p_l >= alpha_mp:
-        a = _mp(ctx, b + f)
-    elif fz_minus >= one_plus:
-        a = ctx.mul(lam, ctx.sub(1, ctx.log(ctx.sub(alpha_mp, p_l))))
-    elif ctx.add(fz_minus, p_u) >= one_plus:
-        a = _mp(ctx, b - f)
-    else:
-        a = ctx.mul(lam, ctx.sub(1, ctx.log(ctx.add(ctx.sub(alpha_mp, p_l), p_u))))
-    n, d = a.as_integer_ratio()
-    return Fraction(int(n), int(d))
+# -- data-dependent accuracy for a guess ------------------------------------------------
 
 
 def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
-    """The data-dependent accuracy (seed §6.3) for a *guess* of f(D).
+    """The data-dependent accuracy (docs/accuracy.md) for a *guess* of f(D).
 
     The least ``a`` with ``P(|output − guess| > a) <= alpha`` when f(D) equals the guess,
     for the ideal mechanism (real-valued Laplace noise, exact snapping and clamping),
@@ -971,9 +826,9 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     followed by snapping down to the nearest such distance gives the least ``a``.
 
     Never pass the real f(D): the answer changes with it, so publishing it would leak
-    f(D) (seed §6.3: a list of answers at candidate values gives f(D) away).
+    f(D) (a list of answers at candidate values gives f(D) away).
 
-    The seed's own closed-form algorithm is *not* used: it undercounts the error near
+    A closed-form case analysis is *not* used: it undercounts the error near
     the ends (for ε = 1, bounds (0, 10), f(D) = 0, α = 0.05 it returns 1.14, but the
     error exceeds 1.14 with probability 0.068); ``docs/accuracy.md`` explains why.
 
@@ -1000,8 +855,8 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     3.0
     """
     cal = _calibration_of(mechanism)
-    al = _check_probability("alpha", alpha)
-    t = _centred(cal, guess)
+    al = check_probability("alpha", alpha)
+    t = _guess_in_sensitivity_units(cal, guess)
     ideal = _Ideal(cal, t)
     alpha_mp = _mp(ideal.ctx, al)
 
@@ -1037,10 +892,10 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
     rounding = accuracy_details(cal, al).rounding_term
     v = check_real("guess", guess)
     farthest = max(abs(v - cal.lower), abs(v - cal.upper))  # outputs lie in the interval
-    return _float_up(min(cal.sensitivity * best + rounding, farthest))
+    return round_up_double(min(cal.sensitivity * best + rounding, farthest))
 
 
-# -- comparison with the Laplace mechanism (seed §6.3, seed 003) -------------------------
+# -- comparison with the Laplace mechanism (docs/accuracy.md) -------------------------
 
 
 @attrs.frozen(kw_only=True)
@@ -1056,7 +911,7 @@ class LaplaceComparison:
     factor : Fraction
         ``ε(1 + 12bη)/(ε − 2η)``: the noise inflation from redefining ε, exactly.
     formula : float
-        The seed's identity ``factor·laplace + Δ·Λ/2`` (uncapped, rounded to nearest).
+        The identity ``factor·laplace + Δ·Λ/2`` (uncapped, rounded to nearest).
     ratio : float
         ``snapping / laplace``.
     """
@@ -1079,7 +934,7 @@ def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
     (2.9957, 3.9957, 1.334)
     """
     cal = _calibration_of(mechanism)
-    al = _check_probability("alpha", alpha)
+    al = check_probability("alpha", alpha)
     eta = Fraction(1, 1 << cal.precision)
     eps = cal.epsilon
     ln = math.log(1 / float(al))
@@ -1098,7 +953,7 @@ def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
 
 @attrs.frozen(kw_only=True)
 class LaplaceDistance:
-    """Distance between coupled Laplace and snapping outputs (seed 003 §3.1), user units.
+    """Distance between coupled Laplace and snapping outputs (docs/accuracy.md), user units.
 
     Attributes
     ----------
@@ -1108,7 +963,7 @@ class LaplaceDistance:
     distance : float
         ``|M_L − M_S|`` for the given noise.
     bound : float or None
-        The seed's bound for the case: ``Δ·Λ/2`` (case 1), ``|f − B| + Δ·Λ/2`` (case 2);
+        The bound for the case: ``Δ·Λ/2`` (case 1), ``|f − B| + Δ·Λ/2`` (case 2);
         ``None`` for cases 3 and 4, which are unbounded.
     """
 
@@ -1118,10 +973,10 @@ class LaplaceDistance:
 
 
 def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
-    """Seed 003's distance cases for one coupled draw, for a *guess* of f(D).
+    """The distance cases for one coupled draw, for a *guess* of f(D).
 
-    Couples the two mechanisms through the same noise ``Y`` (user units), as seed 003
-    does: ``M_L = f + Y`` and ``M_S = c + Δ·clamp_b(⌊clamp_b(t) + Y/Δ⌉_Λ)``, in exact real
+    Couples the two mechanisms through the same noise ``Y`` (user units):
+    ``M_L = f + Y`` and ``M_S = c + Δ·clamp_b(⌊clamp_b(t) + Y/Δ⌉_Λ)``, in exact real
     arithmetic.  (At the same nominal ε the Laplace scale differs from λ by the factor of
     :class:`LaplaceComparison` and the rounding of λ, relatively about 1e-35.)
 
@@ -1158,5 +1013,5 @@ def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
     return LaplaceDistance(
         case=case,
         distance=float(dist),
-        bound=None if bound is None else _float_up(bound),
+        bound=None if bound is None else round_up_double(bound),
     )

@@ -11,12 +11,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
 from fractions import Fraction
 from typing import Any
 
 import attrs
 import numpy as np
 
+from snapcore.accuracy import accuracy
 from snapcore.backend import Backend
 from snapcore.bounds import (
     DEFAULT_GAMMA,
@@ -30,10 +32,17 @@ from snapcore.dataset import as_dataset
 from snapcore.errors import ParameterError, SnapcoreError, show
 from snapcore.mechanism import SnappingMechanism
 from snapcore.params import check_real
-from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource
-from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic
-from snapcore.values import read_double_pair, type_name
+from snapcore.statistic import (
+    DataBounds,
+    Neighbouring,
+    Prepared,
+    Statistic,
+    check_data_bounds,
+    resolve_relation,
+    resolve_statistic,
+)
+from snapcore.values import type_name
 
 __all__ = ["Release", "release"]
 
@@ -122,15 +131,13 @@ class Release:
 
     @property
     def b_prime(self) -> Fraction:
-        """The seed's B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
+        """B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
         return max(abs(self.value_range[0]), abs(self.value_range[1]))
 
     def accuracy(self, alpha: Any) -> float:
         """The data-independent accuracy at confidence ``alpha``: each released value is
         within this of the exact statistic with probability at least ``1 - alpha``
         (see :func:`snapcore.accuracy.accuracy`)."""
-        from snapcore.accuracy import accuracy
-
         return accuracy(self, alpha)
 
     @property
@@ -176,47 +183,6 @@ class Release:
             "derivation": self.derivation,
             "notes": list(self.notes),
         }
-
-
-def _statistic(statistic: Any) -> Statistic:
-    if isinstance(statistic, Statistic):
-        return statistic
-    reg = get_registries().statistics
-    if isinstance(statistic, str):
-        st: Statistic = reg.get(statistic)
-        return st
-    raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
-        f"{type_name(statistic)} {show(statistic)}"
-    )
-
-
-def _pair(name: str, pair: Any) -> tuple[float, float]:
-    lo, hi = read_double_pair(name, pair)
-    return (float(lo), float(hi))
-
-
-def _data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
-    if data_bounds is None:
-        if stat.needs_data_bounds:
-            pairs = "one (lower, upper) pair per column" if stat.columns > 1 else "(lower, upper)"
-            raise ParameterError(
-                f"statistic {stat.name!r} needs data_bounds= on the data values: {pairs}"
-            )
-        return None
-    if (
-        stat.columns > 1
-        and hasattr(data_bounds, "__len__")
-        and len(data_bounds) == stat.columns
-        and all(hasattr(p, "__len__") and not isinstance(p, str) for p in data_bounds)
-    ):
-        return tuple(_pair(f"data_bounds[{i}]", p) for i, p in enumerate(data_bounds))
-    if stat.columns > 1:
-        raise ParameterError(
-            f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
-        )
-    return (_pair("data_bounds", data_bounds),)
 
 
 def _check_n(n: Any) -> int | None:
@@ -291,14 +257,9 @@ def release(
     BudgetExceededError
         If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
     """
-    stat = _statistic(statistic)
+    stat = resolve_statistic(statistic)
     eps = check_real("epsilon", epsilon, positive=True)
-    rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
-    if rel not in stat.relations:
-        raise ParameterError(
-            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
-            f"got {rel.value!r}"
-        )
+    rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError("give at most one of gamma= and clamp_bounds=")
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
@@ -313,7 +274,7 @@ def release(
         )
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
-    checked_bounds = _data_bounds(data_bounds, stat)
+    checked_bounds = check_data_bounds(data_bounds, stat)
     ds = as_dataset(data, column=column, columns=stat.columns)
     prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
     if not isinstance(prep, Prepared) or prep.relation is not rel:
@@ -394,15 +355,7 @@ def release(
     )
 
 
-class _NoBudget:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
     if budget is None:
-        return _NoBudget()
+        return contextlib.nullcontext()
     return budget.reserve(eps, label=label)

@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from snapcore.auditing import output_distribution
+from snapcore.auditing import exact_output_distribution
 from snapcore.errors import ParameterError
 
 __all__ = [
@@ -209,8 +209,8 @@ def run_snapcore_attack(
     """
     if trials < 1:
         raise ParameterError(f"trials must be an int >= 1, got {trials!r}")
-    d0 = output_distribution(mechanism, inputs[0]).as_dict()
-    d1 = output_distribution(mechanism, inputs[1]).as_dict()
+    d0 = exact_output_distribution(mechanism, inputs[0]).as_dict()
+    d1 = exact_output_distribution(mechanism, inputs[1]).as_dict()
     exact = (
         sum(
             (max(d0.get(o, Fraction(0)), d1.get(o, Fraction(0))) for o in set(d0) | set(d1)),

@@ -1,4 +1,4 @@
-"""Exact privacy audit of the mechanism as it runs (DESIGN.md §5).
+"""Exact privacy audit of the mechanism as it runs (docs/audit.md).
 
 For fixed parameters, a fixed backend and one input value, the stages after
 sampling are a function ``(U*, S) -> output`` (:meth:`SnappingMechanism.transform`).
@@ -41,11 +41,11 @@ __all__ = [
     "DEFAULT_MAX_OUTPUTS",
     "AuditResult",
     "Auditable",
-    "OutputDistribution",
+    "ExactOutputDistribution",
     "UGrid",
     "audit",
     "compare_ln",
-    "output_distribution",
+    "exact_output_distribution",
     "tail_exponent",
 ]
 
@@ -294,7 +294,7 @@ def _check_pmf(instance: Any, attribute: Any, value: tuple[tuple[float, Fraction
 
 
 @attrs.frozen(kw_only=True)
-class OutputDistribution:
+class ExactOutputDistribution:
     """The exact output distribution of the mechanism for one input.
 
     Attributes
@@ -348,7 +348,7 @@ class AuditResult:
     sampler_precision : int
         The bits of the grid ``U*`` was assumed drawn on (p unless the audit was asked
         to model another sampler).
-    distribution, neighbour_distribution : OutputDistribution
+    distribution, neighbour_distribution : ExactOutputDistribution
         The exact output distributions for ``value`` and ``neighbour``.
     max_ratio : Fraction or None
         ``R = max_o max(P(o|v)/P(o|v'), P(o|v')/P(o|v))`` exactly; None when some
@@ -378,8 +378,8 @@ class AuditResult:
     backend: str
     precision: int
     sampler_precision: int
-    distribution: OutputDistribution
-    neighbour_distribution: OutputDistribution
+    distribution: ExactOutputDistribution
+    neighbour_distribution: ExactOutputDistribution
     max_ratio: Fraction | None
     loss: float
     excess: float
@@ -479,8 +479,8 @@ def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
 # ---------------------------------------------------------------------------------
 
 
-def _centred(cal: Calibration, v: Fraction) -> Fraction:
-    """``clamp_b(RN((v − c)/Δ))`` exactly (used only to guess boundaries)."""
+def _clamped_input(cal: Calibration, v: Fraction) -> Fraction:
+    """The pipeline's input ``x = clamp_b(RN((v − c)/Δ))``, exactly (to guess boundaries)."""
     x = to_fraction(*round_fraction((v - cal.centre) / cal.sensitivity, cal.precision))
     b = cal.unit_clamp_bound
     return max(-b, min(b, x))
@@ -495,7 +495,7 @@ def _boundary_guesser(
     output lies half a grid step beyond the neighbouring grid point; solve
     ``x + S·λ·ln u = t`` in high precision.
     """
-    x = _centred(cal, value)
+    x = _clamped_input(cal, value)
     lam = cal.scale
     gran = cal.granularity
     ctx = gmpy2.context(precision=cal.precision + 64, emin=-(1 << 30), emax=1 << 30)
@@ -525,14 +525,14 @@ def _estimate_outputs(cal: Calibration) -> int:
     return 2 * math.floor(cal.unit_clamp_bound / cal.granularity) + 3
 
 
-def output_distribution(
+def exact_output_distribution(
     mechanism: Auditable,
     value: Any,
     *,
     sampler_precision: int | None = None,
     max_outputs: int = DEFAULT_MAX_OUTPUTS,
     progress: Callable[[int], None] | None = None,
-) -> OutputDistribution:
+) -> ExactOutputDistribution:
     """The exact output distribution of ``mechanism.transform`` for one input.
 
     Parameters
@@ -543,7 +543,7 @@ def output_distribution(
         The input ``f(D)``.
     sampler_precision : int, optional
         Model ``U*`` as drawn on the q-bit grid (``q <= p``) instead of the p-bit one;
-        for the seed-sampler demonstration only (``q = 53`` is a double's grid).
+        for the double-sampler demonstration only (``q = 53`` is a double's grid).
     max_outputs : int
         Refuse (:class:`AuditLimitError`) if a walk needs more outputs.
     progress : callable, optional
@@ -551,7 +551,7 @@ def output_distribution(
 
     Returns
     -------
-    OutputDistribution
+    ExactOutputDistribution
 
     Raises
     ------
@@ -607,7 +607,9 @@ def output_distribution(
     total = sum(pmf.values(), Fraction(0))
     if total != 1:
         raise AuditError(f"output probabilities for value {vf!r} sum to {total}, not 1")
-    return OutputDistribution(value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations)
+    return ExactOutputDistribution(
+        value=vf, pmf=tuple(sorted(pmf.items())), evaluations=evaluations
+    )
 
 
 def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:
@@ -647,7 +649,7 @@ def audit(
         Two inputs; for a privacy statement, at distance at most the sensitivity.
     sampler_precision : int, optional
         Model ``U*`` on a coarser q-bit grid (``q < p``).  **Demonstration only**:
-        ``q = 53`` is the seed notes' double-precision sampler, which is not what
+        ``q = 53`` is a double-precision sampler (as in Mironov 2012), which is not what
         snapcore draws; the default (p) audits snapcore's own sampler.
     max_outputs : int
         Enumeration limit; the audit refuses (:class:`AuditLimitError`) rather than
@@ -686,14 +688,14 @@ def audit(
     if progress:
         cb, bar = _make_progress(2 * 2 * _estimate_outputs(cal), "audit")
     try:
-        dv = output_distribution(
+        dv = exact_output_distribution(
             mechanism,
             v,
             sampler_precision=sampler_precision,
             max_outputs=max_outputs,
             progress=cb,
         )
-        dw = output_distribution(
+        dw = exact_output_distribution(
             mechanism,
             w,
             sampler_precision=sampler_precision,

@@ -13,8 +13,16 @@ same :class:`Arithmetic` object, or asks for :meth:`Arithmetic.to_dyadic`.
 from __future__ import annotations
 
 import abc
+import threading
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from snapcore.pipeline import Pipeline
+    from snapcore.sources import RandomSource
 
 __all__ = ["Arithmetic", "Backend"]
 
@@ -84,13 +92,21 @@ class Arithmetic(abc.ABC):
         return self.to_dyadic(n)
 
 
+_A = TypeVar("_A", bound=Arithmetic)
+
+
 class Backend(abc.ABC):
     """An arithmetic backend plugin.
 
     Subclasses set :attr:`name`, :attr:`library` and :attr:`install_hint`, and
-    implement :meth:`is_available`, :meth:`version` and :meth:`arithmetic`.
-    Register one from a plugin with ``registry.add(MyBackend)`` inside the
-    ``snapcore_register_backends`` hook.
+    implement :meth:`is_available`, :meth:`version` and :meth:`arithmetic` (usually
+    ``return self.cached_arithmetic(precision, MyArithmetic)``).  Register one from a
+    plugin with ``registry.add(MyBackend)`` inside the ``snapcore_register_backends``
+    hook.  A subclass that defines ``__init__`` calls ``super().__init__()``.
+
+    Optional capability: *batch release*.  A backend may override :meth:`batch` (and
+    :attr:`batch_min_size`) to release a whole array at once; the defaults decline,
+    and the mechanism then releases element by element.
     """
 
     #: Name under which users select the backend (``backend="mpfr"``).
@@ -109,9 +125,50 @@ class Backend(abc.ABC):
     def version(self) -> str:
         """The library's version string."""
 
+    def __init__(self) -> None:
+        self._arithmetics: dict[int, Arithmetic] = {}
+        self._arithmetics_lock = threading.Lock()
+
     @abc.abstractmethod
     def arithmetic(self, precision: int) -> Arithmetic:
         """The :class:`Arithmetic` for ``precision`` bits (may be cached)."""
+
+    def cached_arithmetic(self, precision: int, make: Callable[[int], _A]) -> _A:
+        """``make(precision)``, built once per precision and shared (thread-safe).
+
+        The helper behind most :meth:`arithmetic` implementations: an
+        :class:`Arithmetic` is immutable and thread-safe, so one per precision is
+        enough.
+        """
+        with self._arithmetics_lock:
+            arith = self._arithmetics.get(precision)
+            if arith is None:
+                arith = self._arithmetics[precision] = make(precision)
+        return arith  # type: ignore[return-value]
+
+    @property
+    def batch_min_size(self) -> int:
+        """Optional capability: arrays shorter than this are never offered to
+        :meth:`batch` (default 0: every array is)."""
+        return 0
+
+    def batch(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+    ) -> np.ndarray | None:
+        """Optional capability: release every element of ``values`` at once, or decline.
+
+        Called by :meth:`snapcore.mechanism.SnappingMechanism.release` for arrays of at
+        least :attr:`batch_min_size` elements whose elements are exact doubles (float
+        arrays, finite, or integer arrays within ``2**53``).
+
+        Contract: returns a float64 array of ``values``' shape, bit-identical to
+        ``pipeline.run(pipeline.centre(v), d)`` element by element on the draws
+        ``source.draws(values.size, p)`` in order; or returns None *before drawing
+        anything*, and the mechanism takes the element-wise path.  The conformance
+        suite checks the first clause whenever a backend offers a batch.  The default
+        declines.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -1,8 +1,8 @@
-"""Choosing the clamp interval B from B′ and γ (seed §6.5, DESIGN.md §3).
+"""Choosing the clamp interval B from B′ and γ (docs/bounds-and-gamma.md).
 
-The seed sets ``B = B′ + (k/2)(1 + 2 ln(1/γ))`` in sensitivity units, with
+The rule sets ``B = B′ + (k/2)(1 + 2 ln(1/γ))`` in sensitivity units, with
 ``k = (2 + 24·2**-52)/(ε − 2**-117)`` an upper bound on the granularity Λ′ that holds
-whenever ``B·η <= 2**-52`` and ``η <= 2**-118`` (the precision choice of DESIGN.md §1
+whenever ``B·η <= 2**-52`` and ``η <= 2**-118`` (the precision rule, docs/semantics.md [S0],
 guarantees both).  Then, for any f(D) in ``[−B′, B′]``, the clamp binds with
 probability at most γ.
 
@@ -10,7 +10,7 @@ snapcore applies the same argument to the statistic's range ``[lo, hi]`` (B′ i
 ``max(|lo|, |hi|)``): centred at ``(lo + hi)/2`` the statistic lies within the
 half-width ``(hi − lo)/2``, so the interval
 ``[lo − M, hi + M]`` with margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` has the same
-guarantee, and is never wider than the seed's ``[−B, B]`` (equal when
+guarantee, and is never wider than the symmetric ``[−B, B]`` (equal when
 ``lo = −hi``).  ``ln(1/γ)`` is bounded above with MPFR (directed rounding), the
 rest is exact, and the endpoints are rounded outward to doubles: the chosen B is a
 double never below the formula.  (The margin is first rounded up to 8 significant
@@ -21,6 +21,7 @@ centred on the range: at most 1/128 more margin, for a readable output grid.)
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -63,7 +64,7 @@ class ClampChoice:
     margin : Fraction or None
         ``M >= Δ·(k/2)(1 + 2 ln(1/γ))`` added to each side of the statistic's range.
     k : Fraction or None
-        The seed's bound on Λ′, ``(2 + 24·2**-52)/(ε − 2**-117)``.
+        The bound on Λ′, ``(2 + 24·2**-52)/(ε − 2**-117)``.
     reason : str
         One or two sentences for people.
     """
@@ -78,17 +79,22 @@ class ClampChoice:
 
 
 def round_up_double(q: Fraction) -> float:
-    """The least double ``>= q`` (OverflowError if there is none)."""
-    r = float(q)  # correctly rounded to nearest
+    """The least double ``>= q``: ``inf`` when ``q`` exceeds the largest finite double.
+
+    This is the one directed rounding of an exact value to a double in snapcore (the
+    accuracy guarantees and the clamp interval both use it).
+    """
+    try:
+        r = q.numerator / q.denominator  # correctly rounded to nearest (or overflow)
+    except OverflowError:
+        return math.inf if q > 0 else -sys.float_info.max
     if Fraction(r) < q:
         r = math.nextafter(r, math.inf)
-    if math.isinf(r):
-        raise OverflowError("value too large for a double")
     return r
 
 
 def round_down_double(q: Fraction) -> float:
-    """The greatest double ``<= q`` (OverflowError if there is none)."""
+    """The greatest double ``<= q``: ``-inf`` when ``q`` is below the lowest finite double."""
     return -round_up_double(-q)
 
 
@@ -109,7 +115,7 @@ def ln_upper(q: Fraction) -> Fraction:
 
 
 def granularity_bound(epsilon: Fraction) -> Fraction:
-    """The seed's ``k = (2 + 24·2**-52)/(ε − 2**-117)``, exactly (ε > 2**-117)."""
+    """``k = (2 + 24·2**-52)/(ε − 2**-117)``, exactly (ε > 2**-117)."""
     if not epsilon > _TWO_POW_M117:
         raise ParameterError(
             f"epsilon must be > 2**-117 to choose the clamp interval from gamma, got "
@@ -158,7 +164,7 @@ def choose_clamp_bounds(
     epsilon: Fraction,
     gamma: Any,
 ) -> ClampChoice:
-    """The clamp interval from the statistic's range and γ (seed §6.5).
+    """The clamp interval from the statistic's range and γ (docs/bounds-and-gamma.md).
 
     Parameters
     ----------
@@ -186,20 +192,20 @@ def choose_clamp_bounds(
     units = k / 2 * (1 + 2 * ln_upper(1 / g))
     margin = sensitivity * units
     lo, hi = value_range
-    try:
-        lower, upper = _outward(lo, hi, margin)
-    except OverflowError:
+    lower, upper = _outward(lo, hi, margin)
+    if math.isinf(lower) or math.isinf(upper):
         raise ParameterError(
             "the clamp interval chosen from gamma does not fit in doubles; narrow the "
             "data bounds or raise epsilon or gamma"
-        ) from None
+        )
     b_prime = max(abs(lo), abs(hi))
     used = min(lo - Fraction(lower), Fraction(upper) - hi)
     reason = (
         f"chosen from gamma = {float(g)!r}: the statistic lies in [{float(lo)!r}, "
         f"{float(hi)!r}] (B′ = {float(b_prime)!r}); each side gets the margin "
         f"Δ·(k/2)(1 + 2 ln(1/γ)) = {float(margin)!r} with k = (2 + 24·2**-52)/(ε − 2**-117) "
-        f"= {float(k)!r} (seed §6.5), rounded up (margin used: {float(used)!r}), so the "
+        f"= {float(k)!r} (docs/bounds-and-gamma.md), rounded up (margin used: "
+        f"{float(used)!r}), so the "
         f"clamp binds with probability at most {float(g)!r}"
     )
     return ClampChoice(

@@ -11,11 +11,14 @@ the default: the default stays ``"system"`` (``os.urandom``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapcore.errors import BackendUnavailableError
 from snapcore.hookspecs import hookimpl
 from snapcore.sources import ByteSource
+
+if TYPE_CHECKING:
+    from snapcore.plugins import SourceRegistry
 
 __all__ = ["ChaCha20Source"]
 
@@ -84,5 +87,5 @@ class ChaCha20Source(ByteSource):
 
 
 @hookimpl
-def snapcore_register_sources(registry: Any) -> None:
+def snapcore_register_sources(registry: SourceRegistry) -> None:
     registry.add("chacha20", ChaCha20Source)

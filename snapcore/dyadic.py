@@ -4,7 +4,7 @@ A *dyadic* is a pair ``(m, e)`` of Python integers standing for ``m * 2**e``.
 Every finite double and every p-bit float is one.  The functions here round an
 exact rational to ``p`` significant bits in a named direction; they are the single
 place where snapcore's core (not a backend) rounds, so every backend sees the same
-bits for the quantities DESIGN.md §1 marks "rounded once".
+bits for the quantities docs/semantics.md marks "rounded once".
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from fractions import Fraction
 __all__ = [
     "Rounding",
     "dyadic_cmp",
-    "dyadic_to_float",
-    "float_to_dyadic",
     "is_p_bit",
     "round_fraction",
     "round_ratio",
@@ -122,27 +120,6 @@ def round_fraction(
 def to_fraction(m: int, e: int) -> Fraction:
     """The exact value ``m * 2**e`` as a Fraction."""
     return Fraction(m << e) if e >= 0 else Fraction(m, 1 << -e)
-
-
-def float_to_dyadic(x: float) -> tuple[int, int]:
-    """A finite double as an exact ``(m, e)`` pair (``m`` odd, or ``(0, 0)``)."""
-    n, d = x.as_integer_ratio()
-    if n == 0:
-        return (0, 0)
-    return (n, -(d.bit_length() - 1))
-
-
-def dyadic_to_float(m: int, e: int) -> float:
-    """Round ``m * 2**e`` to the nearest double, ties to even (correctly, subnormals included).
-
-    Raises
-    ------
-    OverflowError
-        If the value is too large for a double.
-    """
-    if e >= 0:
-        return float(m << e)
-    return m / (1 << -e)  # CPython's int true division is correctly rounded
 
 
 def dyadic_cmp(m1: int, e1: int, m2: int, e2: int) -> int:

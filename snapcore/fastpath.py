@@ -3,7 +3,7 @@
 For each element the fast path computes ``t ≈ y/Λ + 1/2`` in double-double
 arithmetic together with a **rigorous bound** ``err`` on ``|t − (y/Λ + 1/2)|``,
 where ``y = RN_p(clamp_b(x) + S·RN_p(λ·RN_p(ln U*)))`` is the exact p-bit value of
-DESIGN.md §1.  When the interval ``[t − err, t + err]`` contains no integer, the
+docs/semantics.md.  When the interval ``[t − err, t + err]`` contains no integer, the
 snapped index ``k = ⌊y/Λ + 1/2⌋`` is decided directly; otherwise (and whenever
 anything is outside the range the bound covers) that element is computed by the
 exact pipeline (:meth:`snapcore.pipeline.Pipeline.run`).  The output stage

@@ -1,12 +1,12 @@
-"""The seed's IEEE-754 double algorithms (seed 000 §4.1 and §4.2), by bit manipulation.
+"""Two IEEE-754 double algorithms of the snapping mechanism, by bit manipulation.
 
 The mechanism itself snaps exactly on ``(mantissa, exponent)`` pairs of p-bit numbers
-(:func:`snapcore.pipeline.snap`).  This module implements the seed's two algorithms
-for binary64 doubles, reading and writing the IEEE-754 fields directly:
+(:func:`snapcore.pipeline.snap`).  This module implements the two steps
+for binary64 doubles (docs/ieee754.md), reading and writing the IEEE-754 fields directly:
 
-* :func:`granularity_from_double` — §4.1: ``Λ``, the smallest power of two ``>= λ``;
-* :func:`snap_double` — §4.2: ``x`` rounded to the nearest multiple of a power of
-  two ``Λ``, **ties toward +∞** (DESIGN.md §1 step 7), in the seed's four cases;
+* :func:`granularity_from_double` — ``Λ``, the smallest power of two ``>= λ``;
+* :func:`snap_double` — ``x`` rounded to the nearest multiple of a power of
+  two ``Λ``, **ties toward +∞** (docs/semantics.md [S7]), in four cases;
 * :func:`snap_doubles` — the same algorithm vectorised over a ``uint64`` view of a
   NumPy array, bit-identical to :func:`snap_double` elementwise.
 
@@ -16,7 +16,7 @@ subnormals).  The low 63 bits, ``E·2**52 + F`` with ``F = (m1…m52)₂``, are 
 *magnitude word*: as an integer it is increasing in ``|x|``, and inside one binade (and
 across the whole subnormal range) it is ``|x|`` divided by the binade's ulp.
 
-**Departure from the seed's text.** The seed rounds the *magnitude* of ``x/Λ`` half up
+**Departure from a sign-and-magnitude formulation.** Rounding the *magnitude* of ``x/Λ`` half up
 (case 2 tests the half bit ``m_{y+1}``; case 3 always rounds the magnitude up), so a
 negative exact tie goes away from zero: ``−Λ/2 ↦ −Λ`` and ``−3Λ/2 ↦ −2Λ``. The
 mechanism's snap is ``⌊x/Λ + 1/2⌋·Λ``, ties toward +∞: ``−Λ/2 ↦ 0`` and ``−3Λ/2 ↦ −Λ``.
@@ -141,7 +141,7 @@ def power_of_two_exponent(granularity: float) -> int:
 
 
 def granularity_from_double(lam: float) -> float:
-    """``Λ``, the smallest power of two ``>= λ``, read off λ's IEEE-754 bits (seed §4.1).
+    """``Λ``, the smallest power of two ``>= λ``, read off λ's IEEE-754 bits (docs/ieee754.md).
 
     With ``λ = (1.m1…m52)₂ · 2**(E − 1023)`` (seed eq. 4.1):
 
@@ -149,7 +149,7 @@ def granularity_from_double(lam: float) -> float:
     * otherwise: clear the fraction and add one to the exponent field,
       ``Λ = 2**(E − 1022)``.
 
-    Subnormal λ (``E = 0``, no implicit leading 1) are not covered by the seed's
+    Subnormal λ (``E = 0``, no implicit leading 1) are not covered by that
     formula.  There ``λ = F · 2**−1074`` and the word of the double ``2**j · 2**−1074``
     is the integer ``2**j`` for every ``0 <= j <= 52`` (``j = 52`` gives ``2**−1022``,
     the smallest normal), so ``Λ`` is ``λ`` when ``F`` is a power of two and otherwise
@@ -196,8 +196,8 @@ def granularity_from_double(lam: float) -> float:
 def snap_double(x: float, granularity: float) -> float:
     """``x`` rounded to the nearest multiple of ``Λ``, ties toward +∞, by bit manipulation.
 
-    Computes ``⌊x/Λ + 1/2⌋ · Λ`` exactly (DESIGN.md §1 step 7; the exact version is
-    :func:`snapcore.pipeline.snap`) following seed §4.2.  ``x/Λ`` is never formed as a
+    Computes ``⌊x/Λ + 1/2⌋ · Λ`` exactly (docs/semantics.md [S7]; the exact version is
+    :func:`snapcore.pipeline.snap`) on the IEEE-754 fields.  ``x/Λ`` is never formed as a
     double (it may be out of range); its unbiased exponent is ``y = E − 1023 − L`` for
     ``Λ = 2**L`` and normal ``x``, and with ``t = 52 − y`` fraction bits below ``Λ``:
 
@@ -205,7 +205,7 @@ def snap_double(x: float, granularity: float) -> float:
     * **case 1, y >= 52**: ``x`` is already an integer multiple of ``Λ``; returned as is.
     * **case 2, 0 <= y <= 51**: the half bit is ``m_{y+1}`` (bit ``t − 1`` of the word).
       Add ``2**(t−1)`` to the 63-bit magnitude word and clear its low ``t`` bits; when
-      ``m_{y+1} … m52`` are all ones the carry runs into the exponent field (the seed's
+      ``m_{y+1} … m52`` are all ones the carry runs into the exponent field (the
       "increment the exponent" edge).  For negative ``x`` add ``2**(t−1) − 1`` instead,
       so an exact tie keeps the smaller magnitude (ties toward +∞).
     * **case 3, y = −1** (``Λ/2 <= |x| < Λ``): ``Λ`` for ``x > 0``; ``−Λ`` for ``x < 0``,
@@ -216,7 +216,7 @@ def snap_double(x: float, granularity: float) -> float:
     with ``t = L + 1074`` (the word is ``|x| / 2**−1074``); for ``t > 52``,
     ``|x| < 2**−1022 <= Λ/2`` and the result is ``+0.0``.
 
-    Departure from the seed's text: the seed rounds the magnitude half up (a negative
+    Departure from a sign-and-magnitude formulation, which rounds the magnitude half up (a negative
     tie goes away from zero, case 3 always rounds the magnitude up).  The mechanism
     rounds ties toward +∞, so negative ties round the magnitude down; see the module
     docstring.

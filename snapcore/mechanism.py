@@ -10,6 +10,7 @@ import numpy as np
 
 from snapcore.backend import Backend
 from snapcore.errors import ParameterError, SourceExhaustedError
+from snapcore.guarantee import calibration_accuracy
 from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
@@ -29,24 +30,17 @@ def check_value(value: Any, name: str = "value") -> Fraction:
     return read_value(value, name)
 
 
-def _batch_capability(backend: Backend, doubles: np.ndarray) -> Any:
-    """The backend's batch release for the float64 array ``doubles``, or None.
-
-    A backend may offer ``batch(pipeline, values, source)`` (bit-identical to the
-    element-wise path, or returning None to decline before drawing anything) and
-    ``batch_min_size`` (default 0).  Only arrays whose elements *are* exact doubles
-    are offered (:func:`snapcore.values.read_values` decides that exactly); every
-    other value takes the exact element-wise path.  The MPFR backend offers its
-    vectorised fast path this way.
-    """
-    batch = getattr(backend, "batch", None)
-    if batch is None or doubles.size < getattr(backend, "batch_min_size", 0):
-        return None
-    return batch
+def _offer_batch(backend: Backend, doubles: np.ndarray) -> bool:
+    """Whether the float64 array ``doubles`` goes to
+    :meth:`Backend.batch <snapcore.backend.Backend.batch>`: at least ``batch_min_size``
+    elements.  Only arrays whose elements *are* exact doubles get here
+    (:func:`snapcore.values.read_values` decides that exactly); every other value takes
+    the exact element-wise path."""
+    return bool(doubles.size >= backend.batch_min_size)
 
 
 class SnappingMechanism:
-    """Mironov's snapping mechanism, exact at every step (DESIGN.md §1).
+    """Mironov's snapping mechanism, exact at every step (docs/semantics.md).
 
     Parameters
     ----------
@@ -210,11 +204,10 @@ class SnappingMechanism:
 
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
-        for every f(D) in the interval; data-independent (see :func:`snapcore.accuracy.accuracy`).
+        for every f(D) in the interval; data-independent (see
+        :func:`snapcore.guarantee.calibration_accuracy`).
         """
-        from snapcore.accuracy import accuracy
-
-        return accuracy(self, alpha)
+        return calibration_accuracy(self._cal, alpha).bound
 
     # -- the mechanism -------------------------------------------------------------
     def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
@@ -302,14 +295,14 @@ class SnappingMechanism:
         n = vals.size
         self.check_can_draw(n)
         outs: Any = None
-        if vals.doubles is not None:
-            batch = _batch_capability(self._backend, vals.doubles)
-            if batch is not None:  # e.g. the vectorised fast path, bit-identical to MPFR
-                outs = batch(pipe, vals.doubles, self._source)
+        if vals.doubles is not None and _offer_batch(self._backend, vals.doubles):
+            # e.g. the vectorised fast path, bit-identical to MPFR (or None: declined)
+            outs = self._backend.batch(pipe, vals.doubles, self._source)
         if outs is None:
             centre = pipe.centre_ratio
             xs = [centre(vn, vd) for vn, vd in vals.as_ratios()]
-            outs = np.array(pipe.run_many(xs, self._draws_raw(n)), dtype=np.float64)
+            draws = self._source.draws_raw(n, self._cal.precision)
+            outs = np.array(pipe.run_many(xs, draws), dtype=np.float64)
         outs = np.asarray(outs, dtype=np.float64).reshape(vals.shape)
         return outs if isinstance(value, np.ndarray) else outs.tolist()
 
@@ -329,14 +322,6 @@ class SnappingMechanism:
                 f"the source cannot supply {count} draws{have}; nothing was drawn (a "
                 "vector release draws all its noise or none)"
             )
-
-    def _draws_raw(self, count: int) -> list[tuple[int, int, int]]:
-        src = self._source
-        p = self._cal.precision
-        bulk = getattr(src, "draws_raw", None)
-        if bulk is not None:
-            return bulk(count, p)  # type: ignore[no-any-return]
-        return [(d.sign, d.mantissa, d.exponent) for d in src.draws(count, p)]
 
     def __repr__(self) -> str:
         cal = self._cal

@@ -1,4 +1,4 @@
-"""Parameter validation and the exact calibration of the mechanism (DESIGN.md §1, steps 1-3).
+"""Parameter validation and the exact calibration of the mechanism (docs/semantics.md [S1]–[S3]).
 
 Everything here is exact rational arithmetic plus the core's own p-bit rounding
 (:mod:`snapcore.dyadic`): the calibration does not depend on the backend, so every
@@ -30,7 +30,7 @@ __all__ = [
     "required_precision",
 ]
 
-#: Precision needed for an exactly rounded LN (seed §3).
+#: The precision floor (docs/semantics.md [S0]).
 MIN_PRECISION = 118
 #: The largest working precision supported (the backends' exponent range is 2**30).
 MAX_PRECISION = 1 << 20
@@ -59,7 +59,7 @@ def ceil_log2(q: Fraction) -> int:
 
 
 def required_precision(epsilon: Fraction, half_width_over_sensitivity: Fraction) -> int:
-    """The precision DESIGN.md §1 requires: ``max(118, m + 2, ceil(log2 b) + 52)``.
+    """The precision docs/semantics.md [S0] requires: ``max(118, m + 2, ceil(log2 b) + 52)``.
 
     ``2**-m`` is the smallest power of two ``>= epsilon`` (so ``epsilon > 2η``), and the
     last term makes ``b·η <= 2**-52``.
@@ -82,7 +82,7 @@ class PrivacyAnalysis:
         Mironov's bound ``ε′(1 + 12·b·η) + 2η`` evaluated exactly; ``bound <= epsilon``
         holds by construction.
     liu_bound : Fraction
-        For comparison, the bound of seed 002 (Liu 2020) for its semantics,
+        For comparison, the bound of Liu (2020) for its semantics,
         ``ε + 23·b·ε·η``.
     conditions : tuple of str
         The theorem's conditions and how they hold for these parameters.
@@ -200,7 +200,7 @@ def derive_calibration(
     sensitivity: Fraction,
     precision: int,
 ) -> Calibration:
-    """DESIGN.md §1 steps 1-3 for already validated exact parameters at ``precision``.
+    """docs/semantics.md [S1]–[S3] for already validated exact parameters at ``precision``.
 
     ``b = RN(B/Δ)``, ``ε′ = RZ((ε − 2η)/(1 + 12·b·η))``, ``λ = RU(1/ε′)`` and
     ``Λ = 2**L``, the smallest power of two ``>= λ``.  No checks: :func:`calibrate`

@@ -1,4 +1,4 @@
-"""The snapping mechanism's stages, top to bottom (DESIGN.md §1, steps 4-9).
+"""The snapping mechanism's stages, top to bottom (docs/semantics.md [S4]–[S9]).
 
 ``sample -> scale -> add -> snap -> clamp -> output``.  Each stage is a small
 function; :class:`Pipeline` binds them to one calibration and one backend.  The
@@ -21,15 +21,11 @@ from fractions import Fraction
 
 from snapcore.backend import Arithmetic, Num
 from snapcore.dyadic import dyadic_cmp, round_dyadic, round_ratio
+from snapcore.errors import ParameterError
 from snapcore.params import Calibration
-from snapcore.sources import Draw, RandomSource
+from snapcore.sources import Draw
 
-__all__ = ["Pipeline", "add", "clamp", "sample", "scale", "snap"]
-
-
-def sample(source: RandomSource, precision: int) -> Draw:
-    """Stage 4, *sample*: a sign ``S`` and ``U*`` on the p-bit grid."""
-    return source.draw(precision)
+__all__ = ["Pipeline", "add", "clamp", "scale", "snap"]
 
 
 def scale(arith: Arithmetic, lam: Num, draw: Draw) -> tuple[int, int]:
@@ -90,7 +86,10 @@ class Pipeline:
 
     def __init__(self, calibration: Calibration, arith: Arithmetic) -> None:
         if arith.precision != calibration.precision:
-            raise ValueError("arithmetic precision differs from the calibration's")
+            raise ParameterError(
+                f"arith must work at the calibration's precision {calibration.precision}, "
+                f"got an arithmetic at {arith.precision} bits"
+            )
         cal = calibration
         self.calibration = cal
         self.arith = arith

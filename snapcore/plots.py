@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "accuracy_vs_epsilon",
     "accuracy_vs_gamma",
-    "output_distribution",
+    "output_distribution_figure",
 ]
 
 _SNAP = "#1f5fa8"
@@ -120,7 +120,7 @@ def accuracy_vs_epsilon(
     return fig
 
 
-def output_distribution(
+def output_distribution_figure(
     *,
     epsilon: float,
     guess: float,
@@ -146,7 +146,7 @@ def output_distribution(
         clamp_bounds=clamp_bounds,
         clamp_bound=clamp_bound,
     )
-    dist = accuracy.output_distribution(cal, guess, window=window)
+    dist = accuracy.ideal_output_distribution(cal, guess, window=window)
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]
@@ -195,10 +195,10 @@ def accuracy_vs_gamma(
 ) -> Figure:
     """What γ buys: the clamp bound B, the accuracy, and the worst-case bias, against γ.
 
-    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (seed §6.5).  The data-independent
-    accuracy hardly moves (it depends on B only through 12Bη and the 2B cap); what γ
-    trades is the bias at the worst case f(D) = B′ (:func:`~snapcore.accuracy.bias` for
-    that guess) and the probability that the clamp binds there
+    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (docs/bounds-and-gamma.md).  The
+    data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
+    cap); what γ trades is the bias at the worst case f(D) = B′
+    (:func:`~snapcore.accuracy.bias` for that guess) and the probability that the clamp binds there
     (:func:`~snapcore.accuracy.clamp_probability`, at most γ) against a wider interval.
 
     Returns
@@ -235,7 +235,7 @@ def accuracy_vs_gamma(
         color=_CLAMP,
         ls="--",
         lw=1.4,
-        label="|Bias⁺| (seed §6.4 bound)",
+        label="|Bias⁺| (bound)",
     )
     ax2.plot(
         g_list,

@@ -2,15 +2,19 @@
 
 Discovery order is fixed and never decides anything: entry points of the
 ``snapcore`` group are loaded first, then any built-in plugin that is not yet
-registered (so an uninstalled checkout works).  Selection is always by explicit
-name; a name registered twice is an error.
+registered (so the built-ins are there even when the entry-point metadata is stale or
+entry points are switched off).  snapcore itself must be installed (``pip install -e
+.`` for a checkout): its plugin packages ``snapcore.backends`` and
+``snapcore.statistics`` are mapped from other folders by the install.  Selection is
+always by explicit name; a name registered twice is an error, and so is a hook
+implementation whose name is not one of snapcore's hooks.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -22,6 +26,7 @@ from snapcore.errors import BackendUnavailableError, ParameterError, PluginError
 if TYPE_CHECKING:
     from snapcore.backend import Backend
     from snapcore.sources import RandomSource
+    from snapcore.statistic import Statistic
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -160,12 +165,12 @@ class SourceRegistry(Registry["Callable[..., RandomSource]"]):
         return self.get(name)(**options)
 
 
-class StatisticRegistry(Registry[Any]):
+class StatisticRegistry(Registry["Statistic"]):
     """Registry of statistic plugins, keyed by their ``name`` attribute."""
 
     kind = "statistic"
 
-    def add(self, statistic: Any) -> None:
+    def add(self, statistic: Statistic) -> None:
         """Register a statistic object under ``statistic.name``."""
         self._add(getattr(statistic, "name", None), statistic)  # type: ignore[arg-type]
 
@@ -218,7 +223,7 @@ def _check_entry_point_names() -> None:
 
 
 def make_plugin_manager(
-    *, entry_points: bool = True, builtins: bool = True
+    *, entry_points: bool = True, builtins: bool = True, plugins: Sequence[object] = ()
 ) -> pluggy.PluginManager:
     """A plugin manager with snapcore's hooks and its plugins registered.
 
@@ -228,6 +233,14 @@ def make_plugin_manager(
         Load plugins from the ``snapcore`` entry-point group.
     builtins : bool
         Register the built-in plugins not already loaded from entry points.
+    plugins : sequence of objects
+        More plugins (modules or objects with ``@hookimpl`` methods) to register.
+
+    Raises
+    ------
+    PluginError
+        If a plugin implements a ``snapcore_*`` hook that does not exist (a misspelt
+        hook would otherwise be silently ignored); the message names the hook.
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
@@ -239,7 +252,20 @@ def make_plugin_manager(
             module: ModuleType = importlib.import_module(modname)
             if pm.get_plugin(name) is None and not pm.is_registered(module):
                 pm.register(module, name=name)
+    for plugin in plugins:
+        pm.register(plugin)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(
+            f"a plugin implements a hook snapcore does not have ({exc}); snapcore's hooks "
+            f"are {_hook_names()}"
+        ) from None
     return pm
+
+
+def _hook_names() -> list[str]:
+    return [n for n in vars(hookspecs) if n.startswith(f"{hookspecs.PROJECT_NAME}_")]
 
 
 _lock = threading.Lock()

@@ -2,7 +2,7 @@
 
 A *draw* is a sign ``S`` in {-1, +1} and ``U*``, a p-bit float in (0, 1) drawn so
 that each value has probability equal to its unit in the last place at p bits
-(DESIGN.md §1): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
+(docs/semantics.md): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
 ``U* = (2**(p-1) + m) * 2**(-(p-1) - e)``.  Then ``P(U* <= u) = u + ulp_p(u)``.
 
 Byte format ``snapcore-draw-v1`` (stable; changing it is a breaking change)
@@ -34,12 +34,15 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
 from snapcore.errors import ParameterError, SourceExhaustedError, show
 from snapcore.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from snapcore.plugins import SourceRegistry
 
 __all__ = [
     "ByteSource",
@@ -146,6 +149,15 @@ class RandomSource(abc.ABC):
         that can run out (a replay, a finite pool) must override it.
         """
         return True
+
+    def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
+        """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order.
+
+        Optional capability: the default is built from :meth:`draws`; a source may
+        override it to skip building :class:`Draw` objects.  Contract: the same draws,
+        in the same order, as :meth:`draws` would give.
+        """
+        return [(d.sign, d.mantissa, d.exponent) for d in self.draws(count, precision)]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -268,7 +280,7 @@ if hasattr(os, "register_at_fork"):
 class SeededSource(ByteSource):
     """A deterministic stream from a seed, for reproducible tests and simulations.
 
-    **Not for production releases**: anyone who knows the seed knows the noise.
+    **Not for production releases**: anyone who knows its seed knows the noise.
     The stream is BLAKE2b in counter mode: block ``i`` (64 bytes) is
     ``blake2b(i.to_bytes(16, "big"), key=K)`` with the 64-byte key
     ``K = blake2b(b"snapcore-seeded-v1" + raw)``, where ``raw`` is ``b"i"`` followed
@@ -381,7 +393,7 @@ class ReplaySource(RandomSource):
 
 
 @hookimpl
-def snapcore_register_sources(registry: Any) -> None:
+def snapcore_register_sources(registry: SourceRegistry) -> None:
     registry.add("system", SystemSource)
     registry.add("seeded", SeededSource)
     registry.add("replay", ReplaySource)

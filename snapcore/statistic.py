@@ -10,7 +10,7 @@ Given the data (a :class:`~snapcore.dataset.Dataset`), the data bounds, the publ
 - ``sensitivity`` — Δ for the stated relation: ``|f(D) − f(D′)| <= Δ`` for every
   coordinate and every pair of neighbouring datasets within the bounds;
 - ``value_range`` — an interval that contains f(D) for every dataset the bounds and
-  ``n`` allow (the seed's B′ is ``max(|lo|, |hi|)``);
+  ``n`` allow (B′ is ``max(|lo|, |hi|)``);
 - for vector statistics, the share of ε each coordinate's mechanism gets and why.
 
 Register a statistic through the ``snapcore_register_statistics`` hook
@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 
 from snapcore.errors import ParameterError, show
+from snapcore.plugins import get_registries
+from snapcore.values import read_double_pair, type_name
 
 if TYPE_CHECKING:
     from snapcore.dataset import Dataset
@@ -38,9 +40,12 @@ __all__ = [
     "Neighbouring",
     "Prepared",
     "Statistic",
+    "check_data_bounds",
     "clamp_fraction",
     "one_column_bounds",
     "resolve_n",
+    "resolve_relation",
+    "resolve_statistic",
 ]
 
 #: Data bounds as given to :meth:`Statistic.prepare`: one ``(lower, upper)`` pair of
@@ -153,7 +158,7 @@ class Prepared:
 
     @property
     def b_prime(self) -> Fraction:
-        """The seed's B′: the largest ``|f(D)|`` the bounds allow, ``max(|lo|, |hi|)``."""
+        """B′: the largest ``|f(D)|`` the bounds allow, ``max(|lo|, |hi|)``."""
         lo, hi = self.value_range
         return max(abs(lo), abs(hi))
 
@@ -283,3 +288,63 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
 def clamp_fraction(q: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
     """``min(max(q, lo), hi)``: 1-Lipschitz, so it never increases a sensitivity."""
     return lo if q < lo else hi if q > hi else q
+
+
+# -- resolving a release request (shared by snapcore.api and snapcore.accuracy) ------
+
+
+def resolve_statistic(statistic: Any) -> Statistic:
+    """``statistic`` itself, or the registered statistic of that name."""
+    if isinstance(statistic, Statistic):
+        return statistic
+    reg = get_registries().statistics
+    if isinstance(statistic, str):
+        st: Statistic = reg.get(statistic)
+        return st
+    raise ParameterError(
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}"
+    )
+
+
+def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:
+    """The neighbouring relation to use: ``relation`` parsed, or the statistic's first;
+    a ParameterError if the statistic does not support it."""
+    rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
+    if rel not in stat.relations:
+        raise ParameterError(
+            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
+            f"got {rel.value!r}"
+        )
+    return rel
+
+
+def _pair(name: str, pair: Any) -> tuple[float, float]:
+    """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.values.read_double_pair`)."""
+    lo, hi = read_double_pair(name, pair)
+    return (float(lo), float(hi))
+
+
+def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
+    """The data bounds as one pair of exact doubles per column, or None when the statistic
+    needs none; a ParameterError naming ``data_bounds`` otherwise."""
+    if data_bounds is None:
+        if stat.needs_data_bounds:
+            pairs = "one (lower, upper) pair per column" if stat.columns > 1 else "(lower, upper)"
+            raise ParameterError(
+                f"statistic {stat.name!r} needs data_bounds= on the data values: {pairs}"
+            )
+        return None
+    if (
+        stat.columns > 1
+        and hasattr(data_bounds, "__len__")
+        and len(data_bounds) == stat.columns
+        and all(hasattr(p, "__len__") and not isinstance(p, str) for p in data_bounds)
+    ):
+        return tuple(_pair(f"data_bounds[{i}]", p) for i, p in enumerate(data_bounds))
+    if stat.columns > 1:
+        raise ParameterError(
+            f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
+            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
+        )
+    return (_pair("data_bounds", data_bounds),)

@@ -5,20 +5,17 @@ and it is then used **as that exact value**; anything else is refused with a
 :class:`~snapcore.errors.ParameterError` that names the parameter, the rule and the
 type.  Accepted, and how each is read:
 
-========================================  ==============================================
-``int`` (not ``bool``)                    itself
-``float`` (finite)                        ``float.as_integer_ratio()``
-``fractions.Fraction``                    numerator / denominator
-``decimal.Decimal`` (finite)              ``Decimal.as_integer_ratio()`` (|exponent| <=
-                                          ``MAX_DECIMAL_EXPONENT``)
-NumPy integers (every width, signed or    ``int(x)``
-unsigned)
-NumPy floats (float16, float32, float64,  ``x.as_integer_ratio()`` (finite), so a long
-longdouble)                               double keeps its 64-bit mantissa
-``gmpy2.mpz`` / ``gmpy2.mpq``             ``int(x)`` / numerator, denominator
-``gmpy2.mpfr`` (finite)                   ``x.as_mantissa_exp()`` (|exponent| <=
-                                          ``MAX_BINARY_EXPONENT``)
-========================================  ==============================================
+- ``int`` (not ``bool``): itself;
+- ``float`` (finite): ``float.as_integer_ratio()``;
+- ``fractions.Fraction``: numerator / denominator;
+- ``decimal.Decimal`` (finite): ``Decimal.as_integer_ratio()``, for exponents within
+  ``±MAX_DECIMAL_EXPONENT``;
+- NumPy integers (every width, signed or unsigned): ``int(x)``;
+- NumPy floats (float16, float32, float64, longdouble; finite): ``x.as_integer_ratio()``,
+  so a long double keeps its 64-bit mantissa;
+- ``gmpy2.mpz`` / ``gmpy2.mpq``: ``int(x)`` / numerator, denominator;
+- ``gmpy2.mpfr`` (finite): ``x.as_mantissa_exp()``, for binary exponents within
+  ``±MAX_BINARY_EXPONENT``.
 
 Refused: ``bool`` and ``numpy.bool_`` (truth values are not numbers), strings (even
 of digits), bytes, ``bytearray``, ``memoryview``, ``None``, pandas ``NA``/``NaT``,
@@ -29,7 +26,8 @@ Values about private data are reported by type only, never by value or position
 public and are shown, kept short by :func:`snapcore.errors.show`.
 
 Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
-error, :class:`~snapcore.errors.MissingValueError`, from :func:`check_missing`.
+error, :class:`~snapcore.errors.MissingValueError` (:func:`is_missing` decides what is
+missing; :func:`check_missing` checks a column; extend them, not their callers).
 """
 
 from __future__ import annotations
@@ -377,7 +375,9 @@ def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadVa
             break
         append(r)
     if bad is not None or len(ratios) < len(items):
-        if is_missing(bad):
+        # Missing values take precedence over other refusals: one error for them
+        # wherever they are (checked only on this error path, so it costs nothing).
+        if any(is_missing(v) for v in items):
             raise _missing(what)
         raise _bad_element(what, why)
     doubles = _ratios_to_doubles(ratios)
@@ -550,14 +550,17 @@ def read_column(obj: Any, column: str) -> Column:
     differently); missing records raise :class:`~snapcore.errors.MissingValueError`
     (:func:`check_missing`).  Messages name the column and the type, never a record.
     """
+    what = f"column {column!r}"
+    if isinstance(obj, list | tuple):  # read the records as given, no array first
+        rv = _from_objects(list(obj), (len(obj),), what)
+        return Column(rv.doubles, rv.ratios)
     arr = _column_array(obj)
     if arr.ndim != 1:
         raise ParameterError(f"column {column!r} must be one-dimensional")
-    check_missing(arr, column)
-    what = f"column {column!r}"
-    if arr.dtype.kind == "O":
+    if arr.dtype.kind == "O":  # the reader raises the missing-values error itself
         rv = _from_objects(list(arr), (len(arr),), what)
     else:
+        check_missing(arr, column)
         rv = _from_array(arr, what)
     return Column(rv.doubles, rv.ratios)
 

@@ -1,4 +1,4 @@
-"""Built-in counting statistics: count and histogram (DESIGN.md §3, seed §7.4).
+"""Built-in counting statistics: count and histogram (docs/statistics.md).
 
 Counts are integers, so they are exact by construction.
 """
@@ -9,7 +9,7 @@ import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from snapcore.errors import ParameterError, show
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import DataBounds, Neighbouring, Prepared, Statistic, resolve_n
 from snapcore.values import CategoryKey, category_key, is_missing, read_double
+
+if TYPE_CHECKING:
+    from snapcore.plugins import StatisticRegistry
 
 __all__ = ["Count", "Histogram"]
 
@@ -173,7 +176,7 @@ class Histogram(Statistic):
       one bin by 1, and the bins are disjoint, so by parallel composition every bin
       gets the full ε with Δ = 1.  Counts are capped at the public N.
 
-    B′ = n (N under add-remove): a bin holds at most every record (seed §7.4).
+    B′ = n (N under add-remove): a bin holds at most every record (docs/statistics.md).
     """
 
     name = "histogram"
@@ -253,7 +256,7 @@ class Histogram(Statistic):
             composition=comp,
             derivation=(
                 f"{placement}; each record is in at most one bin, a bin changes by at "
-                "most 1 (Δ = 1) and holds at most n records (B′ = n, seed §7.4)"
+                "most 1 (Δ = 1) and holds at most n records (B′ = n)"
             ),
             n=n_used,
             notes=(n_note,),
@@ -261,6 +264,6 @@ class Histogram(Statistic):
 
 
 @hookimpl
-def snapcore_register_statistics(registry: Any) -> None:
+def snapcore_register_statistics(registry: StatisticRegistry) -> None:
     registry.add(Count())
     registry.add(Histogram())

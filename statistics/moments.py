@@ -1,5 +1,5 @@
 """Built-in statistics of the values themselves: sum, mean, sample variance and sample
-covariance (DESIGN.md §3, seed §7).
+covariance (docs/statistics.md).
 
 Every value is computed **exactly** from the data clamped to the bounds (the data are
 doubles, hence exact rationals; :mod:`snapcore.exact` sums them as integers) and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from snapcore.statistic import (
     one_column_bounds,
     resolve_n,
 )
+
+if TYPE_CHECKING:
+    from snapcore.plugins import StatisticRegistry
 
 __all__ = ["Covariance", "Mean", "Sum", "Variance", "variance_range_bound"]
 
@@ -98,7 +101,7 @@ def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Frac
     ``S = Σ(x_i − x̄)²`` is convex in the data, so its maximum over the box
     ``[a, b]^n`` is at a vertex: ``k`` records at ``b`` and ``n − k`` at ``a`` give
     ``S = k(n − k)w²/n``, largest at ``k = ⌊n/2⌋``.  Hence
-    ``n/(n−1)·w²/4`` for even n (seed §7.2) and ``(n+1)/n·w²/4`` for odd n.  The
+    ``n/(n−1)·w²/4`` for even n (docs/statistics.md) and ``(n+1)/n·w²/4`` for odd n.  The
     covariance is bounded by Cauchy–Schwarz, ``|cov| <= sqrt(var_x·var_y)``, with the
     same factor times ``w·v/4``; both are reached (see the docs).
     """
@@ -172,7 +175,7 @@ class Mean(Statistic):
 
     Relation ``replace`` (bounded: n public, one record replaced): the mean is the
     exact sum over the public n, Δ = (b − a)/n, and it lies in ``[a, b]``, so
-    ``B′ = max(|a|, |b|)`` (seed §7.1), reached by n records all at the endpoint of
+    ``B′ = max(|a|, |b|)`` (docs/statistics.md), reached by n records all at the endpoint of
     larger magnitude.
     """
 
@@ -205,7 +208,7 @@ class Mean(Statistic):
             derivation=(
                 "the exact sum changes by at most b − a when one record is replaced, "
                 "so the mean changes by at most Δ = (b − a)/n; it lies in [a, b], "
-                "B′ = max(|a|, |b|) (seed §7.1)"
+                "B′ = max(|a|, |b|) (docs/statistics.md)"
             ),
             n=n_used,
             notes=(n_note,),
@@ -222,9 +225,9 @@ class Variance(Statistic):
     replacing ``x_n`` moves S by at most ``(n−1)/n·w²`` and the variance by ``w²/n``
     (reached: n − 1 records at a, the last one moved from a to b).
 
-    B′: ``n/(n−1)·w²/4`` for even n (seed §7.2) and ``(n+1)/n·w²/4`` for odd n.
-    *Departure:* the seed gives ``w²/4`` for odd n, but ``(n−1)/2`` records at a and
-    ``(n+1)/2`` at b reach ``(n+1)/n·w²/4`` (n = 3: w²/3 > w²/4); see
+    B′: ``n/(n−1)·w²/4`` for even n (docs/statistics.md) and ``(n+1)/n·w²/4`` for odd n.
+    *Note:* the bound ``w²/4`` sometimes given for odd n is too small: ``(n−1)/2``
+    records at a and ``(n+1)/2`` at b reach ``(n+1)/n·w²/4`` (n = 3: w²/3 > w²/4); see
     :func:`variance_range_bound`.
     """
 
@@ -279,8 +282,8 @@ class Covariance(Statistic):
     ``max((1−s)(1−t), st)·wv``; the four terms are non-negative and sum to 1, so the
     product's range has width at most ``wv`` and C moves by at most ``(n−1)/n·wv``.
 
-    B′: ``n/(n−1)·wv/4`` for even n (seed §7.3), ``(n+1)/n·wv/4`` for odd n (the
-    seed's ``wv/4`` for odd n is too small, as for the variance).
+    B′: ``n/(n−1)·wv/4`` for even n (docs/statistics.md), ``(n+1)/n·wv/4`` for odd n (the
+    bound ``wv/4`` for odd n is too small, as for the variance).
     """
 
     name = "covariance"
@@ -328,7 +331,7 @@ class Covariance(Statistic):
 
 
 @hookimpl
-def snapcore_register_statistics(registry: Any) -> None:
+def snapcore_register_statistics(registry: StatisticRegistry) -> None:
     registry.add(Sum())
     registry.add(Mean())
     registry.add(Variance())

@@ -16,7 +16,7 @@ from snapcore.auditing import (
     UGrid,
     audit,
     compare_ln,
-    output_distribution,
+    exact_output_distribution,
     tail_exponent,
 )
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
@@ -126,7 +126,7 @@ def test_audit_matches_brute_force_at_tiny_precision(backend, eps, lo, hi, delta
         epsilon=eps, lower=lo, upper=hi, sensitivity=delta, precision=p, backend=backend
     )
     for v in values:
-        got = output_distribution(mech, v)
+        got = exact_output_distribution(mech, v)
         assert got.as_dict() == brute_force(mech, v, p), (backend, eps, lo, hi, delta, p, v)
 
 
@@ -134,7 +134,7 @@ def test_audit_matches_brute_force_at_tiny_precision(backend, eps, lo, hi, delta
 def test_audit_matches_brute_force_on_a_coarser_sampler_grid(q):
     mech = TinyMechanism(epsilon=1, lower=-8, upper=8, precision=8)
     for v in (0, Fraction(1, 3), 8):
-        got = output_distribution(mech, v, sampler_precision=q)
+        got = exact_output_distribution(mech, v, sampler_precision=q)
         assert got.as_dict() == brute_force(mech, v, q)
 
 
@@ -190,7 +190,7 @@ def snapped_laplace(x, lam, gran, b):
 )
 def test_audit_matches_analytic_snapped_laplace(backend, kw, value):
     m = SnappingMechanism(**kw, backend=backend)
-    got = output_distribution(m, value)
+    got = exact_output_distribution(m, value)
     x = Fraction(value)
     want = snapped_laplace(x, m.scale, m.granularity, m.unit_clamp_bound)
     assert sorted(got.as_dict()) == sorted(float(o) for o in want)
@@ -283,7 +283,7 @@ def test_audited_loss_at_most_epsilon_wide_grid(backend, eps):
 
 
 def test_seed_sampler_exceeds_epsilon():
-    """DESIGN.md §1: a double U* with eta = 2**-p leaks about 1e-16 beyond epsilon."""
+    """docs/semantics.md [SD]: a double U* with eta = 2**-p leaks about 1e-16 beyond epsilon."""
     m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0)
     seed = audit(m, 0.0, 1.0, sampler_precision=53)
     assert not seed.private and 0 < seed.excess < 1e-15
@@ -426,7 +426,7 @@ def test_cli_audit_reports_loss_output_and_verdict():
         main, ["audit", "--epsilon", "1", "--clamp-bound", "8", "--value", "0", "--neighbour", "1"]
     )
     assert res.exit_code == 0, res.output
-    # DESIGN.md §1: loss = epsilon - 2.8e-34 for this example
+    # docs/semantics.md [SD]: loss = epsilon - 2.8e-34 for this example
     assert "privacy loss: 0.999999999999999999999999999999999720" in res.output
     assert "(loss - epsilon = -2.79" in res.output
     assert "attained at output: 6.0" in res.output
@@ -471,15 +471,16 @@ def test_progress_bar_runs(capsys):
 )
 def test_exact_distribution_is_the_same_on_every_backend(kw, value):
     dists = {
-        be: output_distribution(SnappingMechanism(backend=be, **kw), value).pmf for be in BACKENDS
+        be: exact_output_distribution(SnappingMechanism(backend=be, **kw), value).pmf
+        for be in BACKENDS
     }
     assert len(set(dists.values())) == 1, list(dists)
 
 
 def test_clamped_outputs_are_the_user_endpoints():
-    """A clamped z′ = ±b is released as the interval's endpoint (DESIGN.md §1: outputs
+    """A clamped z′ = ±b is released as the interval's endpoint (docs/semantics.md [S9]: outputs
     are grid points inside the interval plus the two endpoints), even when
     b = RN(B/Δ) differs from B/Δ."""
     m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), sensitivity=3.0)
-    outs = [o for o, _ in output_distribution(m, 50.0).pmf]
+    outs = [o for o, _ in exact_output_distribution(m, 50.0).pmf]
     assert outs[0] == 0.0 and outs[-1] == 100.0

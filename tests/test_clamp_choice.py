@@ -1,8 +1,9 @@
-"""Choosing the clamp interval from B′ and γ (seed §6.5), checked against mpmath."""
+"""Choosing the clamp interval from B′ and γ (docs/bounds-and-gamma.md), checked against mpmath."""
 
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 import mpmath
@@ -31,7 +32,7 @@ def F(q):
 
 
 def formula(hi: Fraction, delta: Fraction, eps: Fraction, gamma: Fraction):
-    """The seed's B for the upper side, at 400 bits (independent of snapcore)."""
+    """The rule's B for the upper side, at 400 bits (independent of snapcore)."""
     k = (2 + 24 * MP.mpf(2) ** -52) / (F(eps) - MP.mpf(2) ** -117)
     return F(hi) + F(delta) * k / 2 * (1 + 2 * MP.log(1 / F(gamma)))
 
@@ -63,7 +64,7 @@ def test_symmetric_range_is_the_seeds_b():
     c = choose_clamp_bounds((Fraction(-100), Fraction(100)), Fraction(1), Fraction(1), 0.05)
     f = formula(Fraction(100), Fraction(1), Fraction(1), Fraction(0.05))
     assert c.lower == -c.upper and MP.mpf(c.upper) >= f
-    assert "gamma" in c.reason and "seed §6.5" in c.reason
+    assert "gamma" in c.reason and "docs/bounds-and-gamma.md" in c.reason
 
 
 def test_gamma_one_and_ln_upper():
@@ -81,8 +82,13 @@ def test_directed_double_rounding():
     assert Fraction(round_up_double(third)) > third > Fraction(round_down_double(third))
     assert round_up_double(Fraction(0.5)) == 0.5 == round_down_double(Fraction(0.5))
     assert round_up_double(Fraction(1, 10**400)) == 5e-324
-    with pytest.raises(OverflowError):
-        round_up_double(Fraction(2) ** 1024)
+    # past the largest double: the least double >= q is inf (and -max for -q)
+    assert round_up_double(Fraction(2) ** 1024) == math.inf
+    assert round_up_double(Fraction(2) ** 1024 - 1) == math.inf
+    assert round_up_double(-(Fraction(2) ** 1024)) == -sys.float_info.max
+    assert round_down_double(Fraction(2) ** 1024) == sys.float_info.max
+    big = Fraction(sys.float_info.max)
+    assert round_up_double(big) == sys.float_info.max and round_up_double(big + 1) == math.inf
 
 
 @pytest.mark.parametrize("gamma", [0, -0.1, 1.5, float("nan"), "0.1", True])

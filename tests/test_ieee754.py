@@ -1,4 +1,4 @@
-"""The seed's IEEE-754 double algorithms (snapcore.ieee754) against exact references.
+"""The IEEE-754 double algorithms (snapcore.ieee754) against exact references.
 
 References, all independent of the bit manipulation under test:
 
@@ -165,7 +165,7 @@ def subnormals(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-# -- granularity_from_double (seed §4.1) ----------------------------------------------------
+# -- granularity_from_double (docs/ieee754.md) ----------------------------------------------------
 
 
 def ref_granularity(lam: float) -> Fraction:
@@ -238,7 +238,7 @@ def test_granularity_bad_input(lam):
         granularity_from_double(lam)
 
 
-# -- snap_double: hand-derived edges (seed §4.2 cases) --------------------------------------
+# -- snap_double: hand-derived edges (the four cases) --------------------------------------
 
 
 def test_zero_and_negative_zero_give_positive_zero():
@@ -274,7 +274,7 @@ def test_exact_ties_go_toward_plus_infinity(L):
 
 
 def test_negative_ties_departure_from_seed_text():
-    # The seed's magnitude rule would give -1.0 and -2.0; ties toward +inf give 0 and -1.
+    # A magnitude rule would give -1.0 and -2.0; ties toward +inf give 0 and -1.
     assert bits(snap_double(-0.5, 1.0)) == bits(0.0)
     assert snap_double(-1.5, 1.0) == -1.0
     assert snap_double(-2.5, 1.0) == -2.0

@@ -1,6 +1,6 @@
 """``SnappingMechanism.transform`` agrees bit for bit with an independent exact reference.
 
-The reference (``tests/helpers/snapref.py``) is written from DESIGN.md §1 with its
+The reference (``tests/helpers/snapref.py``) is written from docs/semantics.md with its
 own rational rounding and a Ziv-checked MPFR logarithm at higher precision; it
 shares no code with snapcore.  Hypothesis generates the parameters (tiny and huge ε,
 sensitivities that are not powers of two, symmetric and asymmetric bounds, explicit
@@ -339,7 +339,7 @@ def test_transform_matches_reference_large(kw, data):
 def test_centred_neighbours_are_at_most_one_apart(v, delta, lo):
     """Step 1 keeps x exact: inputs Δ apart stay at most 1 apart in sensitivity units.
 
-    Rounding x to p bits first (DESIGN.md's literal step 1) could stretch this to
+    Rounding x to p bits first (rounding x as in a floating-point evaluation) could stretch this to
     1 + 2·b·η, which Mironov's bound does not cover; see docs/semantics.md.
     """
     from snapcore.pipeline import Pipeline

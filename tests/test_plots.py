@@ -40,7 +40,9 @@ def test_accuracy_vs_epsilon_skips_inadmissible_epsilon():
 def test_output_distribution_figure(tmp_path):
     from snapcore import plots
 
-    fig = plots.output_distribution(epsilon=1.0, clamp_bounds=(0.0, 20.0), guess=17.3, window=30)
+    fig = plots.output_distribution_figure(
+        epsilon=1.0, clamp_bounds=(0.0, 20.0), guess=17.3, window=30
+    )
     ax = fig.axes[0]
     heights = [
         float(h)

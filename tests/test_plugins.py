@@ -29,6 +29,7 @@ from snapcore import (
     PluginError,
     ReplaySource,
     SnappingMechanism,
+    hookimpl,
     hookspecs,
 )
 from snapcore.plugins import BUILTIN_PLUGINS, get_registries, make_plugin_manager
@@ -503,7 +504,28 @@ def test_hookspec_is_implemented_by_a_builtin(hook):
 
 
 def test_every_builtin_hookimpl_has_a_spec():
-    pm = make_plugin_manager(entry_points=False)
-    pm.check_pending()  # raises if a plugin implements an unknown hook
+    make_plugin_manager(entry_points=False)  # runs check_pending
     for hook, _ in _builtin_impls().items():
         assert hook in HOOKSPECS
+
+
+def test_misspelt_hook_in_a_plugin_object_fails_loudly():
+    class Throwaway:
+        @hookimpl
+        def snapcore_register_backend(self, registry):  # missing "s"
+            raise AssertionError("never called")
+
+    with pytest.raises(PluginError, match="snapcore_register_backend'") as info:
+        make_plugin_manager(entry_points=False, plugins=[Throwaway()])
+    assert "snapcore_register_backends" in str(info.value)  # the hooks that exist
+
+
+def test_misspelt_hook_in_an_installed_plugin_fails_loudly(dists):
+    dists.add(
+        "snapcore-typo",
+        "snapcore_typo_plugin",
+        one_hook("snapcore_register_statistic", "pass"),
+        ep_name="typo",
+    )
+    with pytest.raises(PluginError, match="snapcore_register_statistic'"):
+        get_registries()

@@ -2,7 +2,7 @@
 
 Decoding is checked against hand-made byte strings whose (S, e, m) are derived here,
 bit by bit, from the format's text (module docstring of :mod:`snapcore.sources`).
-The seeded stream is re-implemented here from ``hashlib`` (BLAKE2b counter mode).
+The stream of SeededSource is re-implemented here from ``hashlib`` (BLAKE2b counter mode).
 Distribution checks run at fixed seeds (deterministic); each statistical assertion
 has false-alarm rate ``ALPHA`` = 1e-6: a correct sampler fails one only for a seed
 that unlucky.  Large sizes are behind ``@pytest.mark.slow``.
@@ -145,7 +145,7 @@ def test_consecutive_draws_use_contiguous_bytes():
     assert src.pos == pos == 69
 
 
-# -- the seeded stream, re-implemented from hashlib ----------------------------------
+# -- SeededSource's stream, re-implemented from hashlib ----------------------------------
 
 
 def blake2b_stream(raw: bytes, nbytes: int) -> bytes:
@@ -183,7 +183,7 @@ def test_seeded_stream_is_blake2b_counter_mode(seed, raw):
 
 
 def test_seeded_seed_zero_first_draws_are_pinned():
-    """Stable vectors for seed 0 at p = 118.  The literals below were computed once
+    """Stable vectors for SeededSource(0) at p = 118.  The literals below were computed once
     from hashlib's BLAKE2b by the re-implementation above (not from snapcore), so the
     stream can never drift silently, even together with the re-implementation."""
     stream = blake2b_stream(b"i\x00", 64)

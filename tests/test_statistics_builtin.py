@@ -209,17 +209,17 @@ def test_variance_extremal_datasets_reach_b_prime(n):
     w = Fraction(8)
     p = prep(Variance(), [a] * n, ((a, b),))
     if n % 2 == 0:
-        seed_b = Fraction(n, n - 1) * w * w / 4  # seed §7.2, case 1
-        assert p.b_prime == seed_b
-        xs = [a] * (n // 2) + [b] * (n // 2)  # the seed's extremal dataset
-        assert prep(Variance(), xs, ((a, b),)).values[0] == seed_b
+        even_b = Fraction(n, n - 1) * w * w / 4
+        assert p.b_prime == even_b
+        xs = [a] * (n // 2) + [b] * (n // 2)  # the extremal dataset
+        assert prep(Variance(), xs, ((a, b),)).values[0] == even_b
     else:
-        seed_odd = w * w / 4  # seed §7.2, case 2 (too small)
+        naive_odd = w * w / 4
         seed_xs = [a] * ((n - 1) // 2) + [b] * ((n - 1) // 2) + [(a + b) / 2]
-        assert prep(Variance(), seed_xs, ((a, b),)).values[0] == seed_odd
+        assert prep(Variance(), seed_xs, ((a, b),)).values[0] == naive_odd
         xs = [a] * ((n - 1) // 2) + [b] * ((n + 1) // 2)
         v = prep(Variance(), xs, ((a, b),)).values[0]
-        assert v == Fraction(n + 1, n) * w * w / 4 == p.b_prime > seed_odd
+        assert v == Fraction(n + 1, n) * w * w / 4 == p.b_prime > naive_odd
 
 
 def test_variance_b_prime_is_the_maximum_by_enumeration():
@@ -243,7 +243,7 @@ def test_covariance_extremal_datasets_reach_b_prime(n):
     p = prep(Covariance(), rows, (bx, by), columns=2)
     assert p.values[0] == p.b_prime == p.value_range[1]
     if n % 2 == 0:
-        assert p.b_prime == Fraction(n, n - 1) * 8 / 4  # seed §7.3, case 1
+        assert p.b_prime == Fraction(n, n - 1) * 8 / 4
     else:
         assert p.b_prime == Fraction(n + 1, n) * 8 / 4
     rows = [(4.0, -1.0)] * k + [(0.0, 1.0)] * (n - k)
@@ -253,12 +253,12 @@ def test_covariance_extremal_datasets_reach_b_prime(n):
 def test_mean_sum_count_histogram_extremes():
     for a, b in ((-7.0, 3.0), (2.0, 9.0)):
         p = prep(Mean(), [a if abs(a) > abs(b) else b] * 5, ((a, b),))
-        assert abs(p.values[0]) == p.b_prime == max(abs(a), abs(b))  # seed §7.1
+        assert abs(p.values[0]) == p.b_prime == max(abs(a), abs(b))
         s = prep(Sum(), [b] * 5, ((a, b),))
         assert s.value_range == (5 * Fraction(a), 5 * Fraction(b))
         assert prep(Sum(), [a] * 5, ((a, b),)).values[0] == s.value_range[0]
     h = prep(Histogram(), [1.5] * 9, None, bins=[0, 1, 2, 3])
-    assert h.values == (0, 9, 0) and h.b_prime == 9  # seed §7.4
+    assert h.values == (0, 9, 0) and h.b_prime == 9
     c = prep(Count(), list(range(12)), None, ADD_REMOVE, n=12, columns=0)
     assert c.values == (12,) and c.b_prime == 12
     capped = prep(Count(), list(range(30)), None, ADD_REMOVE, n=12, columns=0)

@@ -517,3 +517,14 @@ def test_u_below_the_backends_exponent_range_is_refused():
         m.transform(1.0, Fraction(1, 1 << ((1 << 29) + 5)), 1)
     # Just inside the range the tail is computed (and clamped).
     assert m.transform(1.0, Fraction(1, 1 << (1 << 20)), 1) == -10.0
+
+
+def test_pipeline_refuses_an_arithmetic_of_another_precision():
+    from snapcore.params import calibrate
+    from snapcore.pipeline import Pipeline
+    from snapcore.plugins import get_registries
+
+    cal = calibrate(epsilon=1.0, clamp_bound=8.0)
+    arith = get_registries().backends.create("mpfr").arithmetic(cal.precision + 1)
+    with raises_param(["arith", str(cal.precision), str(cal.precision + 1)]):
+        Pipeline(cal, arith)

@@ -2,25 +2,55 @@
 
 Subcommands live in their own modules and are imported only when used, so
 ``snapcore --help`` stays fast and an optional dependency of one subcommand never
-breaks another.  Add a subcommand by adding its module to :data:`SUBCOMMANDS`.
+breaks another.  Add a subcommand by adding a loader to :data:`SUBCOMMANDS`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from collections.abc import Callable
 
 import click
 
 __all__ = ["SUBCOMMANDS", "main"]
 
-#: subcommand name -> "module:attribute" of a click command.
-SUBCOMMANDS: dict[str, str] = {
-    "info": "snapcore.cli.info:info",
-    "compare": "snapcore.cli.compare:compare",
-    "release": "snapcore.cli.release:release",
-    "audit": "snapcore.cli.audit:audit_command",
-    "plot": "snapcore.cli.plot:plot",
+
+def _info() -> click.Command:
+    from snapcore.cli.info import info
+
+    return info
+
+
+def _compare() -> click.Command:
+    from snapcore.cli.compare import compare
+
+    return compare
+
+
+def _release() -> click.Command:
+    from snapcore.cli.release import release
+
+    return release
+
+
+def _audit() -> click.Command:
+    from snapcore.cli.audit import audit_command
+
+    return audit_command
+
+
+def _plot() -> click.Command:
+    from snapcore.cli.plot import plot
+
+    return plot
+
+
+#: subcommand name -> a function importing and returning its click command.
+SUBCOMMANDS: dict[str, Callable[[], click.Command]] = {
+    "info": _info,
+    "compare": _compare,
+    "release": _release,
+    "audit": _audit,
+    "plot": _plot,
 }
 
 
@@ -29,19 +59,11 @@ class _LazyGroup(click.Group):
         return sorted(SUBCOMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = SUBCOMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        modname, attr = target.split(":")
-        cmd: click.Command = getattr(importlib.import_module(modname), attr)
-        return cmd
+        load = SUBCOMMANDS.get(cmd_name)
+        return None if load is None else load()
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="snapcore")
 def main() -> None:
     """Differentially private releases with the snapping mechanism, exact at every step."""
-
-
-def run(argv: Any = None) -> None:  # pragma: no cover - console script shim
-    main(argv)

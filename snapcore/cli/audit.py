@@ -28,7 +28,10 @@ __all__ = ["audit_command"]
     "--sampler-precision",
     type=int,
     default=None,
-    help="DEMONSTRATION ONLY: model U* on a q-bit grid (53 = the seed's double sampler).",
+    help=(
+        "DEMONSTRATION ONLY: model U* on a q-bit grid (53 = a double-precision sampler, "
+        "as in Mironov 2012)."
+    ),
 )
 @click.option(
     "--max-outputs",

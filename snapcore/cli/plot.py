@@ -111,7 +111,7 @@ def distribution_cmd(
 
     where = _interval(clamp_bounds, clamp_bound)
     _save(
-        lambda: plots.output_distribution(
+        lambda: plots.output_distribution_figure(
             epsilon=epsilon,
             guess=guess,
             sensitivity=sensitivity,

@@ -33,11 +33,13 @@ from snapcore.testing.reference import (
 )
 
 __all__ = [
+    "BATCH_VALUES",
     "EXPONENT_LIMIT",
     "OPS",
     "PIPELINE_GRID",
     "PRECISIONS",
     "ConformanceReport",
+    "check_batch",
     "check_convert",
     "check_dyadic_roundtrip",
     "check_ln",
@@ -45,6 +47,7 @@ __all__ = [
     "check_pipeline",
     "extreme_operands",
     "hard_ln_cases",
+    "offers_batch",
     "pipeline_draws",
     "random_operands",
     "resolve_backend",
@@ -315,6 +318,64 @@ def _stages_all(
     return out
 
 
+def offers_batch(backend: Backend) -> bool:
+    """Whether ``backend`` overrides :meth:`Backend.batch` (the optional capability)."""
+    return type(backend).batch is not Backend.batch
+
+
+def check_batch(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> bool:
+    """``backend.batch`` agrees bit for bit with the element-wise pipeline, or declines.
+
+    The element-wise reference runs the pipeline of ``backend`` itself on the draws
+    ``SeededSource(seed).draws_raw(n, p)``; ``batch`` gets the same values (a float64
+    array) and a fresh ``SeededSource(seed)``.  A batch that declines (returns None)
+    must not have drawn anything.  Returns whether the batch answered.
+    """
+    import numpy as np
+
+    from snapcore.params import calibrate
+    from snapcore.pipeline import Pipeline
+
+    kwargs = dict(PIPELINE_GRID)[case]
+    cal = calibrate(**kwargs)
+    p = cal.precision
+    pipe = Pipeline(cal, backend.arithmetic(p))
+    vals = pipeline_values(kwargs, seed)
+    arr = np.array([vals[i % len(vals)] for i in range(n)], dtype=np.float64)
+    src = SeededSource(seed)
+    got = backend.batch(pipe, arr, src)
+    if got is None:
+        nxt = src.draw_raw(p)
+        if nxt != SeededSource(seed).draw_raw(p):
+            raise ConformanceError(
+                f"[{name}] batch {case}: declined (returned None) after drawing from the source"
+            )
+        return False
+    want = pipe.run_many(
+        [pipe.centre(Fraction(v)) for v in arr.tolist()], SeededSource(seed).draws_raw(n, p)
+    )
+    got_a = np.asarray(got)
+    if got_a.shape != arr.shape or got_a.dtype != np.float64:
+        raise ConformanceError(
+            f"[{name}] batch {case}: returned shape {got_a.shape} dtype {got_a.dtype}, "
+            f"expected {arr.shape} float64"
+        )
+    bits_got = got_a.view(np.uint64).tolist()
+    bits_want = np.array(want, dtype=np.float64).view(np.uint64).tolist()
+    bad = [i for i, (g, w) in enumerate(zip(bits_got, bits_want, strict=True)) if g != w]
+    if bad:
+        i = bad[0]
+        raise ConformanceError(
+            f"[{name}] batch {case}: {len(bad)} of {n} outputs differ from the element-wise "
+            f"pipeline; first at {i}: got {got_a[i]!r}, expected {want[i]!r} for value "
+            f"{arr[i]!r}; reproduce: check_batch(backend, {case!r}, {n}, {seed})"
+        )
+    return True
+
+
+#: Values per case in the batch check (above the built-in fast path's threshold).
+BATCH_VALUES = 1500
+
 #: Draws whose intermediate values (noise, y, k, z) are compared as well.
 STAGE_DRAWS = 2000
 
@@ -442,6 +503,8 @@ def run_conformance(backend: Any, *, quick: bool = True, seed: int = 1) -> Confo
             run(check_ln, arith, a, name, want)
     for case, _ in cases:
         run(check_pipeline, be, case, draws, seed, name)
+        if offers_batch(be):
+            run(check_batch, be, case, BATCH_VALUES, seed, name)
     return ConformanceReport(
         backend=name,
         checks=count,

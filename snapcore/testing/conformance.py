@@ -34,10 +34,12 @@ from hypothesis import strategies as st
 
 from snapcore.backend import Backend
 from snapcore.testing.checks import (
+    BATCH_VALUES,
     EXPONENT_LIMIT,
     OPS,
     PIPELINE_GRID,
     PRECISIONS,
+    check_batch,
     check_convert,
     check_dyadic_roundtrip,
     check_ln,
@@ -45,6 +47,7 @@ from snapcore.testing.checks import (
     check_pipeline,
     extreme_operands,
     hard_ln_cases,
+    offers_batch,
     random_operands,
     resolve_backend,
     special_operands,
@@ -305,6 +308,14 @@ class BackendConformance:
     def test_pipeline(self, conformance_backend: Backend, case: str) -> None:
         """transform is bit-identical to the reference on ``pipeline_draws`` draws."""
         check_pipeline(conformance_backend, case, self.pipeline_draws, 0, conformance_backend.name)
+
+    @pytest.mark.parametrize("case", _GRID_IDS)
+    def test_batch(self, conformance_backend: Backend, case: str) -> None:
+        """The optional batch release, when offered, agrees bit for bit with the
+        element-wise pipeline (or declines before drawing)."""
+        if not offers_batch(conformance_backend):
+            pytest.skip(f"backend {conformance_backend.name!r} offers no batch release")
+        check_batch(conformance_backend, case, BATCH_VALUES, 0, conformance_backend.name)
 
     @pytest.mark.slow
     @pytest.mark.parametrize("case", _GRID_IDS)

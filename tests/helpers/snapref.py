@@ -1,4 +1,4 @@
-"""An independent exact reference of the snapping mechanism (DESIGN.md §1, steps 1-9).
+"""An independent exact reference of the snapping mechanism (docs/semantics.md [S1]–[S9]).
 
 Written from the specification, not from snapcore's code: it imports nothing from
 ``snapcore``.  Every quantity is an exact :class:`fractions.Fraction`; rounding to
@@ -186,7 +186,7 @@ def reference_calibration(
     upper: Fraction | float,
     precision: int | None = None,
 ) -> RefCalibration:
-    """Steps 1-3 of DESIGN.md §1 and the precision rule.
+    """Steps [S1]–[S3] of docs/semantics.md and the precision rule.
 
     Raises
     ------
@@ -237,7 +237,7 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     v = Fraction(value)
     u = Fraction(u)
     assert sign in (1, -1) and 0 < u < 1 and is_p_bit(u, p)
-    # x stays exact (snapcore departs from DESIGN.md step 1 here; see docs/semantics.md).
+    # x stays exact (snapcore keeps x exact here; see docs/semantics.md).
     x = _clamp((v - cal.centre) / cal.sensitivity, cal.b)
     ln_u = ln_rn(u, p)
     noise = sign * round_p(cal.scale * ln_u, p, RN)
@@ -245,7 +245,7 @@ def reference_stages(cal: RefCalibration, value: Fraction | float, u: Fraction, 
     k = math.floor(y / cal.granularity + Fraction(1, 2))
     z = _clamp(k * cal.granularity, cal.b)
     lo, hi = float(cal.lower), float(cal.upper)
-    if abs(z) == cal.b:  # a clamped output is the interval's endpoint (DESIGN.md §1)
+    if abs(z) == cal.b:  # a clamped output is the interval's endpoint (docs/semantics.md)
         out = hi if z > 0 else lo
     else:
         out = min(max(round_double(cal.centre + cal.sensitivity * z), lo), hi)

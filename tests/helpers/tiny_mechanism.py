@@ -6,7 +6,7 @@ correctness, however, does not depend on p: it relies only on monotonicity and o
 ``P(U* <= u) = u + ulp_p(u)``.  At p = 6..10 every grid point of ``U*`` down to the
 clamp tail can be enumerated, so the audit can be checked against brute force.
 :class:`TinyMechanism` builds the same :class:`~snapcore.params.Calibration`
-formulas (DESIGN.md §1, steps 1-3) without the precision floor and the upper
+formulas (docs/semantics.md [S1]–[S3]) without the precision floor and the upper
 condition, and runs the real :class:`~snapcore.pipeline.Pipeline` on a registered
 backend.  It is **not private** at these precisions and must never be used outside
 tests.
@@ -28,7 +28,7 @@ __all__ = ["TinyMechanism", "tiny_calibration"]
 def tiny_calibration(
     *, epsilon: Fraction, lower: Fraction, upper: Fraction, sensitivity: Fraction, precision: int
 ) -> Calibration:
-    """DESIGN.md §1 steps 1-3 at any precision (no floor, no upper condition)."""
+    """docs/semantics.md [S1]–[S3] at any precision (no floor, no upper condition)."""
     return derive_calibration(
         epsilon=epsilon, lower=lower, upper=upper, sensitivity=sensitivity, precision=precision
     )
