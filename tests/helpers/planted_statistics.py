@@ -17,11 +17,11 @@ from fractions import Fraction
 
 import attrs
 import numpy as np
+from snapcore.statistics.counting import Count
+from snapcore.statistics.moments import Mean, Sum
 
 from snapcore import ParameterError
 from snapcore.exact import scaled_integers
-from snapcore.statistics.counting import Count
-from snapcore.statistics.moments import Mean, Sum
 
 __all__ = [
     "PLANTED",
