@@ -32,7 +32,6 @@ missing; :func:`check_missing` checks a column; extend them, not their callers).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -40,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from snapcore.errors import MissingValueError, ParameterError, show
+from snapcore.errors import MissingValueError, ParameterError, format_number, show
 
 __all__ = [
     "ACCEPTED",
@@ -630,45 +629,3 @@ def category_keys(obj: Any, column: str) -> list[CategoryKey]:
             )
         out.append(key)
     return out
-
-
-def format_number(q: Fraction) -> str:
-    """A short, honest text for an exact number: ``0.5``, ``2**-1100``, ``~3.3333333333333333e-1``.
-
-    Exact doubles (normal range) print as Python prints them; powers of two as
-    ``2**k``; anything else as 17 significant digits, prefixed ``~`` unless exact.
-    """
-    if q == 0:
-        return "0"
-    n, d = q.numerator, q.denominator
-    if d & (d - 1) == 0 and n & (n - 1) == 0 and n > 0 and (d > 1 << 1000 or n > 1 << 1000):
-        return f"2**{n.bit_length() - d.bit_length()}"
-    try:
-        f = n / d
-    except OverflowError:
-        f = math.inf
-    if math.isfinite(f) and abs(f) >= 2.2250738585072014e-308 and Fraction(f) == q:
-        return repr(f)
-    return _sci(q)
-
-
-def _sci(q: Fraction, digits: int = 17) -> str:
-    """``q`` in scientific notation with ``digits`` significant digits (``~`` if rounded)."""
-    sign = "-" if q < 0 else ""
-    a = abs(q)
-    # k = floor(log10(a)), from the bit lengths and then corrected exactly.
-    lg2 = a.numerator.bit_length() - a.denominator.bit_length()
-    k = math.floor(lg2 * 0.30102999566398120)
-    while Fraction(10) ** k > a:
-        k -= 1
-    while Fraction(10) ** (k + 1) <= a:
-        k += 1
-    scaled = a * Fraction(10) ** (digits - 1 - k)
-    m = int(scaled + Fraction(1, 2))
-    exact = m == scaled
-    if m >= 10**digits:
-        m //= 10
-        k += 1
-    text = str(m)
-    mant = (text[0] + "." + text[1:]).rstrip("0").rstrip(".")
-    return f"{'' if exact else '~'}{sign}{mant}e{k:+d}"

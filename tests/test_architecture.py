@@ -31,7 +31,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["snapcore.errors"]),
     (
         "exact arithmetic helpers",
-        ["snapcore.dyadic", "snapcore.exact", "snapcore.ieee754", "snapcore.backends._intround"],
+        [
+            "snapcore.dyadic",
+            "snapcore.exact",
+            "snapcore.ieee754",
+            "snapcore.backends._intround",
+            "snapcore.values",
+        ],
     ),
     ("calibration", ["snapcore.params", "snapcore.bounds", "snapcore.guarantee"]),
     (
