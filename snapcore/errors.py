@@ -21,8 +21,10 @@ The hierarchy::
     │   ├── AuditError                      the audit found the mechanism inconsistent
     │   └── AuditLimitError                 the audit would need more enumeration than allowed
     └── AssertionError
-        └── ConformanceError                a backend result differs from the reference
-                                            (raised by the shipped conformance suite)
+        ├── ConformanceError                a backend result differs from the reference
+        │                                   (raised by the shipped conformance suite)
+        └── StatisticConformanceError       a statistic broke its declared sensitivity,
+                                            value range or data independence
 
 Parameter errors are also :class:`ValueError`, so code written against the standard library
 keeps working.  They are raised before any randomness is drawn and never depend on private
@@ -48,6 +50,7 @@ __all__ = [
     "SnapOverflowError",
     "SnapcoreError",
     "SourceExhaustedError",
+    "StatisticConformanceError",
     "WorkerError",
     "format_number",
     "show",
@@ -201,3 +204,8 @@ class LedgerError(SnapcoreError):
 
     A ledger that fails its checks is refused and left untouched; it is never reset.
     """
+
+
+class StatisticConformanceError(AssertionError):
+    """A statistic broke its declared sensitivity, value range or data independence
+    (raised by the statistic conformance suite, :mod:`snapcore.testing`)."""

@@ -211,6 +211,10 @@ class Statistic(abc.ABC):
         Whether ``bounds`` (data bounds, one pair per column) are required.
     options : mapping of str to str
         Extra keyword options ``prepare`` accepts, with a description each.
+    conformance_options : tuple of mappings
+        Option sets the statistic conformance suite
+        (:func:`snapcore.testing.statistic_suite`, ``snapcore compare``) checks it with
+        when it is given none; the default ``({},)`` is no options.
     """
 
     name: ClassVar[str]
@@ -219,6 +223,7 @@ class Statistic(abc.ABC):
     columns: ClassVar[int] = 1
     needs_data_bounds: ClassVar[bool] = True
     options: ClassVar[Mapping[str, str]] = {}
+    conformance_options: ClassVar[tuple[Mapping[str, Any], ...]] = ({},)
 
     @property
     def mergeable(self) -> bool:

@@ -1,4 +1,5 @@
-"""``snapcore compare``: version, conformance and speed of every registered backend."""
+"""``snapcore compare``: version, conformance and speed of every registered backend, and
+the conformance of every installed statistic."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ __all__ = ["compare"]
 @click.option("--no-conformance", is_flag=True, help="Skip the quick conformance run.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
 @click.option("--backend", "names", multiple=True, help="Only these backends (repeatable).")
+@click.option(
+    "--statistic", "statistics", multiple=True, help="Only these statistics (repeatable)."
+)
+@click.option("--no-statistics", is_flag=True, help="Skip the statistics table.")
 def compare(
     size: int,
     seconds: float,
@@ -41,8 +46,10 @@ def compare(
     no_conformance: bool,
     markdown: bool,
     names: tuple[str, ...],
+    statistics: tuple[str, ...],
+    no_statistics: bool,
 ) -> None:
-    """Compare the registered arithmetic backends.
+    """Compare the registered arithmetic backends; check the installed statistics.
 
     For each backend: the library version; a quick conformance run (every primitive
     at p = 53, 118 and 400 against the exact reference, the committed hard-to-round
@@ -53,6 +60,12 @@ def compare(
     backend releases with ε = 1, bounds [0, 100] (p = 118) from the
     same seeded draws, so the last column checks that their outputs are identical.
     Ratios are to the first backend (mpfr).
+
+    Then, for every installed statistic (built-in or plugin): the plugin that
+    registered it, its relations, and a quick run of the statistic conformance suite
+    (exact sensitivity, ε split and value range on extremal datasets and their
+    neighbours, and random neighbouring pairs released end to end from frozen draws).
+    The exit status is 1 if any backend or statistic fails.
     """
     from snapcore.compare import compare_backends, format_table
     from snapcore.errors import SnapcoreError
@@ -72,5 +85,16 @@ def compare(
         f"({platform.processor() or platform.system()})"
     )
     click.echo(format_table(rows, markdown=markdown))
-    if any(r.available and not r.conformance.startswith(("pass", "not run")) for r in rows):
+    failed = any(r.available and not r.conformance.startswith(("pass", "not run")) for r in rows)
+    if not no_statistics:
+        from snapcore.compare import compare_statistics, format_statistics_table
+
+        try:
+            stats = compare_statistics(statistics or None, conformance=not no_conformance)
+        except SnapcoreError as exc:
+            raise click.UsageError(str(exc)) from None
+        click.echo("")
+        click.echo(format_statistics_table(stats, markdown=markdown))
+        failed = failed or any(not s.conformance.startswith(("pass", "not run")) for s in stats)
+    if failed:
         raise SystemExit(1)
