@@ -176,10 +176,12 @@ class Prepared:
         return len(self.values) > 1
 
 
-#: A partial state: a tuple of Python ints.  Exact, merged by a commutative and
-#: associative :meth:`Statistic.merge`, picklable and small (it does not grow with
-#: the number of records, only with their count's and sum's bit lengths).
-State = tuple[int, ...]
+#: A partial state: a tuple of Python ints (exact rationals, as Fractions, where a
+#: record is an exact real that is not a binary fraction, e.g. a Decimal 0.1).  Exact,
+#: merged by a commutative and associative :meth:`Statistic.merge`, picklable and small
+#: (it does not grow with the number of records, only with their count's and sum's
+#: bit lengths).
+State = tuple[int | Fraction, ...]
 
 
 class Statistic(abc.ABC):

@@ -9,7 +9,7 @@ import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -152,7 +152,7 @@ def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
     if bad.any():
         idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
-    return idx
+    return cast(np.ndarray, idx)
 
 
 def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
@@ -268,7 +268,7 @@ class Histogram(Statistic):
         **options: Any,
     ) -> Prepared:
         spec = self._spec(data_bounds, options)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         counts = list(state[1:])
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1

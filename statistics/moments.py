@@ -55,6 +55,8 @@ def _one_column_state(
     """``(records, Σc·2**1074[, Σc²·2**2148])`` of the clamped values ``c`` (exact)."""
     lo, hi = one_column_bounds(data_bounds, name)
     col = chunk.column(0)
+    s: int | Fraction
+    q: int | Fraction
     if col.doubles is not None:  # the fast exact engines
         s, q = clamped_moments(col.doubles, lo, hi, squares=squares)
     else:  # records that are exact reals but not doubles: the same sums, in rationals
@@ -126,7 +128,7 @@ class Sum(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         total = state[1] * _SUM_DEN
         if relation is REPLACE:
             delta = b - a
@@ -185,7 +187,7 @@ class Mean(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 1:
             raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
         mean = Fraction(state[1], n_used << SUM_SCALE)
@@ -241,7 +243,7 @@ class Variance(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         w = Fraction(hi) - Fraction(lo)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
         _, s, q = state
@@ -312,7 +314,7 @@ class Covariance(Statistic):
     ) -> Prepared:
         (a, b), (c, d) = _two_column_bounds(data_bounds)
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
         _, sx, sy, sxy = state
