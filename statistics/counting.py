@@ -73,7 +73,7 @@ class Count(Statistic):
         **options: Any,
     ) -> Prepared:
         _no_bounds(data_bounds)
-        size = state[0]
+        size = int(state[0])
         n_used, n_note = resolve_n(size, n, relation, self.name)
         if relation is REPLACE:
             return Prepared(
