@@ -71,7 +71,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
         ["statistics", "scaling", "bounds-and-gamma", "accuracy", "backends", "fastpath", "timing"],
     ),
     ("Extending snapcore", ["architecture", "plugins", "sources", "embedding"]),
-    ("How it is checked", ["audit", "ieee754", "benchmarks"]),
+    ("How it is checked", ["audit", "ieee754", "testing", "benchmarks"]),
     ("Reference", ["api"]),
 ]
 

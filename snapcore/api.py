@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 import numpy as np
@@ -47,6 +47,7 @@ from snapcore.statistic import (
     resolve_statistic,
 )
 from snapcore.timing import padded_statistic
+from snapcore.values import type_name
 
 if TYPE_CHECKING:
     from snapcore.grouped import GroupedRelease
@@ -534,7 +535,7 @@ def _common_checks(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
         )
     if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
+        raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
     return eps, rel, given, gamma
 
 
@@ -585,6 +586,7 @@ def _release_single(
         precision=precision,
         timing=timing,
     )
+    _check_can_draw(plan)
     with _reserve(budget, plan.eps, stat.name):
         return _draw(plan)
 
@@ -664,6 +666,8 @@ def _release_grouped(
         plan=plan_one,
     )
     spent = max((p.eps for p in plans), default=Fraction(0))
+    for p in plans:
+        _check_can_draw(p)
     with _reserve(budget, spent, f"{stat.name} by {by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
@@ -722,16 +726,26 @@ def _prepare(
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
 
 
+def _check_can_draw(plan: _Plan) -> None:
+    # All or nothing: every coordinate's draw is available before any is drawn (and
+    # before the budget is charged); the vector is released in one call, each value
+    # exactly as the Fraction it is.
+    if plan.mech is not None:
+        plan.mech.check_can_draw(len(plan.prep.values))
+
+
 def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:
     """Release every coordinate: through the mechanism's array release when the values
     are integers or exact doubles (bit-identical to one scalar release per value, with
     the draws in the same order), one by one otherwise (exact Fractions)."""
+    if len(values) == 1:  # a scalar statistic: the scalar release, exact for any real
+        return (float(mech.release(values[0])),)
     if len(values) > 1:
         arr = _as_array(values)
         if arr is not None:
             return tuple(mech.release(arr).tolist())
-    # release() accepts any real, exact Fractions included (check_value).
-    return tuple(float(mech.release(cast(Any, v))) for v in values)
+    # A list is read element by element, exactly (Fractions included), in one release.
+    return tuple(float(o) for o in mech.release(list(values)))
 
 
 def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
@@ -752,6 +766,8 @@ def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
 
 
 def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
-    if budget is None:
+    # A release that spends nothing (an exact, noise-free value of sensitivity 0)
+    # does not touch the budget, which refuses zero epsilon.
+    if budget is None or eps == 0:
         return contextlib.nullcontext()
     return budget.reserve(eps, label=label)

@@ -35,6 +35,7 @@ from snapcore.dyadic import Rounding, round_fraction, round_ratio
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.mechanism import check_value
 from snapcore.params import Calibration
+from snapcore.values import format_number
 
 __all__ = [
     "DEFAULT_MAX_OUTPUTS",
@@ -409,7 +410,8 @@ class AuditResult:
         note = ""
         if not self.neighbouring:
             note = (
-                f" [inputs are {float(self.distance)!r} sensitivities apart, not neighbours: "
+                f" [inputs are {format_number(self.distance)} sensitivities apart (more than "
+                "1), not neighbours: "
                 "the epsilon claim does not cover them]"
             )
         if self.max_ratio is None:
@@ -420,7 +422,7 @@ class AuditResult:
         rel = "<=" if self.private else ">"
         word = "private" if self.private else "NOT PRIVATE"
         return (
-            f"{word}: loss {self.loss_decimal} {rel} epsilon {float(self.epsilon)!r} "
+            f"{word}: loss {self.loss_decimal} {rel} epsilon {format_number(self.epsilon)} "
             f"(loss - epsilon = {self.excess:.6g})"
         ) + note
 

@@ -27,8 +27,9 @@ from typing import Any
 
 import attrs
 
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 from snapcore.params import check_real
+from snapcore.values import format_number, read_double_pair
 
 __all__ = [
     "DEFAULT_GAMMA",
@@ -118,7 +119,7 @@ def granularity_bound(epsilon: Fraction) -> Fraction:
     if not epsilon > _TWO_POW_M117:
         raise ParameterError(
             f"epsilon must be > 2**-117 to choose the clamp interval from gamma, got "
-            f"{float(epsilon)!r}; give the clamp bounds directly"
+            f"{format_number(epsilon)}; give the clamp bounds directly"
         )
     return (2 + 24 * Fraction(1, 1 << 52)) / (epsilon - _TWO_POW_M117)
 
@@ -153,7 +154,7 @@ def check_gamma(gamma: Any) -> Fraction:
     """γ as an exact Fraction in (0, 1], else a ParameterError."""
     g = check_real("gamma", gamma)
     if not 0 < g <= 1:
-        raise ParameterError(f"gamma must be a number in (0, 1], got {gamma!r}")
+        raise ParameterError(f"gamma must be a number in (0, 1], got {show(gamma)}")
     return g
 
 
@@ -219,29 +220,9 @@ def choose_clamp_bounds(
 
 
 def given_clamp_bounds(clamp_bounds: Any) -> ClampChoice:
-    """A clamp interval given directly: finite exact doubles, ``lower < upper``."""
-    if (
-        isinstance(clamp_bounds, str | bytes)
-        or not hasattr(clamp_bounds, "__len__")
-        or len(clamp_bounds) != 2
-    ):
-        raise ParameterError(f"clamp_bounds must be a pair (lower, upper), got {clamp_bounds!r}")
-    lo = check_real("clamp_bounds[0] (lower)", clamp_bounds[0])
-    hi = check_real("clamp_bounds[1] (upper)", clamp_bounds[1])
-    for nm, q, raw in (("lower", lo, clamp_bounds[0]), ("upper", hi, clamp_bounds[1])):
-        try:
-            exact = Fraction(float(q)) == q
-        except OverflowError:
-            exact = False
-        if not exact:
-            raise ParameterError(
-                f"clamp_bounds {nm} must be exactly representable as a double, got {raw!r}"
-            )
-    if not lo < hi:
-        raise ParameterError(
-            f"clamp_bounds must satisfy lower < upper, got ({clamp_bounds[0]!r}, "
-            f"{clamp_bounds[1]!r})"
-        )
+    """A clamp interval given directly: finite exact doubles, ``lower < upper``
+    (:func:`snapcore.values.read_double_pair`)."""
+    lo, hi = read_double_pair("clamp_bounds", clamp_bounds)
     return ClampChoice(
         lower=float(lo),
         upper=float(hi),

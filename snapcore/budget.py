@@ -86,13 +86,10 @@ class Budget:
         BudgetExceededError
             If ``epsilon`` exceeds what remains; the block does not run.
         ParameterError
-            If ``epsilon`` is not a finite number >= 0.
+            If ``epsilon`` is not a finite number > 0.
         """
-        eps = check_real("epsilon", epsilon)
-        if eps < 0:
-            from snapcore.errors import ParameterError
-
-            raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
+        # A release spends a positive epsilon; zero or a negative one (a refund) is refused.
+        eps = check_real("epsilon", epsilon, positive=True)
         with self._lock:
             left = self.total - self._spent - self._reserved
             if eps > left:
@@ -135,6 +132,8 @@ class Budget:
         ------
         BudgetExceededError
             If it exceeds what remains; nothing is recorded.
+        ParameterError
+            If ``epsilon`` is not a finite number > 0.
         """
         with self.reserve(epsilon, label=label):
             pass

@@ -1,9 +1,13 @@
-"""Compare the registered arithmetic backends: version, conformance, speed.
+"""Compare the registered arithmetic backends (version, conformance, speed) and show
+every installed statistic's conformance.
 
 :func:`compare_backends` measures every registered backend in one run, on the same
 mechanism (ε = 1, bounds [0, 100], p = 118) and the same seeded draws, and reports
 speeds also as ratios to the first available backend of the list (``mpfr`` when
-present), measured in the same run.  ``snapcore compare`` prints the table.
+present), measured in the same run.  :func:`compare_statistics` runs the quick
+statistic conformance check (:func:`snapcore.testing.run_statistic_conformance`) on
+every registered statistic, built-in or plugin.  ``snapcore compare`` prints both
+tables.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ import numpy as np
 
 from snapcore.plugins import get_registries
 
-__all__ = ["BackendComparison", "compare_backends", "format_table"]
+__all__ = [
+    "BackendComparison",
+    "StatisticComparison",
+    "compare_backends",
+    "compare_statistics",
+    "format_statistics_table",
+    "format_table",
+]
 
 #: The mechanism every backend is timed on.
 BENCH_PARAMS: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0)}
@@ -223,6 +234,90 @@ def format_table(rows: Sequence[BackendComparison], *, markdown: bool = False) -
                 "yes" if r.outputs_agree else "NO",
             ]
         )
+    return _render(head, table, markdown)
+
+
+@attrs.frozen(kw_only=True)
+class StatisticComparison:
+    """One statistic's row: where it comes from and whether it passes its suite.
+
+    Attributes
+    ----------
+    name, origin : str
+        Registered name and the plugin (entry point) that registered it.
+    relations : tuple of str
+        The neighbouring relations it supports.
+    conformance : str
+        ``"pass (N pairs, M datasets)"``, ``"FAIL (...)"`` or ``"not run"``.
+    seconds : float or None
+        Time the quick check took.
+    """
+
+    name: str
+    origin: str
+    relations: tuple[str, ...]
+    conformance: str = "not run"
+    seconds: float | None = None
+
+
+def compare_statistics(
+    names: Sequence[str] | None = None, *, conformance: bool = True, random_pairs: int = 24
+) -> list[StatisticComparison]:
+    """The quick statistic conformance check of each registered statistic.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Statistics to check (default: every registered one).
+    conformance : bool
+        Run :func:`snapcore.testing.run_statistic_conformance` (else ``"not run"``).
+    random_pairs : int
+        Random neighbouring pairs released end to end per statistic.
+
+    Returns
+    -------
+    list of StatisticComparison
+    """
+    reg = get_registries().statistics
+    rows = []
+    for name in reg.names() if names is None else names:
+        stat = reg.get(name)
+        status, seconds = "not run", None
+        if conformance:
+            from snapcore.testing.statistic_checks import run_statistic_conformance
+
+            t0 = time.perf_counter()
+            status = run_statistic_conformance(stat, random_pairs=random_pairs).summary()
+            seconds = time.perf_counter() - t0
+        rows.append(
+            StatisticComparison(
+                name=name,
+                origin=reg.origin(name),
+                relations=tuple(r.value for r in stat.relations),
+                conformance=status,
+                seconds=seconds,
+            )
+        )
+    return rows
+
+
+def format_statistics_table(rows: Sequence[StatisticComparison], *, markdown: bool = False) -> str:
+    """The statistics' rows as a plain-text (or Markdown) table."""
+    head = ["statistic", "plugin", "relations", "conformance", "time"]
+    table = [
+        [
+            r.name,
+            r.origin,
+            ", ".join(r.relations),
+            r.conformance if len(r.conformance) < 90 else r.conformance[:87] + "...",
+            "-" if r.seconds is None else f"{r.seconds:.1f} s",
+        ]
+        for r in rows
+    ]
+    return _render(head, table, markdown)
+
+
+def _render(head: list[str], table: list[list[str]], markdown: bool) -> str:
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(row) + " |" for row in table]

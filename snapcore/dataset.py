@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from snapcore.errors import DataError, ParameterError
+from snapcore.values import CategoryKey, Column, category_keys, read_column
 
 __all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
 
@@ -72,70 +73,74 @@ class Dataset:
             stop = min(start + rows, self.size)
             yield Dataset([_rows(c, start, stop) for c in self._cols], self.names, stop - start)
 
+    def column(self, i: int) -> Column:
+        """Column ``i`` read exactly, every record on its own (docs/semantics.md,
+        "Values that enter").
+
+        Returns
+        -------
+        snapcore.values.Column
+            ``doubles`` (float64) when every record is exactly a double, else the exact
+            ``ratios`` of every record.
+
+        Raises
+        ------
+        ParameterError
+            ``column 'x': every element must be a finite real number ...; got str``
+            (the type only), or :class:`~snapcore.errors.MissingValueError` for None,
+            NaN, pandas NA or NaT; never which record or its value.
+        """
+        try:
+            return read_column(self._cols[i], self.names[i])
+        except DataError:
+            raise
+        except ParameterError as exc:  # about the data's content: a data error
+            message = str(exc)
+        raise DataError(message)  # outside the handler: no chained context
+
     def numeric(self, i: int) -> np.ndarray:
-        """Column ``i`` as finite float64 values (possibly a view of the input: read only).
+        """Column ``i`` as finite float64 values, when every record is exactly a double.
+
+        A record that is an exact real but not a double (an int beyond 2**53, a
+        Fraction, a long double) is never rounded: use :meth:`column` to read it
+        exactly; this method refuses it.
 
         Raises
         ------
         ParameterError
-            ``column 'x' contains non-finite values`` (NaN, ±inf or missing), or
-            ``column 'x' must contain only real numbers``; neither says which record.
+            As :meth:`column`, and if some record is not exactly a double.
         """
-        obj, name = self._cols[i], self.names[i]
-        arr = _to_float_array(obj)  # never raises: None means "not numbers"
-        if arr is None:
-            raise DataError(f"column {name!r} must contain only real numbers")
-        if not np.isfinite(arr).all():
+        col = self.column(i)
+        if col.doubles is None:
             raise DataError(
-                f"column {name!r} contains non-finite values (missing values: see missing=)"
+                f"column {self.names[i]!r} holds exact values that are not doubles (ints "
+                "beyond 2**53, Fractions, Decimals, long doubles); this statistic reads "
+                "doubles and snapcore never rounds a value: give doubles, or read the "
+                "column exactly with Dataset.column"
             )
-        return arr
+        return col.doubles
 
-    def categorical(self, i: int) -> np.ndarray:
-        """Column ``i`` as an object array (for category matching).
+    def categorical(self, i: int) -> list[CategoryKey]:
+        """Column ``i`` as normalised category keys (:func:`snapcore.values.category_key`):
+        numbers by exact value, strings as strings, bools as bools; each record on its own.
 
         Raises
         ------
         ParameterError
-            ``column 'x' contains missing or non-finite values`` (None, NaN, ±inf).
+            For a record of any other type (the type only), or
+            :class:`~snapcore.errors.MissingValueError` for missing values.
         """
-        obj, name = self._cols[i], self.names[i]
-        arr = obj.to_numpy(dtype=object) if hasattr(obj, "to_numpy") else np.asarray(obj)
-        arr = np.asarray(arr, dtype=object).reshape(-1)
-        bad = False
-        for v in arr:
-            if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)):
-                bad = True
-            if bad:
-                break
-        if bad:
-            raise DataError(
-                f"column {name!r} contains missing or non-finite values (see missing=)"
-            )
-        return arr
+        try:
+            return category_keys(self._cols[i], self.names[i])
+        except DataError:
+            raise
+        except ParameterError as exc:  # about the data's content: a data error
+            message = str(exc)
+        raise DataError(message)  # outside the handler: no chained context
 
 
 def _rows(obj: Any, start: int, stop: int) -> Any:
     return obj.iloc[start:stop] if hasattr(obj, "iloc") else obj[start:stop]
-
-
-def _to_float_array(obj: Any) -> np.ndarray | None:
-    """float64 copy of a 1-D column, or None if it is not all numbers (no exception
-    escapes, so no message or context can carry a value)."""
-    try:
-        if hasattr(obj, "to_numpy"):
-            arr = np.asarray(obj.to_numpy(dtype=np.float64, na_value=np.nan))
-        else:
-            raw = np.asarray(obj)
-            if raw.dtype.kind in "biuf" or raw.dtype.kind in "OUS":
-                arr = raw.astype(np.float64, copy=False)  # float64 input: no copy
-            else:
-                return None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if arr.ndim != 1:
-        return None
-    return arr
 
 
 def _column_of(data: Any, key: str) -> Any:

@@ -7,6 +7,7 @@ The hierarchy::
     │   ├── ParameterError (ValueError)     a parameter or input value outside its range
     │   │   └── DataError                   the private data cannot be used as given
     │   │                                   (missing values, non-numbers, unreadable file)
+    │   │       └── MissingValueError       a data column holds None, NaN, NA or NaT
     │   ├── BackendUnavailableError (ImportError)
     │   │                                   a backend's library is not installed
     │   ├── PlotDependencyError (ImportError)
@@ -22,8 +23,10 @@ The hierarchy::
     │   ├── AuditError                      the audit found the mechanism inconsistent
     │   └── AuditLimitError                 the audit would need more enumeration than allowed
     └── AssertionError
-        └── ConformanceError                a backend result differs from the reference
-                                            (raised by the shipped conformance suite)
+        ├── ConformanceError                a backend result differs from the reference
+        │                                   (raised by the shipped conformance suite)
+        └── StatisticConformanceError       a statistic broke its declared sensitivity,
+                                            value range or data independence
 
 Parameter errors are also :class:`ValueError`, so code written against the standard library
 keeps working.  They are raised before any randomness is drawn and never depend on private
@@ -31,6 +34,9 @@ data.  Other modules import their exceptions from here; none defines its own.
 """
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 __all__ = [
     "AuditError",
@@ -40,28 +46,92 @@ __all__ = [
     "ConformanceError",
     "DataError",
     "LedgerError",
+    "MissingValueError",
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
     "SnapOverflowError",
     "SnapcoreError",
     "SourceExhaustedError",
+    "StatisticConformanceError",
     "WorkerError",
+    "format_number",
     "show",
 ]
 
 
-def show(value: object) -> str:
-    """``repr(value)`` for error messages, kept short and possible for huge Fractions."""
-    from fractions import Fraction
+def show(value: object, limit: int = 40) -> str:
+    """``repr(value)`` for messages about **public** parameters, kept short.
 
-    if (
-        isinstance(value, Fraction)
-        and max(value.numerator.bit_length(), value.denominator.bit_length()) > 4000
-    ):
-        lg = value.numerator.bit_length() - value.denominator.bit_length()
-        return f"Fraction(about 2**{lg})"
-    return repr(value)
+    Numbers whose repr is longer than ``limit`` (``10**400``, a Fraction with huge
+    terms, a long Decimal) are shown by :func:`format_number` (``1e+400``,
+    ``2**-1100``); other long reprs are cut.  Never use it for private data: messages
+    about data name the type only.
+    """
+    from decimal import Decimal
+
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return format_number(Fraction(value))
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. an int beyond the str-conversion digit limit
+        text = ""
+    if text and len(text) <= limit:
+        return text
+    q: Fraction | None = None
+    try:
+        if isinstance(value, Decimal) and value.is_finite():
+            q = Fraction(value)
+        elif not isinstance(value, bool | float | complex | str | bytes):
+            num, den = value.numerator, value.denominator  # type: ignore[attr-defined]
+            q = Fraction(int(num), int(den))
+    except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+        q = None
+    if q is not None:
+        return format_number(q)
+    return text[: limit - 3] + "..." if text else f"<{type(value).__name__}>"
+
+
+def format_number(q: Fraction) -> str:
+    """A short, honest text for an exact number: ``0.5``, ``2**-1100``, ``~3.3333333333333333e-1``.
+
+    Exact doubles (normal range) print as Python prints them; powers of two as
+    ``2**k``; anything else as 17 significant digits, prefixed ``~`` unless exact.
+    """
+    if q == 0:
+        return "0"
+    n, d = q.numerator, q.denominator
+    if d & (d - 1) == 0 and n & (n - 1) == 0 and n > 0 and (d > 1 << 1000 or n > 1 << 1000):
+        return f"2**{n.bit_length() - d.bit_length()}"
+    try:
+        f = n / d
+    except OverflowError:
+        f = math.inf
+    if math.isfinite(f) and abs(f) >= 2.2250738585072014e-308 and Fraction(f) == q:
+        return repr(f)
+    return _sci(q)
+
+
+def _sci(q: Fraction, digits: int = 17) -> str:
+    """``q`` in scientific notation with ``digits`` significant digits (``~`` if rounded)."""
+    sign = "-" if q < 0 else ""
+    a = abs(q)
+    # k = floor(log10(a)), from the bit lengths and then corrected exactly.
+    lg2 = a.numerator.bit_length() - a.denominator.bit_length()
+    k = math.floor(lg2 * 0.30102999566398120)
+    while Fraction(10) ** k > a:
+        k -= 1
+    while Fraction(10) ** (k + 1) <= a:
+        k += 1
+    scaled = a * Fraction(10) ** (digits - 1 - k)
+    m = int(scaled + Fraction(1, 2))
+    exact = m == scaled
+    if m >= 10**digits:
+        m //= 10
+        k += 1
+    text = str(m)
+    mant = (text[0] + "." + text[1:]).rstrip("0").rstrip(".")
+    return f"{'' if exact else '~'}{sign}{mant}e{k:+d}"
 
 
 class SnapcoreError(Exception):
@@ -81,6 +151,15 @@ class DataError(ParameterError):
     the column and the kind of problem, never a record or a value."""
 
 
+class MissingValueError(DataError):
+    """A data column contains missing values (None, NaN, pandas NA, NaT).
+
+    The release refuses them unless a missing-value policy says otherwise
+    (``missing="drop"`` or ``"impute"``, :mod:`snapcore.missing`); the one place that
+    detects missing values is :func:`snapcore.values.check_missing`.
+    """
+
+
 class PluginError(SnapcoreError):
     """A plugin could not be registered (for example, a duplicate name)."""
 
@@ -90,7 +169,7 @@ class BackendUnavailableError(SnapcoreError, ImportError):
 
 
 class SourceExhaustedError(SnapcoreError):
-    """A replay source has no recorded draws left."""
+    """A source cannot supply the draws asked for (a replay source has too few left)."""
 
 
 class PlotDependencyError(SnapcoreError, ImportError):
@@ -135,3 +214,8 @@ class LedgerError(SnapcoreError):
 
     A ledger that fails its checks is refused and left untouched; it is never reset.
     """
+
+
+class StatisticConformanceError(AssertionError):
+    """A statistic broke its declared sensitivity, value range or data independence
+    (raised by the statistic conformance suite, :mod:`snapcore.testing`)."""

@@ -19,7 +19,6 @@ whose key is not in the key set (or is missing) are left out and never revealed.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
@@ -30,8 +29,9 @@ import numpy as np
 
 from snapcore.dataset import _column_of, _is_frame, as_dataset
 from snapcore.errors import ParameterError
-from snapcore.missing import MissingPolicy, apply_missing, is_missing, take
+from snapcore.missing import MissingPolicy, apply_missing, take
 from snapcore.statistic import Neighbouring, Statistic, check_n
+from snapcore.values import category_key, is_missing
 
 if TYPE_CHECKING:
     from snapcore.api import Release, _Plan
@@ -41,20 +41,10 @@ __all__ = ["GroupedRelease", "key_of"]
 
 
 def key_of(value: Any) -> Any:
-    """The matching key of a group key or category: numbers by exact value (``1``,
-    ``1.0`` and ``np.int64(1)`` are one key), bools as bools, strings as strings."""
-    if isinstance(value, bool | np.bool_):
-        return ("bool", bool(value))
-    if isinstance(value, numbers.Real):
-        f = float(value)
-        if not math.isfinite(f):
-            raise ParameterError("a group key must be a finite number, a string or a bool")
-        return ("number", Fraction(value) if isinstance(value, numbers.Rational) else Fraction(f))
-    if isinstance(value, str | bytes):
-        return ("text", value)
-    raise ParameterError(
-        f"a group key must be a number, a string or a bool, got {type(value).__name__}"
-    )
+    """The matching key of a group key or record: the one category normalisation
+    (:func:`snapcore.values.category_key`): numbers by exact value (``1``, ``1.0`` and
+    ``np.int64(1)`` are one key), bools as bools, strings as strings."""
+    return category_key(value)
 
 
 def _key_label(value: Any) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, overload
@@ -11,13 +9,15 @@ from typing import Any, overload
 import numpy as np
 
 from snapcore.backend import Backend
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, SourceExhaustedError
 from snapcore.guarantee import calibration_accuracy
 from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource, draw_from_u
 from snapcore.timing import Padding, mechanism_padding, padded_release
+from snapcore.values import exact_ratio as exact_ratio_of
+from snapcore.values import format_number, read_value, read_values
 
 __all__ = ["DEFAULT_SOURCE", "SnappingMechanism", "check_value"]
 
@@ -28,32 +28,21 @@ DEFAULT_SOURCE = "chacha20"
 
 
 def check_value(value: Any, name: str = "value") -> Fraction:
-    """A finite real statistic value as an exact Fraction, else a ParameterError."""
-    if isinstance(value, float):  # the hot path
-        if value - value != 0.0:
-            raise ParameterError(f"{name} must be a finite real number, got {value!r}")
-        return Fraction(value)
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise ParameterError(
-            f"{name} must be a finite real number, got {type(value).__name__} {value!r}"
-        )
-    if isinstance(value, numbers.Rational):
-        return Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
-    f = float(value)
-    if not math.isfinite(f):
-        raise ParameterError(f"{name} must be a finite real number, got {f!r}")
-    return Fraction(f)
+    """A private statistic value as an exact Fraction, else a ParameterError.
+
+    The rule of :func:`snapcore.values.read_value` (docs/semantics.md, "Values that
+    enter"); the message names the type, never the value.
+    """
+    return read_value(value, name)
 
 
-def _offer_batch(backend: Backend, arr: np.ndarray) -> bool:
-    """Whether ``arr`` goes to :meth:`Backend.batch <snapcore.backend.Backend.batch>`:
-    at least ``batch_min_size`` elements, each an exact double (checked finite)."""
-    if arr.size < backend.batch_min_size:
-        return False
-    kind, size = arr.dtype.kind, arr.dtype.itemsize
-    if kind == "f" and size <= 8:
-        return True
-    return kind in "iu" and (arr.size == 0 or max(-int(arr.min()), int(arr.max())) <= 1 << 53)
+def _offer_batch(backend: Backend, doubles: np.ndarray) -> bool:
+    """Whether the float64 array ``doubles`` goes to
+    :meth:`Backend.batch <snapcore.backend.Backend.batch>`: at least ``batch_min_size``
+    elements.  Only arrays whose elements *are* exact doubles get here
+    (:func:`snapcore.values.read_values` decides that exactly); every other value takes
+    the exact element-wise path."""
+    return bool(doubles.size >= backend.batch_min_size)
 
 
 class SnappingMechanism:
@@ -282,69 +271,84 @@ class SnappingMechanism:
         Parameters
         ----------
         value : real, sequence of reals, or numpy array
-            The statistic value(s).  Each element gets independent noise and costs ε
-            (composition across elements is the caller's concern).
+            The statistic value(s), each read exactly by the rule of
+            docs/semantics.md ("Values that enter"): int, float, Fraction, Decimal,
+            NumPy integers and floats of every width (long doubles too), gmpy2
+            numbers; nested sequences, mixed lists and arrays of any numeric or
+            object dtype.  Each element is released as its exact value, with the
+            same output for the same draw as a scalar release of it.  Each element
+            gets independent noise and costs ε (composition across elements is the
+            caller's concern).
 
         Returns
         -------
         float, list of float, or numpy.ndarray
             Same shape as ``value``.  All or nothing: on any error nothing is
-            returned and, for invalid input, nothing is drawn.
+            returned and, for invalid input, nothing is drawn; a vector checks
+            that the source can supply every draw before it draws any.
+
+        Raises
+        ------
+        ParameterError
+            If a value is not an exact real (the message names its type, never its
+            value or position); :class:`~snapcore.errors.MissingValueError` for NaN.
+        SourceExhaustedError
+            If the source cannot supply every draw; nothing is drawn.
         """
         pipe = self._pipeline
-        p = self._cal.precision
         if isinstance(value, np.ndarray) or (
-            isinstance(value, Sequence) and not isinstance(value, str | bytes)
+            isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
         ):
-            if not isinstance(value, np.ndarray):
-                # Check the elements as given, before NumPy coerces them (True would
-                # become 1.0) or chokes on ragged rows.
-                for v in np.asarray(value, dtype=object).reshape(-1):
-                    check_value(v, "each element of value")
-            arr = np.asarray(value)
-            if arr.dtype == object or arr.dtype.kind not in "iuf":
-                raise ParameterError(
-                    f"value must be an array of finite real numbers, got dtype {arr.dtype}"
-                )
-            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                raise ParameterError(
-                    "value must contain only finite numbers; it contains nan or inf"
-                )
-            flat = arr.reshape(-1)
-            outs = (
-                self._backend.batch(pipe, arr, self._source)
-                if _offer_batch(self._backend, arr)
-                else None
-            )
-            if outs is not None:  # e.g. the vectorised fast path, bit-identical to MPFR
-                return outs if isinstance(value, np.ndarray) else outs.tolist()
-            centre = pipe.centre_ratio
-            if arr.dtype.kind == "f":  # finite, checked above
-                xs = [centre(*v.as_integer_ratio()) for v in flat.astype(np.float64).tolist()]
-            else:  # integers, exactly (int64 values beyond 2**53 stay exact)
-                xs = [centre(int(v), 1) for v in flat.tolist()]
-            draws = self._source.draws_raw(len(xs), p)
-            outs = np.array(pipe.run_many(xs, draws), dtype=np.float64).reshape(arr.shape)
-            if isinstance(value, np.ndarray):
-                return outs
-            return outs.tolist()
+            return self._release_many(value)
         if type(value) is float:  # the hot path: no Fraction
-            try:
-                vn, vd = value.as_integer_ratio()
-            except (ValueError, OverflowError):
-                raise ParameterError(
-                    f"value must be a finite real number, got {value!r}"
-                ) from None
-            x = pipe.centre_ratio(vn, vd)
+            if value - value != 0.0:
+                read_value(value)  # raises, naming the problem, not the value
+            x = pipe.centre_ratio(*value.as_integer_ratio())
         else:
-            x = pipe.centre(check_value(value))
-        return pipe.run(x, self._source.draw_raw(p))
+            x = pipe.centre_ratio(*exact_ratio_of(value))
+        return pipe.run(x, self._source.draw_raw(self._cal.precision))
+
+    def _release_many(self, value: Any) -> Any:
+        """Arrays and sequences: every element read exactly, all draws or none."""
+        pipe = self._pipeline
+        vals = read_values(value, "value")
+        n = vals.size
+        self.check_can_draw(n)
+        outs: Any = None
+        if vals.doubles is not None and _offer_batch(self._backend, vals.doubles):
+            # e.g. the vectorised fast path, bit-identical to MPFR (or None: declined)
+            outs = self._backend.batch(pipe, vals.doubles, self._source)
+        if outs is None:
+            centre = pipe.centre_ratio
+            xs = [centre(vn, vd) for vn, vd in vals.as_ratios()]
+            draws = self._source.draws_raw(n, self._cal.precision)
+            outs = np.array(pipe.run_many(xs, draws), dtype=np.float64)
+        outs = np.asarray(outs, dtype=np.float64).reshape(vals.shape)
+        return outs if isinstance(value, np.ndarray) else outs.tolist()
+
+    def check_can_draw(self, count: int) -> None:
+        """Raise, before drawing anything, if the source cannot supply ``count`` draws.
+
+        Raises
+        ------
+        SourceExhaustedError
+            If ``self.source.can_draw(count, precision)`` is false; nothing is drawn.
+        """
+        src = self._source
+        if not src.can_draw(count, self._cal.precision):
+            left = getattr(src, "remaining", None)
+            have = "" if left is None else f" ({left} draws left)"
+            raise SourceExhaustedError(
+                f"the source cannot supply {count} draws{have}; nothing was drawn (a "
+                "vector release draws all its noise or none)"
+            )
 
     def __repr__(self) -> str:
-        lo, hi = self.clamp_bounds
+        cal = self._cal
         return (
-            f"SnappingMechanism(epsilon={float(self.epsilon)!r}, "
-            f"sensitivity={float(self.sensitivity)!r}, clamp_bounds=({lo!r}, {hi!r}), "
+            f"SnappingMechanism(epsilon={format_number(cal.epsilon)}, "
+            f"sensitivity={format_number(cal.sensitivity)}, clamp_bounds=("
+            f"{format_number(cal.lower)}, {format_number(cal.upper)}), "
             f"backend={self._backend.name!r}, source={self._source.name!r}, "
             f"precision={self.precision})"
         )

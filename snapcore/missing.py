@@ -22,6 +22,7 @@ import numpy as np
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError
 from snapcore.statistic import Neighbouring
+from snapcore.values import is_missing
 
 __all__ = ["MissingPolicy", "apply_missing", "check_missing_policy", "is_missing", "take"]
 
@@ -34,15 +35,6 @@ class MissingPolicy:
 
     kind: str
     constant: Any = None
-
-
-def is_missing(value: Any) -> bool:
-    """None, a NaN (float or NumPy), or a pandas ``NA``/``NaT``."""
-    if value is None:
-        return True
-    if isinstance(value, float | np.floating):
-        return math.isnan(value)
-    return type(value).__name__ in {"NAType", "NaTType"}
 
 
 def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> MissingPolicy:

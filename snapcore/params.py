@@ -7,15 +7,15 @@ backend starts from the same bits.
 
 from __future__ import annotations
 
-import math
-import numbers
 from fractions import Fraction
 from typing import Any
 
 import attrs
+import numpy as np
 
 from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
 from snapcore.errors import ParameterError, show
+from snapcore.values import format_number, read_double, read_double_pair, read_real, type_name
 
 __all__ = [
     "MAX_GRID_POINTS_LOG2",
@@ -41,25 +41,11 @@ MAX_GRID_POINTS_LOG2 = 52
 def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
     """``value`` as an exact Fraction, or a ParameterError naming ``name``.
 
-    Accepts int, float, Fraction and NumPy scalars; refuses bool, NaN, ±inf,
-    strings and anything else.
+    The rule of :func:`snapcore.values.read_real` (docs/semantics.md, "Values that
+    enter"): int, float, Fraction, Decimal, NumPy and gmpy2 numbers, read exactly;
+    bool, NaN, ±inf, strings and anything else refused.
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        raise ParameterError(f"{name} must be a finite real number, got the bool {value!r}")
-    if not isinstance(value, numbers.Real):
-        raise ParameterError(
-            f"{name} must be a finite real number, got {type(value).__name__} {show(value)}"
-        )
-    if isinstance(value, numbers.Rational):
-        q = Fraction(int(value.numerator), int(value.denominator))  # NumPy ints too
-    else:
-        f = float(value)
-        if not math.isfinite(f):
-            raise ParameterError(f"{name} must be a finite real number, got {f!r}")
-        q = Fraction(f)
-    if positive and q <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {show(value)}")
-    return q
+    return read_real(name, value, positive=positive)
 
 
 def ceil_log2(q: Fraction) -> int:
@@ -203,28 +189,20 @@ class Calibration:
             bound=bound,
             liu_bound=self.epsilon + 23 * b * self.epsilon * eta,
             conditions=(
-                f"epsilon > 2*eta: epsilon = {float(self.epsilon)!r} > 2**-{self.precision - 1}",
-                f"b*eta <= 2**-52: b = {float(b)!r}, eta = 2**-{self.precision}",
+                f"epsilon > 2*eta: epsilon = {format_number(self.epsilon)} > "
+                f"2**-{self.precision - 1}",
+                f"b*eta <= 2**-52: b = {format_number(b)}, eta = 2**-{self.precision}",
                 f"b <= 2**{MAX_GRID_POINTS_LOG2} * Lambda (every grid point an exact double; "
                 f"implies Mironov's b < 2**(p-7) * lambda): b / Lambda = "
-                f"{float(b / self.granularity)!r}",
-                f"lambda = RU(1/epsilon') = {float(lam)!r}; b <= lambda is allowed "
+                f"{format_number(b / self.granularity)}",
+                f"lambda = RU(1/epsilon') = {format_number(lam)}; b <= lambda is allowed "
                 "(the mechanism stays private, mostly clamped)",
             ),
         )
 
 
 def _exact_double(name: str, value: Any) -> Fraction:
-    q = check_real(name, value)
-    try:
-        as_double = Fraction(float(q))
-    except OverflowError:
-        as_double = None
-    if as_double != q:
-        raise ParameterError(
-            f"{name} must be exactly representable as a double, got {show(value)}"
-        )
-    return q
+    return read_double(name, value)
 
 
 def derive_calibration(
@@ -298,50 +276,39 @@ def calibrate(
     if (clamp_bounds is None) == (clamp_bound is None):
         raise ParameterError(
             "give exactly one of clamp_bounds=(lower, upper) and clamp_bound=B, got "
-            f"clamp_bounds={clamp_bounds!r}, clamp_bound={clamp_bound!r}"
+            f"clamp_bounds={show(clamp_bounds)}, clamp_bound={show(clamp_bound)}"
         )
     if clamp_bound is not None:
         bq = _exact_double("clamp_bound", clamp_bound)
         if bq <= 0:
-            raise ParameterError(f"clamp_bound must be a finite number > 0, got {clamp_bound!r}")
+            raise ParameterError(
+                f"clamp_bound must be a finite number > 0, got {show(clamp_bound)}"
+            )
         lower, upper = -bq, bq
     else:
-        if (
-            isinstance(clamp_bounds, str | bytes)
-            or not hasattr(clamp_bounds, "__len__")
-            or not hasattr(clamp_bounds, "__getitem__")
-            or len(clamp_bounds) != 2
-        ):
-            raise ParameterError(
-                f"clamp_bounds must be a pair (lower, upper), got {clamp_bounds!r}"
-            )
-        lower = _exact_double("clamp_bounds[0] (lower)", clamp_bounds[0])
-        upper = _exact_double("clamp_bounds[1] (upper)", clamp_bounds[1])
-        if not lower < upper:
-            raise ParameterError(
-                "clamp_bounds must satisfy lower < upper, got "
-                f"lower={clamp_bounds[0]!r}, upper={clamp_bounds[1]!r}"
-            )
+        lower, upper = read_double_pair("clamp_bounds", clamp_bounds)
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
     if need > MAX_PRECISION:
         raise ParameterError(
-            f"epsilon = {show(epsilon)} with B/sensitivity = {float(half / delta)!r} needs a "
-            f"working precision of {need} bits; at most {MAX_PRECISION} is supported "
+            f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} "
+            f"needs a working precision of {need} bits; at most {MAX_PRECISION} is supported "
             "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))"
         )
     if precision is None:
         p = need
     else:
-        if isinstance(precision, bool) or not isinstance(precision, numbers.Integral):
-            raise ParameterError(f"precision must be an int >= {need}, got {precision!r}")
+        if isinstance(precision, bool | np.bool_) or not isinstance(precision, int | np.integer):
+            raise ParameterError(
+                f"precision must be an int >= {need}, got {type_name(precision)} {show(precision)}"
+            )
         p = int(precision)
         if p < need:
             raise ParameterError(
-                f"precision must be an int >= {need} for these parameters, got {p}"
+                f"precision must be an int >= {need} for these parameters, got {show(p)}"
             )
         if p > MAX_PRECISION:
-            raise ParameterError(f"precision must be an int <= {MAX_PRECISION}, got {p}")
+            raise ParameterError(f"precision must be an int <= {MAX_PRECISION}, got {show(p)}")
     eta = Fraction(1, 1 << p)
     if not eps > 2 * eta:  # guaranteed by the precision choice; kept as an invariant
         raise ParameterError(
@@ -353,8 +320,8 @@ def calibrate(
         raise ParameterError(
             f"the clamp interval is too wide for epsilon = {show(epsilon)}: the half-width "
             "over the sensitivity, "
-            f"B/sensitivity = {float(half / delta)!r}, must be <= 2**{MAX_GRID_POINTS_LOG2} "
-            f"* Lambda = {float(Fraction(2) ** (MAX_GRID_POINTS_LOG2 + L))!r} (Lambda = "
+            f"B/sensitivity = {format_number(half / delta)}, must be <= "
+            f"2**{MAX_GRID_POINTS_LOG2} * Lambda = 2**{MAX_GRID_POINTS_LOG2 + L} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
             "an exact double; narrow the clamp interval or lower epsilon"
         )

@@ -165,7 +165,20 @@ class Pipeline:
         return self._grid_output(zm, ze)
 
     def _grid_output(self, zm: int, ze: int) -> float:
-        """``c + Δ·zm·2**ze`` rounded once to the nearest double, clamped to the interval."""
+        """``c + Δ·zm·2**ze`` rounded once to the nearest double, for a grid point
+        ``|zm·2**ze| < b`` (an endpoint ``±b`` goes through :meth:`output`).
+
+        The clamp of step 9 ([S9]) to ``[lower, upper]`` never acts here, so it is not
+        written.  Proof: let ``u = 2**(E − p + 1)`` be the unit in the last place of
+        ``b`` (``2**E <= b < 2**(E+1)``).  The upper condition ``b <= 2**52·Λ`` gives
+        ``Λ >= 2**(E − 52) >= u`` (``p >= 118``), so both ``b`` and every grid point
+        ``z = k·Λ`` are multiples of ``u``, and ``0 <= z < b`` implies ``z <= b − u``.
+        ``b = RN_p(B/Δ)`` is within ``u/2`` of ``B/Δ``, so ``z < B/Δ``; likewise for
+        ``z < 0``.  Hence ``c + Δ·z`` lies strictly inside ``(lower, upper)``, whose
+        ends are doubles, and rounding to nearest is monotone: the double lies in
+        ``[lower, upper]``.  ``tests/test_dyadic_rules.py`` checks the premise and the
+        conclusion on the outermost grid points.
+        """
         cn, cd = self._c
         dn, dd = self._d
         # c + Δ·zm·2**ze = (cn·dd·2**-ze + cd·dn·zm) / (cd·dd·2**-ze)   (ze may be >= 0)
@@ -175,12 +188,7 @@ class Pipeline:
         else:
             num = (cn * dd << -ze) + cd * dn * zm
             den = (cd * dd) << -ze
-        out = num / den  # CPython int true division is correctly rounded
-        if out < self._lower:
-            return self._lower
-        if out > self._upper:
-            return self._upper
-        return out
+        return num / den  # CPython int true division is correctly rounded
 
     def run(self, x: tuple[int, int], draw: tuple[int, int, int] | Draw) -> float:
         """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``:

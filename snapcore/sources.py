@@ -142,6 +142,15 @@ class RandomSource(abc.ABC):
         d = self.draw(precision)
         return (d.sign, d.mantissa, d.exponent)
 
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether the next ``count`` draws at ``precision`` can be supplied.
+
+        A vector release asks this before drawing anything, so that it draws all its
+        noise or none.  The default, True, is right for unbounded streams; a source
+        that can run out (a replay, a finite pool) must override it.
+        """
+        return True
+
     def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
         """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order.
 
@@ -252,6 +261,14 @@ class SystemSource(ByteSource):
     Bytes are read in blocks and buffered in this process; every buffer is dropped
     in a forked child (``os.register_at_fork``), so parent and child never share
     noise.
+
+    Parameters
+    ----------
+    reader : callable, optional
+        ``reader(n)`` returns ``n`` fresh bytes from the operating system; the default,
+        and the only choice for releases, is ``os.urandom``.  Tests pass a reader that
+        records or chooses the bytes, to check at the value level that every byte the
+        OS returns is decoded once and in order.
     """
 
     name = "system"
@@ -259,8 +276,9 @@ class SystemSource(ByteSource):
     _BLOCK = 4096
     _instances: ClassVar[weakref.WeakSet[SystemSource]] = weakref.WeakSet()
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Callable[[int], bytes] = os.urandom) -> None:
         super().__init__()
+        self._reader = reader
         self._buf = b""
         self._pos = 0
         SystemSource._instances.add(self)
@@ -274,8 +292,8 @@ class SystemSource(ByteSource):
             rest = self._buf[self._pos :]
             if n - len(rest) >= self._BLOCK:  # a large read: no copy through the buffer
                 self._buf, self._pos = b"", 0
-                return rest + os.urandom(n - len(rest))
-            self._buf = rest + os.urandom(max(self._BLOCK, n - len(rest)))
+                return rest + self._reader(n - len(rest))
+            self._buf = rest + self._reader(max(self._BLOCK, n - len(rest)))
             self._pos, end = 0, n
         out = self._buf[self._pos : end]
         self._pos = end
@@ -375,6 +393,11 @@ class ReplaySource(RandomSource):
     def remaining(self) -> int:
         """Draws not yet replayed."""
         return len(self._pending) - self._next
+
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether ``count`` draws remain (:meth:`draws` also refuses invalid ones
+        without consuming any)."""
+        return self.remaining >= count
 
     def draw(self, precision: int) -> Draw:
         with self._lock:

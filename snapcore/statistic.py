@@ -25,7 +25,6 @@ from __future__ import annotations
 import abc
 import enum
 import math
-import numbers
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,9 +32,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 import numpy as np
 
-from snapcore.errors import ParameterError
-from snapcore.params import check_real
+from snapcore.errors import ParameterError, show
 from snapcore.plugins import get_registries
+from snapcore.values import read_double_pair, type_name
 
 if TYPE_CHECKING:
     from snapcore.dataset import Dataset
@@ -178,10 +177,12 @@ class Prepared:
         return len(self.values) > 1
 
 
-#: A partial state: a tuple of Python ints.  Exact, merged by a commutative and
-#: associative :meth:`Statistic.merge`, picklable and small (it does not grow with
-#: the number of records, only with their count's and sum's bit lengths).
-State = tuple[int, ...]
+#: A partial state: a tuple of Python ints (exact rationals, as Fractions, where a
+#: record is an exact real that is not a binary fraction, e.g. a Decimal 0.1).  Exact,
+#: merged by a commutative and associative :meth:`Statistic.merge`, picklable and small
+#: (it does not grow with the number of records, only with their count's and sum's
+#: bit lengths).
+State = tuple[int | Fraction, ...]
 
 
 class Statistic(abc.ABC):
@@ -217,6 +218,10 @@ class Statistic(abc.ABC):
         Whether f(D) is always an integer (counts): releases then come back as Python
         ints when every output is an integer (an integral grid between integral clamp
         bounds).
+    conformance_options : tuple of mappings
+        Option sets the statistic conformance suite
+        (:func:`snapcore.testing.statistic_suite`, ``snapcore compare``) checks it with
+        when it is given none; the default ``({},)`` is no options.
     """
 
     name: ClassVar[str]
@@ -226,6 +231,7 @@ class Statistic(abc.ABC):
     needs_data_bounds: ClassVar[bool] = True
     options: ClassVar[Mapping[str, str]] = {}
     integer_valued: ClassVar[bool] = False
+    conformance_options: ClassVar[tuple[Mapping[str, Any], ...]] = ({},)
 
     @property
     def mergeable(self) -> bool:
@@ -369,8 +375,8 @@ def check_n(n: Any) -> int | None:
     """A public ``n`` (None or an int >= 0), else a ParameterError."""
     if n is None:
         return None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ParameterError(f"n must be an int >= 0, got {n!r}")
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer) or n < 0:
+        raise ParameterError(f"n must be an int >= 0, got {type_name(n)} {show(n)}")
     return int(n)
 
 
@@ -390,7 +396,7 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
         if n != data_size:
             raise ParameterError(
                 f"n must equal the number of records under the replace relation "
-                f"(n is public), got n={n} for {data_size} records"
+                f"(n is public), got n={show(n)} for {data_size} records"
             )
         return n, f"n = {n} (public under the replace relation)"
     if n is None:
@@ -423,7 +429,8 @@ def resolve_statistic(statistic: Any) -> Statistic:
         st: Statistic = reg.get(statistic)
         return st
     raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got {statistic!r}"
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}"
     )
 
 
@@ -440,21 +447,9 @@ def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:
 
 
 def _pair(name: str, pair: Any) -> tuple[float, float]:
-    if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) != 2:
-        raise ParameterError(f"{name} must be a pair (lower, upper), got {pair!r}")
-    out = []
-    for which, v in (("lower", pair[0]), ("upper", pair[1])):
-        q = check_real(f"{name} {which}", v)
-        try:
-            exact = Fraction(float(q)) == q
-        except OverflowError:
-            exact = False
-        if not exact:
-            raise ParameterError(f"{name} {which} must be exactly a double, got {v!r}")
-        out.append(float(q))
-    if not out[0] < out[1]:
-        raise ParameterError(f"{name} must satisfy lower < upper, got {tuple(pair)!r}")
-    return (out[0], out[1])
+    """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.values.read_double_pair`)."""
+    lo, hi = read_double_pair(name, pair)
+    return (float(lo), float(hi))
 
 
 def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
@@ -477,6 +472,6 @@ def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
     if stat.columns > 1:
         raise ParameterError(
             f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got data_bounds={data_bounds!r}"
+            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
         )
     return (_pair("data_bounds", data_bounds),)

@@ -67,6 +67,12 @@ STATISTIC_MARGIN = 1.2
 SCALAR_REPS = 21
 ARRAY_BUDGET_NS = 100_000_000
 STATISTIC_REPS = 15
+#: With ``timing=None`` (the default), a statistic's whole release is padded only up to
+#: this public n: its quantum is calibrated by releasing synthetic data of that size
+#: several times, which at data scale would cost more than the release itself (and the
+#: memory of the synthetic copies).  Above it the mechanism's releases are still
+#: padded; ``timing="constant"`` pads the whole release at any n.
+STATISTIC_DEFAULT_MAX_N = 100_000
 #: A quantum is measured again after this many uses (0: never, the default; see
 #: docs/timing.md: on a loaded machine it tracks the load, but its effect on the
 #: leak measurement is not yet settled).
@@ -627,6 +633,13 @@ def padded_statistic(fn: F) -> F:
         start = _now()
         out = fn(statistic, data, **kw)
         key = _stat_key({"statistic": statistic, **kw}, out.n)
+        if kw.get("timing") is None and out.n is not None and out.n > STATISTIC_DEFAULT_MAX_N:
+            return _note(
+                out,
+                f"timing: the statistic's computation is padded by default only up to "
+                f"n = {STATISTIC_DEFAULT_MAX_N} records (timing='constant' pads it at any "
+                "n); the mechanism's releases were padded",
+            )
         if key is None or out.n is None:
             return _note(out, "timing: not padded (no public size or unhashable parameters)")
         t_cal = _now()

@@ -5,17 +5,16 @@ Counts are integers, so they are exact by construction.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-import math
-import numbers
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, show
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
     DataBounds,
@@ -25,6 +24,7 @@ from snapcore.statistic import (
     Statistic,
     resolve_n,
 )
+from snapcore.values import CategoryKey, category_key, is_missing, read_double
 
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
@@ -74,7 +74,7 @@ class Count(Statistic):
         **options: Any,
     ) -> Prepared:
         _no_bounds(data_bounds)
-        size = state[0]
+        size = int(state[0])
         n_used, n_note = resolve_n(size, n, relation, self.name)
         if relation is REPLACE:
             return Prepared(
@@ -129,7 +129,7 @@ def bin_labels(edges: Sequence[float] | np.ndarray, *, clamped: bool) -> tuple[s
 
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(f"bins must be a sequence of bin edges, got {bins!r}")
+        raise ParameterError(f"bins must be a sequence of bin edges, got {show(bins)}")
     if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
         fast = bins.astype(np.float64)
     elif isinstance(bins, list) and all(type(e) is float for e in bins):
@@ -143,14 +143,7 @@ def _edges(bins: Any) -> np.ndarray:
         and bool((fast[1:] > fast[:-1]).all())
     ):
         return fast  # doubles, finite, strictly increasing: what the checks below ask
-    out = []
-    for i, e in enumerate(bins):
-        if isinstance(e, bool) or not isinstance(e, numbers.Real):
-            raise ParameterError(f"bins[{i}] must be a finite real number, got {e!r}")
-        f = float(e)
-        if not math.isfinite(f) or (isinstance(e, numbers.Rational) and Fraction(f) != e):
-            raise ParameterError(f"bins[{i}] must be a finite double, got {e!r}")
-        out.append(f)
+    out = [float(read_double(f"bins[{i}]", e)) for i, e in enumerate(bins)]
     if len(out) < 2:
         raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
     if any(not x < y for x, y in itertools.pairwise(out)):
@@ -178,7 +171,33 @@ def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
     bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
     if bad.any():
         idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
-    return idx
+    return cast(np.ndarray, idx)
+
+
+def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
+    """The categories as given and the bin of each normalised key (distinct keys only)."""
+    if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
+        raise ParameterError(f"categories must be a sequence of values, got {show(cats)}")
+    cats = list(cats)
+    if not cats:
+        raise ParameterError("categories must not be empty")
+    index: dict[CategoryKey, int] = {}
+    for j, c in enumerate(cats):
+        if is_missing(c):
+            raise ParameterError(f"categories[{j}] is a missing value ({show(c)})")
+        try:
+            key = category_key(c)
+        except ParameterError as exc:
+            raise ParameterError(f"categories[{j}]: {exc}") from None
+        if key in index:
+            i = index[key]
+            raise ParameterError(
+                f"categories must be distinct under exact-value matching (numbers by their "
+                f"exact value, strings as strings): categories[{i}] = {show(cats[i])} and "
+                f"categories[{j}] = {show(c)} are the same category"
+            )
+        index[key] = j
+    return cats, index
 
 
 class Histogram(Statistic):
@@ -246,9 +265,11 @@ class Histogram(Statistic):
         other = options.get("other", False)
         out_of_range = options.get("out_of_range", "clamp")
         if not isinstance(other, bool):
-            raise ParameterError(f"other must be True or False, got {other!r}")
+            raise ParameterError(f"other must be True or False, got {show(other)}")
         if out_of_range not in ("clamp", "drop"):
-            raise ParameterError(f"out_of_range must be 'clamp' or 'drop', got {out_of_range!r}")
+            raise ParameterError(
+                f"out_of_range must be 'clamp' or 'drop', got {show(out_of_range)}"
+            )
         if bins is not None:
             if other:
                 raise ParameterError(
@@ -258,33 +279,42 @@ class Histogram(Statistic):
             return _edges(bins)
         if out_of_range != "clamp":
             raise ParameterError("out_of_range= is for bins=; for categories= use other=")
-        if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-            raise ParameterError(f"categories must be a sequence of values, got {cats!r}")
-        cats = list(cats)
-        if not cats:
-            raise ParameterError("categories must not be empty")
-        if any(cats[i] == cats[j] for i in range(len(cats)) for j in range(i)):
-            raise ParameterError(f"categories must be distinct, got {cats!r}")
-        if other and "other" in (str(c) for c in cats):
+        spec = _category_bins(cats)
+        if other and "other" in (str(c) for c in spec[0]):
             raise ParameterError(
                 "other=True adds a bin labelled 'other'; a category has that label"
             )
-        return cats
+        return spec
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, count_0, ..., count_{k-1})``: values clamped to the outer edges (or
         dropped with ``out_of_range="drop"``); unlisted categories in a last ``other``
         count with ``other=True``."""
         spec = self._spec(data_bounds, options)
+        drop = options.get("out_of_range", "clamp") == "drop"
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
-            raw = chunk.numeric(0)
-            if options.get("out_of_range", "clamp") == "drop":
-                raw = raw[(raw >= spec[0]) & (raw <= spec[-1])]
-            x = np.clip(raw, spec[0], spec[-1])
-            return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
-        col = chunk.categorical(0)
-        counts = [int(np.count_nonzero(col == c)) for c in spec]
+            col = chunk.column(0)
+            if col.doubles is not None:
+                raw = col.doubles
+                if drop:
+                    raw = raw[(raw >= spec[0]) & (raw <= spec[-1])]
+                x = np.clip(raw, spec[0], spec[-1])
+                return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
+            fe = [Fraction(e) for e in spec.tolist()]  # exact records that are not doubles
+            counts = [0] * k
+            for v in col.fractions():
+                if drop and not fe[0] <= v <= fe[-1]:
+                    continue
+                v = min(max(v, fe[0]), fe[-1])
+                counts[min(bisect.bisect_right(fe, v) - 1, k - 1)] += 1
+            return (chunk.size, *counts)
+        cats, index = spec
+        counts = [0] * len(cats)
+        for key in chunk.categorical(0):
+            j = index.get(key)  # a dict lookup: at most one bin per record
+            if j is not None:
+                counts[j] += 1
         if options.get("other", False):
             counts.append(chunk.size - sum(counts))
         return (chunk.size, *counts)
@@ -299,7 +329,7 @@ class Histogram(Statistic):
         **options: Any,
     ) -> Prepared:
         spec = self._spec(data_bounds, options)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         counts = list(state[1:])
         if isinstance(spec, np.ndarray):
             clamped = options.get("out_of_range", "clamp") == "clamp"
@@ -310,18 +340,19 @@ class Histogram(Statistic):
                 if clamped
                 else "values outside [e_0, e_k] are not counted (out_of_range='drop')"
             ) + "; bins [e_i, e_{i+1}), the last closed"
-        elif options.get("other", False):
-            labels = (*(str(c) for c in spec), "other")
-            placement = (
-                "a record counts in the bin equal to its value; every unlisted value counts "
-                "in 'other'"
-            )
         else:
-            labels = tuple(str(c) for c in spec)
+            labels = tuple(str(c) for c in spec[0])
             placement = (
-                "a record counts in the bin equal to its value; records with unlisted values "
-                "are not counted (other=True adds a bin for them)"
+                "a record counts in the one bin whose category equals it under exact-value "
+                "matching (numbers by exact value, strings as strings, bools as bools); "
             )
+            if options.get("other", False):
+                labels = (*labels, "other")
+                placement += "every unlisted value counts in 'other'"
+            else:
+                placement += (
+                    "records with unlisted values are not counted (other=True adds a bin for them)"
+                )
         if len(counts) != len(labels):
             raise ParameterError(
                 f"statistic 'histogram' got a state with {len(counts)} bins for "

@@ -35,6 +35,7 @@ from snapcore.statistic import (
     one_column_bounds,
     resolve_n,
 )
+from snapcore.values import Column
 
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
@@ -53,8 +54,29 @@ def _one_column_state(
 ) -> State:
     """``(records, Σc·2**1074[, Σc²·2**2148])`` of the clamped values ``c`` (exact)."""
     lo, hi = one_column_bounds(data_bounds, name)
-    s, q = clamped_moments(chunk.numeric(0), lo, hi, squares=squares)
+    col = chunk.column(0)
+    s: int | Fraction
+    q: int | Fraction
+    if col.doubles is not None:  # the fast exact engines
+        s, q = clamped_moments(col.doubles, lo, hi, squares=squares)
+    else:  # records that are exact reals but not doubles: the same sums, in rationals
+        c = _clamped_fractions(col, lo, hi)
+        s = _scaled(sum(c, Fraction(0)), SUM_SCALE)
+        q = _scaled(sum((v * v for v in c), Fraction(0)), DOT_SCALE) if squares else 0
     return (chunk.size, s, q) if squares else (chunk.size, s)
+
+
+def _clamped_fractions(col: Column, lo: float, hi: float) -> list[Fraction]:
+    a, b = Fraction(lo), Fraction(hi)
+    return [clamp_fraction(v, a, b) for v in col.fractions()]
+
+
+def _scaled(q: Fraction, scale: int) -> int | Fraction:
+    """``q·2**scale``: an int whenever the values were binary fractions (doubles, ints,
+    long doubles), else the exact Fraction (a Decimal 0.1, a Fraction 1/3); states add
+    either way, exactly."""
+    r = q * (1 << scale)
+    return r.numerator if r.denominator == 1 else r
 
 
 def variance_range_bound(n: int, w: Fraction, v: Fraction | None = None) -> Fraction:
@@ -106,7 +128,7 @@ class Sum(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         total = state[1] * _SUM_DEN
         if relation is REPLACE:
             delta = b - a
@@ -165,7 +187,7 @@ class Mean(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         a, b = Fraction(lo), Fraction(hi)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 1:
             raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
         mean = Fraction(state[1], n_used << SUM_SCALE)
@@ -221,7 +243,7 @@ class Variance(Statistic):
     ) -> Prepared:
         lo, hi = one_column_bounds(data_bounds, self.name)
         w = Fraction(hi) - Fraction(lo)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
         _, s, q = state
@@ -269,8 +291,17 @@ class Covariance(Statistic):
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σx · 2**1074, Σy · 2**1074, Σxy · 2**2148)``, x and y clamped."""
         (a, b), (c, d) = _two_column_bounds(data_bounds)
-        sx, sy, sxy = clamped_cross_moments(chunk.numeric(0), chunk.numeric(1), (a, b, c, d))
-        return (chunk.size, sx, sy, sxy)
+        x, y = chunk.column(0), chunk.column(1)
+        if x.doubles is not None and y.doubles is not None:
+            sx, sy, sxy = clamped_cross_moments(x.doubles, y.doubles, (a, b, c, d))
+            return (chunk.size, sx, sy, sxy)
+        cx, cy = _clamped_fractions(x, a, b), _clamped_fractions(y, c, d)
+        return (
+            chunk.size,
+            _scaled(sum(cx, Fraction(0)), SUM_SCALE),
+            _scaled(sum(cy, Fraction(0)), SUM_SCALE),
+            _scaled(sum((u * v for u, v in zip(cx, cy, strict=True)), Fraction(0)), DOT_SCALE),
+        )
 
     def finalize(
         self,
@@ -283,7 +314,7 @@ class Covariance(Statistic):
     ) -> Prepared:
         (a, b), (c, d) = _two_column_bounds(data_bounds)
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
-        n_used, n_note = resolve_n(state[0], n, relation, self.name)
+        n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
         _, sx, sy, sxy = state

@@ -11,3 +11,91 @@ from hypothesis import settings
 settings.register_profile("snapcore", deadline=None, print_blob=True)
 settings.register_profile("ci", parent=settings.get_profile("snapcore"), derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "snapcore")
+
+
+# -- a sample of every slow test runs in the default suite ---------------------------
+#
+# Tests marked ``slow`` guard exactness at sizes too large for every run (the nightly
+# run is ``pytest -m slow``, see docs/testing.md).  So that none of them rots unseen,
+# the default run (``-m "not slow"``) also runs **one randomly chosen case** of each
+# slow test function, at a reduced size: hypothesis-driven ones with at most
+# ``SLOW_SAMPLE_EXAMPLES`` examples, and those that take a ``slow_size`` fixture with
+# its reduced size.  The choice is seeded; the seed is printed in the header and the
+# sampled test ids in the summary, and ``SNAPCORE_SLOW_SAMPLE_SEED=<seed>`` replays
+# the same choice.  ``SNAPCORE_SLOW_SAMPLE=0`` turns the sample off.
+
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+
+SLOW_SAMPLE_EXAMPLES = 20
+
+
+def _slow_sample_seed() -> int:
+    env = os.environ.get("SNAPCORE_SLOW_SAMPLE_SEED")
+    if env:
+        return int(env)
+    if os.environ.get("CI"):  # reproducible CI runs, as with hypothesis' derandomize
+        return 0
+    return random.SystemRandom().randrange(2**32)
+
+
+_SEED = _slow_sample_seed()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"snapcore slow-test sample: SNAPCORE_SLOW_SAMPLE_SEED={_SEED}"
+
+
+def _slow_excluded(config: pytest.Config) -> bool:
+    expr = (config.getoption("markexpr") or "").replace(" ", "")
+    return expr == "notslow"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("SNAPCORE_SLOW_SAMPLE") == "0" or not _slow_excluded(config):
+        return
+    groups: dict[tuple[str, str], list[pytest.Function]] = {}
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("slow"):
+            groups.setdefault((str(item.path), item.originalname), []).append(item)
+    rng = random.Random(_SEED)
+    chosen = []
+    for key in sorted(groups):
+        item = rng.choice(groups[key])
+        # Only the item's own (function and parameter) marks can say "slow" here.
+        item.own_markers = [m for m in item.own_markers if m.name != "slow"]
+        if item.get_closest_marker("slow"):  # marked on a class or module: leave it
+            continue
+        item.add_marker(pytest.mark.slow_sample)
+        inner = getattr(item.obj, "hypothesis", None)
+        wrapped = item.obj
+        current = getattr(wrapped, "_hypothesis_internal_use_settings", None)
+        if inner is not None and current is not None:
+            from hypothesis import settings as _settings
+
+            small = min(current.max_examples, SLOW_SAMPLE_EXAMPLES)
+            wrapped._hypothesis_internal_use_settings = _settings(current, max_examples=small)
+        chosen.append(item.nodeid)
+    config.stash[_CHOSEN] = chosen
+
+
+_CHOSEN = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def slow_size(request: pytest.FixtureRequest):
+    """``slow_size(full, sample)``: ``sample`` when this test runs as the default
+    suite's sample of a slow test, else ``full``."""
+    sampled = request.node.get_closest_marker("slow_sample") is not None
+    return lambda full, sample: sample if sampled else full
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    chosen = config.stash.get(_CHOSEN, [])
+    if chosen:
+        terminalreporter.write_line(
+            f"slow tests sampled at reduced size (SNAPCORE_SLOW_SAMPLE_SEED={_SEED}): "
+            + ", ".join(chosen)
+        )

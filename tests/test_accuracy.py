@@ -226,8 +226,8 @@ def test_accuracy_holds_in_simulation(epsilon, bounds, sens, value, alpha):
 @pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "bounds", "sens", "value", "alpha"), SIM_CASES)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_accuracy_holds_in_simulation_slow(epsilon, bounds, sens, value, alpha, seed):
-    _check_sim(epsilon, bounds, sens, value, alpha, n=400_000, seed=seed)
+def test_accuracy_holds_in_simulation_slow(epsilon, bounds, sens, value, alpha, seed, slow_size):
+    _check_sim(epsilon, bounds, sens, value, alpha, n=slow_size(400_000, 20_000), seed=seed)
 
 
 @pytest.mark.parametrize(
@@ -473,8 +473,8 @@ def test_bias_matches_simulation(epsilon, bounds, sens, guess):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "bounds", "sens", "guess"), BIAS_CASES)
-def test_bias_matches_simulation_slow(epsilon, bounds, sens, guess):
-    _check_bias_sim(epsilon, bounds, sens, guess, n=1_000_000, seed=22)
+def test_bias_matches_simulation_slow(epsilon, bounds, sens, guess, slow_size):
+    _check_bias_sim(epsilon, bounds, sens, guess, n=slow_size(1_000_000, 20_000), seed=22)
 
 
 def test_bias_refuses_bad_guess():

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "snapcore.ieee754",
             "snapcore.backends._intround",
             "snapcore.display",
+            "snapcore.values",
         ],
     ),
     ("calibration", ["snapcore.params", "snapcore.bounds", "snapcore.guarantee"]),

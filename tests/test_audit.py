@@ -265,10 +265,10 @@ def test_audited_loss_at_most_epsilon_on_grid(backend, eps, kw):
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("eps", [2.0**-10, 2.0**-4, 0.5, 1.0, 2.0, 8.0])
-def test_audited_loss_at_most_epsilon_wide_grid(backend, eps):
+def test_audited_loss_at_most_epsilon_wide_grid(backend, eps, slow_size):
     lam = 1 / eps
-    for B in (lam / 8, lam, 300 * 2.0 ** math.ceil(math.log2(lam))):
-        for delta in (1.0, 7.0, 0.125):
+    for B in slow_size((lam / 8, lam, 300 * 2.0 ** math.ceil(math.log2(lam))), (lam,)):
+        for delta in slow_size((1.0, 7.0, 0.125), (7.0,)):
             m = SnappingMechanism(
                 epsilon=eps, clamp_bounds=(-B / 3, B), sensitivity=delta, backend=backend
             )

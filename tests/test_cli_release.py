@@ -141,7 +141,11 @@ def test_csv_file(tmp_path: Path):
         (("mean", "-c", "age", "-e", "1"), "needs --data-bounds", 2),
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper", 2),
         (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found", 3),
-        (("mean", "-c", "region", "-b", "0", "1", "-e", "1"), "must contain only real numbers", 3),
+        (
+            ("mean", "-c", "region", "-b", "0", "1", "-e", "1"),
+            "every record must be a finite real number",
+            3,
+        ),
         (("median", "-c", "age", "-e", "1"), "statistic must be one of", 2),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "-1"), "epsilon must be", 2),
         (("mean", "-c", "age", "-b", "0", "1", "-e", "1", "-g", "2"), "gamma must be", 2),
@@ -168,10 +172,9 @@ def test_non_finite_csv(tmp_path: Path):
     p = tmp_path / "d.csv"
     p.write_text("x\n1\nnan\n3\n")
     r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1")
-    assert r.exit_code == 3
-    assert r.stderr.strip() == (
-        "Error: column 'x' contains non-finite values (missing values: see --missing)"
-    )
+    assert r.exit_code == 3  # a data error
+    assert r.stderr.strip().startswith("Error: column 'x' contains missing values")
+    assert "--missing" in r.stderr
 
 
 def test_listed_in_help():

@@ -5,7 +5,12 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from snapcore.cli import SUBCOMMANDS, main
-from snapcore.compare import compare_backends, format_table
+from snapcore.compare import (
+    compare_backends,
+    compare_statistics,
+    format_statistics_table,
+    format_table,
+)
 
 
 def test_compare_backends_measures_every_backend():
@@ -40,3 +45,34 @@ def test_compare_cli_unknown_backend():
     res = CliRunner().invoke(main, ["compare", "--backend", "nope", "--size", "10"])
     assert res.exit_code != 0
     assert "backend must be one of" in res.output
+
+
+def test_compare_statistics_runs_the_statistic_suite():
+    rows = compare_statistics(["count", "covariance"], random_pairs=6)
+    assert [r.name for r in rows] == ["count", "covariance"]
+    assert rows[0].origin == "counting" and rows[0].relations == ("add-remove", "replace")
+    for r in rows:
+        assert r.conformance.startswith("pass ("), r.conformance
+    text = format_statistics_table(rows)
+    assert "statistic" in text.splitlines()[0] and "pass (" in text
+
+
+def test_compare_cli_lists_statistics():
+    res = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--size",
+            "200",
+            "--seconds",
+            "0.05",
+            "--no-conformance",
+            "--backend",
+            "arb",
+            "--statistic",
+            "histogram",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    last = res.output.strip().splitlines()[-1]
+    assert last.split()[:2] == ["histogram", "counting"] and "not run" in last

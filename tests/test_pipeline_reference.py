@@ -54,7 +54,7 @@ SENSITIVITIES = [1, 1.0, 0.1, 3, 3.0, 0.5, 2.0**-10, 7.25, 1000.0, 1e-3]
 
 
 @st.composite
-def parameters(draw: st.DrawFn) -> dict:
+def float_parameters(draw: st.DrawFn) -> dict:
     """Keyword arguments for SnappingMechanism (may violate the upper condition)."""
     eps = draw(
         st.sampled_from(EPSILONS)
@@ -64,11 +64,107 @@ def parameters(draw: st.DrawFn) -> dict:
         st.sampled_from(SENSITIVITIES)
         | st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
     )
+    return _with_bounds(draw, eps, delta)
+
+
+RATIONAL_EPSILONS = st.builds(Fraction, st.integers(1, 10**12), st.integers(1, 10**12)).filter(
+    lambda q: Fraction(1, 2**60) <= q <= 64
+)
+RATIONAL_SENSITIVITIES = st.builds(Fraction, st.integers(1, 10**9), st.integers(1, 10**9)).filter(
+    lambda q: Fraction(1, 1000) <= q <= 1000
+) | st.sampled_from([Fraction(7, 10), Fraction(1, 3), Fraction(10, 3), Fraction(2**-10)])
+
+
+@st.composite
+def rational_parameters(draw: st.DrawFn) -> dict:
+    """ε and Δ as arbitrary Fractions (not doubles); bounds as Fractions of doubles."""
+    eps = draw(RATIONAL_EPSILONS | st.sampled_from([Fraction(1, 3), Fraction(1, 10)]))
+    delta = draw(RATIONAL_SENSITIVITIES)
+    kw = _with_bounds(draw, eps, delta)
+    return _as_fractions(kw)
+
+
+def _as_fractions(kw: dict) -> dict:
+    out = dict(kw)
+    if "clamp_bound" in out:
+        out["clamp_bound"] = Fraction(out["clamp_bound"])
+    if "clamp_bounds" in out:
+        out["clamp_bounds"] = tuple(Fraction(v) for v in out["clamp_bounds"])
+    return out
+
+
+def _bounds_of(kw: dict) -> tuple[Fraction, Fraction]:
+    if "clamp_bounds" in kw:
+        return Fraction(kw["clamp_bounds"][0]), Fraction(kw["clamp_bounds"][1])
+    return -Fraction(kw["clamp_bound"]), Fraction(kw["clamp_bound"])
+
+
+@st.composite
+def lambda_power_of_two_parameters(draw: st.DrawFn) -> dict:
+    """A rational ε chosen so that ε′ = 2**-k exactly, hence λ = RU(1/ε′) = 2**k = Λ.
+
+    ``ε = 2**-k·(1 + 12·b·η) + 2η`` for the b and η these bounds give; no double ε
+    reaches this (it needs about p significant bits)."""
+    k = draw(st.integers(-6, 60))
+    delta = draw(RATIONAL_SENSITIVITIES | st.sampled_from(SENSITIVITIES))
+    kw = _as_fractions(_with_bounds(draw, 2.0**-k, delta))
+    kw["epsilon"] = Fraction(1)  # placeholder: the precision does not depend on it here
+    lower, upper = _bounds_of(kw)
+    B = (upper - lower) / 2
+    need = required_precision(Fraction(2) ** -k, B / Fraction(delta))
+    p = kw.get("precision", need)
+    assume(p >= need)
+    eta = Fraction(1, 2**p)
+    b = round_p(B / Fraction(delta), p, RN)
+    kw["epsilon"] = Fraction(2) ** -k * (1 + 12 * b * eta) + 2 * eta
+    assume(required_precision(kw["epsilon"], B / Fraction(delta)) == need)
+    return kw
+
+
+@st.composite
+def clamp_bound_on_grid_parameters(draw: st.DrawFn) -> dict:
+    """A rational Δ chosen so that b = RN(B/Δ) is exactly j·Λ (so k reaches ±kmax with
+    k·Λ = ±b) while B/Δ itself is not (so c ± Δ·b is not the endpoint); no double Δ
+    reaches this for most bounds."""
+    eps = draw(st.sampled_from(EPSILONS) | RATIONAL_EPSILONS)
+    half = Fraction(draw(st.sampled_from([1.0, 2.0, 0.7, 1e6, 3.0, 2.0**-20])))
+    # An endpoint at 0 makes c ± Δ·b (off by about B·2**-p) differ from it as a double.
+    centre = half * Fraction(draw(st.sampled_from([-1, 1, -1, 1, 0, 0.5, 1000])))
+    try:
+        ref0 = reference_calibration(epsilon=eps, lower=centre - half, upper=centre + half)
+    except RefInvalid:
+        assume(False)
+    Lam = ref0.granularity
+    j = draw(st.integers(1, 2**20) | st.sampled_from([1, 2, 3, 2**52 - 1, 2**52]))
+    target = j * Lam
+    p_guess = required_precision(Fraction(eps), target) + 4
+    tweak = draw(st.sampled_from([0, 1, -1, 3, -3]))
+    q = target * (1 + Fraction(tweak, 2 ** (p_guess + 2)))
+    kw = {
+        "epsilon": eps,
+        "sensitivity": half / q,
+        "clamp_bounds": (centre - half, centre + half),
+    }
+    assume(float(centre - half) == centre - half and float(centre + half) == centre + half)
+    return kw
+
+
+def parameters() -> st.SearchStrategy[dict]:
+    """Floats, arbitrary rationals, and the rational corner cases λ = 2**k and b = j·Λ."""
+    return (
+        float_parameters()
+        | rational_parameters()
+        | lambda_power_of_two_parameters()
+        | clamp_bound_on_grid_parameters()
+    )
+
+
+def _with_bounds(draw: st.DrawFn, eps, delta) -> dict:
     # Half-width in sensitivity units, relative to the noise scale 1/ε: from far
     # below λ (mostly clamped) to beyond 2**52·Λ (refused).
     j = draw(st.integers(min_value=-12, max_value=56))
     frac = draw(st.floats(min_value=1.0, max_value=2.0))
-    half = float(delta) * frac * 2.0**j / eps
+    half = float(delta) * frac * 2.0**j / float(eps)
     assume(0 < half < 1e300)
     kw: dict = {"epsilon": eps, "sensitivity": delta}
     if draw(st.booleans()):
@@ -149,6 +245,17 @@ def check_calibration(mech: SnappingMechanism, ref) -> None:
     eta = Fraction(1, 1 << ref.precision)
     assert mech.privacy.bound == ref.epsilon_prime * (1 + 12 * ref.b * eta) + 2 * eta
     assert mech.privacy.bound <= ref.epsilon
+    # The rest of the reported analysis, against the reference's numbers.
+    pa, p = mech.privacy, ref.precision
+    assert pa.epsilon == ref.epsilon
+    assert pa.liu_bound == ref.epsilon + 23 * ref.b * ref.epsilon * eta  # Liu (2020)
+    assert pa.theorem.startswith("Mironov (2012), Theorem 1 (snapping mechanism)")
+    assert f"eta = 2**-{p} " in pa.theorem and pa.theorem.endswith(f"p = {p} bits")
+    assert f"> 2**-{p - 1}" in pa.conditions[0]
+    assert f"b = {float(ref.b)!r}, eta = 2**-{p}" in pa.conditions[1]
+    assert pa.conditions[2].endswith(f"b / Lambda = {float(ref.b / ref.granularity)!r}")
+    assert pa.conditions[3].startswith(f"lambda = RU(1/epsilon') = {float(ref.scale)!r}")
+    assert pa.conditions[3].endswith("(the mechanism stays private, mostly clamped)")
 
 
 # -- the reference's own sanity (it must be right before it judges) -----------------
@@ -237,6 +344,17 @@ def test_transform_matches_reference(kw, data):
         z = want["z"]
         event("z clamped" if abs(z) == ref.b else "z inside")
         assert bits(got) == bits(want["output"]), (kw, value, u, sign, want)
+    # The outermost grid points: x = ±b and noise of about λ·2**-p, so k = ±kmax (and
+    # k·Λ = ±b exactly when b is on the grid, as clamp_bound_on_grid_parameters makes it).
+    u = 1 - Fraction(1, 1 << ref.precision)
+    for value in _bounds_of(kw):
+        for sign in (1, -1):
+            want = reference_stages(ref, value, u, sign)
+            on_b = abs(want["k"] * ref.granularity) == ref.b
+            event("k = ±kmax with k·Λ = ±b" if on_b else "k·Λ != ±b")
+            assert bits(mech.transform(value, u, sign)) == bits(want["output"]), (kw, value, sign)
+    if ref.scale == ref.granularity:
+        event("λ = Λ (a power of two)")
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import attrs
@@ -109,19 +110,23 @@ def test_non_finite_data_error_reveals_nothing(bad):
                 column=None if name == "data" or isinstance(data, pd.Series) else "salary",
             )
         msg = str(info.value)
-        assert msg in (
-            f"column {name!r} contains non-finite values (missing values: see missing=)",
-            f"column {name!r} must contain only real numbers",
-        )
+        # Missing values give the one documented message, whatever the marker; an
+        # infinity names its type.  Neither names a record, its position or a value.
+        missing = msg.startswith(f"column {name!r} contains missing values (None, NaN,")
+        infinite = msg.startswith(f"column {name!r}") and "got an infinite" in msg
+        assert missing == (bad is None or bad != bad) and infinite == (not missing)
         assert info.value.__context__ is None  # no chained exception carries a value
-        for leaked in ("12.5", "99.25", "31", "nan", "inf", "None", "2"):
+        for leaked in ("12.5", "99.25", "31"):
             assert leaked not in msg
+        assert not re.search(r"(?<![A-Za-z])2(?![0-9])", msg)  # the position of the bad one
 
 
 def test_non_numeric_error_reveals_nothing():
     with pytest.raises(ParameterError) as info:
         snapcore.release("mean", ["12", "secret-value", "3"], epsilon=1, data_bounds=(0, 100))
-    assert str(info.value) == "column 'data' must contain only real numbers"
+    msg = str(info.value)
+    assert msg.startswith("column 'data': every record must be a finite real number")
+    assert msg.endswith("got str") and "secret" not in msg and "12" not in msg
     assert info.value.__context__ is None
 
 
@@ -171,7 +176,7 @@ def test_clamp_bounds_given_directly():
         ({"epsilon": math.nan}, "epsilon must be a finite real number"),
         ({"data_bounds": None}, "needs data_bounds="),
         ({"data_bounds": (5, 1)}, "lower < upper"),
-        ({"data_bounds": (0, math.inf)}, "data_bounds upper"),
+        ({"data_bounds": (0, math.inf)}, r"data_bounds\[1\] \(upper\)"),
         ({"gamma": 0}, "gamma must be a number in"),
         ({"relation": "add-remove"}, "supports relation"),
         ({"relation": "swap"}, "relation must be one of"),

@@ -319,8 +319,8 @@ def test_u_star_distribution(p):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("p", [118, 200])
-def test_u_star_distribution_large(p):
-    check_u_star_distribution(SLOW, p, seed=20241)
+def test_u_star_distribution_large(p, slow_size):
+    check_u_star_distribution(slow_size(SLOW, FAST), p, seed=20241)
 
 
 def exact_cdf(u: Fraction, p: int) -> Fraction:
@@ -348,11 +348,12 @@ def test_exact_cdf_identity_small_precision():
 @pytest.mark.parametrize(
     "n", [pytest.param(FAST, id="fast"), pytest.param(SLOW, id="large", marks=pytest.mark.slow)]
 )
-def test_u_star_cell_probabilities_at_three_bits(n):
+def test_u_star_cell_probabilities_at_three_bits(n, slow_size):
     """At p = 3 every value's probability (its ulp) is large enough to see: a
     chi-square over all values, and binomial tests of P(U* <= u) = u + ulp_p(u)
     (at u = 1/2 the ulp term is 1/8, which a wrong CDF u would miss by 25%)."""
     p = 3
+    n = slow_size(n, FAST)
     src = SeededSource(31337)
     vals = [d.u for d in src.draws(n, p)]
     cells = {}
@@ -445,8 +446,8 @@ def test_release_matches_exact_output_distribution(kw, value):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("kw", "value"), RELEASE_CASES)
-def test_release_matches_exact_output_distribution_large(kw, value):
-    check_release(kw, value, SLOW, seed=778)
+def test_release_matches_exact_output_distribution_large(kw, value, slow_size):
+    check_release(kw, value, slow_size(SLOW, FAST), seed=778)
 
 
 def test_release_distribution_test_has_power():

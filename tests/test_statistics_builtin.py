@@ -302,7 +302,7 @@ def test_histogram_bins_and_categories():
         prep(Histogram(), col, None)
     with pytest.raises(ParameterError, match="strictly increasing"):
         prep(Histogram(), [1.0], None, bins=[0, 0])
-    with pytest.raises(ParameterError, match="missing or non-finite"):
+    with pytest.raises(ParameterError, match="contains missing values"):
         prep(Histogram(), ["a", None], None, categories=["a"])
 
 

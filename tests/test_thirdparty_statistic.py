@@ -7,8 +7,11 @@ and the registries are rebuilt: exactly what ``pip install`` of the plugin gives
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from fractions import Fraction
 from pathlib import Path
 
@@ -103,3 +106,39 @@ def test_plugin_from_the_cli(installed_plugin):
     )
     assert r.exit_code == 0, r.output
     assert "range_count" in r.output and "released value" in r.output
+
+
+def test_the_plugin_passes_the_statistic_suite_from_its_own_tests(tmp_path):
+    # The example's tests/ holds one line, `TestRangeCount = statistic_suite(RangeCount)`;
+    # run them as the plugin's author would, in a fresh pytest.
+    junit = tmp_path / "out.xml"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")])
+    )
+    env["PYTHONSAFEPATH"] = "1"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            f"--rootdir={EXAMPLE}",
+            f"--junitxml={junit}",
+            "-m",
+            "not slow",
+            str(EXAMPLE / "tests"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    # 6 default tests x 2 option sets x 2 relations (the slow one deselected)
+    assert len(cases) == 6 * 2 * 2, [c.get("name") for c in cases]
+    assert not [c for c in cases if len(c)], "a test did not pass"

@@ -416,25 +416,25 @@ def test_release_bad_scalar(mech, value):
     with pytest.raises(ParameterError) as info:
         mech.release(value)
     assert "value" in str(info.value)
-    if isinstance(value, float):
-        assert repr(float(value)) in str(info.value)
+    if isinstance(value, float):  # the problem is named; a private value is never shown
+        assert ("NaN" if value != value else "infinite") in str(info.value)
     assert mech.source.calls == 0
     # The stream was not advanced: the next release is a fresh mechanism's first.
     assert mech.release(2.5) == fresh_first_release(2.5)
 
 
-BAD_SEQUENCES = [
-    ([1.0, NAN], "nan"),
-    ([1.0, 2.0, INF], "inf"),
-    ([-INF], "inf"),
-    ([1.0, True], "True"),
-    ([np.bool_(False), 1.0], "False"),
-    ([1.0, "x"], "'x'"),
+BAD_SEQUENCES = [  # the message names the type or the problem, never the value
+    ([1.0, NAN], "NaN"),
+    ([1.0, 2.0, INF], "infinite"),
+    ([-INF], "infinite"),
+    ([1.0, True], "bool"),
+    ([np.bool_(False), 1.0], "numpy.bool"),
+    ([1.0, "x"], "str"),
     ([1.0, None], "None"),
-    ([[1.0, 2.0], [3.0]], "list"),
-    ([[1.0, NAN], [3.0, 4.0]], "nan"),
-    ((1.0, NAN), "nan"),
-    ([Fraction(1, 3)], "object"),
+    ([[1.0, 2.0], [3.0]], "ragged"),
+    ([[1.0, NAN], [3.0, 4.0]], "NaN"),
+    ((1.0, NAN), "NaN"),
+    ([Fraction(1, 3), b"1"], "bytes"),
 ]
 
 
@@ -448,13 +448,13 @@ def test_release_bad_sequence_is_all_or_nothing(mech, value, shown):
 
 
 BAD_ARRAYS = [
-    (np.array([1.0, np.nan]), "nan"),
-    (np.array([[1.0, 2.0], [np.inf, 4.0]]), "inf"),
-    (np.array([1.0, -np.inf], dtype=np.float32), "inf"),
-    (np.array(np.nan), "nan"),
+    (np.array([1.0, np.nan]), "NaN"),
+    (np.array([[1.0, 2.0], [np.inf, 4.0]]), "infinite"),
+    (np.array([1.0, -np.inf], dtype=np.float32), "infinite"),
+    (np.array(np.nan), "NaN"),
     (np.array([True, False]), "bool"),
-    (np.array(["a"]), "U1"),
-    (np.array([1.0, 2.0], dtype=object), "object"),
+    (np.array(["a"]), "str"),
+    (np.array([1.0, "2.0"], dtype=object), "str"),
     (np.array([1 + 0j]), "complex"),
 ]
 
@@ -484,7 +484,7 @@ def test_exhausted_replay_source_returns_nothing():
     p = SnappingMechanism(**GOOD).precision
     src = ReplaySource([(1, 0.5), (-1, 0.5)])
     m = SnappingMechanism(**GOOD, source=src)
-    with pytest.raises(SourceExhaustedError, match="2 draws left, 3 requested"):
+    with pytest.raises(SourceExhaustedError, match=r"cannot supply 3 draws \(2 draws left\)"):
         m.release([1.0, 2.0, 3.0])
     assert src.remaining == 2  # all or nothing: no draw consumed
     assert m.release([1.0, 2.0]) == [m.transform(1.0, 0.5, 1), m.transform(2.0, 0.5, -1)]
@@ -505,7 +505,7 @@ def test_precision_beyond_the_supported_range_is_refused():
     tiny = Fraction(1, 1 << (1 << 21))
     with pytest.raises(
         ParameterError,
-        match=r"epsilon = Fraction\(about 2\*\*-2097152\).*"
+        match=r"epsilon = 2\*\*-2097152.*"
         r"at most 1048576",
     ):
         SnappingMechanism(epsilon=tiny, clamp_bound=10.0)

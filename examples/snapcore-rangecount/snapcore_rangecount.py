@@ -50,6 +50,8 @@ class RangeCount(Statistic):
         "low": "lower end of the range (inclusive)",
         "high": "upper end (inclusive)",
     }
+    # The option sets the statistic conformance suite checks it with (tests/).
+    conformance_options = ({"low": 18.0, "high": 30.0}, {"low": -1.0, "high": 0.5})
 
     # Mergeable: partial() maps some records to a state of Python ints, merge() (the
     # base class's element-wise addition) combines states of disjoint chunks, and

@@ -170,9 +170,9 @@ def _conversion_message(message: str, file_columns: list[str], label: str) -> st
         idx = int(m.group(1))
         name = file_columns[idx] if idx < len(file_columns) else None
         if name is not None:
-            return f"column {name!r} must contain only real numbers"
+            return f"column {name!r}: every record must be a finite real number; got text"
     if "conversion error" in message:
-        return f"{label}: a column must contain only real numbers"
+        return f"{label}: every record of a column must be a finite real number; got text"
     return f"cannot read {label}: malformed CSV (a row has the wrong number of fields?)"
 
 

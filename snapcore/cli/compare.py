@@ -1,4 +1,5 @@
-"""``snapcore compare``: version, conformance and speed of every registered backend."""
+"""``snapcore compare``: version, conformance and speed of every registered backend, and
+the conformance of every installed statistic."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ __all__ = ["compare"]
     "--json is not given.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option(
+    "--statistic", "statistics", multiple=True, help="Only these statistics (repeatable)."
+)
+@click.option("--no-statistics", is_flag=True, help="Skip the statistics table.")
 def compare(
     size: int,
     seconds: float,
@@ -53,10 +58,12 @@ def compare(
     no_conformance: bool,
     markdown: bool,
     names: tuple[str, ...],
+    statistics: tuple[str, ...],
+    no_statistics: bool,
     progress: bool | None,
     as_json: bool,
 ) -> None:
-    """Compare the registered arithmetic backends.
+    """Compare the registered arithmetic backends; check the installed statistics.
 
     For each backend: the library version; a quick conformance run (every primitive
     at p = 53, 118 and 400 against the exact reference, the committed hard-to-round
@@ -66,8 +73,13 @@ def compare(
     over the backends, so that a change of machine load affects all alike.  Every
     backend releases with ε = 1, bounds [0, 100] (p = 118) from the
     same seeded draws, so the last column checks that their outputs are identical.
-    Ratios are to the first backend (mpfr).  Exit status 1 if a backend fails its
-    conformance run.
+    Ratios are to the first backend (mpfr).
+
+    Then, for every installed statistic (built-in or plugin): the plugin that
+    registered it, its relations, and a quick run of the statistic conformance suite
+    (exact sensitivity, ε split and value range on extremal datasets and their
+    neighbours, and random neighbouring pairs released end to end from frozen draws).
+    The exit status is 1 (internal error) if any backend or statistic fails.
     """
     from snapcore.compare import compare_backends, format_table
 
@@ -95,17 +107,26 @@ def compare(
             repeat=repeat,
             progress=advance if bar is not None else None,
         )
+        stats: list[Any] = []
+        if not no_statistics:
+            from snapcore.compare import compare_statistics
+
+            if bar is not None:
+                bar.set_postfix_str("statistics")
+            stats = compare_statistics(statistics or None, conformance=not no_conformance)
     finally:
         if bar is not None:
             bar.update(bar.total - bar.n)
             bar.close()
     failed = any(r.available and not r.conformance.startswith(("pass", "not run")) for r in rows)
+    failed = failed or any(not s.conformance.startswith(("pass", "not run")) for s in stats)
     if as_json:
         emit_json(
             {
                 "python": platform.python_version(),
                 "machine": platform.machine(),
                 "backends": [attrs.asdict(r) for r in rows],
+                "statistics": [attrs.asdict(s) for s in stats],
                 "conformance_failed": failed,
             }
         )
@@ -117,5 +138,10 @@ def compare(
         f"({platform.processor() or platform.system()})"
     )
     click.echo(format_table(rows, markdown=markdown))
+    if stats:
+        from snapcore.compare import format_statistics_table
+
+        click.echo("")
+        click.echo(format_statistics_table(stats, markdown=markdown))
     if failed:
         raise SystemExit(EXIT_INTERNAL)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +68,7 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
         if len(row) != len(header):
             raise DataError(f"{label}: a row has {len(row)} fields, the header has {len(header)}")
         for h, v in zip(header, row, strict=True):
-            cols[h].append(_cell(v))
+            cols[h].append(cell(v))
     return cols
 
 
@@ -82,7 +84,7 @@ def _read_input(
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
     (pyarrow), or else (also for ``in_memory``: group-by, missing-value policies) the
-    whole CSV file as a table of values."""
+    whole CSV file read field by field with :func:`cell`."""
     from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
     from snapcore.statistic import resolve_statistic
 
@@ -143,24 +145,40 @@ def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
         raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
 
 
-def _cell(text: str) -> Any:
-    """A CSV cell as a value: blank -> None (missing), then int, float, or the text."""
-    text = text.strip()
-    if not text:
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def cell(text: str) -> Any:
+    """One CSV field (or ``--categories``, ``--keys`` item), read on its own.
+
+    Integer text is an ``int`` (exact at any size); other decimal number text is the
+    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
+    pyarrow's CSV readers parse it, so the chunked reader gives the same values); an
+    empty field or ``nan`` is a missing value (``None``, refused by the release unless
+    ``--missing`` says otherwise); anything else stays text.  The same rule for every
+    field: no field changes how another is read.  So ``--categories 1,2`` matches the
+    fields ``1.0`` and ``2.0`` under exact value matching.
+    """
+    t = text.strip()
+    if not t:
         return None
-    return _value(text)
+    if _INT.fullmatch(t):
+        return int(t)
+    try:
+        d = Decimal(t)
+    except ArithmeticError:
+        return t
+    if d.is_nan():
+        return None
+    if not d.is_finite():
+        return t
+    x = float(d)  # correctly rounded: Decimal -> float rounds the exact value once
+    return x if math.isfinite(x) else t
 
 
 def _value(text: str) -> Any:
-    """A value typed on the command line or read from a cell: an int, else a float, else
-    the text; so ``1`` matches a cell ``1.0`` under exact value matching."""
-    for conv in (int, float):
-        try:
-            v = conv(text)
-        except ValueError:
-            continue
-        return v
-    return text
+    """A value typed on the command line, read as a CSV field is (:func:`cell`)."""
+    return cell(text)
 
 
 _FLAGS = {

@@ -1,4 +1,4 @@
-"""The backend conformance suite, shipped with snapcore for every backend author.
+"""The conformance suites, shipped with snapcore for every backend and statistic author.
 
 * :mod:`snapcore.testing.reference` — independent exact references (integer
   rounding; MPFR at far higher precision with a Ziv check for LN);
@@ -8,9 +8,17 @@
   :class:`RegisteredBackendsConformance`, :func:`conformance_suite` (needs pytest and
   hypothesis).
 
-Run the suite on a backend with one line in a test module::
+* :mod:`snapcore.testing.statistic_checks` — the statistic checks as plain functions
+  (exact sensitivity, ε split, value range and data independence on generated
+  neighbours) and :func:`run_statistic_conformance` (no pytest needed);
+* :mod:`snapcore.testing.statistic_suite` — the pytest suite for statistics:
+  :class:`StatisticConformance`, :class:`RegisteredStatisticsConformance`,
+  :func:`statistic_suite`.
+
+Run a suite with one line in a test module::
 
     TestMyBackend = snapcore.testing.conformance_suite(MyBackend)
+    TestMyStatistic = snapcore.testing.statistic_suite(MyStatistic)
 """
 
 from __future__ import annotations
@@ -24,6 +32,12 @@ from snapcore.testing.checks import (
     hard_ln_cases,
     run_conformance,
 )
+from snapcore.testing.statistic_checks import (
+    Setting,
+    StatisticConformanceError,
+    StatisticReport,
+    run_statistic_conformance,
+)
 
 __all__ = [
     "PRECISIONS",
@@ -31,10 +45,17 @@ __all__ = [
     "ConformanceError",
     "ConformanceReport",
     "RegisteredBackendsConformance",
+    "RegisteredStatisticsConformance",
+    "Setting",
+    "StatisticConformance",
+    "StatisticConformanceError",
+    "StatisticReport",
     "conformance_suite",
     "hard_ln_cases",
     "registered_backend_params",
     "run_conformance",
+    "run_statistic_conformance",
+    "statistic_suite",
 ]
 
 _PYTEST_NAMES = {
@@ -42,6 +63,12 @@ _PYTEST_NAMES = {
     "RegisteredBackendsConformance",
     "conformance_suite",
     "registered_backend_params",
+}
+_STATISTIC_PYTEST_NAMES = {
+    "RegisteredStatisticsConformance",
+    "StatisticConformance",
+    "registered_statistic_params",
+    "statistic_suite",
 }
 
 
@@ -52,4 +79,11 @@ def __getattr__(name: str) -> Any:
         from snapcore.testing import conformance
 
         return getattr(conformance, name)
+    if name in _STATISTIC_PYTEST_NAMES:
+        import importlib
+
+        # Not `from snapcore.testing import statistic_suite`: the module and its
+        # factory share the name, and that form would ask this very function.
+        suite_module = importlib.import_module("snapcore.testing.statistic_suite")
+        return getattr(suite_module, name)
     raise AttributeError(f"module 'snapcore.testing' has no attribute {name!r}")

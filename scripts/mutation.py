@@ -1,0 +1,292 @@
+"""Mutation testing of one privacy-carrying module with mutmut 3 (``tox -e mutation``).
+
+Usage::
+
+    python scripts/mutation.py MODULE [--max-children N] [--keep]
+
+``MODULE`` is one of the keys of :data:`TESTS` (``dyadic``, ``params``, ``pipeline``,
+``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``), or ``planted``:
+plant each defect of :data:`PLANTED` (the classes that once survived the default
+suite) in turn and check that its tests fail.  The script lays
+out a scratch copy of the package in its installed shape (``src/snapcore`` with
+``backends`` and ``statistics`` inside), writes a ``[tool.mutmut]`` section that
+mutates only that module and runs only the tests that matter for it, runs
+``mutmut run`` there and prints the results and the score (killed / (killed +
+survived); timeouts count as killed, as mutmut does).  Nothing in the repository
+is modified.  See docs/testing.md for how to read a survivor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The tests that matter for each module: a failure in any of them kills a mutant.
+REF = "tests/test_pipeline_reference.py"
+TESTS: dict[str, list[str]] = {
+    "dyadic": [
+        "tests/test_dyadic_rules.py",
+        f"{REF}::test_round_fraction_matches_reference",
+        f"{REF}::test_add_rounds_the_exact_sum_once",
+        f"{REF}::test_reference_rounding_hand_cases",
+    ],
+    "params": [
+        f"{REF}::test_transform_matches_reference",
+        f"{REF}::test_extreme_draws",
+        "tests/test_validation.py",
+        "tests/test_dyadic_rules.py",
+    ],
+    "pipeline": [
+        REF,
+        "tests/test_dyadic_rules.py",
+    ],
+    "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
+    "sources": [
+        "tests/test_sources_values.py",
+        *(
+            f"tests/test_sampler.py::{name}"
+            for name in (
+                "test_hand_vectors",
+                "test_continuation_over_many_zero_words",
+                "test_consecutive_draws_use_contiguous_bytes",
+                "test_seeded_stream_is_blake2b_counter_mode",
+                "test_seeded_seed_zero_first_draws_are_pinned",
+                "test_seeded_sources_are_independent_of_other_instances",
+                "test_replay_source_replays_in_order_and_exhausts",
+                "test_replay_draws_is_all_or_nothing",
+                "test_replay_checks_precision_when_drawn",
+                "test_system_source_reads_and_decodes",
+                "test_system_source_buffer_dropped_in_forked_child",
+                "test_replay_draws_are_all_or_nothing",
+            )
+        ),
+        "tests/test_validation.py",
+    ],
+    "chacha": ["tests/test_sources_values.py"],
+    "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
+    "fastpath": ["tests/test_fastpath.py", "tests/test_fastpath_margin.py"],
+}
+
+#: The defects that once survived the whole default suite (one per class), planted
+#: one at a time by ``--planted``: each must make its tests fail.  Several sit in
+#: code mutmut does not mutate (decorated functions such as ``Budget.reserve``).
+PLANTED: list[tuple[str, str, str, str, list[str]]] = [
+    (
+        "budget ignores open reservations",
+        "snapcore/budget.py",
+        "left = self.total - self._spent - self._reserved",
+        "left = self.total - self._spent",
+        ["tests/test_budget_schedules.py"],
+    ),
+    (
+        "budget accepts a negative epsilon",
+        "snapcore/budget.py",
+        'eps = check_real("epsilon", epsilon, positive=True)',
+        'eps = check_real("epsilon", epsilon)',
+        ["tests/test_budget_schedules.py"],
+    ),
+    (
+        "SystemSource re-serves a byte to the next read",
+        "snapcore/sources.py",
+        "        self._pos = end\n        return out\n\n\ndef _after_fork",
+        "        self._pos = end - 1\n        return out\n\n\ndef _after_fork",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "SystemSource keeps stale bytes across a refill",
+        "snapcore/sources.py",
+        "self._buf = rest + self._reader(",
+        "self._buf = self._buf[-8:] + self._reader(",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "ChaCha20 re-serves a byte after a refill",
+        "snapcore/chacha.py",
+        "        self._pos = n\n        return self._buf[:n]",
+        "        self._pos = n - 1\n        return self._buf[:n]",
+        ["tests/test_sources_values.py"],
+    ),
+    (
+        "granularity doubles when lambda is a power of two",
+        "snapcore/params.py",
+        "e + m.bit_length() - (1 if m & (m - 1) == 0 else 0)",
+        "e + m.bit_length()",
+        [f"{REF}::test_transform_matches_reference"],
+    ),
+    (
+        "k = ±kmax takes the grid path",
+        "snapcore/pipeline.py",
+        "if -kmax < k < kmax:",
+        "if -kmax <= k <= kmax:",
+        [f"{REF}::test_transform_matches_reference"],
+    ),
+    (
+        "round_ratio ties away from zero",
+        "snapcore/dyadic.py",
+        "if twice > d2 or (twice == d2 and q & 1):",
+        "if twice >= d2:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "round_dyadic ties away from zero",
+        "snapcore/dyadic.py",
+        "if r > half or (r == half and q & 1):",
+        "if r >= half:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "no endpoint rule for a clamped z'",
+        "snapcore/pipeline.py",
+        "if zm and dyadic_cmp(abs(zm), ze, bm, be) == 0:",
+        "if False:",
+        ["tests/test_dyadic_rules.py"],
+    ),
+    (
+        "fast path's safety factor halved",
+        "snapcore/fastpath.py",
+        "err = 2.0 * (eln",
+        "err = 1.0 * (eln",
+        ["tests/test_fastpath_margin.py"],
+    ),
+]
+
+
+def _layout(scratch: Path, module: str) -> None:
+    src = scratch / "src" / "snapcore"
+    shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
+    for sub in ("backends", "statistics"):
+        shutil.copytree(ROOT / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
+    tests = ", ".join(f'"{t}"' for t in TESTS[module])
+    text += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f'only_mutate = ["src/snapcore/{module}.py"]\n'
+        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        "use_git_change_detection = false\n"
+    )
+    (scratch / "pyproject.toml").write_text(text, "utf-8")
+
+
+def _score(results: str) -> tuple[int, int, int]:
+    killed = survived = other = 0
+    for line in results.splitlines():
+        status = line.rsplit(":", 1)[-1].strip()
+        if status in ("killed", "timeout"):
+            killed += 1
+        elif status == "survived":
+            survived += 1
+        elif status:
+            other += 1
+    return killed, survived, other
+
+
+def run_planted(scratch: Path) -> int:
+    """Plant each defect of :data:`PLANTED` in turn; report whether its tests fail."""
+    _layout(scratch, "budget")
+    env = dict(os.environ, PYTHONSAFEPATH="1", PYTHONPATH=str(scratch / "src"))
+    missed = 0
+    for title, rel, old, new, tests in PLANTED:
+        path = scratch / "src" / rel
+        original = path.read_text("utf-8")
+        if original.count(old) != 1:
+            print(f"STALE  {title}: the text to mutate is not in {rel} exactly once")
+            missed += 1
+            continue
+        path.write_text(original.replace(old, new), "utf-8")
+        try:
+            cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+            proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+        finally:
+            path.write_text(original, "utf-8")
+        failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED")]
+        if proc.returncode == 1 and failed:
+            print(f"KILLED {title}: {failed[0][:150]}")
+        else:
+            print(f"ALIVE  {title}: pytest exit {proc.returncode}")
+            missed += 1
+    print(f"planted defects: {len(PLANTED) - missed}/{len(PLANTED)} killed")
+    return 1 if missed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("module", choices=[*sorted(TESTS), "planted"])
+    ap.add_argument("--max-children", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run only the mutants whose names match (e.g. 'snapcore.params.x_calibrate*')",
+    )
+    ap.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="stop mutmut after this many seconds and score the mutants checked so far",
+    )
+    args = ap.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix=f"snapcore-mutation-{args.module}-"))
+    try:
+        if args.module == "planted":
+            return run_planted(scratch)
+        _layout(scratch, args.module)
+        # The default suite's sample of slow tests is not wanted here.
+        env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
+        mutmut = [sys.executable, "-m", "mutmut"]
+        cmd = [*mutmut, "run", "--max-children", str(args.max_children), *args.only]
+        proc = subprocess.Popen(cmd, cwd=scratch, env=env, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=args.time_budget)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+            returncode = 0
+            print(f"time budget of {args.time_budget:g} s reached: scoring what was checked")
+        results = subprocess.run(
+            [*mutmut, "results", "--all", "true"],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout
+        print(results)
+        killed, survived, other = _score(results)
+        total = killed + survived
+        score = 100.0 * killed / total if total else 100.0
+        print(
+            f"mutation score {args.module}: {killed}/{total} killed ({score:.1f}%), "
+            f"{survived} survived, {other} not run or skipped"
+        )
+        for line in results.splitlines():
+            if line.rstrip().endswith(": survived"):
+                name = line.split(":", 1)[0].strip()
+                diff = subprocess.run(
+                    [*mutmut, "show", name], cwd=scratch, env=env, capture_output=True, text=True
+                ).stdout
+                print(diff)
+        return returncode
+    finally:
+        if args.keep:
+            print(f"scratch directory kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

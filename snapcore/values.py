@@ -1,0 +1,632 @@
+"""The one rule for every value that enters snapcore (docs/semantics.md, "Values that enter").
+
+A value is accepted only if it is an exact real number that snapcore reads exactly,
+and it is then used **as that exact value**; anything else is refused with a
+:class:`~snapcore.errors.ParameterError` that names the parameter, the rule and the
+type.  Accepted, and how each is read:
+
+- ``int`` (not ``bool``): itself;
+- ``float`` (finite): ``float.as_integer_ratio()``;
+- ``fractions.Fraction``: numerator / denominator;
+- ``decimal.Decimal`` (finite): ``Decimal.as_integer_ratio()``, for exponents within
+  ``±MAX_DECIMAL_EXPONENT``;
+- NumPy integers (every width, signed or unsigned): ``int(x)``;
+- NumPy floats (float16, float32, float64, longdouble; finite): ``x.as_integer_ratio()``,
+  so a long double keeps its 64-bit mantissa;
+- ``gmpy2.mpz`` / ``gmpy2.mpq``: ``int(x)`` / numerator, denominator;
+- ``gmpy2.mpfr`` (finite): ``x.as_mantissa_exp()``, for binary exponents within
+  ``±MAX_BINARY_EXPONENT``.
+
+Refused: ``bool`` and ``numpy.bool_`` (truth values are not numbers), strings (even
+of digits), bytes, ``bytearray``, ``memoryview``, ``None``, pandas ``NA``/``NaT``,
+NaN, ±inf, complex numbers, mappings, dates and every other type.
+
+Values about private data are reported by type only, never by value or position
+(:func:`read_value`, :func:`read_values`, :func:`read_column`); parameters are
+public and are shown, kept short by :func:`snapcore.errors.show`.
+
+Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
+error, :class:`~snapcore.errors.MissingValueError` (:func:`is_missing` decides what is
+missing; :func:`check_missing` checks a column; extend them, not their callers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from snapcore.errors import MissingValueError, ParameterError, format_number, show
+
+__all__ = [
+    "ACCEPTED",
+    "MAX_BINARY_EXPONENT",
+    "MAX_DECIMAL_EXPONENT",
+    "CategoryKey",
+    "Column",
+    "ReadValues",
+    "category_key",
+    "category_keys",
+    "check_missing",
+    "exact_ratio",
+    "format_number",
+    "is_missing",
+    "read_column",
+    "read_double",
+    "read_double_pair",
+    "read_real",
+    "read_value",
+    "read_values",
+    "type_name",
+]
+
+#: The accepted types, in words (used in messages).
+ACCEPTED = "int, float, Fraction, Decimal, a NumPy integer or float, or a gmpy2 mpz/mpq/mpfr"
+#: A Decimal ``c·10**e`` with ``|e|`` above this is refused (reading it exactly would
+#: build an integer of millions of digits).
+MAX_DECIMAL_EXPONENT = 100_000
+#: An mpfr ``m·2**e`` with ``|e|`` above this is refused, for the same reason.
+MAX_BINARY_EXPONENT = 1 << 22
+
+_RULE = "must be a finite real number read exactly"
+
+
+class _Refused(Exception):
+    """Internal: why a value is not an exact real (a phrase without the value)."""
+
+
+def type_name(value: Any) -> str:
+    """The type of ``value`` for messages: ``str``, ``numpy.float32``, ``decimal.Decimal``."""
+    t = type(value)
+    mod = t.__module__.split(".")[0]
+    return t.__name__ if mod == "builtins" else f"{mod}.{t.__name__}"
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is a missing-value marker: None, NaN, pandas NA or NaT."""
+    if value is None:
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(value != value)
+    t = type(value)
+    if t.__name__ in ("NAType", "NaTType"):
+        return True
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return bool(np.isnat(value))
+    if isinstance(value, Decimal):
+        return value.is_nan()
+    if t.__module__ == "gmpy2" and t.__name__ == "mpfr":
+        return bool(value != value)
+    return False
+
+
+def exact_ratio(value: Any) -> tuple[int, int]:
+    """``value`` as an exact ``(numerator, denominator)`` pair, in lowest terms.
+
+    The single reader behind every function here (see the module docstring for the
+    accepted types).  Raises ``ParameterError`` naming only the type.
+    """
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(f"value {_RULE} ({ACCEPTED}); got {why}")
+    return r
+
+
+def _try(value: Any) -> tuple[tuple[int, int] | None, str]:
+    """``(_ratio(value), "")`` or ``(None, why)``; callers raise outside any handler, so
+    no exception context is chained to their errors."""
+    try:
+        return _ratio(value), ""
+    except _Refused as exc:
+        return None, str(exc)
+
+
+def _ratio(value: Any) -> tuple[int, int]:
+    t = type(value)
+    if t is float:
+        if value - value != 0.0:
+            raise _Refused(f"{'a NaN' if value != value else 'an infinite'} float")
+        n, d = value.as_integer_ratio()
+        return (n, d)
+    if t is int:
+        return (value, 1)
+    if t is Fraction:
+        return (value.numerator, value.denominator)
+    if isinstance(value, bool | np.bool_):
+        raise _Refused(f"{type_name(value)} (truth values are not numbers)")
+    if isinstance(value, np.generic):
+        if isinstance(value, np.integer):
+            return (int(value), 1)
+        if isinstance(value, np.floating):
+            if not np.isfinite(value):
+                raise _Refused(
+                    f"{'a NaN' if value != value else 'an infinite'} {type_name(value)}"
+                )
+            n, d = value.as_integer_ratio()
+            return (int(n), int(d))
+        raise _Refused(type_name(value))
+    if isinstance(value, int):  # int subclasses (not bool, refused above)
+        return (int(value), 1)
+    if isinstance(value, float):
+        return _ratio(float(value))
+    if isinstance(value, Fraction):
+        return (int(value.numerator), int(value.denominator))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise _Refused(f"{'a NaN' if value.is_nan() else 'an infinite'} decimal.Decimal")
+        exp = value.as_tuple().exponent
+        if isinstance(exp, int) and abs(exp) > MAX_DECIMAL_EXPONENT:
+            raise _Refused(f"a decimal.Decimal with exponent beyond ±{MAX_DECIMAL_EXPONENT}")
+        n, d = value.as_integer_ratio()
+        return (n, d)
+    if t.__module__ == "gmpy2":
+        name = t.__name__
+        if name == "mpz":
+            return (int(value), 1)
+        if name == "mpq":
+            return (int(value.numerator), int(value.denominator))
+        if name == "mpfr":
+            if not value.is_finite():
+                raise _Refused(f"{'a NaN' if value != value else 'an infinite'} gmpy2.mpfr")
+            m, e = value.as_mantissa_exp()
+            m, e = int(m), int(e)
+            if abs(e) > MAX_BINARY_EXPONENT:
+                raise _Refused(f"a gmpy2.mpfr with binary exponent beyond ±{MAX_BINARY_EXPONENT}")
+            if m == 0:
+                return (0, 1)
+            return (m << e, 1) if e >= 0 else _reduce_dyadic(m, -e)
+    raise _Refused("None" if value is None else type_name(value))
+
+
+def _reduce_dyadic(m: int, s: int) -> tuple[int, int]:
+    """``m / 2**s`` in lowest terms (``m != 0``)."""
+    tz = (m & -m).bit_length() - 1
+    k = min(tz, s)
+    return (m >> k, 1 << (s - k))
+
+
+# -- parameters (public: the value may be shown, kept short) ------------------------
+
+
+def read_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
+    """The parameter ``value`` as an exact Fraction, else a ParameterError naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : object
+        One of the accepted types (module docstring).
+    positive : bool
+        Also require ``value > 0``.
+    """
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(
+            f"{name} {_RULE} ({ACCEPTED}); got {type_name(value)} {show(value)} ({why})"
+        )
+    n, d = r
+    if positive and n <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {show(value)}")
+    return Fraction(n, d)
+
+
+def read_double(name: str, value: Any) -> Fraction:
+    """A parameter that must be exactly a finite double (bounds), as a Fraction."""
+    q = read_real(name, value)
+    n, d = q.numerator, q.denominator
+    try:
+        exact = Fraction(n / d) == q  # int / int is correctly rounded
+    except OverflowError:
+        exact = False
+    if not exact:
+        raise ParameterError(
+            f"{name} must be exactly representable as a double, got {show(value)} "
+            f"({type_name(value)})"
+        )
+    return q
+
+
+def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
+    """A ``(lower, upper)`` pair of exact finite doubles with ``lower < upper``."""
+    if (
+        isinstance(pair, str | bytes | bytearray | memoryview)
+        or not hasattr(pair, "__len__")
+        or not hasattr(pair, "__getitem__")
+        or isinstance(pair, dict)
+    ):
+        raise ParameterError(
+            f"{name} must be a pair (lower, upper), got {type_name(pair)} {show(pair)}"
+        )
+    if len(pair) != 2:
+        raise ParameterError(f"{name} must be a pair (lower, upper), got {len(pair)} items")
+    lo = read_double(f"{name}[0] (lower)", pair[0])
+    hi = read_double(f"{name}[1] (upper)", pair[1])
+    if not lo < hi:
+        raise ParameterError(
+            f"{name} must satisfy lower < upper, got lower={show(pair[0])}, upper={show(pair[1])}"
+        )
+    return lo, hi
+
+
+# -- private values: reported by type only ------------------------------------------
+
+
+def read_value(value: Any, name: str = "value") -> Fraction:
+    """A private scalar as an exact Fraction; the message names the type, never the value."""
+    r, why = _try(value)
+    if r is None:
+        raise ParameterError(f"{name} {_RULE} ({ACCEPTED}); got {why}")
+    return Fraction(*r)
+
+
+class ReadValues:
+    """Values read exactly from a scalar container: a shape and one of two forms.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        The container's shape.
+    doubles : numpy.ndarray or None
+        float64, flat, when every element is exactly a double (then it *is* the
+        elements, exactly); None otherwise.
+    ratios : list of (int, int) or None
+        The exact ``(numerator, denominator)`` of every element, flat, when some
+        element is not a double.
+    """
+
+    __slots__ = ("doubles", "ratios", "shape")
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        doubles: np.ndarray | None,
+        ratios: list[tuple[int, int]] | None,
+    ) -> None:
+        self.shape = shape
+        self.doubles = doubles
+        self.ratios = ratios
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return len(self.doubles) if self.doubles is not None else len(self.ratios or ())
+
+    def as_ratios(self) -> list[tuple[int, int]]:
+        """Every element as ``(numerator, denominator)``, exactly."""
+        if self.ratios is not None:
+            return self.ratios
+        assert self.doubles is not None
+        return [v.as_integer_ratio() for v in self.doubles.tolist()]
+
+    def as_fractions(self) -> list[Fraction]:
+        """Every element as a Fraction, exactly."""
+        return [Fraction(n, d) for n, d in self.as_ratios()]
+
+
+def _bytes_like(obj: Any) -> bool:
+    return isinstance(obj, str | bytes | bytearray | memoryview)
+
+
+def _is_container(obj: Any) -> bool:
+    if isinstance(obj, np.ndarray):
+        return obj.ndim > 0
+    return isinstance(obj, Sequence) and not _bytes_like(obj)
+
+
+_TWO53 = 1 << 53
+
+
+def _from_array(arr: np.ndarray, what: str) -> ReadValues:
+    """An array of any dtype, read by the rule (vectorised where the dtype allows)."""
+    shape = tuple(arr.shape)
+    flat = arr.reshape(-1)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if not np.isfinite(flat).all():
+            if np.isnan(flat).any():
+                raise _missing(what)
+            raise _bad_element(what, f"an infinite {type_name(flat.dtype.type(0))}")
+        if arr.dtype.itemsize <= 8:
+            return ReadValues(shape, flat.astype(np.float64), None)
+        d = flat.astype(np.float64)
+        if bool((d.astype(arr.dtype) == flat).all()):
+            return ReadValues(shape, d, None)
+        # A long double that is not a double: read each exactly (64-bit mantissa).
+        return ReadValues(shape, None, [_ratio(v) for v in flat])
+    if kind in "iu":
+        if flat.size and (int(flat.min()) < -_TWO53 or int(flat.max()) > _TWO53):
+            return ReadValues(shape, None, [(v, 1) for v in flat.tolist()])
+        return ReadValues(shape, flat.astype(np.float64), None)
+    if kind == "O":
+        return _from_objects(list(flat), shape, what)
+    if kind in "mM" and np.isnat(flat).any():
+        raise _missing(what)
+    refused = {"b": "bool", "c": "complex", "U": "str", "S": "bytes"}.get(kind, str(arr.dtype))
+    raise _bad_element(what, f"an array of dtype {refused}")
+
+
+def _bad_element(what: str, why: str) -> ParameterError:
+    unit = "record" if what.startswith("column") else "element"
+    return ParameterError(f"{what}: every {unit} {_RULE} ({ACCEPTED}); got {why}")
+
+
+def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadValues:
+    """Elements of any type, each read on its own by the rule."""
+    types = set(map(type, items))
+    if types <= {float}:
+        arr = np.array(items, dtype=np.float64)
+        if not np.isfinite(arr).all():
+            if np.isnan(arr).any():
+                raise _missing(what)
+            raise _bad_element(what, "an infinite float")
+        return ReadValues(shape, arr, None)
+    ratios: list[tuple[int, int]] = []
+    append = ratios.append
+    bad = None
+    for v in items:
+        r, why = _try(v)
+        if r is None:
+            bad = v
+            break
+        append(r)
+    if bad is not None or len(ratios) < len(items):
+        # Missing values take precedence over other refusals: one error for them
+        # wherever they are (checked only on this error path, so it costs nothing).
+        if any(is_missing(v) for v in items):
+            raise _missing(what)
+        raise _bad_element(what, why)
+    doubles = _ratios_to_doubles(ratios)
+    if doubles is not None:
+        return ReadValues(shape, doubles, None)
+    return ReadValues(shape, None, ratios)
+
+
+def _ratios_to_doubles(ratios: list[tuple[int, int]]) -> np.ndarray | None:
+    """The float64 array equal to ``ratios`` exactly, or None if one is not a double."""
+    out = []
+    for n, d in ratios:
+        if d & (d - 1):
+            return None
+        try:
+            f = n / d  # correctly rounded
+        except OverflowError:
+            return None
+        if f.as_integer_ratio() != (n, d):
+            return None
+        out.append(f)
+    return np.array(out, dtype=np.float64)
+
+
+def _flatten(obj: Any, leaves: list[Any], what: str) -> tuple[int, ...]:
+    """Append the leaves of a rectangular nest of sequences; return its shape."""
+    if isinstance(obj, np.ndarray):
+        items: list[Any] = list(obj) if obj.ndim > 1 else list(obj.reshape(-1))
+    else:
+        items = list(obj)
+    if not items:
+        return (0,)
+    subs = [_is_container(x) for x in items]
+    if not any(subs):
+        leaves.extend(x[()] if isinstance(x, np.ndarray) else x for x in items)
+        return (len(items),)
+    if not all(subs):
+        raise ParameterError(f"{what} must be a rectangular nest of sequences (a ragged mix)")
+    shapes = {_flatten(x, leaves, what) for x in items}
+    if len(shapes) != 1:
+        raise ParameterError(f"{what} must be a rectangular nest of sequences (ragged rows)")
+    return (len(items), *shapes.pop())
+
+
+def read_values(value: Any, name: str = "value") -> ReadValues:
+    """A sequence (nested or not) or a NumPy array of private values, read exactly.
+
+    Every element is read by the same rule as a scalar (:func:`read_value`), each on
+    its own: no element changes how another is read, and nothing is rounded.  Arrays
+    of integer or float dtypes are read vectorised; long doubles that are not
+    doubles, integers beyond 2**53 and object arrays element by element.
+
+    Raises
+    ------
+    ParameterError
+        Naming the type of a refused element, never its value or position;
+        :class:`~snapcore.errors.MissingValueError` for NaN, None, NA, NaT.
+    """
+    what = name
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "O":
+            leaves: list[Any] = []
+            shape = tuple(value.shape)
+            for v in value.reshape(-1):
+                leaves.append(v)
+            return _from_objects(leaves, shape, what)
+        return _from_array(value, what)
+    if not _is_container(value):
+        raise ParameterError(
+            f"{what} must be a real number, a sequence or an array of them; got {type_name(value)}"
+        )
+    leaves = []
+    shape = _flatten(value, leaves, what)
+    return _from_objects(leaves, shape, what)
+
+
+# -- data columns -------------------------------------------------------------------
+
+_MISSING_ADVICE = (
+    "by default a release refuses them; choose a public policy with missing='drop' "
+    "(add-remove relation only: removing a record is a neighbour there) or "
+    "missing='impute' with impute=, a public constant (docs/statistics.md)"
+)
+
+
+def _missing(what: str) -> MissingValueError:
+    """The one missing-values error (the same text whatever the marker and wherever)."""
+    return MissingValueError(
+        f"{what} contains missing values (None, NaN, pandas NA or NaT); {_MISSING_ADVICE}"
+    )
+
+
+def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
+    """Raise the one missing-values error if any record is missing.
+
+    The single place that decides what a missing value is and what happens to it
+    (:func:`is_missing`: None, NaN, pandas NA, NaT).  The message names the column and
+    the kind of marker, never a record's position.
+
+    Raises
+    ------
+    MissingValueError
+        ``column 'x' contains missing values ...`` (a ParameterError).
+    """
+    arr = records if isinstance(records, np.ndarray) else None
+    if arr is not None and arr.dtype.kind == "f":
+        if np.isnan(arr).any():
+            raise _missing(f"column {column!r}")
+        return
+    if arr is not None and arr.dtype.kind in "mM":
+        if np.isnat(arr).any():
+            raise _missing(f"column {column!r}")
+        return
+    if arr is not None and arr.dtype.kind != "O":
+        return
+    for v in records if arr is None else arr.reshape(-1):
+        if is_missing(v):
+            raise _missing(f"column {column!r}")
+
+
+def _column_array(obj: Any) -> np.ndarray:
+    """The records of one column as a 1-D NumPy array, without converting any record
+    (pandas extension dtypes become object arrays of their records)."""
+    if isinstance(obj, np.ndarray):
+        return obj.reshape(-1) if obj.ndim == 0 else obj
+    if hasattr(obj, "to_numpy") and not isinstance(obj, Sequence):
+        dtype = getattr(obj, "dtype", None)
+        if isinstance(dtype, np.dtype):
+            arr = np.asarray(obj.to_numpy())
+        else:  # pandas extension dtypes (nullable ints, "string", categorical, ...)
+            arr = np.asarray(obj.to_numpy(dtype=object), dtype=object)
+        return arr
+    items = list(obj)
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+class Column:
+    """One data column read exactly: ``doubles`` (float64) or exact ``ratios``.
+
+    Attributes
+    ----------
+    doubles : numpy.ndarray or None
+        float64 when every record is exactly a double.
+    ratios : list of (int, int) or None
+        Every record as an exact ``(numerator, denominator)`` otherwise.
+    """
+
+    __slots__ = ("doubles", "ratios")
+
+    def __init__(self, doubles: np.ndarray | None, ratios: list[tuple[int, int]] | None) -> None:
+        self.doubles = doubles
+        self.ratios = ratios
+
+    def __len__(self) -> int:
+        return len(self.doubles) if self.doubles is not None else len(self.ratios or ())
+
+    def fractions(self) -> list[Fraction]:
+        """Every record as a Fraction."""
+        if self.ratios is not None:
+            return [Fraction(n, d) for n, d in self.ratios]
+        assert self.doubles is not None
+        return [Fraction(v) for v in self.doubles.tolist()]
+
+
+def read_column(obj: Any, column: str) -> Column:
+    """A numeric data column, every record read on its own by the rule.
+
+    A record that is not an exact real is refused (it never makes the others be read
+    differently); missing records raise :class:`~snapcore.errors.MissingValueError`
+    (:func:`check_missing`).  Messages name the column and the type, never a record.
+    """
+    what = f"column {column!r}"
+    if isinstance(obj, list | tuple):  # read the records as given, no array first
+        rv = _from_objects(list(obj), (len(obj),), what)
+        return Column(rv.doubles, rv.ratios)
+    arr = _column_array(obj)
+    if arr.ndim != 1:
+        raise ParameterError(f"column {column!r} must be one-dimensional")
+    if arr.dtype.kind == "O":  # the reader raises the missing-values error itself
+        rv = _from_objects(list(arr), (len(arr),), what)
+    else:
+        check_missing(arr, column)
+        rv = _from_array(arr, what)
+    return Column(rv.doubles, rv.ratios)
+
+
+# -- categories ---------------------------------------------------------------------
+
+#: A normalised category: ``("number", Fraction)``, ``("str", str)`` or ``("bool", bool)``.
+CategoryKey = tuple[str, Any]
+
+
+def category_key(value: Any) -> CategoryKey:
+    """The one normalisation under which categories and records are matched.
+
+    Numbers (the accepted types) by their exact rational value, so ``1``, ``1.0``,
+    ``np.float32(1)``, ``Fraction(1)`` and ``Decimal("1.00")`` are one category, while
+    ``0.1`` and ``float(np.float32(0.1))`` are two.  Strings (``str``, ``numpy.str_``) as
+    strings, code point by code point: ``"1"`` is never the number 1.  Truth values
+    (``bool``, ``numpy.bool_``) as their own kind: ``True`` is neither 1 nor ``"True"``.
+
+    Raises
+    ------
+    ParameterError
+        For any other type (message: the type only); missing values are the caller's
+        concern (:func:`check_missing`).
+    """
+    key, why = _key(value)
+    if key is None:
+        raise ParameterError(
+            f"a category must be a number ({ACCEPTED}), a string or a bool; got {why}"
+        )
+    return key
+
+
+def _key(value: Any) -> tuple[CategoryKey | None, str]:
+    if isinstance(value, str):
+        return ("str", str(value)), ""
+    if isinstance(value, bool | np.bool_):
+        return ("bool", bool(value)), ""
+    r, why = _try(value)
+    return (None, why) if r is None else (("number", Fraction(*r)), "")
+
+
+def category_keys(obj: Any, column: str) -> list[CategoryKey]:
+    """Every record of a column as its :func:`category_key` (each record on its own)."""
+    arr = _column_array(obj)
+    if arr.ndim != 1:
+        raise ParameterError(f"column {column!r} must be one-dimensional")
+    check_missing(arr, column)
+    if arr.dtype.kind != "O":
+        if arr.dtype.kind not in "biufUS" or arr.dtype.kind == "S":
+            raise ParameterError(
+                f"column {column!r}: records must be numbers, strings or bools for "
+                f"categories; got dtype {arr.dtype}"
+            )
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ParameterError(f"column {column!r}: a category record is an infinite float")
+        uniq, inverse = np.unique(arr, return_inverse=True)
+        ukeys = [category_key(u) for u in uniq]
+        return [ukeys[i] for i in inverse.reshape(-1).tolist()]
+    out = []
+    for v in arr:
+        key, why = _key(v)
+        if key is None:
+            raise ParameterError(
+                f"column {column!r}: every record must be a number ({ACCEPTED}), a string "
+                f"or a bool for categories; got {why}"
+            )
+        out.append(key)
+    return out
