@@ -150,7 +150,7 @@ def test_grouped_dataframe():
 
 
 def test_missing_error_is_the_default():
-    with pytest.raises(ParameterError, match="contains missing values.*missing=.drop"):
+    with pytest.raises(ParameterError, match=r"contains missing values.*missing=.drop"):
         snapcore.release("sum", [1.0, math.nan], data_bounds=(0, 1), epsilon=1)
 
 
