@@ -469,6 +469,7 @@ if _nb is not None:
         stop = _nb_decode(buf, count, row, sign, e, mhi, mlo)
         _nb_loop(v[:stop], sign[:stop], e[:stop], mhi[:stop], mlo[:stop], prm, kbuf, okbuf)
         lower, upper, delta, lo_out, hi_out = ends[0], ends[1], ends[2], ends[3], ends[4]
+        khi = kmax if kmax_is_b else kmax + 1
         nfb = 0
         if mode == 0:  # the table of exact outputs
             for j in range(stop):
@@ -482,15 +483,15 @@ if _nb is not None:
                 fbk[nfb] = _UNDECIDED
                 nfb += 1
             elif mode != 0:
+                # k is clamped from khi = kmax (+1 unless kmax·Λ == b) on: the two
+                # precomputed exact endpoint outputs, at the cost of one comparison.
                 k = kbuf[j]
-                if k > kmax:
+                if k >= khi:
                     out[j] = hi_out
-                elif k < -kmax:
+                elif k <= -khi:
                     out[j] = lo_out
                 else:
                     r, cert = _nb_output_dd_i(k, prm, L, delta)
-                    if kmax_is_b and (k == kmax or k == -kmax):
-                        cert = False
                     if cert:
                         out[j] = min(max(r, lower), upper)
                     else:
@@ -822,6 +823,7 @@ class FastEngine:
         # the two ends stand for the clamped outputs c ± Δ·b.
         self._table: F64 | None = None
         self._table_lock = threading.Lock()
+        self._ends: tuple[float, float] | None = None
         self.use_table = 2 * self.kmax + 3 <= self.TABLE_MAX
         d_is_double = Fraction(float(delta)) == delta
         self.out_dd = (
@@ -838,6 +840,27 @@ class FastEngine:
         self.fusable = self.supported and (self.use_table or self.out_dd)
 
     # -- output stage ---------------------------------------------------------------
+    @property
+    def khi(self) -> int:
+        """The smallest ``k >= 0`` whose output is the clamped one (the endpoint):
+        ``kmax`` when ``kmax·Λ == b``, else ``kmax + 1``."""
+        return self.kmax if self.kmax_is_b else self.kmax + 1
+
+    def end_outputs(self, pipe: Pipeline) -> tuple[float, float]:
+        """The exact outputs of the clamped ``k <= -khi`` and ``k >= khi`` ([S9]).
+
+        Computed once per engine by the exact output stage; every element whose
+        ``k`` is decided and clamped takes one of these two values, so releasing
+        clamped values costs no more than releasing values inside the interval.
+        """
+        with self._table_lock:
+            if self._ends is None:
+                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+                lo = pipe.output(clamp(-self.kmax - 1, L, b))
+                hi = pipe.output(clamp(self.kmax + 1, L, b))
+                self._ends = (float(lo), float(hi))
+            return self._ends
+
     def table(self, pipe: Pipeline) -> F64:
         """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
         with self._table_lock:
@@ -858,8 +881,8 @@ class FastEngine:
             idx += kmax + 1
             return self.table(pipe).take(idx), np.empty(0, np.intp)
         L, b = self.L, self.calibration.unit_clamp_bound_dyadic
-        hi_out = pipe.output(clamp(kmax + 1, L, b))
-        lo_out = pipe.output(clamp(-kmax - 1, L, b))
+        lo_out, hi_out = self.end_outputs(pipe)
+        khi = self.khi
         out = np.empty(k.shape, np.float64)
         if self.out_dd:
             # [E10] r = RN(c + Δ·kΛ) with a certificate of correct rounding.
@@ -878,12 +901,9 @@ class FastEngine:
             cert = exact_sum | (resid * (1.0 + 2.0**-50) < half_gap * (1.0 - 2.0**-50))
             cert &= np.isfinite(r) & (r != 0.0) | exact_sum & np.isfinite(r)
             out[:] = np.clip(r, self.lower, self.upper)
-            sel = ~cert
-            if self.kmax_is_b:
-                sel |= np.abs(k) == kmax
-            bad = np.flatnonzero(sel & (np.abs(k) <= kmax))
+            bad = np.flatnonzero(~cert & (np.abs(k) < khi))
         else:
-            bad = np.flatnonzero(np.abs(k) <= kmax)
+            bad = np.flatnonzero(np.abs(k) < khi)
             if bad.size:
                 uniq, inv = np.unique(k[bad], return_inverse=True)
                 vals = np.array([pipe.output(clamp(int(kk), L, b)) for kk in uniq])
@@ -891,8 +911,8 @@ class FastEngine:
             bad = np.empty(0, np.intp)
         for j in bad:
             out[j] = pipe.output(clamp(int(k[j]), L, b))
-        out[k > kmax] = hi_out
-        out[k < -kmax] = lo_out
+        out[k >= khi] = hi_out
+        out[k <= -khi] = lo_out
         return out, bad
 
     # -- the kernel -----------------------------------------------------------------
@@ -993,15 +1013,7 @@ class FastEngine:
         L, b = self.L, self.calibration.unit_clamp_bound_dyadic
         mode = 0 if self.use_table else 1
         table = self.table(pipe) if self.use_table else np.zeros(1)
-        ends = np.array(
-            [
-                self.lower,
-                self.upper,
-                self.delta_f,
-                pipe.output(clamp(-self.kmax - 1, L, b)),
-                pipe.output(clamp(self.kmax + 1, L, b)),
-            ]
-        )
+        ends = np.array([self.lower, self.upper, self.delta_f, *self.end_outputs(pipe)])
         kmax = np.int64(min(self.kmax, 1 << 62))
         fall_k: list[int] = []
         fall_out: list[int] = []

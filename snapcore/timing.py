@@ -462,7 +462,8 @@ class Padding:
         """The quantum of one array release of ``length`` elements, in ns.
 
         A function of ``(length, container, dtype)`` only, calibrated on first use on
-        worst-case arrays of that length (all at a bound, all far outside, mixed).
+        worst-case arrays of that length (all at a bound, all far outside, mixed, all at
+        the centre, all at the grid's half-points).
         """
         key = (self._key, container, dtype, int(length))
         return _ARRAY.get(key, lambda: self._calibrate_array(int(length), container, dtype))
@@ -475,12 +476,21 @@ class Padding:
         lo, hi = self._mech.clamp_bounds
         c = float(self._mech.calibration.centre)
         rng = np.random.default_rng()
+        # The grid's half-points inside the interval: ties of the snapping before the
+        # noise, and with the centre the slowest class of the computed output stage.
+        step = float(self._mech.grid_step)
+        if 0.0 < step < math.inf:
+            kmax = max(1, min(int(float(self._mech.half_width) / step), 1 << 40))
+            half = c + ((np.arange(n) % (2 * kmax)) - kmax + 0.5) * step
+        else:  # a grid step beyond the double range: no half-point is a double
+            half = np.full(n, c)
         base = [
             np.full(n, hi),
             np.full(n, lo),
             np.full(n, 1e300),
             rng.uniform(lo - (hi - lo), hi + (hi - lo), n),
             np.full(n, c),
+            np.clip(half, lo, hi),
         ]
         dt = np.dtype(dtype)
         classes: list[Any] = []

@@ -664,3 +664,70 @@ def test_mpfr_batch_declines_for_a_modified_arithmetic():
     out = backend.batch(Pipeline(cal, backend.arithmetic(cal.precision)), values, src)
     assert out is not None and src.remaining == 0
     assert (out == mech.transform(42.0, Q(1, 2), 1)).all()
+
+
+# ----------------------------------------------------------------------------------
+# Value classes: clamped k is written from the two endpoint outputs, never recomputed
+# ----------------------------------------------------------------------------------
+#: (name, mechanism keyword arguments, use_table, kmax_is_b): both output stages, with
+#: kmax·Λ == b (the clamped output starts at |k| == kmax) and kmax·Λ < b (at kmax + 1).
+CLASS_PARAMS = [
+    ("table-kmax-is-b", dict(epsilon=1.0, clamp_bounds=(0.0, 100.0)), True, True),
+    ("table-kmax-below-b", dict(epsilon=1.0, clamp_bounds=(0.0, 101.0)), True, False),
+    ("dd-kmax-is-b", dict(epsilon=1.0, clamp_bounds=(0.0, 1e5)), False, True),
+    ("dd-kmax-below-b", dict(epsilon=1.0, clamp_bounds=(0.0, 100001.0)), False, False),
+    (
+        "dd-sens-0.7",
+        dict(epsilon=1.5, clamp_bounds=(-123456.75, 987654.3), sensitivity=0.7),
+        False,
+        False,
+    ),
+]
+
+
+def _value_classes(mech: SnappingMechanism, n: int) -> dict[str, np.ndarray]:
+    cal = mech.calibration
+    lo, hi = float(cal.lower), float(cal.upper)
+    step = Fraction(2) ** cal.granularity_log2 * cal.sensitivity  # Δ·Λ, data units
+    kmax = fp.engine_for(cal).kmax
+    rng = np.random.default_rng(5)
+    js = rng.integers(-kmax - 1, kmax + 1, n)
+    js[:4] = [-kmax - 1, -kmax, kmax - 1, kmax]  # the half-points next to the ends
+    half = np.array([float(cal.centre + (int(j) + Fraction(1, 2)) * step) for j in js])
+    return {
+        "at-upper": np.full(n, hi),
+        "at-lower": np.full(n, lo),
+        "clamped": np.where(np.arange(n) % 2 == 0, hi + (hi - lo), lo - (hi - lo) / 3),
+        "outside": np.where(np.arange(n) % 2 == 0, 1e300, -1e300),
+        "half-points": half,
+        "inside": rng.uniform(lo, hi, n),
+    }
+
+
+@pytest.mark.parametrize(("name", "kw", "use_table", "kmax_is_b"), CLASS_PARAMS,
+                         ids=[c[0] for c in CLASS_PARAMS])  # fmt: skip
+def test_value_classes_bit_identical_and_clamped_k_never_recomputed(
+    name, kw, use_table, kmax_is_b
+):
+    """All-at-a-bound, all-clamped, all-outside (±1e300), half-point and inside
+    batches give the element-wise exact outputs on the same draws, on both engines,
+    and a decided clamped ``k`` (``|k| >= kmax`` when ``kmax·Λ == b``, else
+    ``> kmax``) is written from the two endpoint outputs ([S9]), never sent to the
+    exact output stage: the output stage costs the same for every value class."""
+    mech = SnappingMechanism(**kw)
+    eng = fp.engine_for(mech.calibration)
+    assert (eng.use_table, eng.kmax_is_b, eng.fusable) == (use_table, kmax_is_b, True)
+    pipe, p, n = mech._pipeline, mech.precision, 300
+    for cls, values in _value_classes(mech, n).items():
+        seed = 1000 + len(cls)
+        ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))
+        for engine in ENGINES:
+            out, st = fp.release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
+            bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
+            assert bad.size == 0, f"{name} {cls} {engine}: {bad.size} mismatches at {bad[:3]}"
+            if cls in ("at-upper", "at-lower", "clamped", "outside"):
+                assert len(st.fallback_output) == 0, f"{name} {cls} {engine}: {st}"
+                assert len(st.fallback_k) <= 3
+        if cls in ("at-upper", "clamped", "outside"):
+            # the classes do reach the clamped output (and, at a bound, k == kmax)
+            assert (ref == mech.calibration.upper).sum() > n // 8

@@ -81,8 +81,15 @@ def test_budget_from_ledger_refuses_before_drawing(tmp_path: Path) -> None:
 def test_no_refund_after_commit(tmp_path: Path) -> None:
     led = Ledger.init(tmp_path / "b.ledger", 2)
     b = LedgerBudget(led)
-    # A histogram of 3 bins needs 3 draws; the source has 2: it fails after drawing.
-    src = ReplaySource([(1, 0.5), (-1, 0.25)])
+    # A histogram of 3 bins needs 3 draws; the source has 2 and claims it can serve
+    # them all (a source failing mid-release, as a broken device would): it fails after
+    # the ledger commit and after drawing.
+
+    class Failing(ReplaySource):
+        def can_draw(self, count: int, precision: int) -> bool:
+            return True
+
+    src = Failing([(1, 0.5), (-1, 0.25)])
     with pytest.raises(snapcore.SourceExhaustedError):
         snapcore.release("histogram", DATA, epsilon=1, bins=[0, 5, 10, 20], budget=b, source=src)
     (entry,) = led.entries

@@ -208,8 +208,14 @@ def chacha_with_known_key(monkeypatch: pytest.MonkeyPatch, seed: int):
     fake = FakeUrandom(seed)
     monkeypatch.setattr(os, "urandom", fake)
     src = ChaCha20Source()
-    assert [len(b) for b in fake.given] == [32, 16]
+    assert [len(b) for b in fake.given] == [32, 12]
     return src, fake
+
+
+def key_nonce(key: bytes, nonce96: bytes) -> tuple[bytes, bytes]:
+    """cryptography's 16-byte nonce: RFC 8439's 32-bit block counter, starting at 0, and
+    the 96-bit nonce drawn from the OS."""
+    return key, bytes(4) + nonce96
 
 
 @pytest.mark.parametrize("block", [None, 4096, 100])
@@ -220,7 +226,7 @@ def test_chacha20_decodes_its_keystream_once_in_order(block, seed, ops):
         if block is not None:  # refill more often than the production block of 1 MiB
             mp.setattr("snapcore.chacha._BLOCK", block)
         src, fake = chacha_with_known_key(mp, seed)
-        key, nonce = fake.given
+        key, nonce = key_nonce(*fake.given)
         ks = b""
 
         def get(pos: int, n: int) -> bytes:
@@ -237,7 +243,7 @@ def test_chacha20_refill_of_one_mebibyte():
     """The production block: bulk draws that cross the first 1 MiB refill several times."""
     with pytest.MonkeyPatch.context() as mp:
         src, fake = chacha_with_known_key(mp, 7)
-        ks = keystream(*fake.given, 3 << 20)
+        ks = keystream(*key_nonce(*fake.given), 3 << 20)
         cursor = Cursor(lambda pos, n: ks[pos : pos + n])
         check_schedule(src, cursor, [("draws_raw", 70_000, 300), ("draws_raw", 118, 3000)])
         assert cursor.pos > 2 << 20
@@ -251,11 +257,11 @@ def test_chacha20_rekey_starts_a_fresh_keystream(seed, sizes):
     byte repeated or skipped at the seams."""
     limit = 1000
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("snapcore.chacha._REKEY_BYTES", limit)
+        mp.setattr("snapcore.chacha.REKEY_BYTES", limit)
         mp.setattr("snapcore.chacha._BLOCK", 256)
         src, fake = chacha_with_known_key(mp, seed)
         served = b"".join(src.read(n) for n in sizes)
-        keys = [(fake.given[i], fake.given[i + 1]) for i in range(0, len(fake.given), 2)]
+        keys = [key_nonce(fake.given[i], fake.given[i + 1]) for i in range(0, len(fake.given), 2)]
     assert len(fake.given) % 2 == 0
     rest = served
     for i, (key, nonce) in enumerate(keys):

@@ -719,6 +719,26 @@ def _pandas_containers(
     return out
 
 
+def _holds_exactly(given: list[Any], held: list[Any]) -> bool:
+    """Whether a container kept every record as the same exact value (or kind)."""
+    from snapcore.values import category_key
+
+    if len(given) != len(held):
+        return False
+    for a, b in zip(given, held, strict=True):
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                return False
+            continue
+        try:
+            if category_key(a) != category_key(b):
+                return False
+        except Exception:  # a record the key does not read (NaN, bytes, ...): compare as is
+            if not (a is b or (type(a) is type(b) and repr(a) == repr(b))):
+                return False
+    return True
+
+
 def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Container]:
     try:
         pl = importlib.import_module("polars")
@@ -733,9 +753,15 @@ def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Con
     def frame(r: list[Any]) -> Any:
         data = columns_of(r)
         try:
-            return pl.DataFrame(data, strict=True)
+            f = pl.DataFrame(data, strict=True)
         except Exception:  # polars refuses mixed types: not this container
             return None
+        # polars may still convert (0.1 next to a float32 becomes float32): a container
+        # that does not hold the records exactly is not a way of giving them.
+        for nm, recs in data.items():
+            if not _holds_exactly(recs, f[nm].to_list()):
+                return None
+        return f
 
     def build_s(r: list[Any]) -> tuple[Any, Any] | None:
         f = frame(r)
