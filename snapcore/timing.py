@@ -688,6 +688,9 @@ def _calibrate_statistic(
         synth, column = _synthetic(int(out.n), stat.columns, bounds, options, data, kind)
         if column is not None:
             ckw["column"] = column if len(column) > 1 else column[0]
+        elif kw.get("column") is not None:  # a table with a named column (the CLI, frames)
+            name = kw["column"]
+            synth = {name if isinstance(name, str) else name[0]: synth}
         classes.append(synth)
     t0 = _now()
     fn(statistic, classes[0], **ckw)

@@ -322,3 +322,17 @@ def test_ln_near_one_is_mpfr_log_correctly_rounded() -> None:
             expect = ctx.mul(lam, ctx.log(u)).as_mantissa_exp()
             got = arith.noise(lam, 1, (d.mantissa, d.exponent))
             assert got == (int(expect[0]), int(expect[1])), d
+
+
+@pytest.mark.parametrize("container", ["mapping", "pandas"])
+def test_statistic_padding_calibrates_tables_with_a_named_column(container: str) -> None:
+    """A table with column= (the CLI's input, data frames) is calibrated on a synthetic
+    table of the same shape, not refused (which would leave the statistic unpadded)."""
+    import pandas as pd
+
+    cols = {"age": [30.0, 40.0, 50.0, 60.0, 70.0, 20.0, 10.0]}
+    data = cols if container == "mapping" else pd.DataFrame(cols)
+    r = snapcore.release(
+        "mean", data, column="age", epsilon=1, data_bounds=(0, 100), timing="constant"
+    )
+    assert not any("could not be calibrated" in note for note in r.notes), r.notes
