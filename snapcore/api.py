@@ -12,7 +12,7 @@ True
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, overload
 
@@ -30,7 +30,7 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.display import short
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, SourceExhaustedError
 from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
@@ -666,8 +666,7 @@ def _release_grouped(
         plan=plan_one,
     )
     spent = max((p.eps for p in plans), default=Fraction(0))
-    for p in plans:
-        _check_can_draw(p)
+    _check_can_draw_all(plans)
     with _reserve(budget, spent, f"{stat.name} by {by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
@@ -732,6 +731,24 @@ def _check_can_draw(plan: _Plan) -> None:
     # exactly as the Fraction it is.
     if plan.mech is not None:
         plan.mech.check_can_draw(len(plan.prep.values))
+
+
+def _check_can_draw_all(plans: Sequence[_Plan]) -> None:
+    """All or nothing over the groups: each source must supply the draws of every group
+    it serves, together, before any group draws (one check per source, not per group)."""
+    need: dict[int, tuple[RandomSource, int, int]] = {}
+    for p in plans:
+        if p.mech is None:
+            continue
+        src = p.mech.source
+        _, count, precision = need.get(id(src), (src, 0, 0))
+        need[id(src)] = (src, count + len(p.prep.values), max(precision, p.mech.precision))
+    for src, count, precision in need.values():
+        if not src.can_draw(count, precision):
+            raise SourceExhaustedError(
+                f"the source cannot supply the {count} draws of all the groups; nothing "
+                "was drawn (a grouped release draws all its noise or none)"
+            )
 
 
 def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:

@@ -184,3 +184,16 @@ def test_missing_impute_public_constant():
         snapcore.release("mean", arr, data_bounds=(0, 10), missing="impute", epsilon=1)
     with pytest.raises(ParameterError, match="missing must be one of"):
         snapcore.release("mean", arr, data_bounds=(0, 10), missing="skip", epsilon=1)
+
+
+def test_grouped_release_draws_all_its_noise_or_none():
+    """Each group alone could draw from the shared replay source, all together cannot:
+    refused before any group draws, nothing consumed, nothing charged."""
+    src = snapcore.ReplaySource([(1, 0.5), (-1, 0.25), (1, 0.75)])  # 3 draws, 5 groups
+    b = snapcore.Budget(1)
+    with pytest.raises(snapcore.SourceExhaustedError, match="all the groups"):
+        snapcore.release(
+            "count", DATA, by="sex", keys=[1, 2, 3, 4, 5], n=10, epsilon=1, budget=b,
+            source=src,
+        )  # fmt: skip
+    assert src.remaining == 3 and b.spent == 0
