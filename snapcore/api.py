@@ -30,12 +30,12 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.display import short
-from snapcore.errors import ParameterError, SnapcoreError, SourceExhaustedError
+from snapcore.errors import ParameterError, SnapcoreError
 from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
 from snapcore.params import check_real
-from snapcore.sources import RandomSource
+from snapcore.sources import RandomSource, require_draws
 from snapcore.statistic import (
     DataBounds,
     Neighbouring,
@@ -586,7 +586,7 @@ def _release_single(
         precision=precision,
         timing=timing,
     )
-    _check_can_draw(plan)
+    _check_can_draw([plan])
     with _reserve(budget, plan.eps, stat.name):
         return _draw(plan)
 
@@ -666,7 +666,7 @@ def _release_grouped(
         plan=plan_one,
     )
     spent = max((p.eps for p in plans), default=Fraction(0))
-    _check_can_draw_all(plans)
+    _check_can_draw(plans)
     with _reserve(budget, spent, f"{stat.name} by {by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
@@ -725,17 +725,10 @@ def _prepare(
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
 
 
-def _check_can_draw(plan: _Plan) -> None:
-    # All or nothing: every coordinate's draw is available before any is drawn (and
-    # before the budget is charged); the vector is released in one call, each value
-    # exactly as the Fraction it is.
-    if plan.mech is not None:
-        plan.mech.check_can_draw(len(plan.prep.values))
-
-
-def _check_can_draw_all(plans: Sequence[_Plan]) -> None:
-    """All or nothing over the groups: each source must supply the draws of every group
-    it serves, together, before any group draws (one check per source, not per group)."""
+def _check_can_draw(plans: Sequence[_Plan]) -> None:
+    """All or nothing: each source can supply the draws of every plan it serves (all the
+    coordinates, of every group), checked together before anything is drawn and before
+    the budget is charged."""
     need: dict[int, tuple[RandomSource, int, int]] = {}
     for p in plans:
         if p.mech is None:
@@ -744,11 +737,7 @@ def _check_can_draw_all(plans: Sequence[_Plan]) -> None:
         _, count, precision = need.get(id(src), (src, 0, 0))
         need[id(src)] = (src, count + len(p.prep.values), max(precision, p.mech.precision))
     for src, count, precision in need.values():
-        if not src.can_draw(count, precision):
-            raise SourceExhaustedError(
-                f"the source cannot supply the {count} draws of all the groups; nothing "
-                "was drawn (a grouped release draws all its noise or none)"
-            )
+        require_draws(src, count, precision)
 
 
 def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:

@@ -9,12 +9,12 @@ from typing import Any, overload
 import numpy as np
 
 from snapcore.backend import Backend
-from snapcore.errors import ParameterError, SourceExhaustedError
+from snapcore.errors import ParameterError
 from snapcore.guarantee import calibration_accuracy
 from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
-from snapcore.sources import RandomSource, draw_from_u
+from snapcore.sources import RandomSource, draw_from_u, require_draws
 from snapcore.timing import Padding, mechanism_padding, padded_release
 from snapcore.values import exact_ratio as exact_ratio_of
 from snapcore.values import format_number, read_value, read_values
@@ -334,14 +334,7 @@ class SnappingMechanism:
         SourceExhaustedError
             If ``self.source.can_draw(count, precision)`` is false; nothing is drawn.
         """
-        src = self._source
-        if not src.can_draw(count, self._cal.precision):
-            left = getattr(src, "remaining", None)
-            have = "" if left is None else f" ({left} draws left)"
-            raise SourceExhaustedError(
-                f"the source cannot supply {count} draws{have}; nothing was drawn (a "
-                "vector release draws all its noise or none)"
-            )
+        require_draws(self._source, count, self._cal.precision)
 
     def __repr__(self) -> str:
         cal = self._cal

@@ -54,6 +54,7 @@ __all__ = [
     "SystemSource",
     "decode_draw",
     "draw_from_u",
+    "require_draws",
 ]
 
 _LOW63 = (1 << 63) - 1
@@ -172,6 +173,26 @@ class RandomSource(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def require_draws(source: RandomSource, count: int, precision: int) -> None:
+    """Raise, before anything is drawn, unless ``source`` can supply ``count`` draws.
+
+    The one check behind "a release draws all its noise or none" (vectors, arrays and
+    grouped releases alike).
+
+    Raises
+    ------
+    SourceExhaustedError
+        If ``source.can_draw(count, precision)`` is false; nothing is drawn.
+    """
+    if not source.can_draw(count, precision):
+        left = getattr(source, "remaining", None)
+        have = "" if left is None else f" ({left} draws left)"
+        raise SourceExhaustedError(
+            f"the source cannot supply {count} draws{have}; nothing was drawn (a release "
+            "draws all its noise or none)"
+        )
 
 
 def decode_draw(read: Callable[[int], bytes], precision: int) -> Draw:
