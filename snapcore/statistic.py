@@ -421,9 +421,12 @@ def clamp_fraction(q: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
 
 
 def resolve_statistic(statistic: Any) -> Statistic:
-    """``statistic`` itself, or the registered statistic of that name."""
+    """``statistic`` itself, an instance of a Statistic subclass, or the registered
+    statistic of that name."""
     if isinstance(statistic, Statistic):
         return statistic
+    if isinstance(statistic, type) and issubclass(statistic, Statistic):
+        return statistic()
     reg = get_registries().statistics
     if isinstance(statistic, str):
         st: Statistic = reg.get(statistic)

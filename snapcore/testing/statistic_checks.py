@@ -43,7 +43,7 @@ import numpy as np
 
 from snapcore.errors import ParameterError, SnapcoreError, StatisticConformanceError
 from snapcore.sources import ReplaySource
-from snapcore.statistic import Neighbouring, Prepared, Statistic
+from snapcore.statistic import Neighbouring, Prepared, Statistic, resolve_statistic
 
 __all__ = [
     "BUILTIN_SETTINGS",
@@ -786,22 +786,6 @@ def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Con
 
 
 # -- running a statistic -----------------------------------------------------------------
-
-
-def resolve_statistic(statistic: Any) -> Statistic:
-    """A Statistic instance from an instance, a Statistic subclass or a registered name."""
-    if isinstance(statistic, Statistic):
-        return statistic
-    if isinstance(statistic, type) and issubclass(statistic, Statistic):
-        return statistic()
-    if isinstance(statistic, str):
-        from snapcore.plugins import get_registries
-
-        st: Statistic = get_registries().statistics.get(statistic)
-        return st
-    raise ParameterError(
-        f"statistic must be a Statistic subclass, instance or registered name, got {statistic!r}"
-    )
 
 
 def _stat_expr(stat: Statistic) -> str:
