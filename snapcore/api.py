@@ -280,12 +280,11 @@ def _integral(stat: Statistic, choice: ClampChoice, grid_step: Fraction) -> bool
     grid between integral clamp bounds (outputs are grid points or a clamp bound)."""
     lo, hi = float(choice.lower), float(choice.upper)
     return (
-        getattr(stat, "integer_valued", False)
+        stat.integer_valued
         and grid_step.denominator == 1
         and lo.is_integer()
         and hi.is_integer()
-        and (Fraction(lo) + Fraction(hi)).denominator == 1
-        and (Fraction(lo) + Fraction(hi)) % 2 == 0
+        and (int(lo) + int(hi)) % 2 == 0  # an integral centre
     )
 
 
@@ -294,9 +293,7 @@ def _draw(plan: _Plan) -> Release:
     if mech is None or choice is None:
         # f(D) is the same for every neighbour: it is public, released exactly.
         exact = tuple(
-            int(v)
-            if getattr(plan.stat, "integer_valued", False) and Fraction(v).denominator == 1
-            else float(v)
+            int(v) if plan.stat.integer_valued and Fraction(v).denominator == 1 else float(v)
             for v in prep.values
         )
         return Release(
