@@ -37,18 +37,7 @@ if TYPE_CHECKING:
     from snapcore.api import Release, _Plan
     from snapcore.dataset import Dataset
 
-__all__ = ["GroupedRelease", "key_of"]
-
-
-def key_of(value: Any) -> Any:
-    """The matching key of a group key or record: the one category normalisation
-    (:func:`snapcore.values.category_key`): numbers by exact value (``1``, ``1.0`` and
-    ``np.int64(1)`` are one key), bools as bools, strings as strings."""
-    return category_key(value)
-
-
-def _key_label(value: Any) -> str:
-    return str(value)
+__all__ = ["GroupedRelease"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -90,9 +79,9 @@ class GroupedRelease:
         return attrs.evolve(self, releases=releases, epsilon_spent=spent)
 
     def __getitem__(self, key: Any) -> Release:
-        want = key_of(key)
+        want = category_key(key)
         for k, r in zip(self.keys, self.releases, strict=True):
-            if key_of(k) == want:
+            if category_key(k) == want:
                 return r
         raise KeyError(key)
 
@@ -153,7 +142,7 @@ def _check_keys(keys: Any) -> tuple[Any, ...]:
     for i, k in enumerate(out):
         if is_missing(k):
             raise ParameterError(f"keys[{i}] is a missing value")
-        kk = key_of(k)
+        kk = category_key(k)
         if kk in seen:
             raise ParameterError(
                 f"keys must be distinct under exact-value matching: keys[{seen[kk]}] = "
@@ -165,14 +154,14 @@ def _check_keys(keys: Any) -> tuple[Any, ...]:
 
 def _per_key(name: str, value: Any, keys: tuple[Any, ...]) -> list[Any]:
     if isinstance(value, Mapping):
-        table = {key_of(k): v for k, v in value.items()}
-        missing = [k for k in keys if key_of(k) not in table]
+        table = {category_key(k): v for k, v in value.items()}
+        missing = [k for k in keys if category_key(k) not in table]
         if missing:
             raise ParameterError(f"{name} has no entry for key(s) {missing!r}")
-        extra = set(table) - {key_of(k) for k in keys}
+        extra = set(table) - {category_key(k) for k in keys}
         if extra:
             raise ParameterError(f"{name} has entries for keys not in keys=")
-        return [table[key_of(k)] for k in keys]
+        return [table[category_key(k)] for k in keys]
     return [value] * len(keys)
 
 
@@ -226,13 +215,13 @@ def plan_groups(
     ).reshape(-1)
     if by_arr.size != ds.size:
         raise ParameterError(f"column {by!r} must have as many records as the data")
-    index = {key_of(k): i for i, k in enumerate(key_set)}
+    index = {category_key(k): i for i, k in enumerate(key_set)}
     group = np.full(by_arr.size, -1, dtype=np.int64)
     for j, v in enumerate(by_arr):
         if is_missing(v):
             continue
         try:
-            group[j] = index.get(key_of(v), -1)
+            group[j] = index.get(category_key(v), -1)
         except ParameterError:
             group[j] = -1  # an unmatchable key is not in the key set
     if rel is Neighbouring.REPLACE:
