@@ -14,7 +14,6 @@ import io
 import math
 import re
 import sys
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +164,11 @@ def cell(text: str) -> Any:
     if _INT.fullmatch(t):
         return int(t)
     try:
-        d = Decimal(t)
-    except ArithmeticError:
+        x = float(t)  # correctly rounded: the decimal written, rounded once
+    except ValueError:
         return t
-    if d.is_nan():
+    if math.isnan(x):
         return None
-    if not d.is_finite():
-        return t
-    x = float(d)  # correctly rounded: Decimal -> float rounds the exact value once
     return x if math.isfinite(x) else t
 
 
