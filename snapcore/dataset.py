@@ -153,6 +153,17 @@ def _column_of(data: Any, key: str) -> Any:
     raise DataError(f"column {key!r} not found; available columns: {available}")
 
 
+def column_keys(column: Any) -> list[str] | None:
+    """The column names ``column=`` asks for (a name or a sequence of names), or None."""
+    if column is None:
+        return None
+    if isinstance(column, str):
+        return [column]
+    if isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
+        return list(column)
+    raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
+
+
 def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     """Validate the shape of ``data`` and pick the columns a statistic reads.
 
@@ -175,14 +186,7 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     ParameterError
         If the shape does not fit; values are not looked at here.
     """
-    if isinstance(column, str):
-        keys: list[str] | None = [column]
-    elif column is None:
-        keys = None
-    elif isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
-        keys = list(column)
-    else:
-        raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
+    keys = column_keys(column)
     if isinstance(data, str | bytes):
         raise ParameterError(
             f"data must be a sequence, array, Series, DataFrame or mapping, "
