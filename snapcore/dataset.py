@@ -8,8 +8,8 @@ problem, never a record, its position or its value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,8 @@ __all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
 
 #: Records per chunk when a statistic's partial states are accumulated in memory.
 CHUNK_ROWS = 1 << 20
+
+_T = TypeVar("_T")
 
 
 def _is_frame(obj: Any) -> bool:
@@ -90,13 +92,7 @@ class Dataset:
             (the type only), or :class:`~snapcore.errors.MissingValueError` for None,
             NaN, pandas NA or NaT; never which record or its value.
         """
-        try:
-            return read_column(self._cols[i], self.names[i])
-        except DataError:
-            raise
-        except ParameterError as exc:  # about the data's content: a data error
-            message = str(exc)
-        raise DataError(message)  # outside the handler: no chained context
+        return _as_data_error(read_column, self._cols[i], self.names[i])
 
     def numeric(self, i: int) -> np.ndarray:
         """Column ``i`` as finite float64 values, when every record is exactly a double.
@@ -130,13 +126,18 @@ class Dataset:
             For a record of any other type (the type only), or
             :class:`~snapcore.errors.MissingValueError` for missing values.
         """
-        try:
-            return category_keys(self._cols[i], self.names[i])
-        except DataError:
-            raise
-        except ParameterError as exc:  # about the data's content: a data error
-            message = str(exc)
-        raise DataError(message)  # outside the handler: no chained context
+        return _as_data_error(category_keys, self._cols[i], self.names[i])
+
+
+def _as_data_error(read: Callable[[Any, str], _T], obj: Any, name: str) -> _T:
+    """``read(obj, name)``, its ParameterErrors (about the data's content) as DataErrors."""
+    try:
+        return read(obj, name)
+    except DataError:
+        raise
+    except ParameterError as exc:  # about the data's content: a data error
+        message = str(exc)
+    raise DataError(message)  # outside the handler: no chained context
 
 
 def _rows(obj: Any, start: int, stop: int) -> Any:
@@ -150,6 +151,17 @@ def _column_of(data: Any, key: str) -> Any:
         pass
     available = list(data.columns) if _is_frame(data) else list(data)
     raise DataError(f"column {key!r} not found; available columns: {available}")
+
+
+def column_keys(column: Any) -> list[str] | None:
+    """The column names ``column=`` asks for (a name or a sequence of names), or None."""
+    if column is None:
+        return None
+    if isinstance(column, str):
+        return [column]
+    if isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
+        return list(column)
+    raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
 
 
 def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
@@ -174,14 +186,7 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     ParameterError
         If the shape does not fit; values are not looked at here.
     """
-    if isinstance(column, str):
-        keys: list[str] | None = [column]
-    elif column is None:
-        keys = None
-    elif isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
-        keys = list(column)
-    else:
-        raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
+    keys = column_keys(column)
     if isinstance(data, str | bytes):
         raise ParameterError(
             f"data must be a sequence, array, Series, DataFrame or mapping, "

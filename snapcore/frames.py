@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from snapcore.dataset import Dataset, as_dataset
+from snapcore.dataset import Dataset, as_dataset, column_keys
 from snapcore.errors import ParameterError
 
 __all__ = ["is_dask", "read_dataset", "to_columns"]
@@ -37,16 +37,6 @@ def _library(obj: Any) -> str:
 def is_dask(obj: Any) -> bool:
     """Whether ``obj`` is a Dask collection (read partition by partition)."""
     return _library(obj) in ("dask", "dask_expr") and hasattr(obj, "to_delayed")
-
-
-def _keys(column: Any) -> list[str] | None:
-    if column is None:
-        return None
-    if isinstance(column, str):
-        return [column]
-    if isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
-        return list(column)
-    raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
 
 
 def to_columns(data: Any, column: Any = None) -> Any:
@@ -71,7 +61,7 @@ def to_columns(data: Any, column: Any = None) -> Any:
         return data  # not a frame narwhals knows: as_dataset says what it accepts
     if isinstance(frame, nw.Series):
         return np.asarray(frame.to_numpy())
-    keys = _keys(column)
+    keys = column_keys(column)
     names = list(frame.columns)
     if keys is not None:
         missing = [k for k in keys if k not in names]

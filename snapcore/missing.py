@@ -68,8 +68,8 @@ def _objects(col: Any) -> np.ndarray:
     return np.asarray(list(col), dtype=object).reshape(-1)
 
 
-def _missing_mask(col: Any) -> np.ndarray:
-    arr = _objects(col)
+def _missing_mask(arr: np.ndarray) -> np.ndarray:
+    """Which records of ``arr`` (a column as :func:`_objects` gives it) are missing."""
     if arr.dtype.kind == "f":
         return np.asarray(np.isnan(arr), dtype=bool)
     if arr.dtype.kind != "O":
@@ -87,13 +87,14 @@ def apply_missing(ds: Dataset, policy: MissingPolicy) -> Dataset:
     """``ds`` with ``policy`` applied (``"error"`` leaves the refusal to the statistic)."""
     if policy.kind == "error" or not ds.names:
         return ds
-    masks = [_missing_mask(c) for c in ds._cols]
+    arrays = [_objects(c) for c in ds._cols]  # each column converted once
+    masks = [_missing_mask(arr) for arr in arrays]
     if policy.kind == "drop":
         keep = ~np.logical_or.reduce(masks) if masks else np.ones(ds.size, dtype=bool)
-        return take(ds, np.flatnonzero(keep))
+        index = np.flatnonzero(keep)
+        return Dataset([arr[index] for arr in arrays], ds.names, int(index.size))
     cols = []
-    for c, m in zip(ds._cols, masks, strict=True):
-        arr = _objects(c)
+    for arr, m in zip(arrays, masks, strict=True):
         if m.any():
             arr = arr.astype(object) if arr.dtype.kind != "O" else arr.copy()
             arr[m] = policy.constant
