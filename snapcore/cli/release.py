@@ -403,7 +403,7 @@ def release(
     """
     from snapcore.api import release as do_release
     from snapcore.budget import Budget
-    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
+    from snapcore.ledger import parse_epsilon, short_decimal
     from snapcore.sources import SeededSource
 
     options: dict[str, Any] = {}
@@ -493,8 +493,8 @@ def release(
         click.echo(f"  epsilon spent    {short(r.epsilon_spent)} in all ({r.composition})")
     else:
         click.echo(f"{what} -- {data_label}")
-    if ledger is not None:
-        left = Ledger(ledger).remaining
+    if budget is not None:
+        left = budget.remaining  # read from the ledger after the release's spend
         click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
     if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
