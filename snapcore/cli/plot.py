@@ -32,12 +32,16 @@ def _planned(
     relation: str | None,
     epsilon: float,
     gamma: float,
-) -> tuple[float, float, tuple[float, float]] | None:
-    """(ε per value, Δ, clamp interval) a release of ``statistic`` would use, or None."""
+    sensitivity: float,
+    clamp_bounds: tuple[float, float] | None,
+    clamp_bound: float | None,
+) -> tuple[float, float, dict[str, Any]]:
+    """(ε per value, Δ, clamp keyword) a release of ``statistic`` would use; without
+    ``statistic``, ``epsilon``, ``sensitivity`` and the clamp interval given."""
     if statistic is None:
         if n is not None or data_bounds is not None:
             raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
-        return None
+        return epsilon, sensitivity, _interval(clamp_bounds, clamp_bound)
     from snapcore.accuracy import plan_calibration
 
     if n is None:
@@ -50,7 +54,8 @@ def _planned(
         relation=relation,
         gamma=gamma,
     )
-    return float(cal.epsilon), float(cal.sensitivity), (float(cal.lower), float(cal.upper))
+    interval = (float(cal.lower), float(cal.upper))
+    return float(cal.epsilon), float(cal.sensitivity), {"clamp_bounds": interval}
 
 
 def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -143,12 +148,9 @@ def accuracy_cmd(
     if not 0 < eps_min < eps_max:
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
     eps = plots._geomspace(eps_min, eps_max, 600)
-    plan = _planned(statistic, n, data_bounds, relation, 1.0, gamma)
-    where: dict[str, Any]
-    if plan is not None:
-        sensitivity, where = plan[1], {"clamp_bounds": plan[2]}
-    else:
-        where = _interval(clamp_bounds, clamp_bound)
+    _, sensitivity, where = _planned(
+        statistic, n, data_bounds, relation, 1.0, gamma, sensitivity, clamp_bounds, clamp_bound
+    )
     _save(
         lambda: plots.accuracy_vs_epsilon(
             alpha=alpha, sensitivity=sensitivity, epsilons=eps, **where
@@ -194,12 +196,9 @@ def distribution_cmd(
     """
     from snapcore import plots
 
-    plan = _planned(statistic, n, data_bounds, relation, epsilon, gamma)
-    where: dict[str, Any]
-    if plan is not None:
-        epsilon, sensitivity, where = plan[0], plan[1], {"clamp_bounds": plan[2]}
-    else:
-        where = _interval(clamp_bounds, clamp_bound)
+    epsilon, sensitivity, where = _planned(
+        statistic, n, data_bounds, relation, epsilon, gamma, sensitivity, clamp_bounds, clamp_bound
+    )
     _save(
         lambda: plots.output_distribution_figure(
             epsilon=epsilon,

@@ -172,11 +172,6 @@ def cell(text: str) -> Any:
     return x if math.isfinite(x) else t
 
 
-def _value(text: str) -> Any:
-    """A value typed on the command line, read as a CSV field is (:func:`cell`)."""
-    return cell(text)
-
-
 _FLAGS = {
     "n": "--n",
     "data_bounds": "--data-bounds",
@@ -218,7 +213,7 @@ def _numbers(text: str, what: str) -> list[float]:
 
 
 def _values(text: str) -> list[Any]:
-    return [_value(c.strip()) for c in text.split(",")]
+    return [cell(c) for c in text.split(",")]
 
 
 def _fmt(x: Any) -> str:
@@ -404,7 +399,7 @@ def release(
     """
     from snapcore.api import release as do_release
     from snapcore.budget import Budget
-    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
+    from snapcore.ledger import parse_epsilon, short_decimal
     from snapcore.sources import SeededSource
 
     options: dict[str, Any] = {}
@@ -420,7 +415,7 @@ def release(
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise _Fail(f"--option must look like KEY=VALUE, got {item!r}")
-        options[key] = _value(value)
+        options[key] = cell(value)
     grouping: dict[str, Any] = {}
     if by is not None or keys is not None or group_sizes is not None:
         if by is None or keys is None:
@@ -461,7 +456,7 @@ def release(
             relation=relation,
             column=column,
             missing=missing,
-            impute=None if impute is None else _value(impute),
+            impute=None if impute is None else cell(impute),
             backend=backend,
             source=source,
             budget=budget,
@@ -494,8 +489,8 @@ def release(
         click.echo(f"  epsilon spent    {short(r.epsilon_spent)} in all ({r.composition})")
     else:
         click.echo(f"{what} -- {data_label}")
-    if ledger is not None:
-        left = Ledger(ledger).remaining
+    if budget is not None:
+        left = budget.remaining  # read from the ledger after the release's spend
         click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
     if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
@@ -519,7 +514,7 @@ def _sizes(text: str) -> dict[Any, int]:
     for item in text.split(","):
         key, sep, value = item.partition("=")
         try:
-            out[_value(key.strip())] = int(value)
+            out[cell(key)] = int(value)
         except ValueError:
             raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}") from None
         if not sep:
