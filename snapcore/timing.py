@@ -373,15 +373,11 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
 class _NullPadding:
     """Goes through the padded call's own steps with a quantum of 1 ns (calibration)."""
 
-    def __init__(self, key: Hashable) -> None:
-        self._scalar: dict[type, int] = {}
-        self._key = key
-
     def quantum_for(self, value: Any) -> int:
         return Padding.quantum_for(self, value)  # type: ignore[arg-type]
 
     def scalar_quantum_for(self, kind: type) -> int:
-        return self._scalar.get(kind) or 1
+        return 1
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         return 1
@@ -394,7 +390,7 @@ def _sibling(mech: Any) -> Any:
     """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
     sib = copy.copy(mech)
     sib._source = _ChosenDraws(_calibration_source(mech.source))
-    sib._timing = _NullPadding(id(sib))
+    sib._timing = _NullPadding()
     return sib
 
 
