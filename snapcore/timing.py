@@ -205,6 +205,15 @@ def calibrate_quantum(
     return max(1, math.ceil(worst * margin))
 
 
+def _budget_reps(run: Callable[[Any], object], classes: Sequence[Any], cap: int) -> int:
+    """Rounds for :func:`calibrate_quantum` within :data:`ARRAY_BUDGET_NS` (5 to
+    ``cap``), from one timed run of the first class."""
+    t0 = _now()
+    run(classes[0])
+    one = max(1, _now() - t0)
+    return int(max(5, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
+
+
 def _quantile(xs: list[int], q: float) -> float:
     if len(xs) == 1:
         return float(xs[0])
@@ -497,10 +506,7 @@ class Padding:
             else:
                 a = a.astype(dt)
             classes.append(a.tolist() if container == "list" else a)
-        t0 = _now()
-        sib.release(classes[0])
-        one = max(1, _now() - t0)
-        reps = int(max(5, min(SCALAR_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+        reps = _budget_reps(sib.release, classes, SCALAR_REPS)
         return calibrate_quantum(sib.release, classes, reps=reps, margin=ARRAY_MARGIN, warmup=1)
 
     def quantum_for(self, value: Any) -> int:
@@ -688,14 +694,14 @@ def _calibrate_statistic(
             name = kw["column"]
             synth = {name if isinstance(name, str) else name[0]: synth}
         classes.append(synth)
-    t0 = _now()
-    fn(statistic, classes[0], **ckw)
-    one = max(1, _now() - t0)
-    reps = int(max(5, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+
+    def run(d: Any) -> Any:
+        return fn(statistic, d, **ckw)
+
     return calibrate_quantum(
-        lambda d: fn(statistic, d, **ckw),
+        run,
         classes,
-        reps=reps,
+        reps=_budget_reps(run, classes, STATISTIC_REPS),
         margin=STATISTIC_MARGIN,
         warmup=1,
     )
