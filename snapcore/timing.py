@@ -205,6 +205,15 @@ def calibrate_quantum(
     return max(1, math.ceil(worst * margin))
 
 
+def _budget_reps(run: Callable[[Any], object], classes: Sequence[Any], cap: int) -> int:
+    """Rounds for :func:`calibrate_quantum` within :data:`ARRAY_BUDGET_NS` (5 to
+    ``cap``), from one timed run of the first class."""
+    t0 = _now()
+    run(classes[0])
+    one = max(1, _now() - t0)
+    return int(max(5, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
+
+
 def _quantile(xs: list[int], q: float) -> float:
     if len(xs) == 1:
         return float(xs[0])
@@ -373,15 +382,11 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
 class _NullPadding:
     """Goes through the padded call's own steps with a quantum of 1 ns (calibration)."""
 
-    def __init__(self, key: Hashable) -> None:
-        self._scalar: dict[type, int] = {}
-        self._key = key
-
     def quantum_for(self, value: Any) -> int:
         return Padding.quantum_for(self, value)  # type: ignore[arg-type]
 
     def scalar_quantum_for(self, kind: type) -> int:
-        return self._scalar.get(kind) or 1
+        return 1
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         return 1
@@ -394,7 +399,7 @@ def _sibling(mech: Any) -> Any:
     """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
     sib = copy.copy(mech)
     sib._source = _ChosenDraws(_calibration_source(mech.source))
-    sib._timing = _NullPadding(id(sib))
+    sib._timing = _NullPadding()
     return sib
 
 
@@ -501,10 +506,7 @@ class Padding:
             else:
                 a = a.astype(dt)
             classes.append(a.tolist() if container == "list" else a)
-        t0 = _now()
-        sib.release(classes[0])
-        one = max(1, _now() - t0)
-        reps = int(max(5, min(SCALAR_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+        reps = _budget_reps(sib.release, classes, SCALAR_REPS)
         return calibrate_quantum(sib.release, classes, reps=reps, margin=ARRAY_MARGIN, warmup=1)
 
     def quantum_for(self, value: Any) -> int:
@@ -692,14 +694,14 @@ def _calibrate_statistic(
             name = kw["column"]
             synth = {name if isinstance(name, str) else name[0]: synth}
         classes.append(synth)
-    t0 = _now()
-    fn(statistic, classes[0], **ckw)
-    one = max(1, _now() - t0)
-    reps = int(max(5, min(STATISTIC_REPS, ARRAY_BUDGET_NS // (one * len(classes)))))
+
+    def run(d: Any) -> Any:
+        return fn(statistic, d, **ckw)
+
     return calibrate_quantum(
-        lambda d: fn(statistic, d, **ckw),
+        run,
         classes,
-        reps=reps,
+        reps=_budget_reps(run, classes, STATISTIC_REPS),
         margin=STATISTIC_MARGIN,
         warmup=1,
     )
