@@ -68,7 +68,15 @@ SECTIONS: list[tuple[str, list[str]]] = [
     ("Start here", ["why-snapping", "quickstart", "semantics"]),
     (
         "Using snapcore",
-        ["statistics", "scaling", "bounds-and-gamma", "accuracy", "backends", "fastpath", "timing"],
+        [
+            "statistics",
+            "scaling",
+            "bounds-and-gamma",
+            "accuracy",
+            "backends",
+            "fastpath",
+            "timing",
+        ],
     ),
     ("Extending snapcore", ["architecture", "plugins", "sources", "embedding"]),
     ("How it is checked", ["audit", "ieee754", "testing", "benchmarks"]),

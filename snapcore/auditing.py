@@ -33,9 +33,8 @@ import gmpy2
 
 from snapcore.dyadic import Rounding, round_fraction, round_ratio
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
-from snapcore.mechanism import check_value
 from snapcore.params import Calibration
-from snapcore.values import format_number
+from snapcore.values import format_number, read_value
 
 __all__ = [
     "DEFAULT_MAX_OUTPUTS",
@@ -640,7 +639,7 @@ def exact_output_distribution(
             f"every output and its limit is max_outputs = {max_outputs}: raise max_outputs "
             "(cost grows linearly), narrow the clamp interval or raise epsilon"
         )
-    v = check_value(value)
+    v = read_value(value)
     vf = float(v)
     grid = UGrid(q)
     K = tail_exponent(cal)
@@ -767,8 +766,8 @@ def audit(
     >>> r.private, len(r.distribution)
     (True, 9)
     """
-    v = check_value(value, "value")
-    w = check_value(neighbour, "neighbour")
+    v = read_value(value, "value")
+    w = read_value(neighbour, "neighbour")
     cal = mechanism.calibration
     bar: Any = None
     cb: Callable[[int], None] | None = None

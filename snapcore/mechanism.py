@@ -19,21 +19,12 @@ from snapcore.timing import Padding, mechanism_padding, padded_release
 from snapcore.values import exact_ratio as exact_ratio_of
 from snapcore.values import format_number, read_value, read_values
 
-__all__ = ["DEFAULT_SOURCE", "SnappingMechanism", "check_value"]
+__all__ = ["DEFAULT_SOURCE", "SnappingMechanism"]
 
 #: The source a mechanism uses when none is given: ChaCha20 keyed from the OS CSPRNG
 #: (:class:`~snapcore.chacha.ChaCha20Source`), as safe as ``os.urandom`` and fast
 #: enough for the array path (``docs/sources.md``).
 DEFAULT_SOURCE = "chacha20"
-
-
-def check_value(value: Any, name: str = "value") -> Fraction:
-    """A private statistic value as an exact Fraction, else a ParameterError.
-
-    The rule of :func:`snapcore.values.read_value` (docs/semantics.md, "Values that
-    enter"); the message names the type, never the value.
-    """
-    return read_value(value, name)
 
 
 def _offer_batch(backend: Backend, doubles: np.ndarray) -> bool:
@@ -252,7 +243,7 @@ class SnappingMechanism:
             If ``value`` is not finite, ``u`` is not a p-bit float in (0, 1), or
             ``sign`` is not ±1.
         """
-        v = check_value(value)
+        v = read_value(value)
         draw = draw_from_u(u, sign, self._cal.precision)
         pipe = self._pipeline
         return pipe.run(pipe.centre(v), draw)

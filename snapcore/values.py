@@ -302,10 +302,6 @@ class ReadValues:
         assert self.doubles is not None
         return [v.as_integer_ratio() for v in self.doubles.tolist()]
 
-    def as_fractions(self) -> list[Fraction]:
-        """Every element as a Fraction, exactly."""
-        return [Fraction(n, d) for n, d in self.as_ratios()]
-
 
 def _bytes_like(obj: Any) -> bool:
     return isinstance(obj, str | bytes | bytearray | memoryview)
