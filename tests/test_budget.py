@@ -6,6 +6,7 @@ import threading
 from fractions import Fraction
 
 import pytest
+from ledger_workers import release_or_refuse
 
 import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
@@ -73,21 +74,9 @@ def test_threads_racing_to_spend():
 
     def work(i: int) -> None:
         barrier.wait()
-        try:
-            r = snapcore.release(
-                "sum",
-                DATA,
-                epsilon=each,
-                data_bounds=(0, 100),
-                budget=b,
-                source=snapcore.SeededSource(i),
-            )
-        except BudgetExceededError as exc:
-            with lock:
-                refused.append(str(exc))
-        else:
-            with lock:
-                ok.append(r.value)
+        kind, value = release_or_refuse(b, DATA, each, 100, i)
+        with lock:
+            (ok if kind == "released" else refused).append(value)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
     for t in threads:

@@ -8,16 +8,14 @@ rounding midpoints, so only the hard-to-round cases (and U* next to 1) expose th
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from broken_backends import BROKEN, DoubleRoundedLnBackend, MpmathLogBackend
+from fresh_pytest import run_fresh_pytest
 
 from snapcore.testing import run_conformance
 from snapcore.testing.checks import check_ln, hard_ln_cases, random_operands
@@ -73,30 +71,8 @@ def _run_suite(tmp_path, backend_name: str, select: str, module: str = "broken_b
         )
     )
     junit = tmp_path / "out.xml"
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])
-    )
-    env["PYTHONSAFEPATH"] = "1"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--import-mode=importlib",
-            f"--rootdir={tmp_path}",
-            f"--junitxml={junit}",
-            "-k",
-            select,
-            str(tmp_path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_fresh_pytest(
+        HELPERS, tmp_path, tmp_path, junit, tmp_path, "-k", select, timeout=600
     )
     assert junit.exists(), proc.stdout + proc.stderr
     out = {}

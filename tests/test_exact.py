@@ -125,6 +125,16 @@ def test_engines_agree_on_large_mixed_arrays():
     y = rng.uniform(-1, 1, n)
     ref = [clamped_cross_moments(x, y, engine=e) for e in ENGINES]
     assert ref[0] == ref[1]
+    # ... and both equal the exact sums over the whole array, from integer ratios
+    # (each double is n / 2**k; scaled by 2**SUM_SCALE it is the integer n·2**(SUM_SCALE-k))
+    rx = [v.as_integer_ratio() for v in x.tolist()]
+    ry = [v.as_integer_ratio() for v in y.tolist()]
+    sx = sum(n * (2**SUM_SCALE // d) for n, d in rx)
+    sy = sum(n * (2**SUM_SCALE // d) for n, d in ry)
+    sxy = sum(
+        nx * ny * (2**DOT_SCALE // (dx * dy)) for (nx, dx), (ny, dy) in zip(rx, ry, strict=True)
+    )
+    assert ref[0] == (sx, sy, sxy)
     # and against independent Fraction sums on a slice
     head = x[:3000].tolist()
     assert exact_sum(x[:3000], engine="numba") == fsum(head)

@@ -9,13 +9,11 @@ each of them, with the right message; the unbroken sum in the same harness passe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from fresh_pytest import run_fresh_pytest
 from planted_statistics import PLANTED
 
 from snapcore.testing import run_statistic_conformance
@@ -48,30 +46,15 @@ def outcomes(tmp_path_factory):
         lines.append(f"Test{cls} = statistic_suite({cls}, settings={sets!r}, max_examples=10)")
     (tmp / "test_planted.py").write_text("\n".join(lines) + "\n")
     junit = tmp / "out.xml"
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])
-    )
-    env["PYTHONSAFEPATH"] = "1"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--import-mode=importlib",
-            f"--rootdir={tmp}",
-            f"--junitxml={junit}",
-            "-k",
-            "value_range_extremal or (extremal_neighbours and not every_container)"
-            " or (neighbours_hypothesis and data_clamp and not slow)",
-            str(tmp),
-        ],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
+    proc = run_fresh_pytest(
+        HELPERS,
+        tmp,
+        tmp,
+        junit,
+        tmp,
+        "-k",
+        "value_range_extremal or (extremal_neighbours and not every_container)"
+        " or (neighbours_hypothesis and data_clamp and not slow)",
         timeout=900,
     )
     assert junit.exists(), proc.stdout + proc.stderr

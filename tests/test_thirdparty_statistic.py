@@ -7,9 +7,7 @@ and the registries are rebuilt: exactly what ``pip install`` of the plugin gives
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from fractions import Fraction
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fresh_pytest import run_fresh_pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,30 +111,8 @@ def test_the_plugin_passes_the_statistic_suite_from_its_own_tests(tmp_path):
     # The example's tests/ holds one line, `TestRangeCount = statistic_suite(RangeCount)`;
     # run them as the plugin's author would, in a fresh pytest.
     junit = tmp_path / "out.xml"
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")])
-    )
-    env["PYTHONSAFEPATH"] = "1"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--import-mode=importlib",
-            f"--rootdir={EXAMPLE}",
-            f"--junitxml={junit}",
-            "-m",
-            "not slow",
-            str(EXAMPLE / "tests"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    proc = run_fresh_pytest(
+        EXAMPLE, EXAMPLE, EXAMPLE / "tests", junit, tmp_path, "-m", "not slow", timeout=900
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = list(ET.parse(junit).getroot().iter("testcase"))

@@ -14,23 +14,31 @@ from snapcore.sources import SeededSource
 DATA = [float(v) for v in range(20)]
 
 
+def release_or_refuse(
+    budget: snapcore.Budget, data: list[float], epsilon: Fraction, upper: float, seed: int
+) -> tuple[str, Any]:
+    """One real sum release on [0, upper] charged to ``budget``: ``("released", value)``,
+    or ``("refused", message)`` when the budget refuses it."""
+    try:
+        r = snapcore.release(
+            "sum",
+            data,
+            epsilon=epsilon,
+            data_bounds=(0, upper),
+            budget=budget,
+            source=SeededSource(seed),
+        )
+    except snapcore.BudgetExceededError as exc:
+        return "refused", str(exc)
+    return "released", r.value
+
+
 def race(path: str, epsilon: Fraction, barrier: Any, results: Any, i: int) -> None:
     """Wait for every racer, then try one real release charged to the ledger."""
     budget = snapcore.Budget.from_ledger(path)
     barrier.wait()
-    try:
-        r = snapcore.release(
-            "sum",
-            DATA,
-            epsilon=epsilon,
-            data_bounds=(0, 20),
-            budget=budget,
-            source=SeededSource(i),
-        )
-    except snapcore.BudgetExceededError:
-        results.put((i, "refused"))
-    else:
-        results.put((i, f"released {r.value!r}"))
+    kind, value = release_or_refuse(budget, DATA, epsilon, 20, i)
+    results.put((i, "refused" if kind == "refused" else f"released {value!r}"))
 
 
 class _KillingSource(SeededSource):
