@@ -25,6 +25,7 @@ The switch: ``timing="constant"`` pads, ``timing="off"`` does not; the default
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import math
@@ -32,7 +33,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -43,12 +44,16 @@ __all__ = [
     "MODES",
     "Padding",
     "PaddingStats",
+    "QuantaStore",
     "TimingMode",
     "calibrate_quantum",
+    "default_store_path",
+    "machine_fingerprint",
     "mechanism_padding",
     "pad",
     "padded_release",
     "padded_statistic",
+    "quanta_store",
     "resolve_mode",
     "statistic_stats",
     "wait_until",
@@ -80,6 +85,8 @@ RECALIBRATE_SCALAR = 0
 RECALIBRATE_ARRAY = 0
 #: At most this many quanta are remembered per cache (least recently used dropped).
 CACHE_SIZE = 256
+#: A quantum kept in a :class:`QuantaStore` is used for this long after its measurement.
+STORE_MAX_AGE_S = 3600.0
 
 _now = time.perf_counter_ns
 F = TypeVar("F", bound=Callable[..., Any])
@@ -220,18 +227,163 @@ def _quantile(xs: list[int], q: float) -> float:
     return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
 
 
+class QuantaStore:
+    """Calibrated quanta kept across processes, in an SQLite file.
+
+    A one-shot process (the command line) would otherwise calibrate its quanta on
+    every run, which costs more than the release itself.  A quantum is a function of
+    public parameters and of the machine only (it is measured on synthetic, public
+    inputs), so keeping it discloses nothing about any data.  An entry is used only
+    on the machine and software that measured it (:func:`machine_fingerprint`) and
+    for :data:`STORE_MAX_AGE_S` seconds after it was measured, so the quanta follow
+    the machine's load at that pace.  The store is a cache: when it cannot be opened,
+    read or written (a read-only directory, a damaged file), quanta are measured in
+    the process as without it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file (created with mode 0600 in a directory of mode 0700).
+    max_age_s : float
+        How long an entry is used after its measurement.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], max_age_s: float | None = None) -> None:
+        self.path = os.fspath(path)
+        self.max_age_s = STORE_MAX_AGE_S if max_age_s is None else float(max_age_s)
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        folder = os.path.dirname(self.path)
+        if folder:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        con = sqlite3.connect(self.path, timeout=2.0)
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS quanta (key TEXT PRIMARY KEY, fingerprint TEXT "
+            "NOT NULL, quantum_ns INTEGER NOT NULL, measured_at REAL NOT NULL)"
+        )
+        return con
+
+    @staticmethod
+    def _text(key: Hashable) -> str | None:
+        text = repr(key)
+        # A key that prints an object's address is not stable across processes.
+        return None if " at 0x" in text else text
+
+    def load(self, key: Hashable) -> int | None:
+        """The stored quantum for ``key``, or None (absent, stale, another machine)."""
+        text = self._text(key)
+        if text is None:
+            return None
+        try:
+            con = self._connect()
+            try:
+                row = con.execute(
+                    "SELECT quantum_ns, measured_at FROM quanta WHERE key = ? AND fingerprint = ?",
+                    (text, machine_fingerprint()),
+                ).fetchone()
+            finally:
+                con.close()
+        except Exception:  # a cache: measure in the process instead
+            return None
+        if row is None:
+            return None
+        q, at = int(row[0]), float(row[1])
+        if q < 1 or not 0.0 <= time.time() - at <= self.max_age_s:
+            return None
+        return q
+
+    def save(self, key: Hashable, quantum_ns: int) -> None:
+        """Record a quantum just measured (silently skipped when the store is unusable)."""
+        text = self._text(key)
+        if text is None:
+            return
+        try:
+            con = self._connect()
+            try:
+                with con:
+                    con.execute(
+                        "INSERT OR REPLACE INTO quanta VALUES (?, ?, ?, ?)",
+                        (text, machine_fingerprint(), int(quantum_ns), time.time()),
+                    )
+            finally:
+                con.close()
+        except Exception:
+            return
+
+
+@functools.cache
+def machine_fingerprint() -> str:
+    """What a stored quantum is tied to: host, processor, Python and library versions."""
+    import platform
+
+    import snapcore
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if "model name" in ln), cpu)
+    except OSError:
+        pass
+    return "|".join(
+        [
+            platform.node(),
+            platform.machine(),
+            cpu,
+            str(os.cpu_count()),
+            platform.python_implementation(),
+            platform.python_version(),
+            str(snapcore.__version__),
+            np.__version__,
+        ]
+    )
+
+
+def default_store_path() -> str:
+    """``$XDG_CACHE_HOME/snapcore/quanta.sqlite3`` (``~/.cache`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "snapcore", "quanta.sqlite3")
+
+
+_STORE: list[QuantaStore | None] = [None]
+
+
+@contextlib.contextmanager
+def quanta_store(store: QuantaStore | str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within the block, look calibrated quanta up in ``store`` (and record new ones).
+
+    ``None`` keeps quanta in the process only (the default outside any block).  The
+    command line uses :func:`default_store_path`, or the path in the environment
+    variable ``SNAPCORE_TIMING_STORE`` (``off`` for none).
+    """
+    if store is not None and not isinstance(store, QuantaStore):
+        store = QuantaStore(store)
+    previous = _STORE[0]
+    _STORE[0] = store
+    try:
+        yield
+    finally:
+        _STORE[0] = previous
+
+
 class _LRU:
     """A small thread-safe least-recently-used map of calibrated quanta.
 
     With ``every > 0``, each quantum is measured again after every ``every`` uses (a
     count of calls, which is public), so that it follows the machine's load: a quantum
-    measured in a quiet moment makes many calls overrun when the load rises.
+    measured in a quiet moment makes many calls overrun when the load rises.  Within
+    :func:`quanta_store`, a quantum missing here is looked up in the store before it
+    is measured, and a newly measured one is recorded there.
     """
 
-    def __init__(self, every: int, size: int = CACHE_SIZE) -> None:
+    def __init__(self, name: str, every: int, size: int = CACHE_SIZE) -> None:
         self._d: OrderedDict[Hashable, list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
+        self._name = name
         self.every = every
 
     def get(self, key: Hashable, compute: Callable[[], int]) -> int:
@@ -243,7 +395,17 @@ class _LRU:
                 if not self.every or entry[1] < self.every:
                     return entry[0]
                 entry[1] = 0
-        q = compute()  # outside the lock: calibration runs releases
+                fresh = True
+            else:
+                fresh = False
+        store = _STORE[0]
+        stored = None if store is None or fresh else store.load((self._name, key))
+        if stored is not None:
+            q = stored
+        else:
+            q = compute()  # outside the lock: calibration runs releases
+            if store is not None:
+                store.save((self._name, key), q)
         with self._lock:
             self._d[key] = [q, 0]
             self._d.move_to_end(key)
@@ -256,9 +418,9 @@ class _LRU:
             self._d.clear()
 
 
-_SCALAR = _LRU(RECALIBRATE_SCALAR)
-_ARRAY = _LRU(RECALIBRATE_ARRAY)
-_STATISTIC = _LRU(RECALIBRATE_ARRAY)
+_SCALAR = _LRU("scalar", RECALIBRATE_SCALAR)
+_ARRAY = _LRU("array", RECALIBRATE_ARRAY)
+_STATISTIC = _LRU("statistic", RECALIBRATE_ARRAY)
 _STATISTIC_STATS = PaddingStats()
 
 
