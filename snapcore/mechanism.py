@@ -287,14 +287,14 @@ class SnappingMechanism:
             If the source cannot supply every draw; nothing is drawn.
         """
         pipe = self._pipeline
-        if isinstance(value, np.ndarray) or (
-            isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
-        ):
-            return self._release_many(value)
-        if type(value) is float:  # the hot path: no Fraction
+        if type(value) is float:  # the hot path: no ABC checks, no Fraction
             if value - value != 0.0:
                 read_value(value)  # raises, naming the problem, not the value
             x = pipe.centre_ratio(*value.as_integer_ratio())
+        elif isinstance(value, np.ndarray) or (
+            isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
+        ):
+            return self._release_many(value)
         else:
             x = pipe.centre_ratio(*exact_ratio_of(value))
         return pipe.run(x, self._source.draw_raw(self._cal.precision))

@@ -69,7 +69,7 @@ SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
 STATISTIC_MARGIN = 1.2
 #: Calibration repetitions per class (scalar) and the time budget for arrays.
-SCALAR_REPS = 21
+SCALAR_REPS = 41
 ARRAY_BUDGET_NS = 100_000_000
 STATISTIC_REPS = 15
 #: With ``timing=None`` (the default), a statistic's whole release is padded only up to
@@ -155,12 +155,18 @@ class PaddingStats:
 
     def record(self, multiple: int) -> None:
         """Count one call that ended at ``multiple`` quanta."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self.calls += 1
             if multiple > 1:
                 self.overruns += 1
-            if multiple > self.max_multiple:
-                self.max_multiple = multiple
+                if multiple > self.max_multiple:
+                    self.max_multiple = multiple
+            elif not self.max_multiple:
+                self.max_multiple = 1
+        finally:
+            lock.release()
 
     def __repr__(self) -> str:
         return (
@@ -426,19 +432,27 @@ _STATISTIC_STATS = PaddingStats()
 
 def _after_fork_in_child() -> None:
     # A lock held by another thread at fork time would never be released in the child.
+    global _INTERN_LOCK
     for c in (_SCALAR, _ARRAY, _STATISTIC):
         c._lock = threading.Lock()
     _STATISTIC_STATS._lock = threading.Lock()
+    _INTERN_LOCK = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: Bumped by clear_caches: quanta remembered by a Padding from an older generation are
+#: looked up again.
+_GENERATION = [0]
+
+
 def clear_caches() -> None:
     """Forget every calibrated quantum (they are measured again when next needed)."""
     for c in (_SCALAR, _ARRAY, _STATISTIC):
         c.clear()
+    _GENERATION[0] += 1
 
 
 def statistic_stats() -> PaddingStats:
@@ -577,12 +591,15 @@ class Padding:
         What the quanta depend on (the calibration, backend and source kind).
     """
 
-    __slots__ = ("_key", "_mech", "stats")
+    __slots__ = ("_key", "_mech", "_scalar", "stats")
 
     def __init__(self, mech: Any, key: Hashable) -> None:
         self._mech = mech
         self._key = key
         self.stats = PaddingStats()
+        # kind -> (generation, quantum): the scalar quanta this mechanism has used,
+        # valid while the shared cache has not been cleared (see clear_caches).
+        self._scalar: dict[type, tuple[int, int]] = {}
 
     @property
     def mode(self) -> TimingMode:
@@ -600,15 +617,24 @@ class Padding:
         The type of a statistic's value is public (it is fixed by code, not data); the
         quantum is calibrated on that type's worst-case classes on first use.
         """
-        return _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+        hit = self._scalar.get(kind)
+        if hit is not None and hit[0] == _GENERATION[0] and not _SCALAR.every:
+            return hit[1]
+        q = _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+        self._scalar[kind] = (_GENERATION[0], q)
+        return q
 
     def _calibrate_scalar(self, kind: type) -> int:
         sib = _sibling(self._mech)
         src = sib._source
+        # Time what the quantum covers: the unpadded release, without the padding's
+        # own lookup before the clock starts.
+        release = type(self._mech).release
+        raw = getattr(release, "__wrapped__", release)
         values = []
         for c in _scalar_classes(self._mech, kind):
             try:
-                sib.release(c)
+                raw(sib, c)
             except Exception:  # a class this type cannot take: not calibrated on
                 continue
             values.append(c)
@@ -621,9 +647,9 @@ class Padding:
 
         def run(cls: tuple[Any, Any]) -> None:
             src.chosen = cls[1]
-            sib.release(cls[0])
+            raw(sib, cls[0])
 
-        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
+        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN, warmup=5)
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         """The quantum of one array release of ``length`` elements, in ns.
@@ -677,6 +703,8 @@ class Padding:
         Looks only at public properties of ``value`` (its type, dtype and length),
         never at its elements.
         """
+        if type(value) is float:  # the common case, without the ABC checks below
+            return self.scalar_quantum_for(float)
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in "iuf":  # refused by release: no array quantum
                 return self.scalar_quantum_for(float)
@@ -693,6 +721,46 @@ class Padding:
         return f"<Padding {self.stats!r}>"
 
 
+class _Key:
+    """A cache key hashed once, shared by every equal key (see :func:`_interned`).
+
+    A mechanism's key holds its :class:`~snapcore.params.Calibration` (a dozen
+    Fractions): hashing and comparing it on every release cost about as much as the
+    release itself.  Interned keys are found by identity.
+    """
+
+    __slots__ = ("_hash", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Key) and self.key == other.key)
+
+    def __repr__(self) -> str:
+        return repr(self.key)
+
+
+_INTERNED: dict[Hashable, _Key] = {}
+_INTERN_LOCK = threading.Lock()
+
+
+def _interned(key: Hashable) -> _Key:
+    """The one :class:`_Key` for ``key`` in this process (at most :data:`CACHE_SIZE`
+    kept; a dropped one is only re-created, never wrong)."""
+    with _INTERN_LOCK:
+        k = _INTERNED.get(key)
+        if k is None:
+            if len(_INTERNED) >= CACHE_SIZE:
+                _INTERNED.pop(next(iter(_INTERNED)))
+            k = _INTERNED[key] = _Key(key)
+        return k
+
+
 def mechanism_padding(mech: Any, timing: Any) -> Padding | None:
     """The :class:`Padding` for a new mechanism, or None when ``timing`` resolves to off.
 
@@ -704,7 +772,7 @@ def mechanism_padding(mech: Any, timing: Any) -> Padding | None:
     if resolve_mode(timing, mech.source) == "off":
         return None
     key = (mech.calibration, mech.backend.name, type(mech.source).__qualname__)
-    return Padding(mech, key)
+    return Padding(mech, _interned(key))
 
 
 def padded_release(fn: F) -> F:
