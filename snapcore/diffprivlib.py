@@ -32,8 +32,8 @@ Where the contract differs, and why:
   snapping rounds ties toward +∞, and ties have probability about ``2**-118`` for
   p-bit arithmetic and 0 for real arithmetic, so at the interval's centre the bias
   is about ``+2e-36`` (for ε = 1, Δ = 1, bounds (0, 10)), not 0.  The cost grows
-  with the number of outputs, about ``2·B/Λ + 3``: 1 ms for 11 outputs, 0.2 s for
-  1001, 1 s for 4001 (one core); past the audit's limit of 32768 outputs they raise
+  with the number of outputs, about ``2·B/Λ + 3``: 1 ms for 7 outputs, 0.1 s for
+  503, 2 s for 8003 (one core); past the audit's limit of 32768 outputs they raise
   :class:`~snapcore.AuditLimitError` before any work rather than switch silently to
   another quantity (docs/embedding.md argues the choice).  ``exact=False`` gives
   the ideal mechanism's values instead (its bias exactly,
