@@ -154,8 +154,9 @@ def _trailing_zeros(m: np.ndarray) -> np.ndarray:
 # buckets on ``x·y·2**2148 = ±(mx·my) · 2**(kx + ky)``, with each 53-bit mantissa
 # split into 26- and 27-bit halves so that the three partial products
 # (``hx·hy``, ``hx·ly + lx·hy``, ``lx·ly``) stay below 2**54 before their own
-# 32-bit split.  Nothing is rounded; the result is the same integer whatever the
-# order of the records or the engine.
+# 32-bit split (the numpy engine adds the three; the compiled one first combines them
+# into ``mx·my = hi·2**52 + lo``, two words, see ``_compile``).  Nothing is rounded;
+# the result is the same integer whatever the order of the records or the engine.
 
 #: ``exact_sum(x) == Fraction(sum_scaled(x), 2**SUM_SCALE)``.
 SUM_SCALE = 1074
@@ -256,99 +257,107 @@ def _get_numba() -> tuple[Any, Any] | None:
             numba: Any = importlib.import_module("numba")
         except ImportError:
             return None
-
-        inline = numba.njit(inline="always", error_model="numpy")
-
-        def _clamped_bits(  # pragma: no cover
-            v: float, b: np.uint64, lo: float, hi: float, lo_bits: np.uint64, hi_bits: np.uint64
-        ) -> np.uint64:
-            return lo_bits if v < lo else hi_bits if v > hi else b
-
-        def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
-            field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
-            m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
-            nz = np.int64(field != 0)
-            m |= nz << np.int64(52)
-            return np.int64(b >> np.uint64(63)), field - nz, m
-
-        def _add(
-            acc: np.ndarray, k: np.int64, t: np.int64, neg: np.int64
-        ) -> None:  # pragma: no cover
-            if neg:
-                acc[k] -= t & np.int64(0xFFFFFFFF)
-                acc[k + 32] -= t >> np.int64(32)
-            else:
-                acc[k] += t & np.int64(0xFFFFFFFF)
-                acc[k + 32] += t >> np.int64(32)
-
-        def _add_product(  # pragma: no cover
-            acc: np.ndarray, k: np.int64, mx: np.int64, my: np.int64, neg: np.int64
-        ) -> None:
-            hx = mx >> np.int64(26)
-            lx = mx & np.int64((1 << 26) - 1)
-            hy = my >> np.int64(26)
-            ly = my & np.int64((1 << 26) - 1)
-            add(acc, k + 52, hx * hy, neg)
-            add(acc, k + 26, hx * ly + lx * hy, neg)
-            add(acc, k, lx * ly, neg)
-
-        clamped_bits = inline(_clamped_bits)
-        split = inline(_split)
-        add = inline(_add)
-        add_product = inline(_add_product)
-
-        def moments1(  # pragma: no cover
-            x: np.ndarray,
-            xb: np.ndarray,
-            box: np.ndarray,
-            boxb: np.ndarray,
-            acc: np.ndarray,
-            sq: np.ndarray,
-            squares: bool,
-            flag: np.ndarray,
-        ) -> None:
-            lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
-            inf = np.uint64(0x7FF0000000000000)
-            bad = np.uint64(0)
-            for i in range(x.shape[0]):
-                if (xb[i] & inf) == inf:  # NaN or ±inf, before the clamp: refused
-                    bad = np.uint64(1)
-                    continue
-                neg, k, m = split(clamped_bits(x[i], xb[i], lo, hi, lob, hib))
-                add(acc, k, m, neg)
-                if squares and m != 0:
-                    add_product(sq, k + k, m, m, np.int64(0))
-            flag[0] = bad
-
-        def moments2(  # pragma: no cover
-            x: np.ndarray,
-            xb: np.ndarray,
-            y: np.ndarray,
-            yb: np.ndarray,
-            box: np.ndarray,
-            boxb: np.ndarray,
-            ax: np.ndarray,
-            ay: np.ndarray,
-            axy: np.ndarray,
-            flag: np.ndarray,
-        ) -> None:
-            inf = np.uint64(0x7FF0000000000000)
-            bad = np.uint64(0)
-            for i in range(x.shape[0]):
-                if (xb[i] & inf) == inf or (yb[i] & inf) == inf:
-                    bad = np.uint64(1)
-                    continue
-                nx, kx, mx = split(clamped_bits(x[i], xb[i], box[0], box[1], boxb[0], boxb[1]))
-                ny, ky, my = split(clamped_bits(y[i], yb[i], box[2], box[3], boxb[2], boxb[3]))
-                add(ax, kx, mx, nx)
-                add(ay, ky, my, ny)
-                if mx != 0 and my != 0:
-                    add_product(axy, kx + ky, mx, my, nx ^ ny)
-            flag[0] = bad
-
-        jit = numba.njit(nogil=True, error_model="numpy")
-        _numba_kernels = (jit(moments1), jit(moments2))
+        _numba_kernels = _compile(numba)
         return _numba_kernels
+
+
+def _compile(numba: Any) -> tuple[Any, Any]:
+    """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
+
+    One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
+    (low 32 bits at bucket ``k``, the rest at ``k + 32``, signed).  A product
+    ``mx·my`` is formed exactly as ``hi·2**52 + lo`` (``lo < 2**53``, ``hi < 2**55``)
+    from 26/27-bit halves and added the same way at ``kx + ky`` and ``kx + ky + 52``.
+    One record adds less than 2**32 to any bucket, so ``_BLOCK`` records cannot
+    overflow int64.
+    """
+    inline = numba.njit(inline="always", error_model="numpy")
+    m26 = np.int64((1 << 26) - 1)
+    m32 = np.int64(0xFFFFFFFF)
+    inf = np.uint64(0x7FF0000000000000)
+
+    def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+        """``(−sign, k, m)`` with ``x·2**1074 = ±m·2**k``; −sign is 0 or −1."""
+        field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
+        m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
+        if field != 0:  # normal: the implicit bit; subnormals have k = 0
+            m |= np.int64(1 << 52)
+            field -= 1
+        return -np.int64(b >> np.uint64(63)), field, m
+
+    def _product(mx: np.int64, my: np.int64) -> tuple[np.int64, np.int64]:  # pragma: no cover
+        """``(hi, lo)`` with ``mx·my = hi·2**52 + lo`` exactly, for 0 <= mx, my < 2**53."""
+        hx, lx = mx >> np.int64(26), mx & m26
+        hy, ly = my >> np.int64(26), my & m26
+        mid = hx * ly + lx * hy  # < 2**54
+        return hx * hy + (mid >> np.int64(26)), lx * ly + ((mid & m26) << np.int64(26))
+
+    def _add(acc: np.ndarray, k: np.int64, t: np.int64, s: np.int64) -> None:  # pragma: no cover
+        """``acc[k] ±= t & (2**32 − 1)``, ``acc[k + 32] ±= t >> 32`` (− when s = −1)."""
+        acc[k] += ((t & m32) ^ s) - s
+        acc[k + 32] += ((t >> np.int64(32)) ^ s) - s
+
+    split = inline(_split)
+    product = inline(_product)
+    add = inline(_add)
+
+    def moments1(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        acc: np.ndarray,
+        sq: np.ndarray,
+        squares: bool,
+        flag: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v, b = x[i], xb[i]
+            if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
+                bad = np.uint64(1)
+                continue
+            s, k, m = split(lob if v < lo else hib if v > hi else b)
+            add(acc, k, m, s)
+            if squares:
+                ph, pl = product(m, m)
+                add(sq, k + k, pl, np.int64(0))
+                add(sq, k + k + 52, ph, np.int64(0))
+        flag[0] = bad
+
+    def moments2(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        y: np.ndarray,
+        yb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        ax: np.ndarray,
+        ay: np.ndarray,
+        axy: np.ndarray,
+        flag: np.ndarray,
+    ) -> None:
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            u, ub, v, vb = x[i], xb[i], y[i], yb[i]
+            if (ub & inf) == inf or (vb & inf) == inf:
+                bad = np.uint64(1)
+                continue
+            sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
+            sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+            add(ax, kx, mx, sx)
+            add(ay, ky, my, sy)
+            ph, pl = product(mx, my)
+            s = sx ^ sy
+            add(axy, kx + ky, pl, s)
+            add(axy, kx + ky + 52, ph, s)
+        flag[0] = bad
+
+    jit = numba.njit(nogil=True, error_model="numpy")
+    return jit(moments1), jit(moments2)
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -418,9 +427,10 @@ def _not_finite(name: str) -> ParameterError:
 
 
 def _doubles(values: Any, name: str, *, check: bool = True) -> np.ndarray:
-    """A contiguous float64 view or copy; finiteness is checked here (numpy engine) or
-    in the compiled loop (numba engine), in both cases before any result is returned."""
-    x = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
+    """A flat float64 view (strided columns are not copied) or copy; finiteness is
+    checked here (numpy engine) or in the compiled loop (numba engine), in both cases
+    before any result is returned."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
     if check and not np.isfinite(x).all():
         raise _not_finite(name)
     return x
