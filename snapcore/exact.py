@@ -22,7 +22,7 @@ import math
 import threading
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -33,6 +33,8 @@ __all__ = [
     "ENGINES",
     "SUM_SCALE",
     "ScaledIntegers",
+    "bin_counts",
+    "bin_index",
     "clamped_cross_moments",
     "clamped_moments",
     "dot_scaled",
@@ -238,7 +240,7 @@ def _dot_numpy(x: np.ndarray, y: np.ndarray) -> int:
 
 
 _numba_lock = threading.Lock()
-_numba_kernels: tuple[Any, Any] | None = None
+_numba_kernels: tuple[Any, Any, Any] | None = None
 _numba_checked = False
 
 
@@ -247,7 +249,7 @@ def numba_available() -> bool:
     return _get_numba() is not None
 
 
-def _get_numba() -> tuple[Any, Any] | None:
+def _get_numba() -> tuple[Any, Any, Any] | None:
     global _numba_kernels, _numba_checked
     with _numba_lock:
         if _numba_checked:
@@ -261,7 +263,7 @@ def _get_numba() -> tuple[Any, Any] | None:
         return _numba_kernels
 
 
-def _compile(numba: Any) -> tuple[Any, Any]:
+def _compile(numba: Any) -> tuple[Any, Any, Any]:
     """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
 
     One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
@@ -356,8 +358,40 @@ def _compile(numba: Any) -> tuple[Any, Any]:
             add(axy, kx + ky + 52, ph, s)
         flag[0] = bad
 
+    def bins(  # pragma: no cover
+        x: np.ndarray, e: np.ndarray, drop: bool, counts: np.ndarray, flag: np.ndarray
+    ) -> None:
+        k = e.shape[0] - 1
+        e0, ek = e[0], e[k]
+        scale = k / (ek - e0)  # a guess only (inf if the width overflows)
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v = x[i]
+            if v - v != 0.0:  # NaN or ±inf
+                bad = np.uint64(1)
+                continue
+            if v < e0 or v > ek:
+                if drop:
+                    continue
+                v = e0 if v < e0 else ek
+            g = (v - e0) * scale
+            j = np.int64(g) if 0.0 <= g < k else np.int64(0) if not g >= 0.0 else k - 1
+            # the guess is checked by exact comparisons with the edges, then corrected
+            if e[j] <= v and (j == k - 1 or v < e[j + 1]):
+                counts[j] += 1
+                continue
+            lo, hi = np.int64(0), np.int64(k)  # e[lo] <= v < e[hi] (or v == e[k])
+            while hi - lo > 1:
+                mid = (lo + hi) >> 1
+                if e[mid] <= v:
+                    lo = mid
+                else:
+                    hi = mid
+            counts[lo] += 1
+        flag[0] = bad
+
     jit = numba.njit(nogil=True, error_model="numpy")
-    return jit(moments1), jit(moments2)
+    return jit(moments1), jit(moments2), jit(bins)
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -403,22 +437,23 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
     return sx, sy, sxy
 
 
-_numba_warm = False
+_numba_warm: set[str] = set()
 
 
-def _engine(engine: str, size: int) -> str:
-    global _numba_warm
+def _engine(engine: str, size: int, kernel: str = "moments") -> str:
+    """The engine to run: "numba" for engine "auto" once ``kernel`` has been compiled
+    in this process or when the array is large enough to repay compiling it."""
     if engine not in ENGINES:
         raise ParameterError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
     if engine == "numba":
         if _get_numba() is None:
             raise ParameterError("engine 'numba' needs numba: pip install numba")
         return "numba"
-    if engine == "numpy" or not (_numba_warm or size >= NUMBA_MIN_SIZE):
+    if engine == "numpy" or not (kernel in _numba_warm or size >= NUMBA_MIN_SIZE):
         return "numpy"
     if _get_numba() is None:
         return "numpy"
-    _numba_warm = True
+    _numba_warm.add(kernel)
     return "numba"
 
 
@@ -530,3 +565,77 @@ def exact_dot(
 ) -> Fraction:
     """The exact ``sum(x[i] * y[i])`` of finite doubles, as a Fraction."""
     return Fraction(dot_scaled(x, y, engine=engine), 1 << DOT_SCALE)
+
+
+def bin_counts(
+    edges: np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    *,
+    drop: bool = False,
+    engine: str = "auto",
+) -> np.ndarray:
+    """Counts of finite doubles in the bins ``[e_i, e_{i+1})`` (the last one closed).
+
+    Each value's bin is decided by exact comparisons of doubles with the edges: the
+    result is ``searchsorted(edges, x, "right") − 1`` (capped at ``k − 1``) for every
+    value; a floating-point guess from evenly spaced edges only says where to compare
+    first, and a value it misses is placed by binary search.
+
+    Parameters
+    ----------
+    edges : numpy.ndarray
+        ``k + 1`` finite, strictly increasing float64 edges.
+    values : sequence of float or numpy.ndarray
+        Finite doubles (a ParameterError otherwise).
+    drop : bool
+        Values outside ``[e_0, e_k]`` are not counted (otherwise they are clamped into
+        the first or last bin).
+    engine : {"auto", "numpy", "numba"}
+        Same counts from either engine.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k`` int64 counts.
+    """
+    e = np.ascontiguousarray(edges, dtype=np.float64)
+    x = _doubles(values, "values", check=False)
+    k = len(e) - 1
+    if _engine(engine, len(x), "bins") == "numba":
+        kernels = _get_numba()
+        assert kernels is not None
+        out = np.zeros(k, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[2](x, e, drop, out, flag)
+        if flag[0]:
+            raise _not_finite("values")
+        return out
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
+    if drop:
+        x = x[(x >= e[0]) & (x <= e[-1])]
+    counts: np.ndarray = np.bincount(bin_index(e, np.clip(x, e[0], e[-1])), minlength=k)
+    return counts
+
+
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return cast(np.ndarray, idx)
