@@ -211,6 +211,23 @@ def make_csv(path: str, rows: int) -> None:
     print(f"wrote {rows} rows to {path}")
 
 
+def make_parquet(path: str, rows: int, full: bool = False) -> None:
+    """The same values as :func:`make_csv`, in a Parquet file (row groups of 2**20 rows);
+    with ``full``, uniform doubles at full precision (which do not compress)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    block = 10**7
+    with pq.ParquetWriter(path, pa.schema([("x", pa.float64())])) as w:
+        for start in range(0, rows, block):
+            m = min(block, rows - start)
+            vals = rng.uniform(0, 100, m)
+            vals = vals if full else np.round(vals, 2)
+            w.write_table(pa.table({"x": vals}), row_group_size=1 << 20)
+    print(f"wrote {rows} rows to {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -221,11 +238,17 @@ def main() -> None:
     m = sub.add_parser("make-csv")
     m.add_argument("path")
     m.add_argument("rows", type=int)
+    mp = sub.add_parser("make-parquet")
+    mp.add_argument("path")
+    mp.add_argument("rows", type=int)
+    mp.add_argument("--full-precision", action="store_true")
     args = ap.parse_args()
     if args.cmd == "table":
         table(args.repeat)
     elif args.cmd == "dask":
         dask_part([int(s) for s in args.dask_sizes.split(",")])
+    elif args.cmd == "make-parquet":
+        make_parquet(args.path, args.rows, args.full_precision)
     else:
         make_csv(args.path, args.rows)
 
