@@ -322,7 +322,7 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     flat = arr.reshape(-1)
     kind = arr.dtype.kind
     if kind == "f":
-        if not np.isfinite(flat).all():
+        if not _all_finite(flat):
             if np.isnan(flat).any():
                 raise _missing(what)
             raise _bad_element(what, f"an infinite {type_name(flat.dtype.type(0))}")
@@ -343,6 +343,16 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
         raise _missing(what)
     refused = {"b": "bool", "c": "complex", "U": "str", "S": "bytes"}.get(kind, str(arr.dtype))
     raise _bad_element(what, f"an array of dtype {refused}")
+
+
+def _all_finite(flat: np.ndarray) -> bool:
+    """Whether every element is finite.  A float sum is NaN or ±inf whenever an element
+    is (NaN propagates; an infinity never becomes finite again), so a finite sum, one
+    pass without a temporary array, settles it; an overflowed sum is checked again."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(np.add.reduce(flat)):
+            return True
+    return bool(np.isfinite(flat).all())
 
 
 def _as_float64(flat: np.ndarray) -> np.ndarray:
