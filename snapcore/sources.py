@@ -373,7 +373,7 @@ class SeededSource(ByteSource):
         """Blocks ``counter, ..., counter + count − 1`` (copies of one keyed state: the
         same digests as keying each, in two thirds of the time)."""
         keyed = hashlib.blake2b(key=self._key)
-        out = []
+        out: list[bytes] = []
         append = out.append
         start = self._counter
         for i in range(start, start + count):

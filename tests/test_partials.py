@@ -340,3 +340,34 @@ def test_bin_labels_are_written_when_read_and_equal_the_tuple():
     )
     assert r.labels == ("< 0.5", "[0.5, 1)", "≥ 1")
     assert r.to_dict()["labels"] == ["< 0.5", "[0.5, 1)", "≥ 1"]
+
+
+@pytest.mark.parametrize("size", [10, 70_000])
+@pytest.mark.parametrize("stat", ["mean", "variance", "covariance"])
+def test_float64_columns_in_one_pass_still_refuse_nan_and_inf_by_column(stat, size):
+    """The moments read float64 columns in place and refuse NaN and ±inf in the same
+    pass; the error is the column's (missing values, or an infinite float), raised
+    before any draw, naming the column and no record."""
+    from snapcore.errors import DataError, MissingValueError
+
+    two = stat == "covariance"
+    bounds = ((0, 100), (0, 100)) if two else (0, 100)
+    for bad, error, words in (
+        (np.nan, MissingValueError, "missing values"),
+        (np.inf, DataError, "infinite"),
+        (-np.inf, DataError, "infinite"),
+    ):
+        x = np.full(size, 31.5)
+        x[size // 2] = bad
+        data = {"a": np.full(size, 2.5), "b": x} if two else {"b": x}
+        source = snapcore.ReplaySource([])  # no draws: the error comes first
+        with pytest.raises(error, match=words) as e:
+            snapcore.release(
+                stat,
+                data,
+                column=["a", "b"] if two else "b",
+                epsilon=1,
+                data_bounds=bounds,
+                source=source,
+            )
+        assert "'b'" in str(e.value) and "31.5" not in str(e.value)
