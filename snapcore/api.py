@@ -72,8 +72,9 @@ class Release:
         integer-valued statistic (count, histogram) comes back as ``int`` when every
         output is an integer: an integral :attr:`grid_step` between integral clamp
         bounds.
-    labels : tuple of str
-        Coordinate labels (for a histogram, the bins).
+    labels : sequence of str
+        Coordinate labels (for a histogram, the bins, written when read); a tuple or an
+        immutable sequence equal to one.
     epsilon_spent : Fraction
         The total ε this release spent (what a :class:`~snapcore.Budget` was charged).
     epsilon_per_value : Fraction
@@ -119,7 +120,7 @@ class Release:
 
     statistic: str
     value: float | tuple[float, ...]
-    labels: tuple[str, ...]
+    labels: Sequence[str]
     epsilon_spent: Fraction
     epsilon_per_value: Fraction
     composition: str
@@ -313,9 +314,9 @@ def _draw(plan: _Plan) -> Release:
             notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
             **plan.common,
         )
-    outs: tuple[float, ...] = _release_values(mech, prep.values)
-    if _integral(plan.stat, choice, mech.grid_step) and all(o.is_integer() for o in outs):
-        outs = tuple(int(o) for o in outs)
+    outs = _release_values(
+        mech, prep.values, integral=_integral(plan.stat, choice, mech.grid_step)
+    )
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
@@ -737,18 +738,31 @@ def _check_can_draw(plans: Sequence[_Plan]) -> None:
         require_draws(src, count, precision)
 
 
-def _release_values(mech: SnappingMechanism, values: tuple[Any, ...]) -> tuple[float, ...]:
+def _release_values(
+    mech: SnappingMechanism, values: tuple[Any, ...], *, integral: bool
+) -> tuple[float, ...] | tuple[int, ...]:
     """Release every coordinate: through the mechanism's array release when the values
     are integers or exact doubles (bit-identical to one scalar release per value, with
-    the draws in the same order), one by one otherwise (exact Fractions)."""
+    the draws in the same order), one by one otherwise (exact Fractions).  With
+    ``integral`` (every output lies on an integral grid), outputs that are all integers
+    come back as ints."""
+    outs: tuple[float, ...]
     if len(values) == 1:  # a scalar statistic: the scalar release, exact for any real
-        return (float(mech.release(values[0])),)
-    if len(values) > 1:
-        arr = _as_array(values)
+        outs = (float(mech.release(values[0])),)
+    else:
+        arr = _as_array(values) if values else None
         if arr is not None:
-            return tuple(mech.release(arr).tolist())
-    # A list is read element by element, exactly (Fractions included), in one release.
-    return tuple(float(o) for o in mech.release(list(values)))
+            out = mech.release(arr)
+            whole = integral and bool(np.all(np.floor(out) == out))
+            if whole and float(np.max(np.abs(out))) < 2.0**62:  # exact in int64
+                return tuple(out.astype(np.int64).tolist())
+            outs = tuple(out.tolist())
+        else:
+            # A list is read element by element, exactly (Fractions included).
+            outs = tuple(float(o) for o in mech.release(list(values)))
+    if integral and all(o.is_integer() for o in outs):
+        return tuple(int(o) for o in outs)
+    return outs
 
 
 def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
@@ -758,9 +772,10 @@ def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
         arr = np.array(values)
     except (OverflowError, ValueError, TypeError):
         return None
-    if arr.dtype == np.int64 and all(type(v) is int for v in values):
+    types = set(map(type, values))
+    if arr.dtype == np.int64 and types == {int}:
         return arr
-    if arr.dtype == np.float64 and all(type(v) is float for v in values):
+    if arr.dtype == np.float64 and types == {float}:
         return arr
     ints = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else None for v in values]
     if all(i is not None and -(1 << 62) < i < 1 << 62 for i in ints):

@@ -94,6 +94,25 @@ class Dataset:
         """
         return _as_data_error(read_column, self._cols[i], self.names[i])
 
+    def float64_view(self, i: int) -> np.ndarray | None:
+        """Column ``i`` as a read-only view of the caller's float64 array (a 1-D NumPy
+        array or a pandas Series of dtype float64), else None.  Nothing is copied.
+
+        **Not checked**: NaN and ±inf may be in it.  For compiled loops that refuse
+        them themselves, in the same pass; on a refusal, :meth:`column` raises the
+        error (which names the column, never a record).
+        """
+        obj = self._cols[i]
+        if _is_series(obj) and not isinstance(obj, np.ndarray):
+            if getattr(obj, "dtype", None) != np.float64:
+                return None
+            obj = obj.to_numpy()
+        if not isinstance(obj, np.ndarray) or obj.dtype != np.float64 or obj.ndim != 1:
+            return None
+        view = obj.view()
+        view.flags.writeable = False
+        return view
+
     def numeric(self, i: int) -> np.ndarray:
         """Column ``i`` as finite float64 values, when every record is exactly a double.
 

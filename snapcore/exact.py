@@ -22,7 +22,7 @@ import math
 import threading
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -33,6 +33,8 @@ __all__ = [
     "ENGINES",
     "SUM_SCALE",
     "ScaledIntegers",
+    "bin_counts",
+    "bin_index",
     "clamped_cross_moments",
     "clamped_moments",
     "dot_scaled",
@@ -154,8 +156,9 @@ def _trailing_zeros(m: np.ndarray) -> np.ndarray:
 # buckets on ``x·y·2**2148 = ±(mx·my) · 2**(kx + ky)``, with each 53-bit mantissa
 # split into 26- and 27-bit halves so that the three partial products
 # (``hx·hy``, ``hx·ly + lx·hy``, ``lx·ly``) stay below 2**54 before their own
-# 32-bit split.  Nothing is rounded; the result is the same integer whatever the
-# order of the records or the engine.
+# 32-bit split (the numpy engine adds the three; the compiled one first combines them
+# into ``mx·my = hi·2**52 + lo``, two words, see ``_compile``).  Nothing is rounded;
+# the result is the same integer whatever the order of the records or the engine.
 
 #: ``exact_sum(x) == Fraction(sum_scaled(x), 2**SUM_SCALE)``.
 SUM_SCALE = 1074
@@ -237,7 +240,7 @@ def _dot_numpy(x: np.ndarray, y: np.ndarray) -> int:
 
 
 _numba_lock = threading.Lock()
-_numba_kernels: tuple[Any, Any] | None = None
+_numba_kernels: tuple[Any, Any, Any] | None = None
 _numba_checked = False
 
 
@@ -246,7 +249,7 @@ def numba_available() -> bool:
     return _get_numba() is not None
 
 
-def _get_numba() -> tuple[Any, Any] | None:
+def _get_numba() -> tuple[Any, Any, Any] | None:
     global _numba_kernels, _numba_checked
     with _numba_lock:
         if _numba_checked:
@@ -256,99 +259,139 @@ def _get_numba() -> tuple[Any, Any] | None:
             numba: Any = importlib.import_module("numba")
         except ImportError:
             return None
-
-        inline = numba.njit(inline="always", error_model="numpy")
-
-        def _clamped_bits(  # pragma: no cover
-            v: float, b: np.uint64, lo: float, hi: float, lo_bits: np.uint64, hi_bits: np.uint64
-        ) -> np.uint64:
-            return lo_bits if v < lo else hi_bits if v > hi else b
-
-        def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
-            field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
-            m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
-            nz = np.int64(field != 0)
-            m |= nz << np.int64(52)
-            return np.int64(b >> np.uint64(63)), field - nz, m
-
-        def _add(
-            acc: np.ndarray, k: np.int64, t: np.int64, neg: np.int64
-        ) -> None:  # pragma: no cover
-            if neg:
-                acc[k] -= t & np.int64(0xFFFFFFFF)
-                acc[k + 32] -= t >> np.int64(32)
-            else:
-                acc[k] += t & np.int64(0xFFFFFFFF)
-                acc[k + 32] += t >> np.int64(32)
-
-        def _add_product(  # pragma: no cover
-            acc: np.ndarray, k: np.int64, mx: np.int64, my: np.int64, neg: np.int64
-        ) -> None:
-            hx = mx >> np.int64(26)
-            lx = mx & np.int64((1 << 26) - 1)
-            hy = my >> np.int64(26)
-            ly = my & np.int64((1 << 26) - 1)
-            add(acc, k + 52, hx * hy, neg)
-            add(acc, k + 26, hx * ly + lx * hy, neg)
-            add(acc, k, lx * ly, neg)
-
-        clamped_bits = inline(_clamped_bits)
-        split = inline(_split)
-        add = inline(_add)
-        add_product = inline(_add_product)
-
-        def moments1(  # pragma: no cover
-            x: np.ndarray,
-            xb: np.ndarray,
-            box: np.ndarray,
-            boxb: np.ndarray,
-            acc: np.ndarray,
-            sq: np.ndarray,
-            squares: bool,
-            flag: np.ndarray,
-        ) -> None:
-            lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
-            inf = np.uint64(0x7FF0000000000000)
-            bad = np.uint64(0)
-            for i in range(x.shape[0]):
-                if (xb[i] & inf) == inf:  # NaN or ±inf, before the clamp: refused
-                    bad = np.uint64(1)
-                    continue
-                neg, k, m = split(clamped_bits(x[i], xb[i], lo, hi, lob, hib))
-                add(acc, k, m, neg)
-                if squares and m != 0:
-                    add_product(sq, k + k, m, m, np.int64(0))
-            flag[0] = bad
-
-        def moments2(  # pragma: no cover
-            x: np.ndarray,
-            xb: np.ndarray,
-            y: np.ndarray,
-            yb: np.ndarray,
-            box: np.ndarray,
-            boxb: np.ndarray,
-            ax: np.ndarray,
-            ay: np.ndarray,
-            axy: np.ndarray,
-            flag: np.ndarray,
-        ) -> None:
-            inf = np.uint64(0x7FF0000000000000)
-            bad = np.uint64(0)
-            for i in range(x.shape[0]):
-                if (xb[i] & inf) == inf or (yb[i] & inf) == inf:
-                    bad = np.uint64(1)
-                    continue
-                nx, kx, mx = split(clamped_bits(x[i], xb[i], box[0], box[1], boxb[0], boxb[1]))
-                ny, ky, my = split(clamped_bits(y[i], yb[i], box[2], box[3], boxb[2], boxb[3]))
-                add(ax, kx, mx, nx)
-                add(ay, ky, my, ny)
-                if mx != 0 and my != 0:
-                    add_product(axy, kx + ky, mx, my, nx ^ ny)
-            flag[0] = bad
-
-        jit = numba.njit(nogil=True, error_model="numpy")
-        _numba_kernels = (jit(moments1), jit(moments2))
+        _numba_kernels = _compile(numba)
         return _numba_kernels
+
+
+def _compile(numba: Any) -> tuple[Any, Any, Any]:
+    """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
+
+    One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
+    (low 32 bits at bucket ``k``, the rest at ``k + 32``, signed).  A product
+    ``mx·my`` is formed exactly as ``hi·2**52 + lo`` (``lo < 2**53``, ``hi < 2**55``)
+    from 26/27-bit halves and added the same way at ``kx + ky`` and ``kx + ky + 52``.
+    One record adds less than 2**32 to any bucket, so ``_BLOCK`` records cannot
+    overflow int64.
+    """
+    inline = numba.njit(inline="always", error_model="numpy")
+    m26 = np.int64((1 << 26) - 1)
+    m32 = np.int64(0xFFFFFFFF)
+    inf = np.uint64(0x7FF0000000000000)
+
+    def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+        """``(−sign, k, m)`` with ``x·2**1074 = ±m·2**k``; −sign is 0 or −1."""
+        field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
+        m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
+        if field != 0:  # normal: the implicit bit; subnormals have k = 0
+            m |= np.int64(1 << 52)
+            field -= 1
+        return -np.int64(b >> np.uint64(63)), field, m
+
+    def _product(mx: np.int64, my: np.int64) -> tuple[np.int64, np.int64]:  # pragma: no cover
+        """``(hi, lo)`` with ``mx·my = hi·2**52 + lo`` exactly, for 0 <= mx, my < 2**53."""
+        hx, lx = mx >> np.int64(26), mx & m26
+        hy, ly = my >> np.int64(26), my & m26
+        mid = hx * ly + lx * hy  # < 2**54
+        return hx * hy + (mid >> np.int64(26)), lx * ly + ((mid & m26) << np.int64(26))
+
+    def _add(acc: np.ndarray, k: np.int64, t: np.int64, s: np.int64) -> None:  # pragma: no cover
+        """``acc[k] ±= t & (2**32 − 1)``, ``acc[k + 32] ±= t >> 32`` (− when s = −1)."""
+        acc[k] += ((t & m32) ^ s) - s
+        acc[k + 32] += ((t >> np.int64(32)) ^ s) - s
+
+    split = inline(_split)
+    product = inline(_product)
+    add = inline(_add)
+
+    def moments1(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        acc: np.ndarray,
+        sq: np.ndarray,
+        squares: bool,
+        flag: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v, b = x[i], xb[i]
+            if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
+                bad = np.uint64(1)
+                continue
+            s, k, m = split(lob if v < lo else hib if v > hi else b)
+            add(acc, k, m, s)
+            if squares:
+                ph, pl = product(m, m)
+                add(sq, k + k, pl, np.int64(0))
+                add(sq, k + k + 52, ph, np.int64(0))
+        flag[0] = bad
+
+    def moments2(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        y: np.ndarray,
+        yb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        ax: np.ndarray,
+        ay: np.ndarray,
+        axy: np.ndarray,
+        flag: np.ndarray,
+    ) -> None:
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            u, ub, v, vb = x[i], xb[i], y[i], yb[i]
+            if (ub & inf) == inf or (vb & inf) == inf:
+                bad = np.uint64(1)
+                continue
+            sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
+            sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+            add(ax, kx, mx, sx)
+            add(ay, ky, my, sy)
+            ph, pl = product(mx, my)
+            s = sx ^ sy
+            add(axy, kx + ky, pl, s)
+            add(axy, kx + ky + 52, ph, s)
+        flag[0] = bad
+
+    def bins(  # pragma: no cover
+        x: np.ndarray, e: np.ndarray, drop: bool, counts: np.ndarray, flag: np.ndarray
+    ) -> None:
+        k = e.shape[0] - 1
+        e0, ek = e[0], e[k]
+        scale = k / (ek - e0)  # a guess only (inf if the width overflows)
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v = x[i]
+            if v - v != 0.0:  # NaN or ±inf
+                bad = np.uint64(1)
+                continue
+            if v < e0 or v > ek:
+                if drop:
+                    continue
+                v = e0 if v < e0 else ek
+            g = (v - e0) * scale
+            j = np.int64(g) if 0.0 <= g < k else np.int64(0) if not g >= 0.0 else k - 1
+            # the guess is checked by exact comparisons with the edges, then corrected
+            if e[j] <= v and (j == k - 1 or v < e[j + 1]):
+                counts[j] += 1
+                continue
+            lo, hi = np.int64(0), np.int64(k)  # e[lo] <= v < e[hi] (or v == e[k])
+            while hi - lo > 1:
+                mid = (lo + hi) >> 1
+                if e[mid] <= v:
+                    lo = mid
+                else:
+                    hi = mid
+            counts[lo] += 1
+        flag[0] = bad
+
+    jit = numba.njit(nogil=True, error_model="numpy")
+    return jit(moments1), jit(moments2), jit(bins)
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -394,22 +437,23 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
     return sx, sy, sxy
 
 
-_numba_warm = False
+_numba_warm: set[str] = set()
 
 
-def _engine(engine: str, size: int) -> str:
-    global _numba_warm
+def _engine(engine: str, size: int, kernel: str = "moments") -> str:
+    """The engine to run: "numba" for engine "auto" once ``kernel`` has been compiled
+    in this process or when the array is large enough to repay compiling it."""
     if engine not in ENGINES:
         raise ParameterError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
     if engine == "numba":
         if _get_numba() is None:
             raise ParameterError("engine 'numba' needs numba: pip install numba")
         return "numba"
-    if engine == "numpy" or not (_numba_warm or size >= NUMBA_MIN_SIZE):
+    if engine == "numpy" or not (kernel in _numba_warm or size >= NUMBA_MIN_SIZE):
         return "numpy"
     if _get_numba() is None:
         return "numpy"
-    _numba_warm = True
+    _numba_warm.add(kernel)
     return "numba"
 
 
@@ -418,9 +462,10 @@ def _not_finite(name: str) -> ParameterError:
 
 
 def _doubles(values: Any, name: str, *, check: bool = True) -> np.ndarray:
-    """A contiguous float64 view or copy; finiteness is checked here (numpy engine) or
-    in the compiled loop (numba engine), in both cases before any result is returned."""
-    x = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
+    """A flat float64 view (strided columns are not copied) or copy; finiteness is
+    checked here (numpy engine) or in the compiled loop (numba engine), in both cases
+    before any result is returned."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
     if check and not np.isfinite(x).all():
         raise _not_finite(name)
     return x
@@ -520,3 +565,77 @@ def exact_dot(
 ) -> Fraction:
     """The exact ``sum(x[i] * y[i])`` of finite doubles, as a Fraction."""
     return Fraction(dot_scaled(x, y, engine=engine), 1 << DOT_SCALE)
+
+
+def bin_counts(
+    edges: np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    *,
+    drop: bool = False,
+    engine: str = "auto",
+) -> np.ndarray:
+    """Counts of finite doubles in the bins ``[e_i, e_{i+1})`` (the last one closed).
+
+    Each value's bin is decided by exact comparisons of doubles with the edges: the
+    result is ``searchsorted(edges, x, "right") − 1`` (capped at ``k − 1``) for every
+    value; a floating-point guess from evenly spaced edges only says where to compare
+    first, and a value it misses is placed by binary search.
+
+    Parameters
+    ----------
+    edges : numpy.ndarray
+        ``k + 1`` finite, strictly increasing float64 edges.
+    values : sequence of float or numpy.ndarray
+        Finite doubles (a ParameterError otherwise).
+    drop : bool
+        Values outside ``[e_0, e_k]`` are not counted (otherwise they are clamped into
+        the first or last bin).
+    engine : {"auto", "numpy", "numba"}
+        Same counts from either engine.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k`` int64 counts.
+    """
+    e = np.ascontiguousarray(edges, dtype=np.float64)
+    x = _doubles(values, "values", check=False)
+    k = len(e) - 1
+    if _engine(engine, len(x), "bins") == "numba":
+        kernels = _get_numba()
+        assert kernels is not None
+        out = np.zeros(k, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[2](x, e, drop, out, flag)
+        if flag[0]:
+            raise _not_finite("values")
+        return out
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
+    if drop:
+        x = x[(x >= e[0]) & (x <= e[-1])]
+    counts: np.ndarray = np.bincount(bin_index(e, np.clip(x, e[0], e[-1])), minlength=k)
+    return counts
+
+
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return cast(np.ndarray, idx)

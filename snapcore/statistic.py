@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 import enum
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -89,7 +89,7 @@ class Neighbouring(enum.Enum):
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
     if not isinstance(value, tuple) or not value:
         raise ParameterError(f"Prepared.values must be a non-empty tuple, got {value!r}")
-    if all(type(v) is int for v in value):  # counts: the common vector case
+    if set(map(type, value)) == {int}:  # counts: the common vector case
         return
     for v in value:
         ok = isinstance(v, Fraction | int) and not isinstance(v, bool)
@@ -117,8 +117,9 @@ class Prepared:
     values : tuple of Fraction
         f(D), one per coordinate, exactly (floats are accepted from plugins that
         account for their own rounding in ``sensitivity``).
-    labels : tuple of str
-        One label per coordinate (the statistic's name for a scalar).
+    labels : sequence of str
+        One label per coordinate (the statistic's name for a scalar); a tuple, or an
+        immutable sequence equal to one (a histogram's labels are written when read).
     sensitivity : Fraction
         Δ >= 0 per coordinate, in the data's units.  Δ = 0 means f(D) is public
         under this relation and is released exactly, spending nothing.
@@ -140,7 +141,7 @@ class Prepared:
     statistic: str
     relation: Neighbouring = attrs.field(validator=attrs.validators.instance_of(Neighbouring))
     values: tuple[Fraction | float, ...] = attrs.field(validator=_check_values)
-    labels: tuple[str, ...]
+    labels: Sequence[str]
     sensitivity: Fraction = attrs.field(converter=Fraction)
     value_range: tuple[Fraction, Fraction] = attrs.field(converter=_fraction_pair)
     epsilon_share: Fraction = attrs.field(default=Fraction(1), converter=Fraction)

@@ -322,12 +322,12 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     flat = arr.reshape(-1)
     kind = arr.dtype.kind
     if kind == "f":
-        if not np.isfinite(flat).all():
+        if not _all_finite(flat):
             if np.isnan(flat).any():
                 raise _missing(what)
             raise _bad_element(what, f"an infinite {type_name(flat.dtype.type(0))}")
         if arr.dtype.itemsize <= 8:
-            return ReadValues(shape, flat.astype(np.float64), None)
+            return ReadValues(shape, _as_float64(flat), None)
         d = flat.astype(np.float64)
         if bool((d.astype(arr.dtype) == flat).all()):
             return ReadValues(shape, d, None)
@@ -343,6 +343,26 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
         raise _missing(what)
     refused = {"b": "bool", "c": "complex", "U": "str", "S": "bytes"}.get(kind, str(arr.dtype))
     raise _bad_element(what, f"an array of dtype {refused}")
+
+
+def _all_finite(flat: np.ndarray) -> bool:
+    """Whether every element is finite.  A float sum is NaN or ±inf whenever an element
+    is (NaN propagates; an infinity never becomes finite again), so a finite sum, one
+    pass without a temporary array, settles it; an overflowed sum is checked again."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(np.add.reduce(flat)):
+            return True
+    return bool(np.isfinite(flat).all())
+
+
+def _as_float64(flat: np.ndarray) -> np.ndarray:
+    """float16/32/64 as float64 (exact); a float64 array is not copied but viewed
+    read-only, so that nothing downstream can write into the caller's data."""
+    if flat.dtype != np.float64:
+        return flat.astype(np.float64)
+    view = flat.view()
+    view.flags.writeable = False
+    return view
 
 
 def _bad_element(what: str, why: str) -> ParameterError:
@@ -555,6 +575,8 @@ def read_column(obj: Any, column: str) -> Column:
         raise ParameterError(f"column {column!r} must be one-dimensional")
     if arr.dtype.kind == "O":  # the reader raises the missing-values error itself
         rv = _from_objects(list(arr), (len(arr),), what)
+    elif arr.dtype.kind == "f":  # _from_array raises the same missing-values error
+        rv = _from_array(arr, what)
     else:
         check_missing(arr, column)
         rv = _from_array(arr, what)

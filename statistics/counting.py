@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 import numpy as np
 
 from snapcore.dataset import Dataset
 from snapcore.errors import ParameterError, show
+from snapcore.exact import bin_counts, bin_index
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
     DataBounds,
@@ -29,7 +31,7 @@ from snapcore.values import CategoryKey, category_key, is_missing, read_double
 if TYPE_CHECKING:
     from snapcore.plugins import StatisticRegistry
 
-__all__ = ["Count", "Histogram"]
+__all__ = ["BinLabels", "Count", "Histogram", "bin_index"]
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE
@@ -109,22 +111,95 @@ def _fmt(x: float) -> str:
     return r[:-2] if r.endswith(".0") else r
 
 
-def bin_labels(edges: Sequence[float] | np.ndarray, *, clamped: bool) -> tuple[str, ...]:
+def bin_labels(edges: Sequence[float] | np.ndarray, *, clamped: bool) -> BinLabels:
     """Bin labels; with ``clamped``, the edge bins say they hold out-of-range values:
-    the first is ``< e_1`` (everything below e_1) and the last ``≥ e_{k-1}``."""
-    k = len(edges) - 1
-    out = []
-    for i in range(k):
-        lo, hi = _fmt(edges[i]), _fmt(edges[i + 1])
-        if clamped and k == 1:
-            out.append("all values")
-        elif clamped and i == 0:
-            out.append(f"< {hi}")
-        elif clamped and i == k - 1:
-            out.append(f"≥ {lo}")
-        else:
-            out.append(f"[{lo}, {hi}{']' if i == k - 1 else ')'}")
-    return tuple(out)
+    the first is ``< e_1`` (everything below e_1) and the last ``≥ e_{k-1}``.
+
+    The labels are written when read (:class:`BinLabels`): ``repr`` of 10**5 edges
+    costs more than binning 10**6 values.
+    """
+    return BinLabels(edges, clamped=clamped)
+
+
+class BinLabels(Sequence[str]):
+    """The labels of a histogram's bins, an immutable sequence of str written on access.
+
+    Equal to any sequence of the same strings (a tuple included), hashed like that
+    tuple; two BinLabels of the same edges compare without writing any label.
+
+    >>> labels = BinLabels([0.0, 0.5, 1.0], clamped=False)
+    >>> list(labels)
+    ['[0, 0.5)', '[0.5, 1]']
+    >>> labels == ('[0, 0.5)', '[0.5, 1]')
+    True
+    """
+
+    __slots__ = ("_clamped", "_edges", "_hash")
+
+    def __init__(self, edges: Sequence[float] | np.ndarray, *, clamped: bool) -> None:
+        e = np.array(edges, dtype=np.float64)  # a private copy
+        e.flags.writeable = False
+        if e.ndim != 1 or len(e) < 2:
+            raise ParameterError("BinLabels needs at least 2 edges")
+        self._edges = e
+        self._clamped = bool(clamped)
+        self._hash: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._edges) - 1
+
+    def _label(self, i: int) -> str:
+        k = len(self._edges) - 1
+        lo, hi = _fmt(float(self._edges[i])), _fmt(float(self._edges[i + 1]))
+        if self._clamped and k == 1:
+            return "all values"
+        if self._clamped and i == 0:
+            return f"< {hi}"
+        if self._clamped and i == k - 1:
+            return f"≥ {lo}"
+        return f"[{lo}, {hi}{']' if i == k - 1 else ')'}"
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, i: int | slice) -> str | tuple[str, ...]:
+        if isinstance(i, slice):
+            return tuple(self._label(j) for j in range(len(self))[i])
+        n = len(self)
+        j = operator.index(i)
+        if not -n <= j < n:
+            raise IndexError("BinLabels index out of range")
+        return self._label(j % n)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._label(j) for j in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if (
+            isinstance(other, BinLabels)
+            and self._clamped == other._clamped
+            and self._edges.tobytes() == other._edges.tobytes()
+        ):
+            return True  # the same edges: the same labels, none written
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == len(self) and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"BinLabels({len(self)} bins, first {self._label(0)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_bin_labels, (self._edges.tolist(), self._clamped))
+
+
+def _bin_labels(edges: list[float], clamped: bool) -> BinLabels:
+    return BinLabels(edges, clamped=clamped)
 
 
 def _edges(bins: Any) -> np.ndarray:
@@ -149,29 +224,6 @@ def _edges(bins: Any) -> np.ndarray:
     if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
     return np.array(out, dtype=np.float64)
-
-
-def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
-    last bin closed), decided by exact comparisons.
-
-    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
-    by comparing with the edges; values the guess missed by more than two bins are
-    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
-    capped at ``k − 1``, only faster.
-    """
-    k = len(edges) - 1
-    with np.errstate(all="ignore"):
-        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
-    guess[~np.isfinite(guess)] = 0
-    idx = np.clip(guess, 0, k - 1).astype(np.intp)
-    for _ in range(2):
-        idx -= (x < edges[idx]) & (idx > 0)
-        idx += (x >= edges[idx + 1]) & (idx < k - 1)
-    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
-    if bad.any():
-        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
-    return cast(np.ndarray, idx)
 
 
 def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
@@ -295,12 +347,8 @@ class Histogram(Statistic):
         if isinstance(spec, np.ndarray):
             k = len(spec) - 1
             col = chunk.column(0)
-            if col.doubles is not None:
-                raw = col.doubles
-                if drop:
-                    raw = raw[(raw >= spec[0]) & (raw <= spec[-1])]
-                x = np.clip(raw, spec[0], spec[-1])
-                return (chunk.size, *np.bincount(bin_index(spec, x), minlength=k).tolist())
+            if col.doubles is not None:  # exact comparisons with the edges
+                return (chunk.size, *bin_counts(spec, col.doubles, drop=drop).tolist())
             fe = [Fraction(e) for e in spec.tolist()]  # exact records that are not doubles
             counts = [0] * k
             for v in col.fractions():
@@ -331,6 +379,7 @@ class Histogram(Statistic):
         spec = self._spec(data_bounds, options)
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         counts = list(state[1:])
+        labels: Sequence[str]
         if isinstance(spec, np.ndarray):
             clamped = options.get("out_of_range", "clamp") == "clamp"
             labels = bin_labels(spec, clamped=clamped)

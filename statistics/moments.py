@@ -54,6 +54,14 @@ def _one_column_state(
 ) -> State:
     """``(records, Σc·2**1074[, Σc²·2**2148])`` of the clamped values ``c`` (exact)."""
     lo, hi = one_column_bounds(data_bounds, name)
+    raw = chunk.float64_view(0)
+    if raw is not None:  # one pass: the engines refuse NaN and ±inf themselves
+        try:
+            fast = clamped_moments(raw, lo, hi, squares=squares)
+        except ParameterError:
+            pass  # chunk.column(0) raises the error that names the column
+        else:
+            return (chunk.size, *fast) if squares else (chunk.size, fast[0])
     col = chunk.column(0)
     s: int | Fraction
     q: int | Fraction
@@ -291,6 +299,14 @@ class Covariance(Statistic):
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σx · 2**1074, Σy · 2**1074, Σxy · 2**2148)``, x and y clamped."""
         (a, b), (c, d) = _two_column_bounds(data_bounds)
+        rx, ry = chunk.float64_view(0), chunk.float64_view(1)
+        if rx is not None and ry is not None:  # one pass, NaN and ±inf refused in it
+            try:
+                sx, sy, sxy = clamped_cross_moments(rx, ry, (a, b, c, d))
+            except ParameterError:
+                pass  # chunk.column() raises the error that names the column
+            else:
+                return (chunk.size, sx, sy, sxy)
         x, y = chunk.column(0), chunk.column(1)
         if x.doubles is not None and y.doubles is not None:
             sx, sy, sxy = clamped_cross_moments(x.doubles, y.doubles, (a, b, c, d))

@@ -159,3 +159,26 @@ def test_non_finite_refused_by_both_engines_even_when_clamped_away(engine):
             clamped_moments(x, 0.0, 1.0, squares=True, engine=engine)
         with pytest.raises(ParameterError, match="finite"):
             clamped_cross_moments(np.full(70_000, 0.5), x, (0.0, 1.0, 0.0, 1.0), engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_strided_and_read_only_columns_are_read_in_place(engine):
+    """Columns of a 2-D array (strided views) and read-only views give the same exact
+    sums as contiguous copies, and are not written to."""
+    rng = np.random.default_rng(11)
+    xy = np.column_stack([rng.uniform(-3, 3, 5000), rng.normal(0, 1e-300, 5000)])
+    xy[::7, 1] = 1e308
+    before = xy.copy()
+    x, y = xy[:, 0], xy[:, 1]
+    ro = y.view()
+    ro.flags.writeable = False
+    bounds = (-2.0, 2.5, -1e300, 1e308)
+    got = clamped_cross_moments(x, ro, bounds, engine=engine)
+    assert got == clamped_cross_moments(x.copy(), y.copy(), bounds, engine=engine)
+    cx = [clamp(v, -2.0, 2.5) for v in x.tolist()]
+    cy = [clamp(v, -1e300, 1e308) for v in y.tolist()]
+    assert Fraction(got[2], 2**DOT_SCALE) == fdot(cx, cy)
+    assert Fraction(got[1], 2**SUM_SCALE) == fsum(cy)
+    s, q = clamped_moments(ro, -1e300, 1e308, squares=True, engine=engine)
+    assert (Fraction(s, 2**SUM_SCALE), Fraction(q, 2**DOT_SCALE)) == (fsum(cy), fdot(cy, cy))
+    assert np.array_equal(xy, before)

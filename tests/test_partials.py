@@ -266,3 +266,108 @@ def test_bin_index_is_binary_search(edges, xs, even):
     x = np.clip(np.array(pool, dtype=np.float64), e[0], e[-1])
     want = [min(bisect.bisect_right(e.tolist(), v) - 1, k - 1) for v in x.tolist()]
     assert bin_index(e, x).tolist() == want
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+@settings(max_examples=40, deadline=None)
+@given(
+    edges=st.lists(H.finite_floats(), min_size=2, max_size=12, unique=True),
+    xs=st.lists(H.finite_floats(), max_size=40),
+    even=st.booleans(),
+    drop=st.booleans(),
+)
+def test_bin_counts_against_exact_comparisons(engine, edges, xs, even, drop):
+    """Counts per bin from both engines equal counts from exact Fraction comparisons
+    (bisect on Fractions), with values on, next to and between the edges, outside
+    them (clamped or dropped), and edges spanning the whole double range."""
+    import bisect
+
+    from snapcore.exact import bin_counts
+
+    e = np.array(sorted(edges))
+    if even:
+        e = np.linspace(e[0], e[-1], 50)
+        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
+            return
+    k = len(e) - 1
+    pool = [
+        *xs,
+        *e.tolist(),
+        *np.nextafter(e, np.inf).tolist(),
+        *np.nextafter(e, -np.inf).tolist(),
+    ]
+    pool = [v for v in pool if np.isfinite(v)]
+    fe = [Fraction(v) for v in e.tolist()]
+    want = [0] * k
+    for v in map(Fraction, pool):
+        if drop and not fe[0] <= v <= fe[-1]:
+            continue
+        v = min(max(v, fe[0]), fe[-1])
+        want[min(bisect.bisect_right(fe, v) - 1, k - 1)] += 1
+    got = bin_counts(e, np.array(pool, dtype=np.float64), drop=drop, engine=engine)
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_bin_counts_refuses_non_finite(engine):
+    from snapcore.exact import bin_counts
+
+    for bad in (np.nan, np.inf, -np.inf):
+        x = np.full(1000, 0.5)
+        x[700] = bad
+        with pytest.raises(ParameterError, match="finite"):
+            bin_counts(np.array([0.0, 1.0]), x, drop=True, engine=engine)
+
+
+def test_bin_labels_are_written_when_read_and_equal_the_tuple():
+    from snapcore.statistics.counting import BinLabels
+
+    edges = [-0.0, 0.5, 1.0, 2.5]
+    want = ("[-0, 0.5)", "[0.5, 1)", "[1, 2.5]")
+    labels = BinLabels(edges, clamped=False)
+    assert labels == want and want == labels and tuple(labels) == want
+    assert len(labels) == 3 and labels[-1] == "[1, 2.5]" and labels[1:] == want[1:]
+    assert hash(labels) == hash(want)
+    assert pickle.loads(pickle.dumps(labels)) == labels
+    assert labels != BinLabels([0.0, 0.5, 1.0, 2.5], clamped=False)  # -0 is not 0
+    assert labels != ("[-0, 0.5)", "[0.5, 1)") and labels != "[-0, 0.5)"
+    assert tuple(BinLabels(edges, clamped=True)) == ("< 0.5", "[0.5, 1)", "≥ 1")
+    assert tuple(BinLabels([0.0, 1.0], clamped=True)) == ("all values",)
+    with pytest.raises(IndexError):
+        labels[3]
+    r = snapcore.release(
+        "histogram", [0.1, 0.7, 3.0], bins=edges, epsilon=1, source=snapcore.SeededSource(3)
+    )
+    assert r.labels == ("< 0.5", "[0.5, 1)", "≥ 1")
+    assert r.to_dict()["labels"] == ["< 0.5", "[0.5, 1)", "≥ 1"]
+
+
+@pytest.mark.parametrize("size", [10, 70_000])
+@pytest.mark.parametrize("stat", ["mean", "variance", "covariance"])
+def test_float64_columns_in_one_pass_still_refuse_nan_and_inf_by_column(stat, size):
+    """The moments read float64 columns in place and refuse NaN and ±inf in the same
+    pass; the error is the column's (missing values, or an infinite float), raised
+    before any draw, naming the column and no record."""
+    from snapcore.errors import DataError, MissingValueError
+
+    two = stat == "covariance"
+    bounds = ((0, 100), (0, 100)) if two else (0, 100)
+    for bad, error, words in (
+        (np.nan, MissingValueError, "missing values"),
+        (np.inf, DataError, "infinite"),
+        (-np.inf, DataError, "infinite"),
+    ):
+        x = np.full(size, 31.5)
+        x[size // 2] = bad
+        data = {"a": np.full(size, 2.5), "b": x} if two else {"b": x}
+        source = snapcore.ReplaySource([])  # no draws: the error comes first
+        with pytest.raises(error, match=words) as e:
+            snapcore.release(
+                stat,
+                data,
+                column=["a", "b"] if two else "b",
+                epsilon=1,
+                data_bounds=bounds,
+                source=source,
+            )
+        assert "'b'" in str(e.value) and "31.5" not in str(e.value)

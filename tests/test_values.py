@@ -639,3 +639,22 @@ def test_vector_release_draws_all_or_nothing():
     assert src.remaining == 1
     assert isinstance(m.release([1.0]), list) and src.remaining == 0
     assert RandomSource.can_draw(SeededSource(1), 10**9, 118)
+
+
+def test_float64_columns_are_read_in_place_and_checked_even_when_their_sum_overflows():
+    """A float64 column is viewed read-only, not copied; its finiteness check (a sum
+    first) accepts finite columns whose float sum overflows and refuses NaN and ±inf
+    wherever they are, also next to values whose sum overflows."""
+    big = np.array([1.7e308, 1.7e308, -1.7e308, 5e-324])
+    col = as_dataset({"x": big}, column="x").column(0)
+    assert col.doubles is not None and np.shares_memory(col.doubles, big)
+    assert not col.doubles.flags.writeable and big.flags.writeable
+    assert col.fractions() == [Fraction(v) for v in big.tolist()]
+    for bad, error in ((math.nan, MissingValueError), (math.inf, ParameterError)):
+        for where in (0, 2, 3):
+            x = big.copy()
+            x[where] = bad
+            with pytest.raises(error):
+                as_dataset({"x": x}, column="x").column(0)
+            with pytest.raises(error):
+                as_dataset({"x": -x}, column="x").column(0)
