@@ -180,13 +180,6 @@ def tail_exponent(cal: Calibration) -> int:
 _O = TypeVar("_O", float, int)
 
 
-@attrs.frozen(kw_only=True)
-class _Piece(Generic[_O]):
-    output: _O
-    low: int | None  # None: the interval extends to -infinity (the tail)
-    high: int
-
-
 class _Walker(Generic[_O]):
     """The outputs of ``u -> f(u)`` for one sign, as intervals of grid indices."""
 
@@ -227,15 +220,14 @@ class _Walker(Generic[_O]):
                 "correct-rounding contract"
             )
 
-    def lowest_index(self, o: _O, high: int) -> int:
+    def lowest_index(self, o: _O, high: int, g: int | None) -> int:
         """The least index ``l > tail`` with ``f(i) == o`` on ``[l, high]``.
 
-        Requires ``f(high) == o != f(tail)``.  Uses a guess of the boundary, then
-        galloping to a verified bracket, then bisection: the result depends only on
-        evaluations of ``f`` and its monotonicity, never on the guess.
+        Requires ``f(high) == o != f(tail)``.  Starts from the guess ``g`` of the
+        boundary, gallops to a verified bracket, then bisects: the result depends only
+        on evaluations of ``f`` and its monotonicity, never on the guess.
         """
         tail = self._tail
-        g = self._guess(o)
         if g is None or not tail < g <= high:
             g = high
         if self.f(g) == o:
@@ -269,11 +261,13 @@ class _Walker(Generic[_O]):
             self._check_side(self.f(lo), o)
         return hi
 
-    def walk(self) -> Iterator[_Piece[_O]]:
-        grid = self._grid
-        tail_out = self.f(self._tail)
-        high = grid.top
-        o = self.f(high)
+    def walk(self) -> Iterator[tuple[_O, int | None, int]]:
+        """The pieces ``(output, low, high)`` from ``U*`` just below 1 downwards;
+        ``low`` is None for the last piece, which extends down through the tail."""
+        f, guess, check, tail = self.f, self._guess, self._check_side, self._tail
+        tail_out = f(tail)
+        high = self._grid.top
+        o = f(high)
         count = 0
         while True:
             count += 1
@@ -283,13 +277,30 @@ class _Walker(Generic[_O]):
                     "raise max_outputs"
                 )
             if o == tail_out:
-                yield _Piece(output=o, low=None, high=high)
+                yield (o, None, high)
                 return
-            low = self.lowest_index(o, high)
-            yield _Piece(output=o, low=low, high=high)
+            g = guess(o)
+            # The usual case: the boundary is the guess or the grid point above it,
+            # confirmed by evaluating both sides.
+            if g is not None and tail < g <= high:
+                fg = f(g)
+                if fg == o:
+                    nxt = f(g - 1)
+                    if nxt != o:
+                        check(nxt, o)
+                        yield (o, g, high)
+                        high, o = g - 1, nxt
+                        continue
+                elif g < high and f(g + 1) == o:
+                    check(fg, o)
+                    yield (o, g + 1, high)
+                    high, o = g, fg
+                    continue
+            low = self.lowest_index(o, high, g)
+            yield (o, low, high)
             high = low - 1
-            nxt = self.f(high)
-            self._check_side(nxt, o)
+            nxt = f(high)
+            check(nxt, o)
             o = nxt
 
 
@@ -533,38 +544,30 @@ def _index_guesser(
     down = gmpy2.context(precision=p, round=gmpy2.RoundDown, emin=-emax, emax=emax)
     wide = gmpy2.context(precision=p + 64, emin=-emax, emax=emax)
     lam = up.mul_2exp(mpz(lam_m), lam_e)  # exact: λ has p bits
-    xm: Any = None
-    if xd & (xd - 1) == 0:  # x dyadic: exactly an mpfr of its own length
-        xctx = gmpy2.context(precision=max(2, xn.bit_length()), emin=-emax, emax=emax)
-        xm = xctx.mul_2exp(mpz(xn), 1 - xd.bit_length())
-
-    def diff(ctx: Any, a: Any) -> Any:
-        """``RD/RU(±(a − x))``: ``a − x`` for S = +1, ``x − a`` for S = −1."""
-        if xm is not None:
-            return ctx.sub(a, xm) if sign > 0 else ctx.sub(xm, a)
-        am, ae = a.as_mantissa_exp()
-        if ae >= 0:
-            num, den = (am << ae) * xd - xn, mpz(xd)
-        else:
-            num, den = am * xd - (xn << -ae), mpz(xd) << -ae
-        return ctx.div(num if sign > 0 else -num, den)
-
-    def mid_below(z: Any) -> Any:
-        """The midpoint between the p-bit ``z`` and the p-bit float below it: the
-        (p+1)-bit float below ``z`` (``next_below`` keeps its argument's precision)."""
-        return mid.next_below(mid.mul_2exp(z, 0))
+    top = 1 << p
+    # gmpy2's mul_2exp of an mpfr costs as much as a logarithm: the threshold below is
+    # formed in integers and the precision raised with plus (exact).
+    below, plus = mid.next_below, mid.plus
 
     def guess(j: int) -> int | None:
-        a = mid_below(mid.mul_2exp(mpz(2 * j - sign), L - 1))  # t = (j ∓ 1/2)·Λ
+        # t = (j ∓ 1/2)·Λ = c·2**(L−1), c odd; a = the (p+1)-bit float below t.
+        c = 2 * j - sign
+        s = p + 1 - abs(c).bit_length()
+        am, ae = c << s, L - 1 - s
+        am, ae = ((am << 1) - 1, ae - 1) if am == top else (am - 1, ae)
         # S = +1: RN(x + N) >= t for N >= RU(a − x); S = −1: RN(x + N) < t for
         # n = −N > x − a, i.e. n at least the p-bit float above RD(x − a).
-        n = diff(up, a) if sign > 0 else up.next_above(diff(down, a))
+        if ae >= 0:
+            num, den = (am << ae) * xd - xn, xd
+        else:
+            num, den = am * xd - (xn << -ae), xd << -ae
+        n = up.div(num, den) if sign > 0 else up.next_above(down.div(-num, den))
         if n >= 0:
             return None
-        lo = up.div(mid_below(n), lam)  # RN(λ·l) >= n: l >= RU(mid below n / λ)
+        lo = up.div(below(plus(n)), lam)  # RN(λ·l) >= n: l >= RU(mid below n / λ)
         if lo >= 0:
             return None
-        u = wide.exp(mid_below(lo))  # RN(ln U*) >= l: ln U* >= mid below l
+        u = wide.exp(below(plus(lo)))  # RN(ln U*) >= l: ln U* >= mid below l
         if not 0 < u < 1:
             return None
         man, ex = u.as_mantissa_exp()
@@ -735,15 +738,21 @@ def exact_output_distribution(
 
             guess = _boundary_guesser(cal, v, sign, grid)
             walker = _Walker(f, grid, sign, tail_index, guess, max_outputs)
-        for piece in walker.walk():
+        cdf = grid.cdf_dyadic
+        below, below_cdf = None, (0, 0)  # the previous piece's low − 1 and its cdf
+        for key, low, high in walker.walk():
             # mass = (cdf(high) − cdf(low − 1)) / 2, in integers over powers of two:
             # Fractions with 2**K denominators would spend most of the audit in gcds.
-            hn, hk = grid.cdf_dyadic(piece.high)
-            ln_, lk = (0, 0) if piece.low is None else grid.cdf_dyadic(piece.low - 1)
+            hn, hk = below_cdf if high == below else cdf(high)
+            if low is None:
+                ln_, lk = 0, 0
+            else:
+                below = low - 1
+                ln_, lk = below_cdf = cdf(below)
             k = max(hk, lk)
             mass = _dy_norm((hn << (k - hk)) - (ln_ << (k - lk)), k + 1)
-            old = by_key.get(piece.output)
-            by_key[piece.output] = mass if old is None else _dy_add(old, mass)
+            old = by_key.get(key)
+            by_key[key] = mass if old is None else _dy_add(old, mass)
             if progress is not None:
                 progress(1)
         evaluations += walker.evaluations
@@ -755,9 +764,8 @@ def exact_output_distribution(
             o = out(key)
             old = acc.get(o)
             acc[o] = mass if old is None else _dy_add(old, mass)
-    total = (0, 0)
-    for m in acc.values():
-        total = _dy_add(total, m)
+    kt = max((k for _, k in acc.values()), default=0)  # one exact sum over 2**-kt
+    total = _dy_norm(sum(n << (kt - k) for n, k in acc.values()), kt)
     if total != (1, 0):
         t = Fraction(total[0], 1 << total[1])
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
