@@ -548,6 +548,13 @@ def _index_guesser(
     # gmpy2's mul_2exp of an mpfr costs as much as a logarithm: the threshold below is
     # formed in integers and the precision raised with plus (exact).
     below, plus = mid.next_below, mid.plus
+    # Consecutive thresholds differ by D = ±Λ/λ up to a few units in their last place,
+    # so exp(a_j) = exp(a_{j∓1})·exp(D)·(1 + ε) with ε = a_j − a_{j∓1} − D tiny (ε²/2 is
+    # below 2**-190 while |a| < 2**20): three products instead of an exp.  Every
+    # 64th guess starts afresh.
+    step = wide.div(wide.mul_2exp(mpz(1), L), lam)
+    shift = {1: (step, wide.exp(step)), -1: (-step, wide.exp(-step))}
+    last: list[Any] = [None, None, None, 0]  # j, a_j, exp(a_j), guesses since a fresh exp
 
     def guess(j: int) -> int | None:
         # t = (j ∓ 1/2)·Λ = c·2**(L−1), c odd; a = the (p+1)-bit float below t.
@@ -567,7 +574,16 @@ def _index_guesser(
         lo = up.div(below(plus(n)), lam)  # RN(λ·l) >= n: l >= RU(mid below n / λ)
         if lo >= 0:
             return None
-        u = wide.exp(below(plus(lo)))  # RN(ln U*) >= l: ln U* >= mid below l
+        a = below(plus(lo))  # RN(ln U*) >= l: ln U* >= a, the mid below l
+        jp, ap, up_, run = last
+        if jp is not None and abs(j - jp) == 1 and run < 64 and abs(a) < 1 << 20:
+            d, e = shift[sign * (j - jp)]
+            v = wide.mul(up_, e)
+            u = wide.add(v, wide.mul(v, wide.sub(wide.sub(a, ap), d)))
+            last[:] = j, a, u, run + 1
+        else:
+            u = wide.exp(a)
+            last[:] = j, a, u, 0
         if not 0 < u < 1:
             return None
         man, ex = u.as_mantissa_exp()
