@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
 import gmpy2
@@ -35,6 +35,9 @@ from snapcore.dyadic import dyadic_cmp
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.params import Calibration
 from snapcore.values import format_number, read_value
+
+if TYPE_CHECKING:
+    from snapcore.pipeline import Pipeline
 
 __all__ = [
     "DEFAULT_MAX_OUTPUTS",
@@ -192,11 +195,11 @@ class _Walker(Generic[_O]):
         guess: Callable[[_O], int | None],
         max_outputs: int,
     ) -> None:
-        self._f = f
+        self._f: Callable[[int], _O] = f
         self._grid = grid
         self._sign = sign
         self._tail = tail_index
-        self._guess = guess
+        self._guess: Callable[[_O], int | None] = guess
         self._max = max_outputs
         self._cache: dict[int, _O] = {}
         self.evaluations = 0
@@ -626,7 +629,7 @@ class _DirectRun:
     once per index at the end; indices giving the same double are merged there.
     """
 
-    def __init__(self, pipe: Any, value: Fraction, q: int) -> None:
+    def __init__(self, pipe: Pipeline, value: Fraction, q: int) -> None:
         cal = pipe.calibration
         self.pipe = pipe
         self.x = pipe.centre(value)
