@@ -82,7 +82,7 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_pipeline", "_source", "_timing")
+    __slots__ = ("_backend", "_cal", "_pipeline", "_scalar", "_source", "_timing")
 
     def __init__(
         self,
@@ -131,6 +131,8 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        # The backend's fused release of one double, when it offers one (bit-identical).
+        self._scalar = self._backend.scalar(self._pipeline, self._source)
         self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
@@ -286,6 +288,15 @@ class SnappingMechanism:
         SourceExhaustedError
             If the source cannot supply every draw; nothing is drawn.
         """
+        if type(value) is float and value - value == 0.0:  # the hot path: a finite double
+            scalar = self._scalar
+            if scalar is not None:
+                return scalar(value)
+            pipe = self._pipeline
+            return pipe.run(
+                pipe.centre_ratio(*value.as_integer_ratio()),
+                self._source.draw_raw(self._cal.precision),
+            )
         pipe = self._pipeline
         if isinstance(value, np.ndarray) or (
             isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
