@@ -783,8 +783,12 @@ def exact_output_distribution(
             o = out(key)
             old = acc.get(o)
             acc[o] = mass if old is None else _dy_add(old, mass)
-    kt = max((k for _, k in acc.values()), default=0)  # one exact sum over 2**-kt
-    total = _dy_norm(sum(n << (kt - k) for n, k in acc.values()), kt)
+    # The exact sum, in increasing k: the running numerator has about k bits at each
+    # step (shifting every term to the largest k, the tail's, would cost K bits each).
+    tn, tk = 0, 0
+    for n, k in sorted(acc.values(), key=lambda nk: nk[1]):
+        tn, tk = (tn << (k - tk)) + n, k
+    total = _dy_norm(tn, tk)
     if total != (1, 0):
         t = Fraction(total[0], 1 << total[1])
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")

@@ -170,9 +170,7 @@ class Backend(abc.ABC):
         """
         return None
 
-    def scalar(
-        self, pipeline: Pipeline, source: RandomSource
-    ) -> Callable[[float], float] | None:
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """Optional capability: a fused release of one finite double, or decline.
 
         Called once when a mechanism is built.  Contract: returns ``f`` with ``f(v)``
