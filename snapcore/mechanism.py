@@ -131,8 +131,11 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
-        # The backend's fused release of one double, when it offers one (bit-identical).
-        self._scalar = self._backend.scalar(self._pipeline, self._source)
+        # The backend's fused release of one double, when it offers one (bit-identical),
+        # with the source it draws from: a copy of this mechanism given another source
+        # (as timing calibration makes) must not draw from this one.
+        fused = self._backend.scalar(self._pipeline, self._source)
+        self._scalar = None if fused is None else (self._source, fused)
         self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
@@ -290,8 +293,8 @@ class SnappingMechanism:
         """
         if type(value) is float and value - value == 0.0:  # the hot path: a finite double
             scalar = self._scalar
-            if scalar is not None:
-                return scalar(value)
+            if scalar is not None and scalar[0] is self._source:
+                return scalar[1](value)
             pipe = self._pipeline
             return pipe.run(
                 pipe.centre_ratio(*value.as_integer_ratio()),

@@ -120,3 +120,17 @@ def test_fused_path_declines_a_source_that_decodes_itself():
     a = [m.release(1.5) for _ in range(50)]
     c = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=Custom(1), timing="off")
     assert a == [c.release(1.5) for _ in range(50)]
+
+
+def test_a_copy_with_another_source_draws_from_its_own():
+    """A shallow copy given another source (timing calibration makes such copies) does
+    not release through the fused function bound to the original source."""
+    import copy
+
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(5), timing="off")
+    sib = copy.copy(m)
+    sib._source = SeededSource(6)
+    other = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(6), timing="off")
+    assert [sib.release(0.5) for _ in range(20)] == [other.release(0.5) for _ in range(20)]
+    fresh = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(5), timing="off")
+    assert m.release(0.5) == fresh.release(0.5)  # m's stream untouched by the copy
