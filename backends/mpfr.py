@@ -161,7 +161,7 @@ class MPFRBackend(Backend):
         between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
         and the source decodes its bytes with :class:`~snapcore.sources.ByteSource`'s
         own ``draw_raw``."""
-        from snapcore.pipeline import add, clamp
+        from snapcore.pipeline import add
         from snapcore.sources import ByteSource, _decode_raw
 
         arith = pipeline.arith
@@ -177,9 +177,8 @@ class MPFRBackend(Backend):
         lam = pipeline._lam
         L = pipeline._L
         kmax = pipeline._kmax
-        b = pipeline._b
         centre = pipeline.centre_ratio
-        grid, output = pipeline._grid_output, pipeline.output
+        grid, end = pipeline._grid_output, pipeline._end
         lock, read = source.exclusive(), source.read
 
         def release(v: float) -> float:
@@ -197,7 +196,7 @@ class MPFRBackend(Backend):
             k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
             if -kmax < k < kmax:
                 return grid(k, L)
-            return output(clamp(k, L, b))
+            return end(k)  # the precomputed outputs at and beyond ±kmax, as run
 
         return release
 

@@ -347,6 +347,8 @@ def main() -> None:
             ts = table(g, "on" if mode == "constant" else "off", times, args.crop, per)
             for k, v in times.items():
                 medians[(g, mode, k)] = float(np.median(v))
+            if g in ("value", "noise") and mode == "constant" and mechs:
+                print(f"scalar quantum {mechs[0].timing.scalar_quantum_ns} ns")
             over = [m.timing.stats for m in mechs if m.timing is not None]
             if over:
                 calls_ = sum(s.calls for s in over)

@@ -357,6 +357,32 @@ class ExactOutputDistribution:
     def __len__(self) -> int:
         return len(self.pmf)
 
+    def moments(self) -> tuple[Fraction, Fraction]:
+        """The exact mean and variance of the output, ``(E[out], Var[out])``.
+
+        Every probability is ``n / 2**k`` and every output a double, so both are
+        sums of integers over one power of two: no rounding, and no gcd until the
+        two results are built.
+        """
+        shifts = [(q.denominator.bit_length() - 1, Fraction(o)) for o, q in self.pmf]
+        if any(q.denominator != 1 << k for (k, _), (_, q) in zip(shifts, self.pmf, strict=True)):
+            raise AuditError("output probabilities are not dyadic rationals")
+        kk = max(k for k, _ in shifts)
+        ee = max(f.denominator.bit_length() - 1 for _, f in shifts)
+        s0 = s1 = s2 = 0
+        for (k, f), (_, q) in zip(shifts, self.pmf, strict=True):
+            w = q.numerator << (kk - k)  # P(out) · 2**kk
+            x = f.numerator << (ee - (f.denominator.bit_length() - 1))  # out · 2**ee
+            s0 += w
+            s1 += w * x
+            s2 += w * x * x
+        if s0 != 1 << kk:
+            raise AuditError(f"output probabilities sum to {Fraction(s0, 1 << kk)}, not 1")
+        mean = Fraction(s1, 1 << (kk + ee))
+        # Var = E[out²] − E[out]² = (s2·2**kk − s1²) / 2**(2·kk + 2·ee)
+        variance = Fraction((s2 << kk) - s1 * s1, 1 << (2 * (kk + ee)))
+        return mean, variance
+
 
 @attrs.frozen(kw_only=True)
 class AuditResult:

@@ -291,24 +291,18 @@ class SnappingMechanism:
         SourceExhaustedError
             If the source cannot supply every draw; nothing is drawn.
         """
-        if type(value) is float and value - value == 0.0:  # the hot path: a finite double
+        pipe = self._pipeline
+        if type(value) is float:  # the hot path: no ABC checks, no Fraction
+            if value - value != 0.0:
+                read_value(value)  # raises, naming the problem, not the value
             scalar = self._scalar
             if scalar is not None and scalar[0] is self._source:
-                return scalar[1](value)
-            pipe = self._pipeline
-            return pipe.run(
-                pipe.centre_ratio(*value.as_integer_ratio()),
-                self._source.draw_raw(self._cal.precision),
-            )
-        pipe = self._pipeline
-        if isinstance(value, np.ndarray) or (
+                return scalar[1](value)  # the backend's fused release, bit-identical
+            x = pipe.centre_ratio(*value.as_integer_ratio())
+        elif isinstance(value, np.ndarray) or (
             isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
         ):
             return self._release_many(value)
-        if type(value) is float:  # the hot path: no Fraction
-            if value - value != 0.0:
-                read_value(value)  # raises, naming the problem, not the value
-            x = pipe.centre_ratio(*value.as_integer_ratio())
         else:
             x = pipe.centre_ratio(*exact_ratio_of(value))
         return pipe.run(x, self._source.draw_raw(self._cal.precision))

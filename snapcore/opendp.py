@@ -10,12 +10,15 @@ compositors, privacy filters and odometers, and convert with
   transformation (``(domain, metric) >> ... >> then_snapping(...)``);
 * :func:`make_statistic` / :func:`then_statistic`: a whole snapcore statistic
   (``count``, ``sum``, ``mean``, ``variance``, ``histogram``, a plugin's) on
-  ``vector_domain(atom_domain(...))`` under ``change_one_distance`` (snapcore's
-  ``replace`` relation) or ``symmetric_distance`` (``add-remove``).  The statistic
-  is computed exactly inside snapcore; prefer this to chaining OpenDP's float
-  ``then_sum`` into :func:`then_snapping`, whose stability map carries rounding
-  slack (for Δ = 100 it reports ``100.00000000000148``, which crosses the next
-  multiple of Δ and so costs 2ε under the map below).
+  ``vector_domain(atom_domain(...))``, or one that reads k >= 2 columns per record
+  (``covariance``) on OpenDP's records of k numbers,
+  ``dp.numpy.array2_domain(num_columns=k, nan=False, T=float)``, under
+  ``change_one_distance`` (snapcore's ``replace`` relation) or ``symmetric_distance``
+  (``add-remove``).  The statistic is computed exactly inside snapcore; prefer
+  this to chaining OpenDP's float ``then_sum`` into :func:`then_snapping`, whose
+  stability map carries rounding slack (for Δ = 100 it reports
+  ``100.00000000000148``, which crosses the next multiple of Δ and so costs 2ε
+  under the map below).
 
 **The privacy maps are correct for every d_in, by group privacy.**  ``d_in`` is in
 the input metric's units, not snapcore's Δ:
@@ -33,12 +36,15 @@ Every map works in exact rationals and rounds ε **up** to a double.  A ``d_in``
 that is negative, NaN or infinite, or whose ε would overflow, is refused.
 
 The constructors refuse domains and metrics they cannot honour: floats must come
-from a domain without NaN (``atom_domain(T=float, nan=False)``; OpenDP's float
-transformations produce such domains), the metric must be the one named above,
-and multi-column statistics are not offered.  The OpenDP features ``contrib`` and
-``honest-but-curious`` are enabled when this module is imported: the second is
-OpenDP's acknowledgement that a user measurement's privacy claim is the author's
-(here, snapcore's and this module's), not OpenDP's.
+from a domain without NaN (``atom_domain(T=float, nan=False)``, ``array2_domain(...,
+nan=False)``; OpenDP's float transformations produce such domains), records must
+have the statistic's number of columns, and the metric must be one named above
+whose relation the statistic supports (``covariance`` is ``replace`` only).
+
+The OpenDP features ``contrib`` and ``honest-but-curious`` are enabled when this
+module is imported: the second is OpenDP's acknowledgement that a user
+measurement's privacy claim is the author's (here, snapcore's and this module's),
+not OpenDP's.
 
 >>> import opendp.prelude as dp
 >>> from snapcore.opendp import then_snapping
@@ -56,8 +62,11 @@ import math
 from fractions import Fraction
 from typing import Any, cast
 
+import numpy as np
+
 try:
     import opendp.prelude as dp
+    from opendp.extras.numpy import NPArray2Domain
     from opendp.mod import Domain, Measurement, Metric, _PartialConstructor
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise ImportError('snapcore.opendp needs OpenDP 0.16: pip install "snapcore[opendp]"') from exc
@@ -254,23 +263,32 @@ def make_statistic(
     precision: int | None = None,
     **options: Any,
 ) -> Measurement:
-    """A whole snapcore statistic as an OpenDP measurement on a vector of records.
+    """A whole snapcore statistic as an OpenDP measurement on a dataset of records.
 
     Parameters
     ----------
     input_domain : Domain
-        ``vector_domain(atom_domain(...))`` of floats (without NaN) or integers.  Its
-        ``size``, if set, is the public n; its element bounds, if set, are the data
-        bounds when the statistic needs them and ``data_bounds`` is not given.
+        For a single-column statistic, ``vector_domain(atom_domain(...))`` of floats
+        (without NaN) or integers: its ``size``, if set, is the public n; its element
+        bounds, if set, are the data bounds when the statistic needs them and
+        ``data_bounds`` is not given.  For a statistic of k >= 2 columns
+        (``covariance``: k = 2), OpenDP's records of k numbers,
+        ``dp.numpy.array2_domain(num_columns=k, nan=False, T=float)`` (or an integer
+        ``T``): its ``size``, if set, is the public n; its row-norm bound, if set
+        (``norm``, ``p``, ``origin``), gives the data bounds ``origin_j ± norm`` of
+        column j when ``data_bounds`` is not given (a row in the norm ball has every
+        coordinate in that box).  The measurement is invoked on a 2-D NumPy array of
+        shape (n, k), as OpenDP's own array transformations are.
     input_metric : Metric
         ``change_one_distance()`` (snapcore's ``replace``) or ``symmetric_distance()``
         (``add-remove``; needs a public cap ``n`` or a sized domain).
     statistic : str or Statistic
-        A single-column snapcore statistic.
+        A snapcore statistic (``count``, ``sum``, ``mean``, ``variance``,
+        ``covariance``, ``histogram``, or a plugin's).
     epsilon : real
         The ε of one release, for neighbours at distance 1.
     data_bounds, n, gamma, clamp_bounds, backend, source, precision, **options
-        As for :func:`snapcore.release`.
+        As for :func:`snapcore.release` (``covariance``: ``data_bounds=((a, b), (c, d))``).
 
     Returns
     -------
@@ -281,20 +299,15 @@ def make_statistic(
     Raises
     ------
     ParameterError
-        On a domain, metric or statistic it cannot honour, or invalid parameters.
+        On a domain, metric or statistic it cannot honour (a domain whose records do
+        not have the statistic's number of columns, a metric whose relation the
+        statistic does not support), or invalid parameters.
     """
     stat = _statistic(statistic)
     if stat.columns > 1:
-        raise ParameterError(
-            f"statistic {stat.name!r} reads {stat.columns} columns; make_statistic offers "
-            "single-column statistics on a vector_domain"
-        )
-    kind = str(input_domain.type)
-    if not kind.startswith("VectorDomain<"):
-        raise ParameterError(
-            f"input_domain must be an OpenDP vector_domain(atom_domain(...)), got {input_domain!r}"
-        )
-    _atom_type(input_domain.element_domain, "input_domain's element domain")
+        size, domain_bounds = _records_domain(input_domain, stat)
+    else:
+        size, domain_bounds = _vector_domain(input_domain, stat)
     relation = _METRIC_RELATION.get(str(input_metric.type))
     if relation is None:
         raise ParameterError(
@@ -306,13 +319,12 @@ def make_statistic(
             f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
             f"not {relation.value!r} ({input_metric!r})"
         )
-    size = input_domain.size
     if n is None:
         n = size
     elif size is not None and n != size:
         raise ParameterError(f"n = {n!r} differs from the domain's size {size}")
     if data_bounds is None and stat.needs_data_bounds:
-        data_bounds = input_domain.element_domain.bounds
+        data_bounds = domain_bounds
     eps = check_real("epsilon", epsilon, positive=True)
     kwargs: dict[str, Any] = {
         "epsilon": eps,
@@ -336,9 +348,19 @@ def make_statistic(
             raise ParameterError(f"d_in must be a whole number of records, got {d_in!r}")
         return round_up(eps * d)
 
-    def function(data: Any) -> Any:
-        r = _release(stat, list(data), **_api_kwargs(kwargs))
-        return list(r.value) if isinstance(r.value, tuple) else r.value
+    if stat.columns > 1:
+
+        def function(data: Any) -> Any:
+            # A 2-D array of shape (n, k) is read column by column, exactly; any
+            # other shape is refused by the release, before noise is drawn.
+            r = _release(stat, data, **_api_kwargs(kwargs))
+            return list(r.value) if isinstance(r.value, tuple) else r.value
+
+    else:
+
+        def function(data: Any) -> Any:
+            r = _release(stat, list(data), **_api_kwargs(kwargs))
+            return list(r.value) if isinstance(r.value, tuple) else r.value
 
     return dp.m.make_user_measurement(
         input_domain,
@@ -348,6 +370,56 @@ def make_statistic(
         privacy_map=privacy_map,
         TO="ExtrinsicObject",
     )
+
+
+def _vector_domain(input_domain: Domain, stat: Statistic) -> tuple[int | None, Any]:
+    """The public size and element bounds of a ``vector_domain(atom_domain(...))``."""
+    kind = str(input_domain.type)
+    if not kind.startswith("VectorDomain<"):
+        raise ParameterError(
+            f"statistic {stat.name!r} needs input_domain = an OpenDP "
+            f"vector_domain(atom_domain(...)), got {input_domain!r}"
+        )
+    _atom_type(input_domain.element_domain, "input_domain's element domain")
+    return input_domain.size, input_domain.element_domain.bounds
+
+
+def _records_domain(input_domain: Domain, stat: Statistic) -> tuple[int | None, Any]:
+    """The public size, and the data bounds implied by the row-norm bound, of an
+    ``array2_domain`` whose records have the statistic's ``k`` columns."""
+    k = stat.columns
+    want = f"dp.numpy.array2_domain(num_columns={k}, nan=False, T=float)"
+    desc = getattr(input_domain, "descriptor", None) if _is_extrinsic(input_domain) else None
+    if not isinstance(desc, NPArray2Domain):
+        raise ParameterError(
+            f"statistic {stat.name!r} reads {k} columns per record and needs input_domain "
+            f"= {want}, got {input_domain!r}"
+        )
+    if desc.num_columns != k:
+        raise ParameterError(
+            f"statistic {stat.name!r} reads {k} columns per record; input_domain has "
+            f"num_columns={desc.num_columns} ({input_domain!r}); use {want}"
+        )
+    t = str(desc.T)
+    if t in _FLOAT_TYPES:
+        if desc.nan:
+            raise ParameterError(
+                f"input_domain {input_domain!r} admits NaN; snapcore refuses NaN, so use {want}"
+            )
+    elif t not in _INT_TYPES:
+        raise ParameterError(f"input_domain must hold floats or integers, got {input_domain!r}")
+    bounds = None
+    if desc.norm is not None:
+        # ||x - o||_p <= norm implies |x_j - o_j| <= norm for every j (p = 1 or 2).
+        radius = Fraction(float(desc.norm))
+        centre = np.zeros(k) if desc.origin is None else desc.origin
+        origin = [Fraction(float(o)) for o in np.broadcast_to(centre, (k,))]
+        bounds = tuple((o - radius, o + radius) for o in origin)
+    return desc.size, bounds
+
+
+def _is_extrinsic(domain: Domain) -> bool:
+    return str(domain.type).startswith("ExtrinsicDomain")
 
 
 def _api_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -361,8 +433,7 @@ def _check_parameters(stat: Statistic, kwargs: dict[str, Any]) -> None:
     """Run the release's checks on public data with a source that refuses to draw."""
     probe = dict(_api_kwargs(kwargs))
     probe["source"] = _NoDraws()
-    bounds = probe["data_bounds"]
-    lo = 0 if bounds is None or not hasattr(bounds, "__len__") or len(bounds) != 2 else bounds[0]
+    record: Any = _stand_in_record(stat, probe["data_bounds"])
     n = probe["n"]
     if n is None:
         size = 2
@@ -373,7 +444,21 @@ def _check_parameters(stat: Statistic, kwargs: dict[str, Any]) -> None:
     if probe["relation"] is Neighbouring.REPLACE and isinstance(n, int) and size != n:
         probe["n"] = None
     with contextlib.suppress(_Probed):
-        _release(stat, [lo] * size, **probe)
+        _release(stat, [record] * size, **probe)
+
+
+def _stand_in_record(stat: Statistic, bounds: Any) -> Any:
+    """A public record inside the data bounds (their lower ends), or zeros when the
+    bounds are missing or malformed (the release then refuses them)."""
+
+    def lower(pair: Any) -> Any:
+        ok = hasattr(pair, "__len__") and not isinstance(pair, str) and len(pair) == 2
+        return pair[0] if ok else 0
+
+    if stat.columns > 1:
+        pairs = bounds if hasattr(bounds, "__len__") and len(bounds) == stat.columns else ()
+        return [lower(pairs[j]) if pairs else 0 for j in range(stat.columns)]
+    return 0 if bounds is None else lower(bounds)
 
 
 class _Probed(Exception):

@@ -119,6 +119,15 @@ class Pipeline:
         bm, be = self._b
         s = be - self._L
         self._kmax = bm << s if s >= 0 else bm >> -s
+        # Every k at or beyond ±kmax gives one of four outputs: computed once here, so
+        # that a clamped release costs no more than one inside the interval.
+        kmax, L = self._kmax, self._L
+        self._ends = (
+            self.output(clamp(-kmax - 1, L, self._b)),
+            self.output(clamp(-kmax, L, self._b)),
+            self.output(clamp(kmax, L, self._b)),
+            self.output(clamp(kmax + 1, L, self._b)),
+        )
 
     # -- step 1 for one value: x = clamp_b((v - c)/Δ), exact ----------------------
     def centre(self, value: Fraction) -> tuple[int, int]:
@@ -201,7 +210,14 @@ class Pipeline:
         kmax = self._kmax
         if -kmax < k < kmax:  # strictly inside: neither clamped nor an endpoint
             return self._grid_output(k, self._L)
-        return self.output(clamp(k, self._L, self._b))
+        return self._end(k)
+
+    def _end(self, k: int) -> float:
+        """``output(clamp(k))`` for ``|k| >= kmax``, from the four precomputed outputs."""
+        kmax = self._kmax
+        if k >= kmax:
+            return self._ends[2] if k == kmax else self._ends[3]
+        return self._ends[1] if k == -kmax else self._ends[0]
 
     def snap_index(self, x: tuple[int, int], sign: int, um: int, ue: int) -> int:
         """Steps 5-7 for one draw: the grid index ``k = snap(RN(x + N))``, before the
@@ -213,26 +229,25 @@ class Pipeline:
         kmax = self._kmax
         if -kmax < k < kmax:
             return self._grid_output(k, self._L)
-        return self.output(clamp(k, self._L, self._b))
+        return self._end(k)
 
     def run_many(
         self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
     ) -> list[float]:
         """:meth:`run` over paired lists (same results, less per-element overhead)."""
-        noise, output, grid, lam, L, kmax, b, p = (
+        noise, end, grid, lam, L, kmax, p = (
             self.arith.noise,
-            self.output,
+            self._end,
             self._grid_output,
             self._lam,
             self._L,
             self._kmax,
-            self._b,
             self._p,
         )
         out = []
         for x, (sign, um, ue) in zip(xs, draws, strict=True):
             k = snap(*add(x, noise(lam, sign, (um, ue)), p), L)
-            out.append(grid(k, L) if -kmax < k < kmax else output(clamp(k, L, b)))
+            out.append(grid(k, L) if -kmax < k < kmax else end(k))
         return out
 
     def stages(self, value: Fraction, draw: Draw) -> dict[str, object]:

@@ -25,6 +25,7 @@ The switch: ``timing="constant"`` pads, ``timing="off"`` does not; the default
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import math
@@ -32,7 +33,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -43,12 +44,16 @@ __all__ = [
     "MODES",
     "Padding",
     "PaddingStats",
+    "QuantaStore",
     "TimingMode",
     "calibrate_quantum",
+    "default_store_path",
+    "machine_fingerprint",
     "mechanism_padding",
     "pad",
     "padded_release",
     "padded_statistic",
+    "quanta_store",
     "resolve_mode",
     "statistic_stats",
     "wait_until",
@@ -64,7 +69,7 @@ SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
 STATISTIC_MARGIN = 1.2
 #: Calibration repetitions per class (scalar) and the time budget for arrays.
-SCALAR_REPS = 21
+SCALAR_REPS = 41
 ARRAY_BUDGET_NS = 100_000_000
 STATISTIC_REPS = 15
 #: With ``timing=None`` (the default), a statistic's whole release is padded only up to
@@ -80,6 +85,8 @@ RECALIBRATE_SCALAR = 0
 RECALIBRATE_ARRAY = 0
 #: At most this many quanta are remembered per cache (least recently used dropped).
 CACHE_SIZE = 256
+#: A quantum kept in a :class:`QuantaStore` is used for this long after its measurement.
+STORE_MAX_AGE_S = 3600.0
 
 _now = time.perf_counter_ns
 F = TypeVar("F", bound=Callable[..., Any])
@@ -148,12 +155,18 @@ class PaddingStats:
 
     def record(self, multiple: int) -> None:
         """Count one call that ended at ``multiple`` quanta."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self.calls += 1
             if multiple > 1:
                 self.overruns += 1
-            if multiple > self.max_multiple:
-                self.max_multiple = multiple
+                if multiple > self.max_multiple:
+                    self.max_multiple = multiple
+            elif not self.max_multiple:
+                self.max_multiple = 1
+        finally:
+            lock.release()
 
     def __repr__(self) -> str:
         return (
@@ -220,18 +233,163 @@ def _quantile(xs: list[int], q: float) -> float:
     return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
 
 
+class QuantaStore:
+    """Calibrated quanta kept across processes, in an SQLite file.
+
+    A one-shot process (the command line) would otherwise calibrate its quanta on
+    every run, which costs more than the release itself.  A quantum is a function of
+    public parameters and of the machine only (it is measured on synthetic, public
+    inputs), so keeping it discloses nothing about any data.  An entry is used only
+    on the machine and software that measured it (:func:`machine_fingerprint`) and
+    for :data:`STORE_MAX_AGE_S` seconds after it was measured, so the quanta follow
+    the machine's load at that pace.  The store is a cache: when it cannot be opened,
+    read or written (a read-only directory, a damaged file), quanta are measured in
+    the process as without it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file (created with mode 0600 in a directory of mode 0700).
+    max_age_s : float
+        How long an entry is used after its measurement.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], max_age_s: float | None = None) -> None:
+        self.path = os.fspath(path)
+        self.max_age_s = STORE_MAX_AGE_S if max_age_s is None else float(max_age_s)
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        folder = os.path.dirname(self.path)
+        if folder:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        con = sqlite3.connect(self.path, timeout=2.0)
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS quanta (key TEXT PRIMARY KEY, fingerprint TEXT "
+            "NOT NULL, quantum_ns INTEGER NOT NULL, measured_at REAL NOT NULL)"
+        )
+        return con
+
+    @staticmethod
+    def _text(key: Hashable) -> str | None:
+        text = repr(key)
+        # A key that prints an object's address is not stable across processes.
+        return None if " at 0x" in text else text
+
+    def load(self, key: Hashable) -> int | None:
+        """The stored quantum for ``key``, or None (absent, stale, another machine)."""
+        text = self._text(key)
+        if text is None:
+            return None
+        try:
+            con = self._connect()
+            try:
+                row = con.execute(
+                    "SELECT quantum_ns, measured_at FROM quanta WHERE key = ? AND fingerprint = ?",
+                    (text, machine_fingerprint()),
+                ).fetchone()
+            finally:
+                con.close()
+        except Exception:  # a cache: measure in the process instead
+            return None
+        if row is None:
+            return None
+        q, at = int(row[0]), float(row[1])
+        if q < 1 or not 0.0 <= time.time() - at <= self.max_age_s:
+            return None
+        return q
+
+    def save(self, key: Hashable, quantum_ns: int) -> None:
+        """Record a quantum just measured (silently skipped when the store is unusable)."""
+        text = self._text(key)
+        if text is None:
+            return
+        try:
+            con = self._connect()
+            try:
+                with con:
+                    con.execute(
+                        "INSERT OR REPLACE INTO quanta VALUES (?, ?, ?, ?)",
+                        (text, machine_fingerprint(), int(quantum_ns), time.time()),
+                    )
+            finally:
+                con.close()
+        except Exception:
+            return
+
+
+@functools.cache
+def machine_fingerprint() -> str:
+    """What a stored quantum is tied to: host, processor, Python and library versions."""
+    import platform
+
+    import snapcore
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if "model name" in ln), cpu)
+    except OSError:
+        pass
+    return "|".join(
+        [
+            platform.node(),
+            platform.machine(),
+            cpu,
+            str(os.cpu_count()),
+            platform.python_implementation(),
+            platform.python_version(),
+            str(snapcore.__version__),
+            np.__version__,
+        ]
+    )
+
+
+def default_store_path() -> str:
+    """``$XDG_CACHE_HOME/snapcore/quanta.sqlite3`` (``~/.cache`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "snapcore", "quanta.sqlite3")
+
+
+_STORE: list[QuantaStore | None] = [None]
+
+
+@contextlib.contextmanager
+def quanta_store(store: QuantaStore | str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within the block, look calibrated quanta up in ``store`` (and record new ones).
+
+    ``None`` keeps quanta in the process only (the default outside any block).  The
+    command line uses :func:`default_store_path`, or the path in the environment
+    variable ``SNAPCORE_TIMING_STORE`` (``off`` for none).
+    """
+    if store is not None and not isinstance(store, QuantaStore):
+        store = QuantaStore(store)
+    previous = _STORE[0]
+    _STORE[0] = store
+    try:
+        yield
+    finally:
+        _STORE[0] = previous
+
+
 class _LRU:
     """A small thread-safe least-recently-used map of calibrated quanta.
 
     With ``every > 0``, each quantum is measured again after every ``every`` uses (a
     count of calls, which is public), so that it follows the machine's load: a quantum
-    measured in a quiet moment makes many calls overrun when the load rises.
+    measured in a quiet moment makes many calls overrun when the load rises.  Within
+    :func:`quanta_store`, a quantum missing here is looked up in the store before it
+    is measured, and a newly measured one is recorded there.
     """
 
-    def __init__(self, every: int, size: int = CACHE_SIZE) -> None:
+    def __init__(self, name: str, every: int, size: int = CACHE_SIZE) -> None:
         self._d: OrderedDict[Hashable, list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
+        self._name = name
         self.every = every
 
     def get(self, key: Hashable, compute: Callable[[], int]) -> int:
@@ -243,7 +401,17 @@ class _LRU:
                 if not self.every or entry[1] < self.every:
                     return entry[0]
                 entry[1] = 0
-        q = compute()  # outside the lock: calibration runs releases
+                fresh = True
+            else:
+                fresh = False
+        store = _STORE[0]
+        stored = None if store is None or fresh else store.load((self._name, key))
+        if stored is not None:
+            q = stored
+        else:
+            q = compute()  # outside the lock: calibration runs releases
+            if store is not None:
+                store.save((self._name, key), q)
         with self._lock:
             self._d[key] = [q, 0]
             self._d.move_to_end(key)
@@ -256,27 +424,35 @@ class _LRU:
             self._d.clear()
 
 
-_SCALAR = _LRU(RECALIBRATE_SCALAR)
-_ARRAY = _LRU(RECALIBRATE_ARRAY)
-_STATISTIC = _LRU(RECALIBRATE_ARRAY)
+_SCALAR = _LRU("scalar", RECALIBRATE_SCALAR)
+_ARRAY = _LRU("array", RECALIBRATE_ARRAY)
+_STATISTIC = _LRU("statistic", RECALIBRATE_ARRAY)
 _STATISTIC_STATS = PaddingStats()
 
 
 def _after_fork_in_child() -> None:
     # A lock held by another thread at fork time would never be released in the child.
+    global _INTERN_LOCK
     for c in (_SCALAR, _ARRAY, _STATISTIC):
         c._lock = threading.Lock()
     _STATISTIC_STATS._lock = threading.Lock()
+    _INTERN_LOCK = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: Bumped by clear_caches: quanta remembered by a Padding from an older generation are
+#: looked up again.
+_GENERATION = [0]
+
+
 def clear_caches() -> None:
     """Forget every calibrated quantum (they are measured again when next needed)."""
     for c in (_SCALAR, _ARRAY, _STATISTIC):
         c.clear()
+    _GENERATION[0] += 1
 
 
 def statistic_stats() -> PaddingStats:
@@ -415,12 +591,15 @@ class Padding:
         What the quanta depend on (the calibration, backend and source kind).
     """
 
-    __slots__ = ("_key", "_mech", "stats")
+    __slots__ = ("_key", "_mech", "_scalar", "stats")
 
     def __init__(self, mech: Any, key: Hashable) -> None:
         self._mech = mech
         self._key = key
         self.stats = PaddingStats()
+        # kind -> (generation, quantum): the scalar quanta this mechanism has used,
+        # valid while the shared cache has not been cleared (see clear_caches).
+        self._scalar: dict[type, tuple[int, int]] = {}
 
     @property
     def mode(self) -> TimingMode:
@@ -438,15 +617,24 @@ class Padding:
         The type of a statistic's value is public (it is fixed by code, not data); the
         quantum is calibrated on that type's worst-case classes on first use.
         """
-        return _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+        hit = self._scalar.get(kind)
+        if hit is not None and hit[0] == _GENERATION[0] and not _SCALAR.every:
+            return hit[1]
+        q = _SCALAR.get((self._key, kind), lambda: self._calibrate_scalar(kind))
+        self._scalar[kind] = (_GENERATION[0], q)
+        return q
 
     def _calibrate_scalar(self, kind: type) -> int:
         sib = _sibling(self._mech)
         src = sib._source
+        # Time what the quantum covers: the unpadded release, without the padding's
+        # own lookup before the clock starts.
+        release = type(self._mech).release
+        raw = getattr(release, "__wrapped__", release)
         values = []
         for c in _scalar_classes(self._mech, kind):
             try:
-                sib.release(c)
+                raw(sib, c)
             except Exception:  # a class this type cannot take: not calibrated on
                 continue
             values.append(c)
@@ -459,9 +647,9 @@ class Padding:
 
         def run(cls: tuple[Any, Any]) -> None:
             src.chosen = cls[1]
-            sib.release(cls[0])
+            raw(sib, cls[0])
 
-        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN)
+        return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN, warmup=5)
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         """The quantum of one array release of ``length`` elements, in ns.
@@ -515,6 +703,8 @@ class Padding:
         Looks only at public properties of ``value`` (its type, dtype and length),
         never at its elements.
         """
+        if type(value) is float:  # the common case, without the ABC checks below
+            return self.scalar_quantum_for(float)
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in "iuf":  # refused by release: no array quantum
                 return self.scalar_quantum_for(float)
@@ -531,6 +721,46 @@ class Padding:
         return f"<Padding {self.stats!r}>"
 
 
+class _Key:
+    """A cache key hashed once, shared by every equal key (see :func:`_interned`).
+
+    A mechanism's key holds its :class:`~snapcore.params.Calibration` (a dozen
+    Fractions): hashing and comparing it on every release cost about as much as the
+    release itself.  Interned keys are found by identity.
+    """
+
+    __slots__ = ("_hash", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Key) and self.key == other.key)
+
+    def __repr__(self) -> str:
+        return repr(self.key)
+
+
+_INTERNED: dict[Hashable, _Key] = {}
+_INTERN_LOCK = threading.Lock()
+
+
+def _interned(key: Hashable) -> _Key:
+    """The one :class:`_Key` for ``key`` in this process (at most :data:`CACHE_SIZE`
+    kept; a dropped one is only re-created, never wrong)."""
+    with _INTERN_LOCK:
+        k = _INTERNED.get(key)
+        if k is None:
+            if len(_INTERNED) >= CACHE_SIZE:
+                _INTERNED.pop(next(iter(_INTERNED)))
+            k = _INTERNED[key] = _Key(key)
+        return k
+
+
 def mechanism_padding(mech: Any, timing: Any) -> Padding | None:
     """The :class:`Padding` for a new mechanism, or None when ``timing`` resolves to off.
 
@@ -542,7 +772,7 @@ def mechanism_padding(mech: Any, timing: Any) -> Padding | None:
     if resolve_mode(timing, mech.source) == "off":
         return None
     key = (mech.calibration, mech.backend.name, type(mech.source).__qualname__)
-    return Padding(mech, key)
+    return Padding(mech, _interned(key))
 
 
 def padded_release(fn: F) -> F:

@@ -12,6 +12,10 @@ settings.register_profile("snapcore", deadline=None, print_blob=True)
 settings.register_profile("ci", parent=settings.get_profile("snapcore"), derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "snapcore")
 
+# The command line keeps calibrated timing quanta in a file under the user's cache
+# (snapcore.timing.QuantaStore); tests that run it must not read or write that file.
+os.environ["SNAPCORE_TIMING_STORE"] = "off"
+
 
 # -- a sample of every slow test runs in the default suite ---------------------------
 #

@@ -8,16 +8,16 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from tiny_mechanism import TinyMechanism
+from tiny_mechanism import TinyMechanism, brute_force
 
 import snapcore
 from snapcore import SnappingMechanism
 from snapcore.auditing import (
+    ExactOutputDistribution,
     UGrid,
     audit,
     compare_ln,
     exact_output_distribution,
-    tail_exponent,
 )
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.plugins import get_registries
@@ -80,34 +80,6 @@ def test_compare_ln_decides_tiny_gaps():
 # ----------------------------------------------------------------------------------
 # Brute force at tiny precision
 # ----------------------------------------------------------------------------------
-
-
-def brute_force(mech, value, q, extra=4):
-    """Every q-bit float U* in (0,1) down to 2**-E, by direct enumeration.
-
-    Checks monotonicity on the way and that the last ``extra`` binades give one
-    output, then gives the remaining mass P(U* < 2**-E) = 2**-E to that output.
-    """
-    E = tail_exponent(mech.calibration) + extra
-    pmf: dict[float, Fraction] = {}
-    for sign in (1, -1):
-        prev = None
-        tail_outputs = set()
-        for e in range(1, E + 1):
-            ulp = Fraction(1, 1 << (q - 1 + e))
-            for m in range((1 << q) - 1, (1 << (q - 1)) - 1, -1):  # decreasing u
-                o = mech.transform(value, m * ulp, sign)
-                if prev is not None:
-                    assert (o <= prev) if sign > 0 else (o >= prev), "not monotone"
-                prev = o
-                pmf[o] = pmf.get(o, Fraction(0)) + ulp / 2
-                if e > E - extra:
-                    tail_outputs.add(o)
-        assert len(tail_outputs) == 1
-        (o,) = tail_outputs
-        pmf[o] += Fraction(1, 1 << E) / 2
-    assert sum(pmf.values()) == 1
-    return dict(sorted(pmf.items()))
 
 
 TINY = [
@@ -529,3 +501,21 @@ def test_audit_costs_two_evaluations_per_output(value):
     d = exact_output_distribution(m, value)
     assert len(d) == 1001 and d.total == 1
     assert d.evaluations <= 2 * len(d) + 4
+
+
+def test_exact_moments_are_the_fraction_sums():
+    mech = TinyMechanism(epsilon=4, lower=0, upper=3, sensitivity=Fraction(1, 4), precision=6)
+    for v in (Fraction(7, 4), 3, Fraction(-1, 3)):
+        d = exact_output_distribution(mech, v)
+        assert any(Fraction(o).denominator > 1 for o, _ in d.pmf)  # fractional outputs
+        mean = sum((Fraction(o) * q for o, q in d.pmf), Fraction(0))
+        var = sum(((Fraction(o) - mean) ** 2 * q for o, q in d.pmf), Fraction(0))
+        assert d.moments() == (mean, var)
+    with pytest.raises(AuditError, match="dyadic"):
+        ExactOutputDistribution(
+            value=0.0, pmf=((0.0, Fraction(1, 3)), (1.0, Fraction(2, 3)))
+        ).moments()
+    with pytest.raises(AuditError, match="sum to"):
+        ExactOutputDistribution(
+            value=0.0, pmf=((0.0, Fraction(1, 4)), (1.0, Fraction(1, 2)))
+        ).moments()

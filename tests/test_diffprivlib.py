@@ -8,15 +8,18 @@ import secrets
 from fractions import Fraction
 
 import diffprivlib
+import gmpy2
 import mpmath
 import numpy as np
 import pytest
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.mechanisms.base import DPMechanism
 from diffprivlib.utils import BudgetError
+from tiny_mechanism import TinyMechanism, brute_force
 
 import snapcore
-from snapcore import Budget, BudgetExceededError, ParameterError, ReplaySource
+from snapcore import AuditLimitError, Budget, BudgetExceededError, ParameterError, ReplaySource
+from snapcore.auditing import exact_output_distribution
 from snapcore.diffprivlib import AccountantBudget, SnapcoreAccountant, Snapping
 from snapcore.ledger import Ledger
 from snapcore.sources import ByteSource, SystemSource
@@ -139,15 +142,137 @@ def _ideal_moments(m: Snapping, x: float) -> tuple[mpmath.mpf, mpmath.mpf]:
         (2.0, 0.25, 0.0, 1.0, 0.3),
     ],
 )
-def test_bias_and_variance_against_the_ideal_distribution(
+def test_ideal_bias_and_variance_against_the_ideal_distribution(
     epsilon, sensitivity, lower, upper, x
 ) -> None:
     m = Snapping(epsilon=epsilon, sensitivity=sensitivity, lower=lower, upper=upper)
     mean, var = _ideal_moments(m, x)
-    assert m.bias(x) == pytest.approx(float(mean - x), rel=1e-9, abs=1e-12)
-    v = m.variance(x)
+    assert m.bias(x, exact=False) == pytest.approx(float(mean - x), rel=1e-9, abs=1e-12)
+    v = m.variance(x, exact=False)
     assert v >= float(var) * (1 - 1e-12) and v == pytest.approx(float(var), rel=1e-9)
-    assert m.mse(x) == pytest.approx(v + m.bias(x) ** 2)
+    assert m.mse(x, exact=False) == pytest.approx(v + m.bias(x, exact=False) ** 2)
+
+
+def rn(q: Fraction) -> float:
+    """Independent reference: q rounded to the nearest double by MPFR."""
+    with gmpy2.context(gmpy2.ieee(64), round=gmpy2.RoundToNearest):
+        return float(gmpy2.mpfr(gmpy2.mpq(q.numerator, q.denominator)))
+
+
+def fraction_moments(pmf: dict[float, Fraction]) -> tuple[Fraction, Fraction]:
+    """Mean and variance of a pmf by plain Fraction sums (no shared code)."""
+    assert sum(pmf.values()) == 1
+    mean = sum((Fraction(o) * q for o, q in pmf.items()), Fraction(0))
+    return mean, sum(((Fraction(o) - mean) ** 2 * q for o, q in pmf.items()), Fraction(0))
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "sensitivity", "lower", "upper", "x"),
+    [
+        (1.0, 1.0, 0.0, 10.0, 5.0),  # the centre
+        (1.0, 1.0, 0.0, 10.0, 9.9),
+        (1.0, 1.0, 0.0, 10.0, 10.0),  # an end: the clamp takes mass
+        (1.0, 1.0, 0.0, 10.0, 13.0),  # outside the interval
+        (0.5, 2.0, -10.0, 30.0, -12.0),
+        (2.0, 0.25, 0.0, 1.0, 0.3),
+        (0.1, 1.0, 0.0, 10.0, 9.5),  # B < λ: mostly clamped
+    ],
+)
+def test_exact_bias_and_variance_by_independent_routes(
+    epsilon, sensitivity, lower, upper, x
+) -> None:
+    m = Snapping(epsilon=epsilon, sensitivity=sensitivity, lower=lower, upper=upper)
+    # Route 1: the same mechanism on the mpmath and arb backends (the same draw gives
+    # the same output on every backend, so the exact distribution must be the same),
+    # its moments by plain Fraction sums, rounded to nearest by MPFR.
+    for backend in ("mpmath", "arb"):
+        other = snapcore.SnappingMechanism(
+            epsilon=epsilon,
+            sensitivity=sensitivity,
+            clamp_bounds=(lower, upper),
+            backend=backend,
+        )
+        mean, var = fraction_moments(exact_output_distribution(other, x).as_dict())
+        xq = Fraction(x)
+        assert m.bias(x) == rn(mean - xq), backend
+        assert m.variance(x) == rn(var), backend
+        assert m.mse(x) == rn(var + (mean - xq) ** 2), backend
+    # Route 2: the ideal mechanism from the Laplace CDF at 60 digits.  The p-bit
+    # mechanism differs from it by terms about 2**-120 of the scale: the exact moments
+    # agree to 1e-30, far below a double's resolution of these values.
+    ideal_mean, ideal_var = _ideal_moments(m, x)
+    with mpmath.workdps(60):
+        assert abs(mpmath.mpf(mean.numerator) / mean.denominator - ideal_mean) < 1e-30
+        assert abs(mpmath.mpf(var.numerator) / var.denominator - ideal_var) < 1e-30
+
+
+def test_exact_bias_at_the_centre_is_the_tie_rule() -> None:
+    # Ideal mechanism: symmetric about the centre, bias 0.  Implemented one: y is a
+    # p-bit float, so it hits a midpoint between grid points with probability about
+    # 2**-118, and ties go toward +inf: the exact bias is positive, and tiny.
+    m = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0)
+    assert 0 < m.bias(5.0) < 2**-100
+    assert abs(m.bias(5.0, exact=False)) < 1e-60
+    assert m.bias(5.0) != m.bias(5.0, exact=False)
+    # Mirror values: the variances agree to double precision, the biases are opposite
+    # up to the same tie terms.
+    for t in (1.0, 4.5, 5.0, 7.0):
+        assert m.variance(5.0 + t) == pytest.approx(m.variance(5.0 - t), rel=1e-15)
+        assert abs(m.bias(5.0 + t) + m.bias(5.0 - t)) < 2**-100
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "lower", "upper", "sensitivity", "precision"),
+    [
+        (1, -8, 8, 1, 8),
+        (Fraction(1, 2), -3, 21, 2, 7),
+        (4, 0, 3, Fraction(1, 4), 6),
+        (Fraction(1, 8), -2, 2, 1, 8),
+    ],
+)
+def test_exact_moments_against_brute_force_at_tiny_precision(
+    epsilon, lower, upper, sensitivity, precision
+) -> None:
+    # The drop-in with its mechanism replaced by the same pipeline at 6-8 bits (a
+    # TEST-ONLY stand-in), where every draw can be enumerated: bias, variance and mse
+    # against moments of the brute-force distribution.  Here the implemented
+    # mechanism is far from the ideal one, at the centre and at the clamped ends.
+    m = Snapping(
+        epsilon=float(epsilon),
+        sensitivity=float(sensitivity),
+        lower=float(lower),
+        upper=float(upper),
+    )
+    m._mech = TinyMechanism(
+        epsilon=epsilon, lower=lower, upper=upper, sensitivity=sensitivity, precision=precision
+    )
+    c = Fraction(lower + upper, 2)
+    for v in (c, c + 1, Fraction(upper), Fraction(lower)):
+        mean, var = fraction_moments(brute_force(m._mech, v, precision))
+        assert m.bias(float(v)) == rn(mean - v), v
+        assert m.variance(float(v)) == rn(var), v
+        assert m.mse(float(v)) == rn(var + (mean - v) ** 2), v
+    assert m.bias(float(c)) > 0  # ties toward +inf
+    assert m.bias(float(upper)) != m.bias(float(upper), exact=False)
+    assert m.bias(float(lower)) != -m.bias(float(upper))
+
+
+def test_exact_moments_refuse_past_the_audit_limit() -> None:
+    wide = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=1e6)
+    for method in (wide.bias, wide.variance, wide.mse):
+        with pytest.raises(AuditLimitError, match="exact=False"):
+            method(3.0)
+    # The ideal values stay available, at a cost independent of B/Λ.
+    step = float(wide.mechanism.grid_step)
+    assert abs(wide.bias(400000.3, exact=False)) <= step / 2
+    assert 0 < wide.variance(400000.3, exact=False) < 10 * step**2
+    m = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0)
+    for bad in (math.nan, math.inf):
+        for method in (m.bias, m.variance, m.mse):
+            with pytest.raises(ParameterError, match="value"):
+                method(bad)
+    with pytest.raises(TypeError, match="number"):
+        m.bias("5")
 
 
 def test_snapcore_accountant_charges_a_budget_exactly() -> None:

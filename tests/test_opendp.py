@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import gmpy2
+import numpy as np
 import opendp.prelude as dp
 import pytest
 from opendp.mod import OpenDPException
@@ -211,3 +213,202 @@ def test_refusals() -> None:
             1,
             n=6,
         )
+
+
+# ----------------------------------------------------------------------------------
+# Covariance: records of two numbers, OpenDP's array2_domain
+# ----------------------------------------------------------------------------------
+
+PAIRS = dp.numpy.array2_domain(num_columns=2, nan=False, T=float)
+COV_BOUNDS = ((0, 10), (-5, 5))
+
+
+def pairs_data(n: int = 200, seed: int = 0) -> np.ndarray:
+    """Correlated records in [0, 10] x [-5, 5] (a few outside, so the clamp acts)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 11.0, n)
+    return np.column_stack([x, (x - 5.0) * 0.8 + rng.normal(0.0, 1.0, n)])
+
+
+class DrawCounter(snapcore.sources.RandomSource):
+    """A seeded source that counts every request for randomness."""
+
+    name = "draw-counter"
+
+    def __init__(self, seed: int) -> None:
+        self.inner = SeededSource(seed)
+        self.calls = 0
+
+    def draw(self, precision: int) -> Any:
+        self.calls += 1
+        return self.inner.draw(precision)
+
+
+@pytest.mark.parametrize("epsilon", [Fraction(1, 3), 0.1, Fraction(2, 7), 1])
+def test_covariance_map_every_d_in(epsilon) -> None:
+    m = make_statistic(
+        PAIRS, dp.change_one_distance(), "covariance", epsilon, data_bounds=COV_BOUNDS
+    )
+    eps = Fraction(epsilon)
+    # change_one_distance counts records in a u32: every d_in up to 2**32 - 1.
+    for d in [*range(0, 80), 1000, 123457, 2**31 + 1, 2**32 - 1]:
+        want = ru(d * eps)  # MPFR, rounded up: the group-privacy cost of d changed records
+        assert m.map(d) == want, (d, m.map(d), want)
+        assert Fraction(m.map(d)) >= d * eps
+    for bad in (-1, 1.5, 2**32):  # not a record count: OpenDP refuses before the map
+        with pytest.raises((OpenDPException, ValueError, TypeError)):
+            m.map(bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "seed"),
+    [
+        (pairs_data(), 11),
+        (pairs_data(57, seed=3), 12),
+        (np.array([[0, -5], [10, 5], [3, 1], [7, -2]], dtype=np.int64), 13),
+    ],
+)
+def test_covariance_releases_what_snapcore_releases(data, seed) -> None:
+    domain = dp.numpy.array2_domain(num_columns=2, nan=False, T=str(data.dtype)[0] + "64")
+    domain = PAIRS if data.dtype == np.float64 else domain
+    m = (domain, dp.change_one_distance()) >> then_statistic(
+        "covariance", Fraction(1, 2), data_bounds=COV_BOUNDS, source=SeededSource(seed)
+    )
+    r = snapcore.release(
+        "covariance",
+        data,
+        epsilon=Fraction(1, 2),
+        data_bounds=COV_BOUNDS,
+        source=SeededSource(seed),
+    )
+    got = m(data)
+    assert type(got) is float and got == r.value  # the same draws, the same output
+    assert r.epsilon_spent == Fraction(1, 2) and m.map(1) == 0.5
+
+
+def test_covariance_bounds_from_the_domains_norm_and_size() -> None:
+    # Rows in the L2 ball of radius 5 around (5, 0) have x in [0, 10] and y in [-5, 5].
+    data = pairs_data(40, seed=5)
+    data = data[np.linalg.norm(data - [5.0, 0.0], axis=1) <= 5.0]
+    domain = dp.numpy.array2_domain(
+        num_columns=2,
+        nan=False,
+        T=float,
+        norm=5.0,
+        p=2,
+        origin=np.array([5.0, 0.0]),
+        size=len(data),
+    )
+    m = make_statistic(domain, dp.change_one_distance(), "covariance", 1, source=SeededSource(8))
+    r = snapcore.release(
+        "covariance", data, epsilon=1, data_bounds=COV_BOUNDS, source=SeededSource(8)
+    )
+    assert m(data) == r.value
+    assert r.data_bounds == COV_BOUNDS and r.n == len(data)
+    assert r.sensitivity == Fraction(10 * 10, len(data))  # (b−a)(d−c)/n
+    with pytest.raises(ParameterError, match="size"):
+        make_statistic(domain, dp.change_one_distance(), "covariance", 1, n=len(data) + 1)
+
+
+def select_column(j: int) -> Any:
+    """Column j of the records: 1-stable from change_one_distance to change_one_distance
+    (changing one record changes one element)."""
+    return dp.t.make_user_transformation(
+        PAIRS,
+        dp.change_one_distance(),
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.change_one_distance(),
+        function=lambda x: [float(v) for v in x[:, j]],
+        stability_map=lambda d: d,
+    )
+
+
+def test_covariance_composes_with_another_snapcore_measurement() -> None:
+    data = pairs_data()
+    space = (PAIRS, dp.change_one_distance())
+    cov = space >> then_statistic(
+        "covariance", Fraction(1, 3), data_bounds=COV_BOUNDS, source=SeededSource(21)
+    )
+    mean_x = select_column(0) >> then_statistic(
+        "mean", Fraction(1, 4), data_bounds=(0, 10), source=SeededSource(22)
+    )
+    session = dp.c.make_composition([cov, mean_x])
+    for d in (1, 2, 3, 10):
+        want = d * (Fraction(1, 3) + Fraction(1, 4))
+        assert Fraction(session.map(d)) >= want and session.map(d) >= ru(want)
+    got = session(data)
+    ref_cov = snapcore.release(
+        "covariance", data, epsilon=Fraction(1, 3), data_bounds=COV_BOUNDS, source=SeededSource(21)
+    )
+    ref_mean = snapcore.release(
+        "mean",
+        list(data[:, 0]),
+        epsilon=Fraction(1, 4),
+        data_bounds=(0, 10),
+        source=SeededSource(22),
+    )
+    assert got == [ref_cov.value, ref_mean.value]
+
+    # Through an odometer and a privacy filter: the budget of 1 allows cov + mean + cov
+    # (1/3 + 1/4 + 1/3 = 11/12) and refuses a third covariance.
+    counter = DrawCounter(23)
+    cov_counted = space >> then_statistic(
+        "covariance", Fraction(1, 3), data_bounds=COV_BOUNDS, source=counter
+    )
+    odometer = dp.c.make_fully_adaptive_composition(*space, dp.max_divergence())
+    queries = dp.c.make_privacy_filter(odometer, d_in=1, d_out=1.0)(data)
+    queries(cov_counted), queries(mean_x), queries(cov_counted)
+    calls = counter.calls
+    assert calls >= 2
+    with pytest.raises(OpenDPException, match="exhausted"):
+        queries(cov_counted)
+    # OpenDP 0.16's filter invokes the measurement, then compares the pending loss with
+    # its budget and discards the output: the refused query did draw (docs/embedding.md).
+    assert counter.calls == calls + 1
+    watched = odometer(data)
+    watched(cov), watched(mean_x)
+    assert Fraction(watched.privacy_loss(1)) >= Fraction(1, 3) + Fraction(1, 4)
+    assert dp.c.make_pureDP_to_zCDP(cov).map(1) >= float(Fraction(1, 3) ** 2 / 2)
+
+
+def test_covariance_refusals() -> None:
+    c1 = dp.change_one_distance()
+    kw: dict[str, Any] = {"data_bounds": COV_BOUNDS}
+    # Wrong domain: one-column records, a bare atom, or floats that admit NaN.
+    for domain in (
+        dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+        dp.atom_domain(T=float, nan=False),
+    ):
+        with pytest.raises(ParameterError, match="array2_domain"):
+            make_statistic(domain, c1, "covariance", 1, **kw)
+    with pytest.raises(ParameterError, match="admits NaN"):
+        make_statistic(dp.numpy.array2_domain(num_columns=2, T=float), c1, "covariance", 1, **kw)
+    # Wrong arity: records of 3 numbers, or of an unknown number.
+    for k in (3, 1, None):
+        domain = dp.numpy.array2_domain(num_columns=k, nan=False, T=float)
+        with pytest.raises(ParameterError, match="2 columns per record"):
+            make_statistic(domain, c1, "covariance", 1, **kw)
+    # ... and a single-column statistic on records of two numbers.
+    with pytest.raises(ParameterError, match="vector_domain"):
+        make_statistic(PAIRS, c1, "mean", 1, data_bounds=(0, 10))
+    # Wrong metric: covariance is replace-only; other metrics are not neighbouring relations.
+    with pytest.raises(ParameterError, match="supports relation"):
+        make_statistic(PAIRS, dp.symmetric_distance(), "covariance", 1, n=100, **kw)
+    with pytest.raises(ParameterError, match="change_one_distance"):
+        make_statistic(PAIRS, dp.insert_delete_distance(), "covariance", 1, **kw)
+    # Parameters, at construction: bounds missing or not one pair per column.
+    with pytest.raises(ParameterError, match="needs data_bounds"):
+        make_statistic(PAIRS, c1, "covariance", 1)
+    with pytest.raises(ParameterError, match=r"one \(lower, upper\) pair per column"):
+        make_statistic(PAIRS, c1, "covariance", 1, data_bounds=(0, 10))
+    with pytest.raises(ParameterError, match="epsilon"):
+        make_statistic(PAIRS, c1, "covariance", 0, **kw)
+    # Data of the wrong shape at invocation: refused before any draw, values not shown.
+    counter = DrawCounter(1)
+    m = make_statistic(PAIRS, c1, "covariance", 1, source=counter, **kw)
+    secret = np.full((4, 3), 1234.5678)
+    for bad in (secret, secret[:, 0], np.array([[1.0, math.nan]] * 4)):
+        with pytest.raises(OpenDPException) as info:
+            m(bad)
+        assert "1234.5678" not in str(info.value)
+    assert counter.calls == 0

@@ -336,3 +336,22 @@ def test_statistic_padding_calibrates_tables_with_a_named_column(container: str)
         "mean", data, column="age", epsilon=1, data_bounds=(0, 100), timing="constant"
     )
     assert not any("could not be calibrated" in note for note in r.notes), r.notes
+
+
+def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
+    stub_calibration: list[list[Any]],
+) -> None:
+    kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0), "timing": "constant"}
+    a, b = snapcore.SnappingMechanism(**kw), snapcore.SnappingMechanism(**kw)
+    a.release(50.0)
+    b.release(50.0)
+    a.release(1.0)
+    assert len(stub_calibration) == 1  # one key for equal parameters, measured once
+    assert a.timing is not None and b.timing is not None
+    assert a.timing._key is b.timing._key  # interned: found by identity
+    timing.clear_caches()
+    a.release(50.0)  # the mechanism's own remembered quantum is dropped too
+    assert len(stub_calibration) == 2
+    other = snapcore.SnappingMechanism(**{**kw, "epsilon": 2.0})
+    other.release(50.0)
+    assert len(stub_calibration) == 3

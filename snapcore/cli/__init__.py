@@ -16,6 +16,10 @@ nothing on stderr but warnings).  Exit status (the same with and without ``--jso
   non-numeric values, an unreadable file);
 - 4: privacy refused (a budget cannot cover the release, or an audit finds the loss
   above ε).
+
+Calibrated timing quanta are kept across runs in a small SQLite file (see
+``snapcore.timing.QuantaStore``; ``SNAPCORE_TIMING_STORE`` names another file, or
+``off``).
 """
 
 from __future__ import annotations
@@ -156,5 +160,21 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="snapcore")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Differentially private releases with the snapping mechanism, exact at every step."""
+    ctx.with_resource(_quanta_store())
+
+
+def _quanta_store() -> Any:
+    """Keep calibrated timing quanta across runs (docs/timing.md): each run of a one-shot
+    command would otherwise measure them again.  ``SNAPCORE_TIMING_STORE`` names the
+    file, or ``off``; the default is ``snapcore.timing.default_store_path()``."""
+    import os
+
+    from snapcore import timing
+
+    where = os.environ.get("SNAPCORE_TIMING_STORE", "")
+    if where.lower() == "off":
+        return timing.quanta_store(None)
+    return timing.quanta_store(where or timing.default_store_path())

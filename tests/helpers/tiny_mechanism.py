@@ -17,12 +17,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from snapcore.auditing import tail_exponent
 from snapcore.params import Calibration, derive_calibration
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import draw_from_u
 
-__all__ = ["TinyMechanism", "tiny_calibration"]
+__all__ = ["TinyMechanism", "brute_force", "tiny_calibration"]
 
 
 def tiny_calibration(
@@ -61,3 +62,31 @@ class TinyMechanism:
     def transform(self, value: Any, u: Fraction | float, sign: int) -> float:
         draw = draw_from_u(u, sign, self.precision)
         return self._pipe.run(self._pipe.centre(Fraction(value)), draw)
+
+
+def brute_force(mech, value, q, extra=4):
+    """Every q-bit float U* in (0,1) down to 2**-E, by direct enumeration.
+
+    Checks monotonicity on the way and that the last ``extra`` binades give one
+    output, then gives the remaining mass P(U* < 2**-E) = 2**-E to that output.
+    """
+    E = tail_exponent(mech.calibration) + extra
+    pmf: dict[float, Fraction] = {}
+    for sign in (1, -1):
+        prev = None
+        tail_outputs = set()
+        for e in range(1, E + 1):
+            ulp = Fraction(1, 1 << (q - 1 + e))
+            for m in range((1 << q) - 1, (1 << (q - 1)) - 1, -1):  # decreasing u
+                o = mech.transform(value, m * ulp, sign)
+                if prev is not None:
+                    assert (o <= prev) if sign > 0 else (o >= prev), "not monotone"
+                prev = o
+                pmf[o] = pmf.get(o, Fraction(0)) + ulp / 2
+                if e > E - extra:
+                    tail_outputs.add(o)
+        assert len(tail_outputs) == 1
+        (o,) = tail_outputs
+        pmf[o] += Fraction(1, 1 << E) / 2
+    assert sum(pmf.values()) == 1
+    return dict(sorted(pmf.items()))
