@@ -21,6 +21,8 @@ from snapcore.pipeline import Pipeline
 from snapcore.sources import RandomSource
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from snapcore.plugins import BackendRegistry
 
 __all__ = ["FastBackend"]
@@ -50,6 +52,11 @@ class FastBackend(Backend):
     def arithmetic(self, precision: int) -> Arithmetic:
         arith: Arithmetic = self._mpfr.arithmetic(precision)
         return arith
+
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
+        """MPFR's fused release of one double (:meth:`MPFRBackend.scalar
+        <snapcore.backends.mpfr.MPFRBackend.scalar>`): the arithmetic is MPFR's."""
+        return self._mpfr.scalar(pipeline, source)
 
     def batch(
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource

@@ -20,6 +20,8 @@ from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from snapcore.pipeline import Pipeline
@@ -150,6 +152,53 @@ class MPFRBackend(Backend):
 
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
+
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
+        """The release of one double fused into one function: decoding
+        (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,
+        with the same operations as :meth:`Pipeline.run
+        <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
+        between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
+        and the source decodes its bytes with :class:`~snapcore.sources.ByteSource`'s
+        own ``draw_raw``."""
+        from snapcore.pipeline import add
+        from snapcore.sources import ByteSource, _decode_raw
+
+        arith = pipeline.arith
+        if (
+            type(arith) is not MPFRArithmetic
+            or not arith._inline
+            or not isinstance(source, ByteSource)
+            or type(source).draw_raw is not ByteSource.draw_raw
+        ):
+            return None
+        p = arith.precision
+        local = arith._local
+        lam = pipeline._lam
+        L = pipeline._L
+        kmax = pipeline._kmax
+        centre = pipeline.centre_ratio
+        grid, end = pipeline._grid_output, pipeline._end
+        lock, read = source.exclusive(), source.read
+
+        def release(v: float) -> float:
+            x = centre(*v.as_integer_ratio())
+            with lock:
+                sign, um, ue = _decode_raw(read, p)
+            ctx = local.ctx
+            if um.bit_length() + ue == 0:  # U* in [1/2, 1): as MPFRArithmetic.ln
+                n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
+            else:
+                n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
+            m, e = n.as_mantissa_exp()
+            ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
+            s = L - ye  # snap: k = floor(y/Λ + 1/2)
+            k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
+            if -kmax < k < kmax:
+                return grid(k, L)
+            return end(k)  # the precomputed outputs at and beyond ±kmax, as run
+
+        return release
 
 
 @hookimpl

@@ -170,5 +170,16 @@ class Backend(abc.ABC):
         """
         return None
 
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
+        """Optional capability: a fused release of one finite double, or decline.
+
+        Called once when a mechanism is built.  Contract: returns ``f`` with ``f(v)``
+        bit-identical to ``pipeline.run(pipeline.centre_ratio(*v.as_integer_ratio()),
+        source.draw_raw(p))`` for every finite double ``v``, drawing exactly that one
+        draw; or None, and the mechanism takes that composition itself.  The default
+        declines.
+        """
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -82,7 +82,7 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_pipeline", "_source", "_timing")
+    __slots__ = ("_backend", "_cal", "_pipeline", "_scalar", "_source", "_timing")
 
     def __init__(
         self,
@@ -131,6 +131,11 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        # The backend's fused release of one double, when it offers one (bit-identical),
+        # with the source it draws from: a copy of this mechanism given another source
+        # (as timing calibration makes) must not draw from this one.
+        fused = self._backend.scalar(self._pipeline, self._source)
+        self._scalar = None if fused is None else (self._source, fused)
         self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
@@ -290,6 +295,9 @@ class SnappingMechanism:
         if type(value) is float:  # the hot path: no ABC checks, no Fraction
             if value - value != 0.0:
                 read_value(value)  # raises, naming the problem, not the value
+            scalar = self._scalar
+            if scalar is not None and scalar[0] is self._source:
+                return scalar[1](value)  # the backend's fused release, bit-identical
             x = pipe.centre_ratio(*value.as_integer_ratio())
         elif isinstance(value, np.ndarray) or (
             isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)

@@ -219,6 +219,18 @@ class Pipeline:
             return self._ends[2] if k == kmax else self._ends[3]
         return self._ends[1] if k == -kmax else self._ends[0]
 
+    def snap_index(self, x: tuple[int, int], sign: int, um: int, ue: int) -> int:
+        """Steps 5-7 for one draw: the grid index ``k = snap(RN(x + N))``, before the
+        clamp; ``run(x, (sign, um, ue)) == index_output(snap_index(x, sign, um, ue))``."""
+        return snap(*add(x, self.arith.noise(self._lam, sign, (um, ue)), self._p), self._L)
+
+    def index_output(self, k: int) -> float:
+        """Steps 8-9 for the grid index ``k``: the clamp and the output double."""
+        kmax = self._kmax
+        if -kmax < k < kmax:
+            return self._grid_output(k, self._L)
+        return self._end(k)
+
     def run_many(
         self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
     ) -> list[float]:

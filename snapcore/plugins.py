@@ -3,8 +3,11 @@
 Discovery order is fixed and never decides anything: entry points of the
 ``snapcore`` group are loaded first, then any built-in plugin that is not yet
 registered (so the built-ins are there even when the entry-point metadata is stale or
-entry points are switched off).  snapcore itself must be installed (``pip install -e
-.`` for a checkout): its plugin packages ``snapcore.backends`` and
+entry points are switched off).  The process-wide registries (:func:`get_registries`)
+know the built-ins' names from :data:`BUILTIN_PROVIDES` and import a built-in plugin
+only when one of its names is first used, so a release with MPFR never imports the
+other backends or the statistics it does not use.  snapcore itself must be installed
+(``pip install -e .`` for a checkout): its plugin packages ``snapcore.backends`` and
 ``snapcore.statistics`` are mapped from other folders by the install.  Selection is
 always by explicit name; a name registered twice is an error, and so is a hook
 implementation whose name is not one of snapcore's hooks.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -30,12 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_PLUGINS",
+    "BUILTIN_PROVIDES",
     "BackendRegistry",
     "Registries",
     "Registry",
     "SourceRegistry",
     "StatisticRegistry",
     "get_registries",
+    "lazy_registries",
     "make_plugin_manager",
     "reset",
 ]
@@ -53,6 +58,20 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "chacha20": "snapcore.chacha",
 }
 
+#: What each built-in plugin registers, by kind, so the process-wide registries know
+#: every name without importing the plugin (it is imported when one of its names is
+#: first used).  A test checks that loading each plugin registers exactly these.
+BUILTIN_PROVIDES: dict[str, dict[str, tuple[str, ...]]] = {
+    "mpfr": {"backends": ("mpfr",)},
+    "mpmath": {"backends": ("mpmath",)},
+    "arb": {"backends": ("arb",)},
+    "fast": {"backends": ("fast",)},
+    "sources": {"sources": ("replay", "seeded", "system")},
+    "chacha20": {"sources": ("chacha20",)},
+    "counting": {"statistics": ("count", "histogram")},
+    "moments": {"statistics": ("covariance", "mean", "sum", "variance")},
+}
+
 T = TypeVar("T")
 
 
@@ -65,49 +84,74 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._origin: dict[str, str] = {}
         self._current_plugin = "<direct>"
+        # Declared by a plugin not imported yet: name -> plugin name (see Registries).
+        self._declared: dict[str, str] = {}
+        self._loader: Callable[[str], None] | None = None
 
     def _add(self, name: str, item: T) -> None:
         if not isinstance(name, str) or not name:
             raise PluginError(f"{self.kind} name must be a non-empty string, got {name!r}")
-        if name in self._items:
+        declared_by = self._declared.get(name)
+        if name in self._items or declared_by not in (None, self._current_plugin):
+            first = self._origin[name] if name in self._items else declared_by
             raise PluginError(
-                f"{self.kind} {name!r} is registered twice: by {self._origin[name]} "
+                f"{self.kind} {name!r} is registered twice: by {first} "
                 f"and by {self._current_plugin}"
             )
         self._items[name] = item
         self._origin[name] = self._current_plugin
+        self._declared.pop(name, None)
+
+    def _declare(self, name: str, plugin: str) -> None:
+        """Know ``name`` as provided by ``plugin``, which is imported on first use."""
+        if name in self._items or name in self._declared:
+            first = self._origin.get(name) or self._declared[name]
+            raise PluginError(
+                f"{self.kind} {name!r} is registered twice: by {first} and by {plugin}"
+            )
+        self._declared[name] = plugin
+
+    def _load(self, name: object) -> None:
+        plugin = self._declared.get(name) if isinstance(name, str) else None
+        if plugin is not None and self._loader is not None:
+            self._loader(plugin)
 
     def get(self, name: str) -> T:
-        """The object registered as ``name``.
+        """The object registered as ``name`` (importing its plugin on first use).
 
         Raises
         ------
         ParameterError
             If nothing is registered under that name.
         """
+        self._load(name)
         try:
             return self._items[name]
         except (KeyError, TypeError):
             raise ParameterError(
-                f"{self.kind} must be one of {sorted(self._items)}, got {name!r}"
+                f"{self.kind} must be one of {self.names()}, got {name!r}"
             ) from None
 
     def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._items)
+        """Registered names, sorted (without importing any plugin)."""
+        return sorted(self._items.keys() | self._declared.keys())
 
     def origin(self, name: str) -> str:
         """The plugin that registered ``name``."""
-        return self._origin[name]
+        return self._declared.get(name) or self._origin[name]
+
+    def loaded(self, name: str) -> bool:
+        """Whether the plugin providing ``name`` has been imported."""
+        return name in self._items
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._declared
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + len(self._declared)
 
 
 class BackendRegistry(Registry["type[Backend]"]):
@@ -125,8 +169,9 @@ class BackendRegistry(Registry["type[Backend]"]):
         self._add(backend.name, backend)
 
     def available(self) -> list[str]:
-        """Names of the backends whose library can be imported."""
-        return [n for n in self.names() if self._items[n].is_available()]
+        """Names of the backends whose library can be imported (imports every backend
+        plugin, and asks each whether its library imports)."""
+        return [n for n in self.names() if self.get(n).is_available()]
 
     def create(self, name: str) -> Backend:
         """The (shared) instance of backend ``name``.
@@ -176,29 +221,88 @@ class StatisticRegistry(Registry["Statistic"]):
 
 
 class Registries:
-    """The three registries, filled from one plugin manager."""
+    """The three registries, filled from one plugin manager.
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    Parameters
+    ----------
+    pm : pluggy.PluginManager
+        The plugin manager; the hooks of every plugin registered in it are called now.
+    lazy : mapping, optional
+        Plugins not imported yet: plugin name -> ``(module, provides)``, where
+        ``provides`` maps ``"backends"``, ``"sources"``, ``"statistics"`` to the names
+        the plugin registers.  Those names are known at once; the module is imported,
+        registered with ``pm`` and its hooks called when one of them is first used.
+    """
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        lazy: Mapping[str, tuple[str, Mapping[str, Sequence[str]]]] | None = None,
+    ) -> None:
         self.plugin_manager = pm
         self.backends = BackendRegistry()
         self.sources = SourceRegistry()
         self.statistics = StatisticRegistry()
-        hooks = (
-            ("snapcore_register_backends", self.backends),
-            ("snapcore_register_sources", self.sources),
-            ("snapcore_register_statistics", self.statistics),
-        )
-        for hookname, registry in hooks:
-            caller = getattr(pm.hook, hookname)
+        self._lock = threading.RLock()
+        self._lazy = dict(lazy or {})
+        self._call_hooks(None)
+        for plugin, (_, provides) in self._lazy.items():
+            for kind, names in provides.items():
+                registry = self._registry(kind)
+                registry._loader = self._load_plugin
+                for name in names:
+                    registry._declare(name, plugin)
+
+    def _registry(self, kind: str) -> Registry[Any]:
+        registries: dict[str, Registry[Any]] = {
+            "backends": self.backends,
+            "sources": self.sources,
+            "statistics": self.statistics,
+        }
+        try:
+            return registries[kind]
+        except KeyError:
+            raise PluginError(f"unknown registry {kind!r}") from None
+
+    def _call_hooks(self, plugin: str | None) -> None:
+        """Call the registration hooks of ``plugin`` (None: of every plugin)."""
+        for kind in ("backends", "sources", "statistics"):
+            registry = self._registry(kind)
+            caller = getattr(self.plugin_manager.hook, f"snapcore_register_{kind}")
             # Call plugin by plugin so a duplicate names both plugins.
             for impl in caller.get_hookimpls():
-                registry._current_plugin = impl.plugin_name
-                impl.function(registry)
-            registry._current_plugin = "<direct>"
+                if plugin is None or impl.plugin_name == plugin:
+                    registry._current_plugin = impl.plugin_name
+                    try:
+                        impl.function(registry)
+                    finally:
+                        registry._current_plugin = "<direct>"
+
+    def _load_plugin(self, plugin: str) -> None:
+        """Import a declared plugin, register it with pluggy and call its hooks."""
+        with self._lock:
+            entry = self._lazy.get(plugin)
+            if entry is None:  # loaded meanwhile
+                return
+            modname, provides = entry
+            pm = self.plugin_manager
+            module = importlib.import_module(modname)
+            if pm.get_plugin(plugin) is None and not pm.is_registered(module):
+                pm.register(module, name=plugin)
+            _check_pending(pm)
+            del self._lazy[plugin]
+            self._call_hooks(plugin)
+            for kind in provides:
+                missing = [n for n, p in self._registry(kind)._declared.items() if p == plugin]
+                if missing:
+                    raise PluginError(
+                        f"plugin {plugin!r} declares {kind} {missing} but did not register them"
+                    )
 
 
-def _check_entry_point_names() -> None:
-    """Refuse two entry points with one name but different targets.
+def _check_entry_point_names() -> dict[str, str]:
+    """The ``snapcore`` entry points, name -> target, in discovery order; refuse two
+    entry points with one name but different targets.
 
     pluggy keeps the first entry point of a name and silently skips the others, so
     a third-party plugin named like a built-in (``sources``) would replace it, or be
@@ -210,6 +314,7 @@ def _check_entry_point_names() -> None:
     seen: dict[str, tuple[str, str]] = {
         name: ("snapcore (built-in)", modname) for name, modname in BUILTIN_PLUGINS.items()
     }
+    found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         for ep in dist.entry_points:
             if ep.group != hookspecs.PROJECT_NAME:
@@ -220,6 +325,8 @@ def _check_entry_point_names() -> None:
                 raise PluginError(
                     f"plugin name {ep.name!r} is declared twice: by {first[0]} and by {where}"
                 )
+            found.setdefault(ep.name, ep.value)
+    return found
 
 
 def make_plugin_manager(
@@ -254,6 +361,11 @@ def make_plugin_manager(
                 pm.register(module, name=name)
     for plugin in plugins:
         pm.register(plugin)
+    _check_pending(pm)
+    return pm
+
+
+def _check_pending(pm: pluggy.PluginManager) -> None:
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -261,7 +373,29 @@ def make_plugin_manager(
             f"a plugin implements a hook snapcore does not have ({exc}); snapcore's hooks "
             f"are {_hook_names()}"
         ) from None
-    return pm
+
+
+def lazy_registries() -> Registries:
+    """Registries that import a built-in plugin only when one of its names is used.
+
+    One scan of the installed entry points (:func:`_check_entry_point_names`); every
+    third-party plugin is loaded through pluggy at once (its names are known only by
+    calling its hooks), each built-in is declared by :data:`BUILTIN_PROVIDES` and
+    imported on first use.  Names, duplicates and errors are those of
+    ``Registries(make_plugin_manager())``.
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    for name, target in _check_entry_point_names().items():
+        if BUILTIN_PLUGINS.get(name) != target:
+            pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME, name=name)
+    _check_pending(pm)
+    lazy = {
+        name: (modname, BUILTIN_PROVIDES[name])
+        for name, modname in BUILTIN_PLUGINS.items()
+        if pm.get_plugin(name) is None
+    }
+    return Registries(pm, lazy)
 
 
 def _hook_names() -> list[str]:
@@ -279,7 +413,7 @@ def get_registries() -> Registries:
     if reg is None:
         with _lock:
             if _registries is None:
-                _registries = Registries(make_plugin_manager())
+                _registries = lazy_registries()
             reg = _registries
     return reg
 

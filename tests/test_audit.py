@@ -458,6 +458,51 @@ def test_clamped_outputs_are_the_user_endpoints():
     assert outs[0] == 0.0 and outs[-1] == 100.0
 
 
+@pytest.mark.parametrize(
+    "kw, values, q",
+    [
+        # Fractions for ε and Δ, Δ not a power of two: x = (v − c)/Δ is not dyadic.
+        (
+            dict(epsilon=Fraction(3, 4), sensitivity=Fraction(5, 3), clamp_bound=12.0),
+            [0.0, 7],
+            None,
+        ),
+        # values at and beyond the clamp bounds: both signs reach the clamped endpoints.
+        (dict(epsilon=1.0, clamp_bounds=(-3.0, 13.0), sensitivity=3.0), [-3.0, 13.0, 40], None),
+        # b a multiple of Λ (the index ±b/Λ is itself the endpoint), a Fraction value.
+        (dict(epsilon=2.0, clamp_bound=8.0), [Fraction(-13, 4), 8.0], None),
+        # a coarse sampler grid (q = 53) and a wide ε.
+        (dict(epsilon=Fraction(1, 3), clamp_bounds=(0.0, 40.0), sensitivity=7), [21.5], 53),
+    ],
+)
+def test_direct_walk_gives_the_same_distribution_as_transform(kw, values, q):
+    """The fast path (grid indices through Pipeline.snap_index, boundaries guessed with MPFR)
+    gives exactly the distribution of the straightforward walk over ``transform``."""
+    from snapcore import auditing
+
+    m = SnappingMechanism(**kw)
+    for v in values:
+        assert auditing._DirectRun.of(m, Fraction(v), q or m.precision) is not None
+        fast = exact_output_distribution(m, v, sampler_precision=q)
+        slow = exact_output_distribution(m, v, sampler_precision=q, fast=False)
+        assert fast.pmf == slow.pmf, (kw, v)
+        assert fast.value == slow.value and fast.total == 1
+        outs = [o for o, _ in fast.pmf]
+        lo, hi = m.calibration.lower, m.calibration.upper
+        assert outs[0] == lo and outs[-1] == hi  # the clamped endpoints have mass
+        # Exact guesses (up to ties): each boundary costs two evaluations, one per side.
+        assert fast.evaluations <= 2 * len(fast) + 4
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 999.5])
+def test_audit_costs_two_evaluations_per_output(value):
+    """The boundary guesses are exact, so the walk's cost is linear in b/Λ."""
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=1000.0)
+    d = exact_output_distribution(m, value)
+    assert len(d) == 1001 and d.total == 1
+    assert d.evaluations <= 2 * len(d) + 4
+
+
 def test_exact_moments_are_the_fraction_sums():
     mech = TinyMechanism(epsilon=4, lower=0, upper=3, sensitivity=Fraction(1, 4), precision=6)
     for v in (Fraction(7, 4), 3, Fraction(-1, 3)):

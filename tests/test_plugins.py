@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import subprocess
 import sys
 import textwrap
 from fractions import Fraction
@@ -529,3 +530,65 @@ def test_misspelt_hook_in_an_installed_plugin_fails_loudly(dists):
     )
     with pytest.raises(PluginError, match="snapcore_register_statistic'"):
         get_registries()
+
+
+# -- lazy registries ---------------------------------------------------------------------
+
+
+def test_builtin_declarations_are_what_the_builtins_register():
+    """BUILTIN_PROVIDES (names known without importing) against an eager load of every
+    built-in through its hooks."""
+    from snapcore.plugins import BUILTIN_PROVIDES, Registries
+
+    reg = Registries(make_plugin_manager(entry_points=False))
+    registered: dict[str, dict[str, tuple[str, ...]]] = {}
+    for kind in ("backends", "sources", "statistics"):
+        r = getattr(reg, kind)
+        for name in r.names():
+            registered.setdefault(r.origin(name), {}).setdefault(kind, ())
+            registered[r.origin(name)][kind] += (name,)
+    assert registered == BUILTIN_PROVIDES
+    lazy = get_registries()
+    for kind in ("backends", "sources", "statistics"):
+        assert getattr(lazy, kind).names() == getattr(reg, kind).names()
+
+
+def test_a_release_imports_only_the_plugins_it_uses():
+    code = textwrap.dedent(
+        """
+        import sys
+        import snapcore
+        from snapcore.plugins import get_registries
+        m = snapcore.SnappingMechanism(epsilon=1.0, clamp_bound=4.0, timing="off")
+        m.release(1.0)
+        reg = get_registries()
+        names = (reg.backends.names(), reg.statistics.names(), reg.sources.names())
+        from snapcore.plugins import BUILTIN_PLUGINS
+        mods = lambda: sorted(m for m in BUILTIN_PLUGINS.values() if m in sys.modules)
+        print(mods())
+        print(names)
+        assert reg.backends.get("mpmath").name == "mpmath"
+        assert reg.statistics.get("count").name == "count"
+        print(mods())
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    # snapcore.sources is a plugin module the mechanism itself imports.
+    assert out[0] == "['snapcore.backends.mpfr', 'snapcore.chacha', 'snapcore.sources']"
+    assert "'arb'" in out[1] and "'histogram'" in out[1] and "'seeded'" in out[1]
+    assert out[2] == (
+        "['snapcore.backends.mpfr', 'snapcore.backends.mpmath_backend', 'snapcore.chacha', "
+        "'snapcore.sources', 'snapcore.statistics.counting']"
+    )
+
+
+def test_a_declared_name_the_plugin_does_not_register_is_an_error():
+    from snapcore.plugins import Registries
+
+    pm = make_plugin_manager(entry_points=False, builtins=False)
+    reg = Registries(pm, {"mpfr": ("snapcore.backends.mpfr", {"backends": ("mpfr", "ghost")})})
+    assert reg.backends.names() == ["ghost", "mpfr"] and not reg.backends.loaded("mpfr")
+    with pytest.raises(PluginError, match=r"'mpfr' declares backends \['ghost'\]"):
+        reg.backends.get("mpfr")

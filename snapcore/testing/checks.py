@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 from collections.abc import Iterable
 from fractions import Fraction
@@ -45,9 +46,11 @@ __all__ = [
     "check_ln",
     "check_op",
     "check_pipeline",
+    "check_scalar",
     "extreme_operands",
     "hard_ln_cases",
     "offers_batch",
+    "offers_scalar",
     "pipeline_draws",
     "random_operands",
     "resolve_backend",
@@ -373,6 +376,46 @@ def check_batch(backend: Backend, case: str, n: int, seed: int = 0, name: str = 
     return True
 
 
+def offers_scalar(backend: Backend) -> bool:
+    """Whether ``backend`` overrides :meth:`Backend.scalar` (the optional capability)."""
+    return type(backend).scalar is not Backend.scalar
+
+
+def check_scalar(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> bool:
+    """``backend.scalar`` agrees bit for bit with the pipeline, draw for draw, or declines.
+
+    The reference runs the pipeline of ``backend`` on ``SeededSource(seed).draws_raw(n,
+    p)``; the fused release gets the same values one by one and a fresh
+    ``SeededSource(seed)``, and must then be at the same place in the stream.  Returns
+    whether the backend answered.
+    """
+    from snapcore.params import calibrate
+    from snapcore.pipeline import Pipeline
+
+    kwargs = dict(PIPELINE_GRID)[case]
+    cal = calibrate(**kwargs)
+    p = cal.precision
+    pipe = Pipeline(cal, backend.arithmetic(p))
+    vals = [float(v) for v in pipeline_values(kwargs, seed)]
+    vals = [vals[i % len(vals)] for i in range(n)]
+    src = SeededSource(seed)
+    fused = backend.scalar(pipe, src)
+    if fused is None:
+        return False
+    ref = SeededSource(seed)
+    for i, v in enumerate(vals):
+        got = fused(v)
+        want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), ref.draw_raw(p))
+        if math.copysign(1.0, got) != math.copysign(1.0, want) or got != want:
+            raise ConformanceError(
+                f"[{name}] scalar {case}: release {i} of value {v!r} gave {got!r}, the "
+                f"pipeline {want!r}; reproduce: check_scalar(backend, {case!r}, {n}, {seed})"
+            )
+    if src.draw_raw(p) != ref.draw_raw(p):
+        raise ConformanceError(f"[{name}] scalar {case}: drew more or less than one draw each")
+    return True
+
+
 #: Values per case in the batch check (above the built-in fast path's threshold).
 BATCH_VALUES = 1500
 
@@ -505,6 +548,8 @@ def run_conformance(backend: Any, *, quick: bool = True, seed: int = 1) -> Confo
         run(check_pipeline, be, case, draws, seed, name)
         if offers_batch(be):
             run(check_batch, be, case, BATCH_VALUES, seed, name)
+        if offers_scalar(be):
+            run(check_scalar, be, case, STAGE_DRAWS // 4, seed, name)
     return ConformanceReport(
         backend=name,
         checks=count,

@@ -45,9 +45,11 @@ from snapcore.testing.checks import (
     check_ln,
     check_op,
     check_pipeline,
+    check_scalar,
     extreme_operands,
     hard_ln_cases,
     offers_batch,
+    offers_scalar,
     random_operands,
     resolve_backend,
     special_operands,
@@ -316,6 +318,14 @@ class BackendConformance:
         if not offers_batch(conformance_backend):
             pytest.skip(f"backend {conformance_backend.name!r} offers no batch release")
         check_batch(conformance_backend, case, BATCH_VALUES, 0, conformance_backend.name)
+
+    @pytest.mark.parametrize("case", _GRID_IDS)
+    def test_scalar(self, conformance_backend: Backend, case: str) -> None:
+        """The optional fused scalar release, when offered, agrees bit for bit with the
+        pipeline, draw for draw."""
+        if not offers_scalar(conformance_backend):
+            pytest.skip(f"backend {conformance_backend.name!r} offers no fused scalar release")
+        check_scalar(conformance_backend, case, 500, 0, conformance_backend.name)
 
     @pytest.mark.slow
     @pytest.mark.parametrize("case", _GRID_IDS)
