@@ -35,7 +35,7 @@ import gmpy2
 
 from snapcore.bounds import choose_clamp_bounds, ln_upper, round_up_double
 from snapcore.dataset import as_dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, parameter_name
 from snapcore.guarantee import Accuracy, calibration_accuracy, check_probability
 from snapcore.params import Calibration, calibrate, check_real
 from snapcore.statistic import check_data_bounds, resolve_relation, resolve_statistic
@@ -193,13 +193,23 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
     """
     bp = check_real("b_prime", b_prime)
     if bp < 0:
-        raise ParameterError(f"b_prime must be a finite number >= 0, got {b_prime!r}")
+        raise ParameterError(
+            f"{parameter_name('b_prime')} must be a finite number >= 0, got {b_prime!r}",
+            parameter="b_prime",
+        )
     eps = check_real("epsilon", epsilon, positive=True)
     if eps <= Fraction(1, 1 << 117):
-        raise ParameterError(f"epsilon must be > 2**-117 to choose B from gamma, got {epsilon!r}")
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 2**-117 to choose B from gamma, got "
+            f"{epsilon!r}",
+            parameter="epsilon",
+        )
     g = check_real("gamma", gamma)
     if not 0 < g <= 1:
-        raise ParameterError(f"gamma must be a finite number in (0, 1], got {gamma!r}")
+        raise ParameterError(
+            f"{parameter_name('gamma')} must be a finite number in (0, 1], got {gamma!r}",
+            parameter="gamma",
+        )
     delta = check_real("sensitivity", sensitivity, positive=True)
     k = (2 + Fraction(24, 1 << 52)) / (eps - Fraction(1, 1 << 117))
     ln_up = ln_upper(1 / g)
@@ -226,7 +236,10 @@ def _plan_statistic(
     """
     stat = resolve_statistic(statistic)
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ParameterError(f"n must be an int >= 1 to plan a release, got {n!r}")
+        raise ParameterError(
+            f"{parameter_name('n')} must be an int >= 1 to plan a release, got {n!r}",
+            parameter="n",
+        )
     rel = resolve_relation(stat, relation)
     db = check_data_bounds(data_bounds, stat)
     # (empty or invalid categories/bins are left for prepare to refuse, with its message)
@@ -673,7 +686,9 @@ def ideal_output_distribution(
     """
     cal = _calibration_of(mechanism)
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 0:
-        raise ParameterError(f"window must be an int >= 0, got {window!r}")
+        raise ParameterError(
+            f"{parameter_name('window')} must be an int >= 0, got {window!r}", parameter="window"
+        )
     ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     ctx = ideal.ctx
     g, b, k1, k2, half = ideal.grid, ideal.b, ideal.k1, ideal.k2, Fraction(1, 2)

@@ -30,7 +30,7 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.display import short
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
@@ -521,7 +521,10 @@ def _common_checks(
     eps = check_real("epsilon", epsilon, positive=True)
     rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
-        raise ParameterError("give at most one of gamma= and clamp_bounds=")
+        raise ParameterError(
+            f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
+            parameter="clamp_bounds",
+        )
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
@@ -529,10 +532,13 @@ def _common_checks(
     if unknown:
         valid = sorted(stat.options) or "none"
         raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
+            parameter=unknown[0],
         )
     if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
+        raise ParameterError(
+            f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
+        )
     return eps, rel, given, gamma
 
 
@@ -683,8 +689,10 @@ def _prepare(
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
         raise ParameterError(
-            f"missing={policy.kind!r} applies to data held in memory; for a partial state "
-            "or a Dask data frame, drop or impute missing values before the partial states"
+            f"{keyword('missing', policy.kind)} applies to data held in memory; for a "
+            "partial state or a Dask data frame, drop or impute missing values before the "
+            "partial states",
+            parameter="missing",
         )
     if isinstance(data, Partial):
         if data.statistic != stat.name:
@@ -694,8 +702,9 @@ def _prepare(
         checked = data.data_bounds
         if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
             raise ParameterError(
-                "data_bounds must be those the partial state was computed with "
-                f"({checked!r}), or omitted"
+                f"{parameter_name('data_bounds')} must be those the partial state was "
+                f"computed with ({checked!r}), or omitted",
+                parameter="data_bounds",
             )
         if options and freeze_options(options) != data.options:
             raise ParameterError(

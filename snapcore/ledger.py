@@ -69,7 +69,7 @@ from typing import Any
 
 import attrs
 
-from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError, parameter_name
 from snapcore.params import check_real
 
 __all__ = [
@@ -153,10 +153,14 @@ def parse_epsilon(text: str) -> Fraction:
         q = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):
         raise ParameterError(
-            f"epsilon must be a decimal number or a fraction p/q, got {text!r}"
+            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
+            f"got {text!r}",
+            parameter="epsilon",
         ) from None
     if q <= 0:
-        raise ParameterError(f"epsilon must be > 0, got {text!r}")
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
+        )
     return q
 
 

@@ -293,7 +293,8 @@ def calibrate(
         raise ParameterError(
             f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} "
             f"needs a working precision of {need} bits; at most {MAX_PRECISION} is supported "
-            "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))"
+            "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))",
+            parameter="epsilon",
         )
     if precision is None:
         p = need
@@ -323,6 +324,7 @@ def calibrate(
             f"B/sensitivity = {format_number(half / delta)}, must be <= "
             f"2**{MAX_GRID_POINTS_LOG2} * Lambda = 2**{MAX_GRID_POINTS_LOG2 + L} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
-            "an exact double; narrow the clamp interval or lower epsilon"
+            "an exact double; narrow the clamp interval or lower epsilon",
+            parameter="clamp_bounds",
         )
     return cal

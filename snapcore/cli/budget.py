@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledGroup, emit_json
 
 __all__ = ["budget"]
 
 
-@click.group()
+@click.group(cls=SpelledGroup)
 def budget() -> None:
     """Create and inspect a budget ledger (a total ε shared by every release)."""
 

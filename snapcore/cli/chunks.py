@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from snapcore.errors import DataError, ParameterError
+from snapcore.errors import DataError, ParameterError, keyword, parameter_name
 from snapcore.partials import Partial, merge, partial
 from snapcore.statistic import Statistic
 
@@ -58,13 +58,18 @@ def _needed(stat: Statistic, column: Any, header: Sequence[str]) -> list[str]:
         if len(header) != stat.columns:
             raise ParameterError(
                 f"this statistic reads {stat.columns} column(s); the table has "
-                f"{len(header)}: choose with column=..."
+                f"{len(header)}: choose with {keyword('column')}...",
+                parameter="column",
             )
         return list(header)
     cols = [column] if isinstance(column, str) else list(column)
     for c in cols:
         if c not in header:
-            raise DataError(f"column {c!r} not found; available columns: {list(header)}")
+            raise DataError(
+                f"column {c!r} (given as {parameter_name('column')}) not found; available "
+                f"columns: {list(header)}",
+                parameter="column",
+            )
     return cols
 
 

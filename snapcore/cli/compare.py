@@ -10,12 +10,12 @@ from typing import Any
 import attrs
 import click
 
-from snapcore.cli._output import EXIT_INTERNAL, emit_json
+from snapcore.cli._output import EXIT_INTERNAL, SpelledCommand, emit_json
 
 __all__ = ["compare"]
 
 
-@click.command()
+@click.command(cls=SpelledCommand)
 @click.option(
     "--size",
     type=click.IntRange(min=1),

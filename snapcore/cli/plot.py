@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledGroup, emit_json
 
 __all__ = ["plot"]
 
@@ -105,7 +105,7 @@ _alpha = click.option("--alpha", type=float, default=0.05, show_default=True, he
 _json = click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 
 
-@click.group(context_settings={"ignore_unknown_options": False})
+@click.group(cls=SpelledGroup, context_settings={"ignore_unknown_options": False})
 def plot() -> None:
     """Draw the accuracy pictures (accuracy vs ε, one release's distribution, γ).
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.display import short
-from snapcore.errors import DataError, SnapcoreError
+from snapcore.errors import DataError
 
 __all__ = ["release"]
 
 
-class _OneLineErrors(click.Command):
+class _OneLineErrors(SpelledCommand):
     """Report bad arguments as one line (``Error: ...``), exit status 2, no usage dump."""
 
     def make_context(
@@ -172,36 +172,6 @@ def cell(text: str) -> Any:
     return x if math.isfinite(x) else t
 
 
-_FLAGS = {
-    "n": "--n",
-    "data_bounds": "--data-bounds",
-    "clamp_bounds": "--clamp",
-    "gamma": "--gamma",
-    "epsilon": "--epsilon",
-    "bins": "--bins",
-    "categories": "--categories",
-    "column": "--column",
-    "keys": "--keys",
-    "by": "--by",
-    "group_sizes": "--group-sizes",
-    "missing": "--missing",
-    "impute": "--impute",
-    "other": "--other",
-    "out_of_range": "--out-of-range",
-    "relation": "--relation",
-}
-
-
-def _flags(message: str) -> str:
-    """A Python API message in the CLI's words: ``n=`` -> ``--n`` and so on."""
-    out = re.sub(
-        r"(?<![\w.'\"-])(" + "|".join(_FLAGS) + r")=(?!=)",
-        lambda m: _FLAGS[m.group(1)] + " ",
-        message,
-    )
-    return re.sub(r" +([,;)]|$)", r"\1", out).replace("  ", " ")
-
-
 def _numbers(text: str, what: str) -> list[float]:
     out = []
     for part in text.split(","):
@@ -243,7 +213,7 @@ def _fmt(x: Any) -> str:
 @click.option(
     "--column",
     "-c",
-    "columns",
+    "column",
     multiple=True,
     help="Column to read (give it twice for covariance); count needs none.",
 )
@@ -272,6 +242,7 @@ def _fmt(x: Any) -> str:
 )
 @click.option(
     "--clamp",
+    "clamp_bounds",
     nargs=2,
     type=float,
     default=None,
@@ -358,11 +329,11 @@ def release(
     csv_file: str | None,
     file_format: str,
     block_size: int | None,
-    columns: tuple[str, ...],
+    column: tuple[str, ...],
     data_bounds: tuple[tuple[float, float], ...],
     epsilon: str,
     gamma: float | None,
-    clamp: tuple[float, float] | None,
+    clamp_bounds: tuple[float, float] | None,
     n: int | None,
     relation: str | None,
     bins: str | None,
@@ -429,43 +400,41 @@ def release(
         bounds_arg: Any = data_bounds[0] if len(data_bounds) == 1 else data_bounds
     else:
         bounds_arg = None
-    column: Any = None
+    columns = column
+    column_arg: Any = None
     if columns:
-        column = columns[0] if len(columns) == 1 else columns
-    try:
-        eps = parse_epsilon(epsilon)  # before a long read
-        budget = None if ledger is None else Budget.from_ledger(ledger)
-        data, data_label = _read_input(
-            statistic,
-            csv_file,
-            file_format,
-            block_size,
-            column,
-            bounds_arg,
-            options,
-            in_memory=bool(grouping) or missing != "error",
-        )
-        r: Any = do_release(
-            statistic,
-            data,
-            epsilon=eps,
-            data_bounds=bounds_arg,
-            gamma=gamma,
-            clamp_bounds=clamp,
-            n=n,
-            relation=relation,
-            column=column,
-            missing=missing,
-            impute=None if impute is None else cell(impute),
-            backend=backend,
-            source=source,
-            budget=budget,
-            **grouping,
-            **options,
-        )
-    except (SnapcoreError, ValueError) as exc:
-        exc.args = (_flags(str(exc)),)
-        raise exc from None
+        column_arg = columns[0] if len(columns) == 1 else columns
+    # errors reach the command line's handler (exit status, --json, the option named)
+    eps = parse_epsilon(epsilon)  # before a long read
+    budget = None if ledger is None else Budget.from_ledger(ledger)
+    data, data_label = _read_input(
+        statistic,
+        csv_file,
+        file_format,
+        block_size,
+        column_arg,
+        bounds_arg,
+        options,
+        in_memory=bool(grouping) or missing != "error",
+    )
+    r: Any = do_release(
+        statistic,
+        data,
+        epsilon=eps,
+        data_bounds=bounds_arg,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        n=n,
+        relation=relation,
+        column=column_arg,
+        missing=missing,
+        impute=None if impute is None else cell(impute),
+        backend=backend,
+        source=source,
+        budget=budget,
+        **grouping,
+        **options,
+    )
     if seed is not None:
         click.echo(
             "WARNING: --seed uses a seeded, deterministic source: anyone who knows the "
