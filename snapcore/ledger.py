@@ -69,6 +69,7 @@ from typing import Any
 
 import attrs
 
+from snapcore.display import short
 from snapcore.errors import BudgetExceededError, LedgerError, ParameterError, parameter_name
 from snapcore.params import check_real
 
@@ -78,7 +79,6 @@ __all__ = [
     "LedgerEntry",
     "LedgerState",
     "parse_epsilon",
-    "short_decimal",
 ]
 
 #: Version of the ledger's tables; a file of another version is refused.
@@ -125,17 +125,6 @@ def _digest_start(total_text: str, created: str) -> str:
 def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
     data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
-
-
-def short_decimal(q: Fraction, digits: int = 12) -> str:
-    """``q`` as a short decimal: exact when it has at most ``digits`` significant
-    digits, otherwise rounded to ``digits`` and marked with ``≈``."""
-    if q == 0:
-        return "0"
-    approx = f"{float(q):.{digits}g}"
-    if "e" not in approx and Fraction(approx) == q:
-        return approx
-    return "≈" + approx
 
 
 def parse_epsilon(text: str) -> Fraction:
@@ -506,9 +495,9 @@ class Ledger:
                 if eps > left:
                     raise BudgetExceededError(
                         f"release refused by ledger {self.path!r}: it needs epsilon = "
-                        f"{short_decimal(eps)} but the ledger has {short_decimal(left)} "
-                        f"left (total {short_decimal(st.total)}, spent "
-                        f"{short_decimal(st.spent)}); nothing was drawn or spent"
+                        f"{short(eps)} but the ledger has {short(left)} "
+                        f"left (total {short(st.total)}, spent "
+                        f"{short(st.spent)}); nothing was drawn or spent"
                     )
                 index = len(st.entries) + 1
                 spent = st.spent + eps

@@ -370,7 +370,7 @@ def release(
     """
     from snapcore.api import release as do_release
     from snapcore.budget import Budget
-    from snapcore.ledger import parse_epsilon, short_decimal
+    from snapcore.ledger import parse_epsilon
     from snapcore.sources import SeededSource
 
     options: dict[str, Any] = {}
@@ -460,7 +460,7 @@ def release(
         click.echo(f"{what} -- {data_label}")
     if budget is not None:
         left = budget.remaining  # read from the ledger after the release's spend
-        click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
+        click.echo(f"  ledger           {ledger} (remaining epsilon {short(left)})")
     if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
         width = max(len(repr(k)) for k in r.keys)
