@@ -45,6 +45,7 @@ __all__ = [
     "IdealOutputDistribution",
     "LaplaceComparison",
     "LaplaceDistance",
+    "StatisticPlan",
     "accuracy",
     "accuracy_details",
     "bias",
@@ -57,6 +58,7 @@ __all__ = [
     "laplace_distance",
     "plan_accuracy",
     "plan_calibration",
+    "plan_statistic",
 ]
 
 #: Working precision of the estimates for a guess (bits).
@@ -216,24 +218,48 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
     return round_up_double(bp + delta * k / 2 * (1 + 2 * ln_up))
 
 
-def _plan_statistic(
+@attrs.frozen(kw_only=True)
+class StatisticPlan:
+    """What a release of a statistic would use, found without data
+    (:func:`plan_statistic`).
+
+    Attributes
+    ----------
+    epsilon : Fraction
+        ε per released value (the release's ε times the statistic's budget share).
+    sensitivity : Fraction
+        Δ.
+    value_range : tuple of Fraction
+        ``(lo, hi)``, the range of the statistic's value; B′ is half its width.
+    """
+
+    epsilon: Fraction
+    sensitivity: Fraction
+    value_range: tuple[Fraction, Fraction]
+
+
+def plan_statistic(
     statistic: Any,
     *,
     epsilon: Any,
-    gamma: Any,
     n: Any,
-    data_bounds: Any,
-    relation: Any,
-    options: dict[str, Any],
-) -> Calibration:
-    """The calibration ``snapcore.release`` would use for ``statistic``, without data.
+    data_bounds: Any = None,
+    relation: Any = None,
+    options: dict[str, Any] | None = None,
+) -> StatisticPlan:
+    """ε per value, Δ and the value range ``snapcore.release`` would use for
+    ``statistic``, without data.
 
     A statistic plugin computes Δ, the range of f and the budget share from the data
     bounds, n and the neighbouring relation only; ``prepare`` is run on ``n``
     *placeholder* records (each at the lower data bound, the first bin edge or the first
-    category), which are public, so nothing private is touched.  The clamp interval is
-    then chosen exactly as a release chooses it.
+    category), which are public, so nothing private is touched.
+
+    >>> p = plan_statistic("mean", epsilon=1, n=442, data_bounds=(0, 100))
+    >>> p.sensitivity, p.value_range
+    (Fraction(50, 221), (Fraction(0, 1), Fraction(100, 1)))
     """
+    options = dict(options or {})
     stat = resolve_statistic(statistic)
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ParameterError(
@@ -263,9 +289,39 @@ def _plan_statistic(
             "exactly, with no noise and no accuracy loss"
         )
     eps_each = check_real("epsilon", epsilon, positive=True) * prep.epsilon_share
-    choice = choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    lo, hi = prep.value_range
+    return StatisticPlan(
+        epsilon=eps_each,
+        sensitivity=Fraction(prep.sensitivity),
+        value_range=(Fraction(lo), Fraction(hi)),
+    )
+
+
+def _plan_statistic(
+    statistic: Any,
+    *,
+    epsilon: Any,
+    gamma: Any,
+    n: Any,
+    data_bounds: Any,
+    relation: Any,
+    options: dict[str, Any],
+) -> Calibration:
+    """The calibration ``snapcore.release`` would use for ``statistic``, without data:
+    :func:`plan_statistic`, then the clamp interval chosen exactly as a release does."""
+    plan = plan_statistic(
+        statistic,
+        epsilon=epsilon,
+        n=n,
+        data_bounds=data_bounds,
+        relation=relation,
+        options=options,
+    )
+    choice = choose_clamp_bounds(plan.value_range, plan.sensitivity, plan.epsilon, gamma)
     return calibrate(
-        epsilon=eps_each, sensitivity=prep.sensitivity, clamp_bounds=(choice.lower, choice.upper)
+        epsilon=plan.epsilon,
+        sensitivity=plan.sensitivity,
+        clamp_bounds=(choice.lower, choice.upper),
     )
 
 
