@@ -163,9 +163,32 @@ class Release:
             "interval: the noise is rounded to a multiple of it, so repeated releases "
             f"take few distinct values and one can equal the exact value; that is not "
             f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
-            "two at or above the noise scale λ ≈ 1/ε (ε per value): a finer grid needs more "
-            "ε, a smaller Δ (narrower data bounds, or a larger n for a mean) or a narrower "
-            "clamp interval"
+            "two at or above the noise scale λ ≈ 1/ε (ε per value); the clamp interval "
+            f"does not change it. A finer grid: {self.finer_grid}"
+        )
+
+    @property
+    def finer_grid(self) -> str:
+        """How to make the output grid finer, for this release: the ε that halves the
+        step (Λ halves when ε per value passes the power of two ``2/Λ``; ε′ is a hair
+        below ε, so ε = 1 gives Λ = 2 and ε = 1.001 gives Λ = 1), and whether a
+        smaller Δ is in the user's hands (narrower data bounds) or fixed."""
+        if self.grid_step is None or self.granularity is None:
+            return "no grid: nothing was noised"
+        lam = self.granularity  # Λ = 2**L
+        per_value = 2 / lam  # ε per value must pass this for Λ/2
+        total = per_value * self.epsilon_spent / self.epsilon_per_value
+        ask = total * Fraction(1001, 1000)
+        text = (
+            f"{keyword('epsilon', float(ask))} (ε per value above {short(per_value)}) "
+            f"halves the step to {short(self.grid_step / 2)}"
+        )
+        if self.data_bounds is None:
+            return text + f"; Δ = {short(self.sensitivity)} is fixed for {self.statistic!r}"
+        return (
+            text + f"; or a smaller Δ (now {short(self.sensitivity)}): narrower "
+            f"{parameter_name('data_bounds')}, or, where Δ shrinks with n (a mean, a "
+            "variance), more records"
         )
 
     @property

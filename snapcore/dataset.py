@@ -151,8 +151,7 @@ def _column_of(data: Any, key: str, parameter: str = "column") -> Any:
         pass
     available = list(data.columns) if _is_frame(data) else list(data)
     raise DataError(
-        f"column {key!r} (given as {parameter_name(parameter)}) not found; available "
-        f"columns: {available}",
+        f"column {key!r} not found ({keyword(parameter, key)}); available columns: {available}",
         parameter=parameter,
     )
 

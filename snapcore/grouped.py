@@ -254,7 +254,7 @@ def plan_groups(
                 f"{parameter_name('n')} unset",
                 parameter="n",
             )
-        sizes_note = "public (declared with group_sizes=)"
+        sizes_note = f"public (declared with {keyword('group_sizes')})"
     else:
         ns = [check_n(v) for v in _per_key("n", n, key_set)]
         sizes_note = "private (each group is capped at its public n)"

@@ -191,9 +191,9 @@ class LedgerEntry:
             "time": self.time,
             "label": self.label,
             "epsilon": float(self.epsilon),
-            "epsilon_exact": _to_text(self.epsilon),
+            "epsilon_exact": str(self.epsilon),
             "cumulative": float(self.cumulative),
-            "cumulative_exact": _to_text(self.cumulative),
+            "cumulative_exact": str(self.cumulative),
             "status": self.status,
             "pid": self.pid,
         }
@@ -577,11 +577,11 @@ class Ledger:
             "schema_version": SCHEMA_VERSION,
             "created": st.created,
             "total": float(st.total),
-            "total_exact": _to_text(st.total),
+            "total_exact": str(st.total),
             "spent": float(st.spent),
-            "spent_exact": _to_text(st.spent),
+            "spent_exact": str(st.spent),
             "remaining": float(st.remaining),
-            "remaining_exact": _to_text(st.remaining),
+            "remaining_exact": str(st.remaining),
             "entries": [e.to_dict() for e in st.entries],
         }
 

@@ -366,12 +366,15 @@ class Histogram(Statistic):
         if isinstance(spec, np.ndarray):
             clamped = options.get("out_of_range", "clamp") == "clamp"
             labels = bin_labels(spec, clamped=clamped)
-            placement = (
-                "values below e_0 count in the first bin and values above e_k in the last "
+            lo, hi = (f"{float(e):g}" for e in (spec[0], spec[-1]))
+            counted = (
+                f"values below {lo} count in the first bin and values above {hi} in the last "
                 "(clamped: the labels say so with < and ≥)"
                 if clamped
-                else "values outside [e_0, e_k] are not counted (out_of_range='drop')"
-            ) + "; bins [e_i, e_{i+1}), the last closed"
+                else f"values outside [{lo}, {hi}] are not counted "
+                f"({keyword('out_of_range', 'drop')})"
+            )
+            placement = counted + "; bins [e_i, e_{i+1}), the last closed"
         else:
             labels = tuple(str(c) for c in spec[0])
             placement = (
@@ -380,11 +383,13 @@ class Histogram(Statistic):
             )
             if options.get("other", False):
                 labels = (*labels, "other")
-                placement += "every unlisted value counts in 'other'"
+                counted = "every value not among the categories counts in 'other'"
             else:
-                placement += (
-                    "records with unlisted values are not counted (other=True adds a bin for them)"
+                counted = (
+                    "records whose value is not among the categories are not counted "
+                    f"({keyword('other', True)} adds a bin for them)"
                 )
+            placement += counted
         if len(counts) != len(labels):
             raise ParameterError(
                 f"statistic 'histogram' got a state with {len(counts)} bins for "
@@ -417,7 +422,7 @@ class Histogram(Statistic):
                 "most 1 (Δ = 1) and holds at most n records (B′ = n)"
             ),
             n=n_used,
-            notes=(n_note,),
+            notes=(n_note, counted),
         )
 
 

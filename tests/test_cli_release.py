@@ -142,7 +142,7 @@ def test_csv_file(tmp_path: Path):
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper", 2),
         (
             ("mean", "-c", "nope", "-b", "0", "1", "-e", "1"),
-            "column 'nope' (given as --column) not found",
+            "column 'nope' not found (--column nope)",
             3,
         ),
         (

@@ -307,7 +307,7 @@ def test_cli_budget_session(tmp_path: Path) -> None:
     r = runner.invoke(main, ["budget", "show", path, "--json"])
     assert r.exit_code == 0, r.output
     shown = json.loads(r.output)
-    assert shown["spent_exact"] == "1/1" and shown["remaining_exact"] == "0/1"
+    assert shown["spent_exact"] == "1" and shown["remaining_exact"] == "0"  # as str(Fraction)
     assert [e["epsilon_exact"] for e in shown["entries"]] == ["1/5"] * 5
     r = runner.invoke(main, ["budget", "show", path])
     assert r.exit_code == 0 and "remaining  0" in r.output and "0.2" in r.output

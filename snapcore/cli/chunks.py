@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from snapcore.errors import DataError, ParameterError, keyword, parameter_name
+from snapcore.errors import DataError, ParameterError, keyword
 from snapcore.partials import Partial, merge, partial
 from snapcore.statistic import Statistic
 
@@ -66,8 +66,8 @@ def _needed(stat: Statistic, column: Any, header: Sequence[str]) -> list[str]:
     for c in cols:
         if c not in header:
             raise DataError(
-                f"column {c!r} (given as {parameter_name('column')}) not found; available "
-                f"columns: {list(header)}",
+                f"column {c!r} not found ({keyword('column', c)}); available columns: "
+                f"{list(header)}",
                 parameter="column",
             )
     return cols

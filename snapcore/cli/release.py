@@ -519,10 +519,7 @@ def _show(r: Any, pad: str, seed: str | None) -> None:
             f"{pad}grid step        {short(r.grid_step)}: outputs are the centre of the clamp "
             "interval plus a multiple of this step, so repeats take few distinct values"
         )
-        click.echo(
-            f"{pad}finer grid       more ε, a smaller Δ (narrower --data-bounds; a larger n "
-            "for a mean) or a narrower clamp interval"
-        )
+        click.echo(f"{pad}finer grid       {r.finer_grid}")
         click.echo(
             f"{pad}accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
             "probability >= 95%, per value; data-independent)"
