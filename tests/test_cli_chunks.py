@@ -126,3 +126,97 @@ def test_bad_values_in_a_chunk_are_refused_by_column_not_value(tmp_path: Path):
     assert r.exit_code == 3  # a data error (snapcore.cli's exit codes)
     assert "column 'x': every record must be a finite real number" in r.output
     assert "oops" not in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (
+            ["sum", "--missing", "drop", "--relation", "add-remove", "--n", "900"],
+            {"missing": "drop", "relation": "add-remove", "n": 900},
+        ),
+        (["mean", "--missing", "impute", "--impute", "26"], {"missing": "impute", "impute": 26}),
+        (
+            ["variance", "--missing", "impute", "--impute", "26.5"],
+            {"missing": "impute", "impute": 26.5},
+        ),
+    ],
+)
+def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwargs):
+    """--missing drop/impute no longer read the whole file: each chunk gets the policy,
+    and the release equals the in-memory one (pandas, the same seed)."""
+    rng = np.random.default_rng(5)
+    bmi = rng.uniform(15, 45, 800)
+    cells = [
+        "" if i % 37 == 0 else ("nan" if i % 53 == 0 else repr(float(v)))
+        for i, v in enumerate(bmi)
+    ]
+    text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join(text) + "\n")
+    import snapcore.cli.release as cli_release
+
+    def whole_file(*_a, **_k):  # the in-memory reader must not be used
+        raise AssertionError("read the whole file")
+
+    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
+    r = CliRunner().invoke(
+        main,
+        [
+            "release",
+            args[0],
+            str(p),
+            "-c",
+            "bmi",
+            "-b",
+            "15",
+            "45",
+            "-e",
+            "1",
+            "--seed",
+            "s",
+            "--block-size",
+            "1024",
+            "--json",
+            *args[1:],
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout[r.stdout.index("{") :])
+    df = pd.read_csv(p)
+    assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and nan cells (0 is both kinds)
+    want = snapcore.release(
+        args[0],
+        df,
+        column="bmi",
+        data_bounds=(15, 45),
+        epsilon=1,
+        source=snapcore.SeededSource("s"),
+        **kwargs,
+    )
+    assert got["value"] == want.value and got["n"] == want.n
+
+
+def test_missing_policy_checked_before_reading(tmp_path: Path):
+    p = tmp_path / "m.csv"
+    p.write_text("bmi\n1\n\n2\n")
+    r = CliRunner().invoke(
+        main,
+        [
+            "release",
+            "mean",
+            str(p),
+            "-c",
+            "bmi",
+            "-b",
+            "0",
+            "5",
+            "-e",
+            "1",
+            "--missing",
+            "drop",
+            "--json",
+        ],
+    )
+    err = json.loads(r.stdout)["error"]
+    assert err["parameter"] == "--missing" and r.exit_code == 2

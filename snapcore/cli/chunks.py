@@ -18,7 +18,9 @@ from typing import IO, Any
 
 import numpy as np
 
+from snapcore.dataset import Dataset
 from snapcore.errors import DataError, ParameterError, keyword
+from snapcore.missing import MissingPolicy, apply_missing
 from snapcore.partials import Partial, merge, partial
 from snapcore.statistic import Statistic
 
@@ -111,6 +113,7 @@ def stream_partial(
     data_bounds: Any,
     options: dict[str, Any],
     block_bytes: int = BLOCK_BYTES,
+    policy: MissingPolicy | None = None,
 ) -> Partial:
     """The merged partial state of ``stat`` over a CSV or Parquet source, block by block.
 
@@ -127,6 +130,10 @@ def stream_partial(
         As for :func:`snapcore.partial`.
     block_bytes : int
         CSV bytes per block.
+    policy : MissingPolicy, optional
+        A missing-value policy (``drop`` or ``impute``, checked against the relation by
+        the caller) applied to each block before its partial state, exactly as a
+        release applies it to data held in memory (:func:`snapcore.missing.apply_missing`).
 
     Raises
     ------
@@ -158,7 +165,11 @@ def stream_partial(
     merged: Partial | None = None
     try:
         for batch in batches:
-            p = partial(stat, _columns(batch), column=column, data_bounds=data_bounds, **options)
+            block = _columns(batch)
+            if policy is not None and policy.kind != "error" and stat.columns:
+                ds = apply_missing(Dataset([block[c] for c in cols], cols, batch.num_rows), policy)
+                block = dict(zip(ds.names, ds._cols, strict=True))
+            p = partial(stat, block, column=column, data_bounds=data_bounds, **options)
             merged = p if merged is None else merge([merged, p], statistic=stat)
     except pa.ArrowInvalid as exc:
         raise DataError(_conversion_message(str(exc), file_columns, label)) from None

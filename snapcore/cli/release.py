@@ -80,10 +80,11 @@ def _read_input(
     data_bounds: Any,
     options: dict[str, Any],
     in_memory: bool = False,
+    policy: Any = None,
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
-    (pyarrow), or else (also for ``in_memory``: group-by, missing-value policies) the
-    whole CSV file read field by field with :func:`cell`."""
+    (pyarrow; a missing-value ``policy`` applied to each chunk), or else (also for
+    ``in_memory``: group-by) the whole CSV file read field by field with :func:`cell`."""
     from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
     from snapcore.statistic import resolve_statistic
 
@@ -101,7 +102,7 @@ def _read_input(
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
     stat = resolve_statistic(statistic)
     if in_memory and fmt == "parquet":
-        raise _Fail("--by and --missing drop/impute read CSV (the whole file, in memory)")
+        raise _Fail("--by reads CSV (the whole file, in memory)")
     if in_memory or not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
             raise _Fail('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
@@ -131,6 +132,7 @@ def _read_input(
                 data_bounds=data_bounds,
                 options=options,
                 block_bytes=block_size or BLOCK_BYTES,
+                policy=policy,
             )
     except OSError as exc:
         raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
@@ -371,7 +373,10 @@ def release(
     from snapcore.api import release as do_release
     from snapcore.budget import Budget
     from snapcore.ledger import parse_epsilon
+    from snapcore.missing import check_missing_policy
+    from snapcore.partials import Partial
     from snapcore.sources import SeededSource
+    from snapcore.statistic import resolve_relation, resolve_statistic
 
     options: dict[str, Any] = {}
     if bins is not None:
@@ -407,6 +412,12 @@ def release(
     # errors reach the command line's handler (exit status, --json, the option named)
     eps = parse_epsilon(epsilon)  # before a long read
     budget = None if ledger is None else Budget.from_ledger(ledger)
+    impute_value = None if impute is None else cell(impute)
+    # the policy is checked against the relation before reading (the release checks
+    # it again); a chunked read applies it to each chunk
+    policy = check_missing_policy(
+        missing, impute_value, resolve_relation(resolve_statistic(statistic), relation)
+    )
     data, data_label = _read_input(
         statistic,
         csv_file,
@@ -415,8 +426,11 @@ def release(
         column_arg,
         bounds_arg,
         options,
-        in_memory=bool(grouping) or missing != "error",
+        in_memory=bool(grouping),
+        policy=policy,
     )
+    if isinstance(data, Partial):  # the policy is applied already, chunk by chunk
+        missing, impute_value = "error", None
     r: Any = do_release(
         statistic,
         data,
@@ -428,7 +442,7 @@ def release(
         relation=relation,
         column=column_arg,
         missing=missing,
-        impute=None if impute is None else cell(impute),
+        impute=impute_value,
         backend=backend,
         source=source,
         budget=budget,
