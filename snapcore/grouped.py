@@ -111,6 +111,10 @@ class GroupedRelease:
             "relation": self.relation.value,
             "composition": self.composition,
             "group_sizes": self.group_sizes,
+            # one released value per key, in key-set order (each group's record below)
+            "values": [
+                list(r.value) if isinstance(r.value, tuple) else r.value for r in self.releases
+            ],
             "groups": [
                 {"key": _json_key(k), **r.to_dict()}
                 for k, r in zip(self.keys, self.releases, strict=True)

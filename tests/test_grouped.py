@@ -78,6 +78,8 @@ def test_absent_keys_released_and_other_keys_never_appear():
         g[9]
     d = g.to_dict()
     assert [grp["key"] for grp in d["groups"]] == [2, 1, 3]
+    # one value per key, in key order, at the top for scripts
+    assert d["values"] == [grp["value"] for grp in d["groups"]] == [g[k].value for k in (2, 1, 3)]
     json.dumps(d)
     # Records whose key is outside the key set change nothing: same draws, same output.
     kept = [i for i, s in enumerate(SEX) if s in (1, 2) and not isinstance(s, str)]
