@@ -232,3 +232,21 @@ def test_parameter_survives_pickling():
 
     exc = pickle.loads(pickle.dumps(ParameterError("n must be ...", parameter="n")))
     assert isinstance(exc, ParameterError) and exc.parameter == "n" and str(exc) == "n must be ..."
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("count", "--keys", "1,2", "--n", "5", "-e", "1"), "--by"),
+        (("count", "--by", "g", "--n", "5", "-e", "1"), "--keys"),
+        (("histogram", "-c", "x", "--bins", "1,x", "-e", "1"), "--bins"),
+        (("count", "--by", "g", "--keys", "1", "--group-sizes", "1", "-e", "1"), "--group-sizes"),
+        (("mean", "-c", "x", "-b", "0", "1", "-e", "1", "-o", "k"), "--option"),
+    ],
+)
+def test_cli_own_usage_errors_name_the_flag(args, flag, csv_file: Path):
+    argv = ["release", args[0], str(csv_file), *args[1:], "--json"]
+    r = _runner().invoke(main, argv)
+    err = json.loads(r.stdout)["error"]
+    assert r.exit_code == 2 and err["parameter"] == flag and flag in err["message"], err
+    assert err["type"] == "UsageError"

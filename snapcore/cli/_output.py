@@ -102,6 +102,9 @@ def flag_of(exc: BaseException) -> str | None:
     """The option an error is about, as the command line spells it, when it names one."""
     if isinstance(exc, ParameterError):
         return exc.shown_as
+    option = getattr(exc, "option", None)  # a subcommand's own usage error
+    if isinstance(exc, click.ClickException) and isinstance(option, str):
+        return option
     if isinstance(exc, click.BadParameter) and exc.param is not None:
         opts = [o for o in exc.param.opts if o.startswith("--")] or exc.param.opts
         return opts[0] if isinstance(exc.param, click.Option) else exc.param.human_readable_name

@@ -39,14 +39,15 @@ class _OneLineErrors(SpelledCommand):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            raise _Fail(f"{exc.format_message()} (see 'snapcore release --help')") from None
+            raise UsageError(f"{exc.format_message()} (see 'snapcore release --help')") from None
 
 
-class _Fail(click.ClickException):
+class UsageError(click.ClickException):
     exit_code = 2
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, option: str | None = None) -> None:
         super().__init__(" ".join(str(message).split()))
+        self.option = option  # the flag at fault, for the JSON error
 
 
 def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
@@ -102,10 +103,10 @@ def _read_input(
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
     stat = resolve_statistic(statistic)
     if in_memory and fmt == "parquet":
-        raise _Fail("--by reads CSV (the whole file, in memory)")
+        raise UsageError("--by reads CSV (the whole file, in memory)", "--by")
     if in_memory or not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
-            raise _Fail('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
+            raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
             return _csv_table(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"), label), label
         try:
@@ -180,7 +181,9 @@ def _numbers(text: str, what: str) -> list[float]:
         try:
             out.append(float(part))
         except ValueError:
-            raise _Fail(f"{what} must be comma-separated numbers, got {text!r}") from None
+            raise UsageError(
+                f"{what} must be comma-separated numbers, got {text!r}", what
+            ) from None
     return out
 
 
@@ -390,12 +393,15 @@ def release(
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise _Fail(f"--option must look like KEY=VALUE, got {item!r}")
+            raise UsageError(f"--option must look like KEY=VALUE, got {item!r}", "--option")
         options[key] = cell(value)
     grouping: dict[str, Any] = {}
     if by is not None or keys is not None or group_sizes is not None:
         if by is None or keys is None:
-            raise _Fail("--by and --keys go together: --by COLUMN --keys a,b,...")
+            raise UsageError(
+                "--by and --keys go together: --by COLUMN --keys a,b,...",
+                "--keys" if by is not None else "--by",
+            )
         grouping = {"by": by, "keys": _values(keys)}
         if group_sizes is not None:
             grouping["group_sizes"] = _sizes(group_sizes)
@@ -499,9 +505,13 @@ def _sizes(text: str) -> dict[Any, int]:
         try:
             out[cell(key)] = int(value)
         except ValueError:
-            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}") from None
+            raise UsageError(
+                f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
+            ) from None
         if not sep:
-            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}")
+            raise UsageError(
+                f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
+            )
     return out
 
 
