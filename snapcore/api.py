@@ -641,6 +641,7 @@ def _release_grouped(
     options: dict[str, Any],
 ) -> GroupedRelease:
     from snapcore.grouped import plan_groups
+    from snapcore.partials import Partial
 
     stat = resolve_statistic(statistic)
     if (
@@ -663,7 +664,10 @@ def _release_grouped(
     checked_bounds = check_data_bounds(data_bounds, stat)
 
     def plan_one(ds: Any, n_pub: int | None) -> _Plan:
-        prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
+        if isinstance(ds, Partial):  # a group's records, read in chunks
+            prep, _ = _prepare(stat, ds, data_bounds, None, n_pub, rel, options, policy)
+        else:
+            prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
         return _plan(
             stat,
             prep,

@@ -195,14 +195,26 @@ def plan_groups(
     policy: MissingPolicy,
     rel: Neighbouring,
     eps: Fraction,
-    plan: Callable[[Dataset, int | None], _Plan],
+    plan: Callable[[Any, int | None], _Plan],
 ) -> tuple[GroupedRelease, list[_Plan]]:
-    """Check and plan one release per key, before any noise is drawn."""
+    """Check and plan one release per key, before any noise is drawn.
+
+    ``data`` is a DataFrame or a mapping of columns, or a mapping ``{key: Partial}``
+    with the partial state of every key of the key set (the records of each group,
+    read in chunks; :func:`snapcore.partials.partial`): ``plan`` then gets the Partial.
+    """
+    from snapcore.partials import Partial
+
     if not isinstance(by, str):
         raise ParameterError(
             f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
         )
     key_set = _check_keys(keys)
+    partials = (
+        isinstance(data, Mapping)
+        and len(data) > 0
+        and all(isinstance(v, Partial) for v in data.values())
+    )
     if isinstance(data, str | bytes) or not (_is_frame(data) or isinstance(data, Mapping)):
         raise ParameterError(
             f"{keyword('by', by)} needs a DataFrame or a mapping of columns, got "
@@ -229,6 +241,37 @@ def plan_groups(
             f"relation uses; under add-remove give {keyword('n')}, a public cap per group",
             parameter="group_sizes",
         )
+    if partials:
+        groups: list[Any] = _per_key("data", data, key_set)  # {key: Partial}
+    else:
+        groups = _split(stat, data, by=by, key_set=key_set, column=column, policy=policy)
+    if rel is Neighbouring.REPLACE:
+        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
+        ns: list[int | None] = list(sizes)
+        if n is not None:
+            raise ParameterError(
+                f"under replace with {keyword('by')}, give {keyword('group_sizes')} and leave "
+                f"{parameter_name('n')} unset",
+                parameter="n",
+            )
+        sizes_note = f"public (declared with {keyword('group_sizes')})"
+    else:
+        ns = [check_n(v) for v in _per_key("n", n, key_set)]
+        sizes_note = "private (each group is capped at its public n)"
+    plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
+    return _record(stat, by, key_set, rel, sizes_note, eps), plans
+
+
+def _split(
+    stat: Statistic,
+    data: Any,
+    *,
+    by: str,
+    key_set: tuple[Any, ...],
+    column: Any,
+    policy: MissingPolicy,
+) -> list[Dataset]:
+    """The records of each key of ``key_set``, the missing-value policy applied."""
     by_col = _column_of(data, by, "by")
     ds = as_dataset(data, column=column, columns=stat.columns)
     by_arr = (
@@ -249,23 +292,19 @@ def plan_groups(
             group[j] = index.get(category_key(v), -1)
         except ParameterError:
             group[j] = -1  # an unmatchable key is not in the key set
-    if rel is Neighbouring.REPLACE:
-        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
-        ns: list[int | None] = list(sizes)
-        if n is not None:
-            raise ParameterError(
-                f"under replace with {keyword('by')}, give {keyword('group_sizes')} and leave "
-                f"{parameter_name('n')} unset",
-                parameter="n",
-            )
-        sizes_note = f"public (declared with {keyword('group_sizes')})"
-    else:
-        ns = [check_n(v) for v in _per_key("n", n, key_set)]
-        sizes_note = "private (each group is capped at its public n)"
-    plans = []
-    for i in range(len(key_set)):
-        sub = apply_missing(take(ds, np.flatnonzero(group == i)), policy)
-        plans.append(plan(sub, ns[i]))
+    return [
+        apply_missing(take(ds, np.flatnonzero(group == i)), policy) for i in range(len(key_set))
+    ]
+
+
+def _record(
+    stat: Statistic,
+    by: str,
+    key_set: tuple[Any, ...],
+    rel: Neighbouring,
+    sizes_note: str,
+    eps: Fraction,
+) -> GroupedRelease:
     if rel is Neighbouring.ADD_REMOVE:
         comp = (
             f"parallel composition over the groups of {by!r}: adding or removing one record "
@@ -278,7 +317,7 @@ def plan_groups(
             "sizes public, a neighbour replaces one record within its group, changing one "
             "group only, so the grouped release spends the ε of one group"
         )
-    record = GroupedRelease(
+    return GroupedRelease(
         statistic=stat.name,
         by=by,
         keys=key_set,
@@ -287,4 +326,3 @@ def plan_groups(
         group_sizes=sizes_note,
         epsilon_spent=eps,
     )
-    return record, plans

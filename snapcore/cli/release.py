@@ -51,8 +51,8 @@ class UsageError(click.ClickException):
 
 
 def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
-    """A whole CSV file as columns of values (the reader without pyarrow, and the one
-    for group-by and missing-value policies): blank cells are missing (None), numbers
+    """A whole CSV file as columns of values (the reader without pyarrow, or for a
+    statistic that cannot merge partial states): blank cells are missing (None), numbers
     are numbers, other text stays text."""
     reader = csv.reader(fh)
     try:
@@ -80,13 +80,18 @@ def _read_input(
     column: Any,
     data_bounds: Any,
     options: dict[str, Any],
-    in_memory: bool = False,
     policy: Any = None,
+    grouping: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
-    (pyarrow; a missing-value ``policy`` applied to each chunk), or else (also for
-    ``in_memory``: group-by) the whole CSV file read field by field with :func:`cell`."""
-    from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
+    (pyarrow; a missing-value ``policy`` applied to each chunk; with ``grouping``, one
+    state per key), or else the whole CSV file read field by field with :func:`cell`."""
+    from snapcore.cli.chunks import (
+        BLOCK_BYTES,
+        pyarrow_available,
+        stream_group_partials,
+        stream_partial,
+    )
     from snapcore.statistic import resolve_statistic
 
     if csv_file is None:
@@ -102,9 +107,7 @@ def _read_input(
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
     stat = resolve_statistic(statistic)
-    if in_memory and fmt == "parquet":
-        raise UsageError("--by reads CSV (the whole file, in memory)", "--by")
-    if in_memory or not pyarrow_available() or not stat.mergeable:
+    if not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
             raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
@@ -124,16 +127,21 @@ def _read_input(
         else:
             ctx = contextlib.nullcontext(stdin) if path is None else path.open("rb")
         with ctx as source:
-            part = stream_partial(
-                stat,
-                source,
-                label=label,
-                file_format=fmt,
-                column=column,
-                data_bounds=data_bounds,
-                options=options,
-                block_bytes=block_size or BLOCK_BYTES,
-                policy=policy,
+            common: dict[str, Any] = {
+                "label": label,
+                "file_format": fmt,
+                "column": column,
+                "data_bounds": data_bounds,
+                "options": options,
+                "block_bytes": block_size or BLOCK_BYTES,
+                "policy": policy,
+            }
+            part: Any = (
+                stream_group_partials(
+                    stat, source, by=grouping["by"], keys=grouping["keys"], **common
+                )
+                if grouping
+                else stream_partial(stat, source, **common)
             )
     except OSError as exc:
         raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
@@ -421,9 +429,16 @@ def release(
     impute_value = None if impute is None else cell(impute)
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk
-    policy = check_missing_policy(
-        missing, impute_value, resolve_relation(resolve_statistic(statistic), relation)
-    )
+    stat = resolve_statistic(statistic)
+    rel = resolve_relation(stat, relation)
+    if (
+        grouping
+        and relation is None
+        and group_sizes is None
+        and "add-remove" in [r.value for r in stat.relations]
+    ):
+        rel = resolve_relation(stat, "add-remove")  # a grouped release's default
+    policy = check_missing_policy(missing, impute_value, rel)
     data, data_label = _read_input(
         statistic,
         csv_file,
@@ -432,10 +447,13 @@ def release(
         column_arg,
         bounds_arg,
         options,
-        in_memory=bool(grouping),
         policy=policy,
+        grouping=grouping,
     )
-    if isinstance(data, Partial):  # the policy is applied already, chunk by chunk
+    chunked = isinstance(data, Partial) or (
+        isinstance(data, dict) and all(isinstance(v, Partial) for v in data.values())
+    )
+    if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
     r: Any = do_release(
         statistic,
