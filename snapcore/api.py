@@ -423,7 +423,8 @@ def release(
         (:mod:`snapcore.frames`); a Dask data frame (one partial state per partition,
         computed on the workers, :mod:`snapcore.partials`); or a merged
         :class:`~snapcore.partials.Partial` (its data bounds and options are used).
-        With ``by=``: a data frame or mapping held in memory.
+        With ``by=``: a data frame or mapping held in memory, or ``{key: Partial}``
+        with the merged partial state of every key's records (read in chunks).
     epsilon : real
         The total ε this release spends.
     data_bounds : (lower, upper), or one pair per column
