@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import re
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
@@ -25,7 +26,7 @@ from snapcore.missing import MissingPolicy, apply_missing
 from snapcore.partials import Partial, merge, partial
 from snapcore.statistic import Statistic
 
-__all__ = ["BLOCK_BYTES", "pyarrow_available", "stream_partial"]
+__all__ = ["BLOCK_BYTES", "cell", "pyarrow_available", "stream_group_partials", "stream_partial"]
 
 #: Bytes of CSV text per block (pyarrow's ``block_size``).
 BLOCK_BYTES = 1 << 20
@@ -38,6 +39,34 @@ def pyarrow_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def cell(text: str) -> Any:
+    """One CSV field (or ``--categories``, ``--keys`` item), read on its own.
+
+    Integer text is an ``int`` (exact at any size); other decimal number text is the
+    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
+    pyarrow's CSV readers parse it, so the chunked reader gives the same values); an
+    empty field or ``nan`` is a missing value (``None``, refused by the release unless
+    ``--missing`` says otherwise); anything else stays text.  The same rule for every
+    field: no field changes how another is read.  So ``--categories 1,2`` matches the
+    fields ``1.0`` and ``2.0`` under exact value matching.
+    """
+    t = text.strip()
+    if not t:
+        return None
+    if _INT.fullmatch(t):
+        return int(t)
+    try:
+        x = float(t)  # correctly rounded: the decimal written, rounded once
+    except ValueError:
+        return t
+    if math.isnan(x):
+        return None
+    return x if math.isfinite(x) else t
 
 
 def _header(fh: IO[bytes], label: str) -> list[str]:
@@ -270,7 +299,6 @@ def stream_group_partials(
     """
     import pyarrow as pa
 
-    from snapcore.cli.release import cell
     from snapcore.values import category_key, is_missing
 
     file_columns, cols, batches = _open_batches(

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import click
 
 from snapcore.cli._output import SpelledCommand, emit_json
+from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
 
@@ -153,34 +152,6 @@ def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
         return _read_csv_stream(fh, label)
     except (UnicodeDecodeError, csv.Error):
         raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
-
-
-_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def cell(text: str) -> Any:
-    """One CSV field (or ``--categories``, ``--keys`` item), read on its own.
-
-    Integer text is an ``int`` (exact at any size); other decimal number text is the
-    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
-    pyarrow's CSV readers parse it, so the chunked reader gives the same values); an
-    empty field or ``nan`` is a missing value (``None``, refused by the release unless
-    ``--missing`` says otherwise); anything else stays text.  The same rule for every
-    field: no field changes how another is read.  So ``--categories 1,2`` matches the
-    fields ``1.0`` and ``2.0`` under exact value matching.
-    """
-    t = text.strip()
-    if not t:
-        return None
-    if _INT.fullmatch(t):
-        return int(t)
-    try:
-        x = float(t)  # correctly rounded: the decimal written, rounded once
-    except ValueError:
-        return t
-    if math.isnan(x):
-        return None
-    return x if math.isfinite(x) else t
 
 
 def _numbers(text: str, what: str) -> list[float]:
