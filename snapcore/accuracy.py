@@ -35,7 +35,7 @@ import gmpy2
 
 from snapcore.bounds import choose_clamp_bounds, ln_upper, round_up_double
 from snapcore.dataset import as_dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, parameter_name
 from snapcore.guarantee import Accuracy, calibration_accuracy, check_probability
 from snapcore.params import Calibration, calibrate, check_real
 from snapcore.statistic import check_data_bounds, resolve_relation, resolve_statistic
@@ -45,6 +45,7 @@ __all__ = [
     "IdealOutputDistribution",
     "LaplaceComparison",
     "LaplaceDistance",
+    "StatisticPlan",
     "accuracy",
     "accuracy_details",
     "bias",
@@ -57,6 +58,7 @@ __all__ = [
     "laplace_distance",
     "plan_accuracy",
     "plan_calibration",
+    "plan_statistic",
 ]
 
 #: Working precision of the estimates for a guess (bits).
@@ -193,40 +195,77 @@ def bound_for_gamma(b_prime: Any, *, epsilon: Any, gamma: Any, sensitivity: Any 
     """
     bp = check_real("b_prime", b_prime)
     if bp < 0:
-        raise ParameterError(f"b_prime must be a finite number >= 0, got {b_prime!r}")
+        raise ParameterError(
+            f"{parameter_name('b_prime')} must be a finite number >= 0, got {b_prime!r}",
+            parameter="b_prime",
+        )
     eps = check_real("epsilon", epsilon, positive=True)
     if eps <= Fraction(1, 1 << 117):
-        raise ParameterError(f"epsilon must be > 2**-117 to choose B from gamma, got {epsilon!r}")
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 2**-117 to choose B from gamma, got "
+            f"{epsilon!r}",
+            parameter="epsilon",
+        )
     g = check_real("gamma", gamma)
     if not 0 < g <= 1:
-        raise ParameterError(f"gamma must be a finite number in (0, 1], got {gamma!r}")
+        raise ParameterError(
+            f"{parameter_name('gamma')} must be a finite number in (0, 1], got {gamma!r}",
+            parameter="gamma",
+        )
     delta = check_real("sensitivity", sensitivity, positive=True)
     k = (2 + Fraction(24, 1 << 52)) / (eps - Fraction(1, 1 << 117))
     ln_up = ln_upper(1 / g)
     return round_up_double(bp + delta * k / 2 * (1 + 2 * ln_up))
 
 
-def _plan_statistic(
+@attrs.frozen(kw_only=True)
+class StatisticPlan:
+    """What a release of a statistic would use, found without data
+    (:func:`plan_statistic`).
+
+    Attributes
+    ----------
+    epsilon : Fraction
+        ε per released value (the release's ε times the statistic's budget share).
+    sensitivity : Fraction
+        Δ.
+    value_range : tuple of Fraction
+        ``(lo, hi)``, the range of the statistic's value; B′ is half its width.
+    """
+
+    epsilon: Fraction
+    sensitivity: Fraction
+    value_range: tuple[Fraction, Fraction]
+
+
+def plan_statistic(
     statistic: Any,
     *,
     epsilon: Any,
-    gamma: Any,
     n: Any,
-    data_bounds: Any,
-    relation: Any,
-    options: dict[str, Any],
-) -> Calibration:
-    """The calibration ``snapcore.release`` would use for ``statistic``, without data.
+    data_bounds: Any = None,
+    relation: Any = None,
+    options: dict[str, Any] | None = None,
+) -> StatisticPlan:
+    """ε per value, Δ and the value range ``snapcore.release`` would use for
+    ``statistic``, without data.
 
     A statistic plugin computes Δ, the range of f and the budget share from the data
     bounds, n and the neighbouring relation only; ``prepare`` is run on ``n``
     *placeholder* records (each at the lower data bound, the first bin edge or the first
-    category), which are public, so nothing private is touched.  The clamp interval is
-    then chosen exactly as a release chooses it.
+    category), which are public, so nothing private is touched.
+
+    >>> p = plan_statistic("mean", epsilon=1, n=442, data_bounds=(0, 100))
+    >>> p.sensitivity, p.value_range
+    (Fraction(50, 221), (Fraction(0, 1), Fraction(100, 1)))
     """
+    options = dict(options or {})
     stat = resolve_statistic(statistic)
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ParameterError(f"n must be an int >= 1 to plan a release, got {n!r}")
+        raise ParameterError(
+            f"{parameter_name('n')} must be an int >= 1 to plan a release, got {n!r}",
+            parameter="n",
+        )
     rel = resolve_relation(stat, relation)
     db = check_data_bounds(data_bounds, stat)
     # (empty or invalid categories/bins are left for prepare to refuse, with its message)
@@ -250,9 +289,39 @@ def _plan_statistic(
             "exactly, with no noise and no accuracy loss"
         )
     eps_each = check_real("epsilon", epsilon, positive=True) * prep.epsilon_share
-    choice = choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    lo, hi = prep.value_range
+    return StatisticPlan(
+        epsilon=eps_each,
+        sensitivity=Fraction(prep.sensitivity),
+        value_range=(Fraction(lo), Fraction(hi)),
+    )
+
+
+def _plan_statistic(
+    statistic: Any,
+    *,
+    epsilon: Any,
+    gamma: Any,
+    n: Any,
+    data_bounds: Any,
+    relation: Any,
+    options: dict[str, Any],
+) -> Calibration:
+    """The calibration ``snapcore.release`` would use for ``statistic``, without data:
+    :func:`plan_statistic`, then the clamp interval chosen exactly as a release does."""
+    plan = plan_statistic(
+        statistic,
+        epsilon=epsilon,
+        n=n,
+        data_bounds=data_bounds,
+        relation=relation,
+        options=options,
+    )
+    choice = choose_clamp_bounds(plan.value_range, plan.sensitivity, plan.epsilon, gamma)
     return calibrate(
-        epsilon=eps_each, sensitivity=prep.sensitivity, clamp_bounds=(choice.lower, choice.upper)
+        epsilon=plan.epsilon,
+        sensitivity=plan.sensitivity,
+        clamp_bounds=(choice.lower, choice.upper),
     )
 
 
@@ -673,7 +742,9 @@ def ideal_output_distribution(
     """
     cal = _calibration_of(mechanism)
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 0:
-        raise ParameterError(f"window must be an int >= 0, got {window!r}")
+        raise ParameterError(
+            f"{parameter_name('window')} must be an int >= 0, got {window!r}", parameter="window"
+        )
     ideal = _Ideal(cal, _guess_in_sensitivity_units(cal, guess))
     ctx = ideal.ctx
     g, b, k1, k2, half = ideal.grid, ideal.b, ideal.k1, ideal.k2, Fraction(1, 2)

@@ -30,7 +30,7 @@ from snapcore.bounds import (
 )
 from snapcore.budget import Budget
 from snapcore.display import short
-from snapcore.errors import ParameterError, SnapcoreError
+from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.frames import is_dask, read_dataset
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
@@ -164,9 +164,32 @@ class Release:
             "interval: the noise is rounded to a multiple of it, so repeated releases "
             f"take few distinct values and one can equal the exact value; that is not "
             f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
-            "two at or above the noise scale λ ≈ 1/ε (ε per value): a finer grid needs more "
-            "ε, a smaller Δ (narrower data bounds, or a larger n for a mean) or a narrower "
-            "clamp interval"
+            "two at or above the noise scale λ ≈ 1/ε (ε per value); the clamp interval "
+            f"does not change it. A finer grid: {self.finer_grid}"
+        )
+
+    @property
+    def finer_grid(self) -> str:
+        """How to make the output grid finer, for this release: the ε that halves the
+        step (Λ halves when ε per value passes the power of two ``2/Λ``; ε′ is a hair
+        below ε, so ε = 1 gives Λ = 2 and ε = 1.001 gives Λ = 1), and whether a
+        smaller Δ is in the user's hands (narrower data bounds) or fixed."""
+        if self.grid_step is None or self.granularity is None:
+            return "no grid: nothing was noised"
+        lam = self.granularity  # Λ = 2**L
+        per_value = 2 / lam  # ε per value must pass this for Λ/2
+        total = per_value * self.epsilon_spent / self.epsilon_per_value
+        ask = total * Fraction(1001, 1000)
+        text = (
+            f"{keyword('epsilon', float(ask))} (ε per value above {short(per_value)}) "
+            f"halves the step to {short(self.grid_step / 2)}"
+        )
+        if self.data_bounds is None:
+            return text + f"; Δ = {short(self.sensitivity)} is fixed for {self.statistic!r}"
+        return (
+            text + f"; or a smaller Δ (now {short(self.sensitivity)}): narrower "
+            f"{parameter_name('data_bounds')}, or, where Δ shrinks with n (a mean, a "
+            "variance), more records"
         )
 
     @property
@@ -401,7 +424,8 @@ def release(
         (:mod:`snapcore.frames`); a Dask data frame (one partial state per partition,
         computed on the workers, :mod:`snapcore.partials`); or a merged
         :class:`~snapcore.partials.Partial` (its data bounds and options are used).
-        With ``by=``: a data frame or mapping held in memory.
+        With ``by=``: a data frame or mapping held in memory, or ``{key: Partial}``
+        with the merged partial state of every key's records (read in chunks).
     epsilon : real
         The total ε this release spends.
     data_bounds : (lower, upper), or one pair per column
@@ -522,7 +546,10 @@ def _common_checks(
     eps = check_real("epsilon", epsilon, positive=True)
     rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
-        raise ParameterError("give at most one of gamma= and clamp_bounds=")
+        raise ParameterError(
+            f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
+            parameter="clamp_bounds",
+        )
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
@@ -530,10 +557,13 @@ def _common_checks(
     if unknown:
         valid = sorted(stat.options) or "none"
         raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
+            parameter=unknown[0],
         )
     if budget is not None and not isinstance(budget, Budget):
-        raise ParameterError(f"budget must be a snapcore.Budget, got {type_name(budget)}")
+        raise ParameterError(
+            f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
+        )
     return eps, rel, given, gamma
 
 
@@ -613,6 +643,7 @@ def _release_grouped(
     options: dict[str, Any],
 ) -> GroupedRelease:
     from snapcore.grouped import plan_groups
+    from snapcore.partials import Partial
 
     stat = resolve_statistic(statistic)
     if (
@@ -635,7 +666,10 @@ def _release_grouped(
     checked_bounds = check_data_bounds(data_bounds, stat)
 
     def plan_one(ds: Any, n_pub: int | None) -> _Plan:
-        prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
+        if isinstance(ds, Partial):  # a group's records, read in chunks
+            prep, _ = _prepare(stat, ds, data_bounds, None, n_pub, rel, options, policy)
+        else:
+            prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
         return _plan(
             stat,
             prep,
@@ -684,8 +718,10 @@ def _prepare(
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
         raise ParameterError(
-            f"missing={policy.kind!r} applies to data held in memory; for a partial state "
-            "or a Dask data frame, drop or impute missing values before the partial states"
+            f"{keyword('missing', policy.kind)} applies to data held in memory; for a "
+            "partial state or a Dask data frame, drop or impute missing values before the "
+            "partial states",
+            parameter="missing",
         )
     if isinstance(data, Partial):
         if data.statistic != stat.name:
@@ -695,8 +731,9 @@ def _prepare(
         checked = data.data_bounds
         if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
             raise ParameterError(
-                "data_bounds must be those the partial state was computed with "
-                f"({checked!r}), or omitted"
+                f"{parameter_name('data_bounds')} must be those the partial state was "
+                f"computed with ({checked!r}), or omitted",
+                parameter="data_bounds",
             )
         if options and freeze_options(options) != data.options:
             raise ParameterError(

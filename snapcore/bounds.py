@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from snapcore.errors import ParameterError, show
+from snapcore.errors import ParameterError, parameter_name, show
 from snapcore.params import check_real
 from snapcore.values import format_number, read_double_pair
 
@@ -154,7 +154,10 @@ def check_gamma(gamma: Any) -> Fraction:
     """γ as an exact Fraction in (0, 1], else a ParameterError."""
     g = check_real("gamma", gamma)
     if not 0 < g <= 1:
-        raise ParameterError(f"gamma must be a number in (0, 1], got {show(gamma)}")
+        raise ParameterError(
+            f"{parameter_name('gamma')} must be a number in (0, 1], got {show(gamma)}",
+            parameter="gamma",
+        )
     return g
 
 

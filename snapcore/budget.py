@@ -29,7 +29,7 @@ from typing import Any
 
 from snapcore.display import short
 from snapcore.errors import BudgetExceededError, ParameterError
-from snapcore.ledger import Ledger, short_decimal
+from snapcore.ledger import Ledger
 from snapcore.params import check_real
 
 __all__ = ["Budget", "LedgerBudget"]
@@ -191,6 +191,6 @@ class LedgerBudget(Budget):
     def __repr__(self) -> str:
         st = self.ledger.state()
         return (
-            f"LedgerBudget({self.ledger.path!r}, total={short_decimal(st.total)}, "
-            f"spent={short_decimal(st.spent)}, remaining={short_decimal(st.remaining)})"
+            f"LedgerBudget({self.ledger.path!r}, total={short(st.total)}, "
+            f"spent={short(st.spent)}, remaining={short(st.remaining)})"
         )

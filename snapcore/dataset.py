@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from snapcore.errors import DataError, ParameterError
+from snapcore.errors import DataError, ParameterError, keyword, parameter_name
 from snapcore.values import CategoryKey, Column, category_keys, read_column
 
 __all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
@@ -163,13 +163,16 @@ def _rows(obj: Any, start: int, stop: int) -> Any:
     return obj.iloc[start:stop] if hasattr(obj, "iloc") else obj[start:stop]
 
 
-def _column_of(data: Any, key: str) -> Any:
+def _column_of(data: Any, key: str, parameter: str = "column") -> Any:
     try:
         return data[key]
     except (KeyError, IndexError, TypeError):
         pass
     available = list(data.columns) if _is_frame(data) else list(data)
-    raise DataError(f"column {key!r} not found; available columns: {available}")
+    raise DataError(
+        f"column {key!r} not found ({keyword(parameter, key)}); available columns: {available}",
+        parameter=parameter,
+    )
 
 
 def column_keys(column: Any) -> list[str] | None:
@@ -180,7 +183,10 @@ def column_keys(column: Any) -> list[str] | None:
         return [column]
     if isinstance(column, Sequence) and all(isinstance(c, str) for c in column):
         return list(column)
-    raise ParameterError(f"column must be a name or a sequence of names, got {column!r}")
+    raise ParameterError(
+        f"{parameter_name('column')} must be a name or a sequence of names, got {column!r}",
+        parameter="column",
+    )
 
 
 def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
@@ -215,12 +221,14 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
     if keys is not None:
         if not table:
             raise ParameterError(
-                f"column={column!r} needs a DataFrame or a mapping of columns, "
-                f"got {type(data).__name__}"
+                f"{keyword('column', column)} needs a DataFrame or a mapping of columns, "
+                f"got {type(data).__name__}",
+                parameter="column",
             )
         if columns and len(keys) != columns:
             raise ParameterError(
-                f"this statistic reads {columns} column(s), got column={column!r}"
+                f"this statistic reads {columns} column(s), got {keyword('column', column)}",
+                parameter="column",
             )
         cols = [_column_of(data, k) for k in keys]
         names = keys
@@ -229,7 +237,8 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
         if columns and len(names) != columns:
             raise ParameterError(
                 f"this statistic reads {columns} column(s); the table has {len(names)}: "
-                f"choose with column=..."
+                f"choose with {keyword('column')}...",
+                parameter="column",
             )
         cols = [data[c] for c in (data.columns if _is_frame(data) else data)]
         if not columns:

@@ -36,6 +36,9 @@ data.  Other modules import their exceptions from here; none defines its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 __all__ = [
@@ -56,8 +59,56 @@ __all__ = [
     "StatisticConformanceError",
     "WorkerError",
     "format_number",
+    "keyword",
+    "parameter_name",
     "show",
+    "spelling",
 ]
+
+#: How the interface in use spells a parameter: ``name -> (spelling, is_a_flag)``, or
+#: None for the Python spelling.  Set by :func:`spelling` (the command line sets it).
+Speller = Callable[[str], "tuple[str, bool] | None"]
+
+_SPELLING: ContextVar[Speller | None] = ContextVar("snapcore_spelling", default=None)
+_UNSET = object()
+
+
+@contextmanager
+def spelling(speller: Speller) -> Iterator[None]:
+    """Within the block, messages spell parameters as ``speller`` says (context-local).
+
+    ``speller(name)`` returns ``(spelling, is_a_flag)`` for a parameter the interface
+    has (``("--n", False)``, ``("--other", True)``), or None to keep the Python
+    spelling.  The command line uses its own option definitions.
+    """
+    token = _SPELLING.set(speller)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def _spelled(name: str) -> tuple[str, bool] | None:
+    speller = _SPELLING.get()
+    return None if speller is None else speller(name)
+
+
+def parameter_name(name: str) -> str:
+    """A parameter as the interface in use names it: ``n`` in Python, ``--n`` in the CLI."""
+    s = _spelled(name)
+    return name if s is None else s[0]
+
+
+def keyword(name: str, value: object = _UNSET) -> str:
+    """A parameter as one writes it in the interface in use, optionally with a value:
+    ``n=`` / ``missing='drop'`` in Python, ``--n`` / ``--missing drop`` in the CLI."""
+    s = _spelled(name)
+    if s is None:
+        return f"{name}=" if value is _UNSET else f"{name}={show(value)}"
+    flag, is_flag = s
+    if value is _UNSET or (is_flag and value is True):
+        return flag
+    return f"{flag} {value}"
 
 
 def show(value: object, limit: int = 40) -> str:
@@ -141,8 +192,26 @@ class SnapcoreError(Exception):
 class ParameterError(SnapcoreError, ValueError):
     """A parameter or input value is outside its valid range.
 
-    The message names the parameter, the rule and the offending value.
+    The message names the parameter, the rule and the offending value (never a value of
+    the private data).
+
+    Parameters
+    ----------
+    *args
+        The message, as for :class:`ValueError`.
+    parameter : str, optional
+        The Python keyword of the parameter at fault (``"n"``, ``"data_bounds"``), when
+        one is: kept as :attr:`parameter`, and as :attr:`shown_as` in the spelling of
+        the interface in use when the error was raised (``"--n"`` on the command line).
     """
+
+    parameter: str | None
+    shown_as: str | None
+
+    def __init__(self, *args: object, parameter: str | None = None) -> None:
+        super().__init__(*args)
+        self.parameter = parameter
+        self.shown_as = None if parameter is None else parameter_name(parameter)
 
 
 class DataError(ParameterError):

@@ -28,7 +28,7 @@ import attrs
 import numpy as np
 
 from snapcore.dataset import _column_of, _is_frame, as_dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.missing import MissingPolicy, apply_missing, take
 from snapcore.statistic import Neighbouring, Statistic, check_n
 from snapcore.values import category_key, is_missing
@@ -111,6 +111,10 @@ class GroupedRelease:
             "relation": self.relation.value,
             "composition": self.composition,
             "group_sizes": self.group_sizes,
+            # one released value per key, in key-set order (each group's record below)
+            "values": [
+                list(r.value) if isinstance(r.value, tuple) else r.value for r in self.releases
+            ],
             "groups": [
                 {"key": _json_key(k), **r.to_dict()}
                 for k, r in zip(self.keys, self.releases, strict=True)
@@ -131,22 +135,31 @@ def _json_key(k: Any) -> Any:
 def _check_keys(keys: Any) -> tuple[Any, ...]:
     if keys is None:
         raise ParameterError(
-            "by= needs keys=, the public key set (every key is released; other keys never are)"
+            f"{keyword('by')} needs {keyword('keys')}, the public key set (every key is "
+            "released; other keys never are)",
+            parameter="keys",
         )
+    name = parameter_name("keys")
     if isinstance(keys, str | bytes) or not isinstance(keys, Iterable):
-        raise ParameterError(f"keys must be a sequence of key values, got {keys!r}")
+        raise ParameterError(
+            f"{name} must be a sequence of key values, got {keys!r}", parameter="keys"
+        )
     out = tuple(keys)
     if not out:
-        raise ParameterError("keys must not be empty")
+        raise ParameterError(f"{name} must not be empty", parameter="keys")
     seen: dict[Any, int] = {}
     for i, k in enumerate(out):
         if is_missing(k):
-            raise ParameterError(f"keys[{i}] is a missing value")
-        kk = category_key(k)
+            raise ParameterError(f"{name}[{i}] is a missing value", parameter="keys")
+        try:
+            kk = category_key(k)
+        except ParameterError as exc:
+            raise ParameterError(f"{name}[{i}]: {exc}", parameter="keys") from None
         if kk in seen:
             raise ParameterError(
-                f"keys must be distinct under exact-value matching: keys[{seen[kk]}] = "
-                f"{out[seen[kk]]!r} and keys[{i}] = {k!r} are one key"
+                f"{name} must be distinct under exact-value matching: {name}[{seen[kk]}] = "
+                f"{out[seen[kk]]!r} and {name}[{i}] = {k!r} are one key",
+                parameter="keys",
             )
         seen[kk] = i
     return out
@@ -157,10 +170,15 @@ def _per_key(name: str, value: Any, keys: tuple[Any, ...]) -> list[Any]:
         table = {category_key(k): v for k, v in value.items()}
         missing = [k for k in keys if category_key(k) not in table]
         if missing:
-            raise ParameterError(f"{name} has no entry for key(s) {missing!r}")
+            raise ParameterError(
+                f"{parameter_name(name)} has no entry for key(s) {missing!r}", parameter=name
+            )
         extra = set(table) - {category_key(k) for k in keys}
         if extra:
-            raise ParameterError(f"{name} has entries for keys not in keys=")
+            raise ParameterError(
+                f"{parameter_name(name)} has entries for keys not in {parameter_name('keys')}",
+                parameter=name,
+            )
         return [table[category_key(k)] for k in keys]
     return [value] * len(keys)
 
@@ -177,36 +195,84 @@ def plan_groups(
     policy: MissingPolicy,
     rel: Neighbouring,
     eps: Fraction,
-    plan: Callable[[Dataset, int | None], _Plan],
+    plan: Callable[[Any, int | None], _Plan],
 ) -> tuple[GroupedRelease, list[_Plan]]:
-    """Check and plan one release per key, before any noise is drawn."""
+    """Check and plan one release per key, before any noise is drawn.
+
+    ``data`` is a DataFrame or a mapping of columns, or a mapping ``{key: Partial}``
+    with the partial state of every key of the key set (the records of each group,
+    read in chunks; :func:`snapcore.partials.partial`): ``plan`` then gets the Partial.
+    """
+    from snapcore.partials import Partial
+
     if not isinstance(by, str):
-        raise ParameterError(f"by must be a column name, got {by!r}")
+        raise ParameterError(
+            f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
+        )
     key_set = _check_keys(keys)
+    partials = (
+        isinstance(data, Mapping)
+        and len(data) > 0
+        and all(isinstance(v, Partial) for v in data.values())
+    )
     if isinstance(data, str | bytes) or not (_is_frame(data) or isinstance(data, Mapping)):
         raise ParameterError(
-            f"by={by!r} needs a DataFrame or a mapping of columns, got {type(data).__name__}"
+            f"{keyword('by', by)} needs a DataFrame or a mapping of columns, got "
+            f"{type(data).__name__}",
+            parameter="by",
         )
     if rel is Neighbouring.REPLACE and group_sizes is None:
         why = (
-            f"by={by!r} under the replace relation needs group_sizes= (public group sizes: "
-            "the key of each record is then public and a neighbour replaces a record within "
-            "its group)"
+            f"{keyword('by', by)} under the replace relation needs "
+            f"{keyword('group_sizes')} (public group sizes: the key of each record is then "
+            "public and a neighbour replaces a record within its group)"
         )
         if Neighbouring.ADD_REMOVE in stat.relations:
-            why += "; or use relation='add-remove', where group sizes stay private"
+            why += f"; or use {keyword('relation', 'add-remove')}, where group sizes stay private"
         else:
             why += (
                 f"; statistic {stat.name!r} has no add-remove form, so its group sizes must "
                 "be declared public"
             )
-        raise ParameterError(why)
+        raise ParameterError(why, parameter="group_sizes")
     if rel is Neighbouring.ADD_REMOVE and group_sizes is not None:
         raise ParameterError(
-            "group_sizes= declares public group sizes, which only the replace relation "
-            "uses; under add-remove give n=, a public cap per group"
+            f"{keyword('group_sizes')} declares public group sizes, which only the replace "
+            f"relation uses; under add-remove give {keyword('n')}, a public cap per group",
+            parameter="group_sizes",
         )
-    by_col = _column_of(data, by)
+    if partials:
+        groups: list[Any] = _per_key("data", data, key_set)  # {key: Partial}
+    else:
+        groups = _split(stat, data, by=by, key_set=key_set, column=column, policy=policy)
+    if rel is Neighbouring.REPLACE:
+        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
+        ns: list[int | None] = list(sizes)
+        if n is not None:
+            raise ParameterError(
+                f"under replace with {keyword('by')}, give {keyword('group_sizes')} and leave "
+                f"{parameter_name('n')} unset",
+                parameter="n",
+            )
+        sizes_note = f"public (declared with {keyword('group_sizes')})"
+    else:
+        ns = [check_n(v) for v in _per_key("n", n, key_set)]
+        sizes_note = "private (each group is capped at its public n)"
+    plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
+    return _record(stat, by, key_set, rel, sizes_note, eps), plans
+
+
+def _split(
+    stat: Statistic,
+    data: Any,
+    *,
+    by: str,
+    key_set: tuple[Any, ...],
+    column: Any,
+    policy: MissingPolicy,
+) -> list[Dataset]:
+    """The records of each key of ``key_set``, the missing-value policy applied."""
+    by_col = _column_of(data, by, "by")
     ds = as_dataset(data, column=column, columns=stat.columns)
     by_arr = (
         by_col.to_numpy(dtype=object)
@@ -214,7 +280,9 @@ def plan_groups(
         else np.asarray(list(by_col), dtype=object)
     ).reshape(-1)
     if by_arr.size != ds.size:
-        raise ParameterError(f"column {by!r} must have as many records as the data")
+        raise ParameterError(
+            f"column {by!r} must have as many records as the data", parameter="by"
+        )
     index = {category_key(k): i for i, k in enumerate(key_set)}
     group = np.full(by_arr.size, -1, dtype=np.int64)
     for j, v in enumerate(by_arr):
@@ -224,19 +292,19 @@ def plan_groups(
             group[j] = index.get(category_key(v), -1)
         except ParameterError:
             group[j] = -1  # an unmatchable key is not in the key set
-    if rel is Neighbouring.REPLACE:
-        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
-        ns: list[int | None] = list(sizes)
-        if n is not None:
-            raise ParameterError("under replace with by=, give group_sizes= and leave n=None")
-        sizes_note = "public (declared with group_sizes=)"
-    else:
-        ns = [check_n(v) for v in _per_key("n", n, key_set)]
-        sizes_note = "private (each group is capped at its public n)"
-    plans = []
-    for i in range(len(key_set)):
-        sub = apply_missing(take(ds, np.flatnonzero(group == i)), policy)
-        plans.append(plan(sub, ns[i]))
+    return [
+        apply_missing(take(ds, np.flatnonzero(group == i)), policy) for i in range(len(key_set))
+    ]
+
+
+def _record(
+    stat: Statistic,
+    by: str,
+    key_set: tuple[Any, ...],
+    rel: Neighbouring,
+    sizes_note: str,
+    eps: Fraction,
+) -> GroupedRelease:
     if rel is Neighbouring.ADD_REMOVE:
         comp = (
             f"parallel composition over the groups of {by!r}: adding or removing one record "
@@ -249,7 +317,7 @@ def plan_groups(
             "sizes public, a neighbour replaces one record within its group, changing one "
             "group only, so the grouped release spends the ε of one group"
         )
-    record = GroupedRelease(
+    return GroupedRelease(
         statistic=stat.name,
         by=by,
         keys=key_set,
@@ -258,4 +326,3 @@ def plan_groups(
         group_sizes=sizes_note,
         epsilon_spent=eps,
     )
-    return record, plans

@@ -69,7 +69,8 @@ from typing import Any
 
 import attrs
 
-from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
+from snapcore.display import short
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError, parameter_name
 from snapcore.params import check_real
 
 __all__ = [
@@ -78,7 +79,6 @@ __all__ = [
     "LedgerEntry",
     "LedgerState",
     "parse_epsilon",
-    "short_decimal",
 ]
 
 #: Version of the ledger's tables; a file of another version is refused.
@@ -127,17 +127,6 @@ def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: 
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
-def short_decimal(q: Fraction, digits: int = 12) -> str:
-    """``q`` as a short decimal: exact when it has at most ``digits`` significant
-    digits, otherwise rounded to ``digits`` and marked with ``≈``."""
-    if q == 0:
-        return "0"
-    approx = f"{float(q):.{digits}g}"
-    if "e" not in approx and Fraction(approx) == q:
-        return approx
-    return "≈" + approx
-
-
 def parse_epsilon(text: str) -> Fraction:
     """Read ``text`` (a decimal such as ``"0.2"`` or a fraction ``"1/5"``) exactly.
 
@@ -153,10 +142,14 @@ def parse_epsilon(text: str) -> Fraction:
         q = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):
         raise ParameterError(
-            f"epsilon must be a decimal number or a fraction p/q, got {text!r}"
+            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
+            f"got {text!r}",
+            parameter="epsilon",
         ) from None
     if q <= 0:
-        raise ParameterError(f"epsilon must be > 0, got {text!r}")
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
+        )
     return q
 
 
@@ -198,9 +191,9 @@ class LedgerEntry:
             "time": self.time,
             "label": self.label,
             "epsilon": float(self.epsilon),
-            "epsilon_exact": _to_text(self.epsilon),
+            "epsilon_exact": str(self.epsilon),
             "cumulative": float(self.cumulative),
-            "cumulative_exact": _to_text(self.cumulative),
+            "cumulative_exact": str(self.cumulative),
             "status": self.status,
             "pid": self.pid,
         }
@@ -502,9 +495,9 @@ class Ledger:
                 if eps > left:
                     raise BudgetExceededError(
                         f"release refused by ledger {self.path!r}: it needs epsilon = "
-                        f"{short_decimal(eps)} but the ledger has {short_decimal(left)} "
-                        f"left (total {short_decimal(st.total)}, spent "
-                        f"{short_decimal(st.spent)}); nothing was drawn or spent"
+                        f"{short(eps)} but the ledger has {short(left)} "
+                        f"left (total {short(st.total)}, spent "
+                        f"{short(st.spent)}); nothing was drawn or spent"
                     )
                 index = len(st.entries) + 1
                 spent = st.spent + eps
@@ -584,11 +577,11 @@ class Ledger:
             "schema_version": SCHEMA_VERSION,
             "created": st.created,
             "total": float(st.total),
-            "total_exact": _to_text(st.total),
+            "total_exact": str(st.total),
             "spent": float(st.spent),
-            "spent_exact": _to_text(st.spent),
+            "spent_exact": str(st.spent),
             "remaining": float(st.remaining),
-            "remaining_exact": _to_text(st.remaining),
+            "remaining_exact": str(st.remaining),
             "entries": [e.to_dict() for e in st.entries],
         }
 

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.statistic import Neighbouring
 from snapcore.values import is_missing
 
@@ -40,23 +40,36 @@ class MissingPolicy:
 def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> MissingPolicy:
     """The policy for ``missing=``/``impute=``, refused where it would break the relation."""
     if missing not in POLICIES:
-        raise ParameterError(f"missing must be one of {list(POLICIES)}, got {missing!r}")
+        raise ParameterError(
+            f"{parameter_name('missing')} must be one of {list(POLICIES)}, got {missing!r}",
+            parameter="missing",
+        )
     if missing != "impute" and impute is not None:
         raise ParameterError(
-            f"impute= is used only with missing='impute', got missing={missing!r}"
+            f"{keyword('impute')} is used only with {keyword('missing', 'impute')}, got "
+            f"{keyword('missing', missing)}",
+            parameter="impute",
         )
     if missing == "drop" and relation is Neighbouring.REPLACE:
         raise ParameterError(
-            "missing='drop' removes records, and removing a record is not a neighbour under "
-            "the replace relation (n is public there); use relation='add-remove' or "
-            "missing='impute' with a public constant"
+            f"{keyword('missing', 'drop')} removes records, and removing a record is not a "
+            "neighbour under the replace relation (n is public there); use "
+            f"{keyword('relation', 'add-remove')} or {keyword('missing', 'impute')} with a "
+            "public constant",
+            parameter="missing",
         )
     if missing == "impute":
         if impute is None or is_missing(impute):
-            raise ParameterError("missing='impute' needs impute=, a public constant (not missing)")
+            raise ParameterError(
+                f"{keyword('missing', 'impute')} needs {keyword('impute')}, a public constant "
+                "(not missing)",
+                parameter="impute",
+            )
         real = isinstance(impute, numbers.Real) and not isinstance(impute, bool)
         if real and not math.isfinite(float(impute)):
-            raise ParameterError(f"impute must be finite, got {impute!r}")
+            raise ParameterError(
+                f"{parameter_name('impute')} must be finite, got {impute!r}", parameter="impute"
+            )
     return MissingPolicy(kind=missing, constant=impute)
 
 

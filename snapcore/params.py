@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from snapcore.display import short
 from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
 from snapcore.errors import ParameterError, show
 from snapcore.values import format_number, read_double, read_double_pair, read_real, type_name
@@ -98,8 +99,6 @@ class PrivacyAnalysis:
     conditions: tuple[str, ...]
 
     def __repr__(self) -> str:
-        from snapcore.display import short
-
         margin = self.epsilon - self.bound
         return (
             f"PrivacyAnalysis(epsilon={short(self.epsilon)}, bound={short(self.bound)} "
@@ -188,14 +187,14 @@ class Calibration:
             epsilon=self.epsilon,
             bound=bound,
             liu_bound=self.epsilon + 23 * b * self.epsilon * eta,
+            # short decimals for people (snapcore.display); the fields above are exact
             conditions=(
-                f"epsilon > 2*eta: epsilon = {format_number(self.epsilon)} > "
-                f"2**-{self.precision - 1}",
-                f"b*eta <= 2**-52: b = {format_number(b)}, eta = 2**-{self.precision}",
+                f"epsilon > 2*eta: epsilon = {short(self.epsilon)} > 2**-{self.precision - 1}",
+                f"b*eta <= 2**-52: b = {short(b)}, eta = 2**-{self.precision}",
                 f"b <= 2**{MAX_GRID_POINTS_LOG2} * Lambda (every grid point an exact double; "
                 f"implies Mironov's b < 2**(p-7) * lambda): b / Lambda = "
-                f"{format_number(b / self.granularity)}",
-                f"lambda = RU(1/epsilon') = {format_number(lam)}; b <= lambda is allowed "
+                f"{short(b / self.granularity)}",
+                f"lambda = RU(1/epsilon') = {short(lam)}; b <= lambda is allowed "
                 "(the mechanism stays private, mostly clamped)",
             ),
         )
@@ -293,7 +292,8 @@ def calibrate(
         raise ParameterError(
             f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} "
             f"needs a working precision of {need} bits; at most {MAX_PRECISION} is supported "
-            "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))"
+            "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))",
+            parameter="epsilon",
         )
     if precision is None:
         p = need
@@ -323,6 +323,7 @@ def calibrate(
             f"B/sensitivity = {format_number(half / delta)}, must be <= "
             f"2**{MAX_GRID_POINTS_LOG2} * Lambda = 2**{MAX_GRID_POINTS_LOG2 + L} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
-            "an exact double; narrow the clamp interval or lower epsilon"
+            "an exact double; narrow the clamp interval or lower epsilon",
+            parameter="clamp_bounds",
         )
     return cal

@@ -40,6 +40,19 @@ def _figure(**kwargs: Any) -> Figure:
     return Figure(**kwargs)
 
 
+def _plain_log_ticks(ax: Any) -> None:
+    """Label a log axis at 1, 2 and 5 times powers of ten, in plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _of(subject: str | None) -> str:
+    return "" if not subject else f": {subject}"
+
+
 def _geomspace(lo: float, hi: float, n: int) -> list[float]:
     a, b = math.log(lo), math.log(hi)
     pts = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
@@ -53,6 +66,7 @@ def accuracy_vs_epsilon(
     clamp_bounds: Sequence[float] | None = None,
     clamp_bound: float | None = None,
     epsilons: Sequence[float] | None = None,
+    subject: str | None = None,
 ) -> Figure:
     """Accuracy at confidence ``alpha`` against ε, for snapping and for Laplace.
 
@@ -71,6 +85,8 @@ def accuracy_vs_epsilon(
         The clamp interval, as for :class:`~snapcore.SnappingMechanism`.
     epsilons : sequence of float, optional
         The ε values (default: 600 points from 0.01 to 100, log-spaced).
+    subject : str, optional
+        What is released (``"mean, n = 442, data bounds [0, 100]"``), for the title.
 
     Returns
     -------
@@ -107,16 +123,22 @@ def accuracy_vs_epsilon(
         eps_list, lap, color=_LAPLACE, lw=1.6, label=r"Laplace: $\Delta\ln(1/\alpha)/\varepsilon$"
     )
     ax.step(snap_e, snap_a, where="post", color=_SNAP, lw=1.8, label="snapping (guarantee)")
-    if width is not None:
+    cap_note = ""
+    if width is not None and snap_a and width <= 10 * max(snap_a):
         ax.axhline(width, color="0.5", ls=":", lw=1, label=f"cap 2B = {width:g}")
+    elif width is not None:  # far above the curves: named, not drawn (the axis stays zoomed)
+        cap_note = f"; accuracy capped at 2B = {width:.6g}"
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"privacy budget $\varepsilon$")
     ax.set_ylabel(f"accuracy at α = {alpha:g} (user units)")
     lo, hi = clamp_bounds if clamp_bounds is not None else (-(clamp_bound or 0), clamp_bound)
-    ax.set_title(f"Accuracy vs ε  (interval [{lo:g}, {hi:g}], Δ = {sensitivity:g})")
+    fig.suptitle(f"Accuracy vs ε{_of(subject)}", fontsize="large")
+    ax.set_title(
+        f"clamp interval [{lo:.6g}, {hi:.6g}], Δ = {sensitivity:.6g}{cap_note}", fontsize="small"
+    )
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="upper right")
+    ax.legend(loc="lower left")  # the curves fall from upper left to lower right
     return fig
 
 
@@ -129,12 +151,14 @@ def output_distribution_figure(
     clamp_bound: float | None = None,
     alpha: float | None = 0.05,
     window: int = 12,
+    subject: str | None = None,
 ) -> Figure:
     """The ideal output distribution of one release, for a *guess* of f(D).
 
     Stems at the grid points ``c + Δ·kΛ`` with their probabilities, the clamp masses at
     the interval's ends in a separate colour, the guess, and (with ``alpha``) the
-    accuracy band ``guess ± a``.  Takes a guess, never data.
+    accuracy band ``guess ± a``.  Takes a guess, never data.  ``subject`` (what is
+    released) goes into the title.  The x-axis zooms to where the mass is.
 
     Returns
     -------
@@ -150,10 +174,22 @@ def output_distribution_figure(
     a = accuracy.accuracy(cal, alpha) if alpha is not None else 0.0
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
-    grid_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if not c]
-    grid_p = [p for p, c in zip(dist.probabilities, dist.clamped, strict=True) if not c]
-    end_v = [v for v, c in zip(dist.values, dist.clamped, strict=True) if c]
-    end_p = [p for p, c in zip(dist.probabilities, dist.clamped, strict=True) if c]
+    lo, hi = float(cal.lower), float(cal.upper)
+    step = float(cal.granularity * cal.sensitivity)
+    # Zoom to where the mass is: the grid points carrying probability, the accuracy band
+    # and the guess; an interval end only if the clamp mass there is visible.
+    shown = [v for v, p in zip(dist.values, dist.probabilities, strict=True) if p > 1e-4]
+    shown.append(guess)
+    if alpha is not None:
+        shown += [guess - a, guess + a]
+    x0, x1 = max(min(shown), lo), min(max(shown), hi)
+    pad = max(0.06 * (x1 - x0), step)
+    x0, x1 = x0 - pad, x1 + pad
+    pts = list(zip(dist.values, dist.probabilities, dist.clamped, strict=True))
+    grid_v = [v for v, _, c in pts if not c]
+    grid_p = [p for _, p, c in pts if not c]
+    end_v = [v for v, _, c in pts if c and x0 <= v <= x1]  # only an end in view
+    end_p = [p for v, p, c in pts if c and x0 <= v <= x1]
     if grid_v:
         ax.stem(grid_v, grid_p, linefmt=_SNAP, markerfmt="o", basefmt=" ", label="grid point")
     if end_v:
@@ -171,25 +207,16 @@ def output_distribution_figure(
         ax.axvspan(
             guess - a, guess + a, color=_SNAP, alpha=0.08, label=f"guess ± a (α = {alpha:g})"
         )
-    lo, hi = float(cal.lower), float(cal.upper)
-    step = float(cal.granularity * cal.sensitivity)
-    # Zoom to where the mass is: the grid points carrying probability, the accuracy band
-    # and the guess; an interval end only if the clamp mass there is visible.
-    shown = [v for v, p in zip(dist.values, dist.probabilities, strict=True) if p > 1e-4]
-    shown.append(guess)
-    if alpha is not None:
-        shown += [guess - a, guess + a]
-    x0, x1 = max(min(shown), lo), min(max(shown), hi)
-    pad = max(0.06 * (x1 - x0), step)
-    ax.set_xlim(x0 - pad, x1 + pad)
+    ax.set_xlim(x0, x1)
     ax.set_xlabel("output")
     ax.set_ylabel("probability")
     note = (
         f"\n{dist.omitted:.2g} of the mass lies outside the window" if dist.omitted > 1e-12 else ""
     )
-    fig.suptitle(f"One release, ε = {epsilon:g}", fontsize="large")
+    fig.suptitle(f"One release{_of(subject)}, ε = {epsilon:g}", fontsize="large")
     ax.set_title(
-        f"clamp interval [{lo:g}, {hi:g}], Δ = {sensitivity:.6g}, grid step ΔΛ = {step:.6g}{note}",
+        f"clamp interval [{lo:.6g}, {hi:.6g}], Δ = {sensitivity:.6g}, grid step ΔΛ = "
+        f"{step:.6g}{note}",
         fontsize="small",
     )
     ax.grid(True, axis="y", alpha=0.25)
@@ -204,14 +231,17 @@ def accuracy_vs_gamma(
     alpha: float = 0.05,
     sensitivity: float = 1.0,
     gammas: Sequence[float] | None = None,
+    subject: str | None = None,
 ) -> Figure:
     """What γ buys: the clamp bound B, the accuracy, and the worst-case bias, against γ.
 
-    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (docs/bounds-and-gamma.md).  The
+    B = B′ + Δ(k/2)(1 + 2 ln(1/γ)) grows as γ shrinks (docs/bounds-and-gamma.md); the
+    top panel shows the margin B − B′ next to the accuracy, both in user units.  The
     data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
     cap); what γ trades is the bias at the worst case f(D) = B′
     (:func:`~snapcore.accuracy.bias` for that guess) and the probability that the clamp binds there
     (:func:`~snapcore.accuracy.clamp_probability`, at most γ) against a wider interval.
+    ``subject`` (what is released) goes into the title.
 
     Returns
     -------
@@ -233,12 +263,16 @@ def accuracy_vs_gamma(
         p_clamp.append(accuracy.clamp_probability(cal, b_prime))
     fig = _figure(figsize=(7.0, 8.0), layout="constrained")
     ax1, ax2, ax3 = fig.subplots(3, 1, sharex=True)
-    ax1.plot(g_list, big_b, color="0.35", lw=1.6, label="clamp bound B")
+    # The margin B − B′ is what γ changes (B′ may be decades larger: a count's n).
+    ax1.plot(g_list, [b - b_prime for b in big_b], color="0.35", lw=1.6, label="margin B − B′")
     ax1.plot(g_list, acc, color=_SNAP, lw=1.8, label=f"accuracy a (α = {alpha:g})")
-    ax1.axhline(b_prime, color="0.6", ls=":", lw=1, label=f"B′ = {b_prime:g}")
     ax1.set_ylabel("user units")
-    ax1.set_yscale("log")  # B and the accuracy differ by decades when B′ >> Δ/ε
-    ax1.set_title(f"Choosing γ: B′ = {b_prime:g}, ε = {epsilon:g}, Δ = {sensitivity:g}")
+    ax1.set_yscale("log")
+    _plain_log_ticks(ax1)  # often less than two decades: ticks at 1, 2, 5 × 10^k
+    fig.suptitle(f"Choosing γ{_of(subject)}", fontsize="large")
+    ax1.set_title(
+        f"B′ = {b_prime:.6g}, ε = {epsilon:.6g}, Δ = {sensitivity:.6g}", fontsize="small"
+    )
     ax1.legend(fontsize="small")
     ax1.grid(True, which="both", alpha=0.25)
     floor = 1e-18

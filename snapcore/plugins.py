@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pluggy
 
 from snapcore import hookspecs
-from snapcore.errors import BackendUnavailableError, ParameterError, PluginError
+from snapcore.errors import BackendUnavailableError, ParameterError, PluginError, parameter_name
 
 if TYPE_CHECKING:
     from snapcore.backend import Backend
@@ -129,7 +129,8 @@ class Registry(Generic[T]):
             return self._items[name]
         except (KeyError, TypeError):
             raise ParameterError(
-                f"{self.kind} must be one of {self.names()}, got {name!r}"
+                f"{parameter_name(self.kind)} must be one of {self.names()}, got {name!r}",
+                parameter=self.kind,
             ) from None
 
     def names(self) -> list[str]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 import numpy as np
 
-from snapcore.errors import ParameterError, show
+from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins import get_registries
 from snapcore.values import read_double_pair, type_name
 
@@ -83,7 +83,10 @@ class Neighbouring(enum.Enum):
         for r in cls:
             if value == r.value:
                 return r
-        raise ParameterError(f"relation must be one of {[r.value for r in cls]}, got {value!r}")
+        raise ParameterError(
+            f"{parameter_name('relation')} must be one of {[r.value for r in cls]}, got {value!r}",
+            parameter="relation",
+        )
 
 
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
@@ -362,12 +365,14 @@ def one_column_bounds(bounds: DataBounds | None, name: str) -> tuple[float, floa
     """The single ``(lower, upper)`` pair of a one-column statistic, or a clear error."""
     if bounds is None:
         raise ParameterError(
-            f"statistic {name!r} needs data_bounds=(lower, upper) on the data values"
+            f"statistic {name!r} needs {keyword('data_bounds')}(lower, upper) on the data values",
+            parameter="data_bounds",
         )
     if len(bounds) != 1:
         raise ParameterError(
             f"statistic {name!r} reads one column and needs one (lower, upper) pair, "
-            f"got {len(bounds)} pairs"
+            f"got {len(bounds)} pairs",
+            parameter="data_bounds",
         )
     return bounds[0]
 
@@ -377,7 +382,10 @@ def check_n(n: Any) -> int | None:
     if n is None:
         return None
     if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer) or n < 0:
-        raise ParameterError(f"n must be an int >= 0, got {type_name(n)} {show(n)}")
+        raise ParameterError(
+            f"{parameter_name('n')} must be an int >= 0, got {type_name(n)} {show(n)}",
+            parameter="n",
+        )
     return int(n)
 
 
@@ -396,16 +404,18 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
             )
         if n != data_size:
             raise ParameterError(
-                f"n must equal the number of records under the replace relation "
-                f"(n is public), got n={show(n)} for {data_size} records"
+                f"{parameter_name('n')} must equal the number of records under the replace "
+                f"relation (n is public), got {keyword('n', n)} for {data_size} records",
+                parameter="n",
             )
         return n, f"n = {n} (public under the replace relation)"
     if n is None:
         raise ParameterError(
-            f"statistic {name!r} under the add-remove relation needs n=, a public upper "
-            "bound on the number of records (the number itself is private; any public cap "
-            "will do, e.g. the population size, and a larger cap only widens the clamp "
-            "interval)"
+            f"statistic {name!r} under the add-remove relation needs {keyword('n')}, a "
+            "public upper bound on the number of records (the number itself is private; "
+            "any public cap will do, e.g. the population size, and a larger cap only "
+            "widens the clamp interval)",
+            parameter="n",
         )
     return n, (
         f"n = {n} is a public upper bound on the number of records (add-remove relation); "
@@ -434,7 +444,8 @@ def resolve_statistic(statistic: Any) -> Statistic:
         return st
     raise ParameterError(
         f"statistic must be a statistic name {reg.names()} or a Statistic, got "
-        f"{type_name(statistic)} {show(statistic)}"
+        f"{type_name(statistic)} {show(statistic)}",
+        parameter="statistic",
     )
 
 
@@ -444,15 +455,16 @@ def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:
     rel = stat.relations[0] if relation is None else Neighbouring.parse(relation)
     if rel not in stat.relations:
         raise ParameterError(
-            f"statistic {stat.name!r} supports relation {[r.value for r in stat.relations]}, "
-            f"got {rel.value!r}"
+            f"statistic {stat.name!r} supports {parameter_name('relation')} "
+            f"{[r.value for r in stat.relations]}, got {rel.value!r}",
+            parameter="relation",
         )
     return rel
 
 
 def _pair(name: str, pair: Any) -> tuple[float, float]:
     """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.values.read_double_pair`)."""
-    lo, hi = read_double_pair(name, pair)
+    lo, hi = read_double_pair(name, pair, parameter="data_bounds")
     return (float(lo), float(hi))
 
 
@@ -463,7 +475,9 @@ def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
         if stat.needs_data_bounds:
             pairs = "one (lower, upper) pair per column" if stat.columns > 1 else "(lower, upper)"
             raise ParameterError(
-                f"statistic {stat.name!r} needs data_bounds= on the data values: {pairs}"
+                f"statistic {stat.name!r} needs {keyword('data_bounds')} on the data values: "
+                f"{pairs}",
+                parameter="data_bounds",
             )
         return None
     if (
@@ -476,6 +490,7 @@ def check_data_bounds(data_bounds: Any, stat: Statistic) -> DataBounds | None:
     if stat.columns > 1:
         raise ParameterError(
             f"statistic {stat.name!r} reads {stat.columns} columns and needs one "
-            f"(lower, upper) pair per column, got data_bounds={show(data_bounds)}"
+            f"(lower, upper) pair per column, got {keyword('data_bounds', data_bounds)}",
+            parameter="data_bounds",
         )
     return (_pair("data_bounds", data_bounds),)

@@ -39,7 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from snapcore.errors import MissingValueError, ParameterError, format_number, show
+from snapcore.errors import (
+    MissingValueError,
+    ParameterError,
+    format_number,
+    keyword,
+    parameter_name,
+    show,
+)
 
 __all__ = [
     "ACCEPTED",
@@ -191,7 +198,19 @@ def _reduce_dyadic(m: int, s: int) -> tuple[int, int]:
 # -- parameters (public: the value may be shown, kept short) ------------------------
 
 
-def read_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
+def _named(name: str, parameter: str | None) -> tuple[str, str | None]:
+    """(the name as the interface in use spells it, the Python keyword) for a message
+    about parameter ``name``; ``parameter`` defaults to ``name`` when it is one word."""
+    if parameter is None and name.isidentifier():
+        parameter = name
+    if parameter is not None and name.startswith(parameter):
+        name = parameter_name(parameter) + name[len(parameter) :]
+    return name, parameter
+
+
+def read_real(
+    name: str, value: Any, *, positive: bool = False, parameter: str | None = None
+) -> Fraction:
     """The parameter ``value`` as an exact Fraction, else a ParameterError naming ``name``.
 
     Parameters
@@ -202,36 +221,47 @@ def read_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
         One of the accepted types (module docstring).
     positive : bool
         Also require ``value > 0``.
+    parameter : str, optional
+        The Python keyword the error carries (default: ``name``, when it is one word).
     """
     r, why = _try(value)
+    shown, parameter = _named(name, parameter)
     if r is None:
         raise ParameterError(
-            f"{name} {_RULE} ({ACCEPTED}); got {type_name(value)} {show(value)} ({why})"
+            f"{shown} {_RULE} ({ACCEPTED}); got {type_name(value)} {show(value)} ({why})",
+            parameter=parameter,
         )
     n, d = r
     if positive and n <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {show(value)}")
+        raise ParameterError(
+            f"{shown} must be a finite number > 0, got {show(value)}", parameter=parameter
+        )
     return Fraction(n, d)
 
 
-def read_double(name: str, value: Any) -> Fraction:
+def read_double(name: str, value: Any, *, parameter: str | None = None) -> Fraction:
     """A parameter that must be exactly a finite double (bounds), as a Fraction."""
-    q = read_real(name, value)
+    q = read_real(name, value, parameter=parameter)
     n, d = q.numerator, q.denominator
     try:
         exact = Fraction(n / d) == q  # int / int is correctly rounded
     except OverflowError:
         exact = False
     if not exact:
+        shown, parameter = _named(name, parameter)
         raise ParameterError(
-            f"{name} must be exactly representable as a double, got {show(value)} "
-            f"({type_name(value)})"
+            f"{shown} must be exactly representable as a double, got {show(value)} "
+            f"({type_name(value)})",
+            parameter=parameter,
         )
     return q
 
 
-def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
+def read_double_pair(
+    name: str, pair: Any, *, parameter: str | None = None
+) -> tuple[Fraction, Fraction]:
     """A ``(lower, upper)`` pair of exact finite doubles with ``lower < upper``."""
+    shown, parameter = _named(name, parameter)
     if (
         isinstance(pair, str | bytes | bytearray | memoryview)
         or not hasattr(pair, "__len__")
@@ -239,15 +269,20 @@ def read_double_pair(name: str, pair: Any) -> tuple[Fraction, Fraction]:
         or isinstance(pair, dict)
     ):
         raise ParameterError(
-            f"{name} must be a pair (lower, upper), got {type_name(pair)} {show(pair)}"
+            f"{shown} must be a pair (lower, upper), got {type_name(pair)} {show(pair)}",
+            parameter=parameter,
         )
     if len(pair) != 2:
-        raise ParameterError(f"{name} must be a pair (lower, upper), got {len(pair)} items")
-    lo = read_double(f"{name}[0] (lower)", pair[0])
-    hi = read_double(f"{name}[1] (upper)", pair[1])
+        raise ParameterError(
+            f"{shown} must be a pair (lower, upper), got {len(pair)} items", parameter=parameter
+        )
+    lo = read_double(f"{name}[0] (lower)", pair[0], parameter=parameter)
+    hi = read_double(f"{name}[1] (upper)", pair[1], parameter=parameter)
     if not lo < hi:
         raise ParameterError(
-            f"{name} must satisfy lower < upper, got lower={show(pair[0])}, upper={show(pair[1])}"
+            f"{shown} must satisfy lower < upper, got lower={show(pair[0])}, "
+            f"upper={show(pair[1])}",
+            parameter=parameter,
         )
     return lo, hi
 
@@ -471,17 +506,16 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
 
 # -- data columns -------------------------------------------------------------------
 
-_MISSING_ADVICE = (
-    "by default a release refuses them; choose a public policy with missing='drop' "
-    "(add-remove relation only: removing a record is a neighbour there) or "
-    "missing='impute' with impute=, a public constant (docs/statistics.md)"
-)
-
 
 def _missing(what: str) -> MissingValueError:
     """The one missing-values error (the same text whatever the marker and wherever)."""
     return MissingValueError(
-        f"{what} contains missing values (None, NaN, pandas NA or NaT); {_MISSING_ADVICE}"
+        f"{what} contains missing values (None, NaN, pandas NA or NaT); by default a "
+        f"release refuses them; choose a public policy with {keyword('missing', 'drop')} "
+        "(add-remove relation only: removing a record is a neighbour there) or "
+        f"{keyword('missing', 'impute')} with {keyword('impute')}, a public constant "
+        "(docs/statistics.md)",
+        parameter="missing",
     )
 
 

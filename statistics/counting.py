@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 import numpy as np
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError, show
+from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.exact import bin_counts, bin_index
 from snapcore.hookspecs import hookimpl
 from snapcore.statistic import (
@@ -39,7 +39,10 @@ ADD_REMOVE = Neighbouring.ADD_REMOVE
 
 def _no_bounds(data_bounds: DataBounds | None) -> None:
     if data_bounds is not None:
-        raise ParameterError("statistic 'count' does not use bounds; leave data_bounds=None")
+        raise ParameterError(
+            f"statistic 'count' does not use bounds; leave {parameter_name('data_bounds')} unset",
+            parameter="data_bounds",
+        )
 
 
 class Count(Statistic):
@@ -204,7 +207,10 @@ def _bin_labels(edges: list[float], clamped: bool) -> BinLabels:
 
 def _edges(bins: Any) -> np.ndarray:
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(f"bins must be a sequence of bin edges, got {show(bins)}")
+        raise ParameterError(
+            f"{parameter_name('bins')} must be a sequence of bin edges, got {show(bins)}",
+            parameter="bins",
+        )
     if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
         fast = bins.astype(np.float64)
     elif isinstance(bins, list) and all(type(e) is float for e in bins):
@@ -218,35 +224,46 @@ def _edges(bins: Any) -> np.ndarray:
         and bool((fast[1:] > fast[:-1]).all())
     ):
         return fast  # doubles, finite, strictly increasing: what the checks below ask
-    out = [float(read_double(f"bins[{i}]", e)) for i, e in enumerate(bins)]
+    out = [float(read_double(f"bins[{i}]", e, parameter="bins")) for i, e in enumerate(bins)]
+    name = parameter_name("bins")
     if len(out) < 2:
-        raise ParameterError(f"bins must have at least 2 edges, got {len(out)}")
+        raise ParameterError(
+            f"{name} must have at least 2 edges, got {len(out)}", parameter="bins"
+        )
     if any(not x < y for x, y in itertools.pairwise(out)):
-        raise ParameterError(f"bins must be strictly increasing, got {list(bins)!r}")
+        raise ParameterError(
+            f"{name} must be strictly increasing, got {list(bins)!r}", parameter="bins"
+        )
     return np.array(out, dtype=np.float64)
 
 
 def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
     """The categories as given and the bin of each normalised key (distinct keys only)."""
+    name = parameter_name("categories")
     if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-        raise ParameterError(f"categories must be a sequence of values, got {show(cats)}")
+        raise ParameterError(
+            f"{name} must be a sequence of values, got {show(cats)}", parameter="categories"
+        )
     cats = list(cats)
     if not cats:
-        raise ParameterError("categories must not be empty")
+        raise ParameterError(f"{name} must not be empty", parameter="categories")
     index: dict[CategoryKey, int] = {}
     for j, c in enumerate(cats):
         if is_missing(c):
-            raise ParameterError(f"categories[{j}] is a missing value ({show(c)})")
+            raise ParameterError(
+                f"{name}[{j}] is a missing value ({show(c)})", parameter="categories"
+            )
         try:
             key = category_key(c)
         except ParameterError as exc:
-            raise ParameterError(f"categories[{j}]: {exc}") from None
+            raise ParameterError(f"{name}[{j}]: {exc}", parameter="categories") from None
         if key in index:
             i = index[key]
             raise ParameterError(
-                f"categories must be distinct under exact-value matching (numbers by their "
-                f"exact value, strings as strings): categories[{i}] = {show(cats[i])} and "
-                f"categories[{j}] = {show(c)} are the same category"
+                f"{name} must be distinct under exact-value matching (numbers by their "
+                f"exact value, strings as strings): {name}[{i}] = {show(cats[i])} and "
+                f"{name}[{j}] = {show(c)} are the same category",
+                parameter="categories",
             )
         index[key] = j
     return cats, index
@@ -306,35 +323,50 @@ class Histogram(Statistic):
         cats = options.get("categories")
         if (bins is None) == (cats is None):
             raise ParameterError(
-                "statistic 'histogram' needs exactly one of bins=[edges] and "
-                f"categories=[values], got bins={bins!r}, categories={cats!r}"
+                f"statistic 'histogram' needs exactly one of {keyword('bins')} (the bin "
+                f"edges) and {keyword('categories')} (the category values), got "
+                f"{'both' if bins is not None else 'neither'}",
+                parameter="bins" if bins is None else "categories",
             )
         if data_bounds is not None:
             raise ParameterError(
-                "statistic 'histogram' takes its range from bins= (or categories=); "
-                "leave data_bounds=None"
+                f"statistic 'histogram' takes its range from {keyword('bins')} (or "
+                f"{keyword('categories')}); leave {parameter_name('data_bounds')} unset",
+                parameter="data_bounds",
             )
         other = options.get("other", False)
         out_of_range = options.get("out_of_range", "clamp")
         if not isinstance(other, bool):
-            raise ParameterError(f"other must be True or False, got {show(other)}")
+            raise ParameterError(
+                f"{parameter_name('other')} must be True or False, got {show(other)}",
+                parameter="other",
+            )
         if out_of_range not in ("clamp", "drop"):
             raise ParameterError(
-                f"out_of_range must be 'clamp' or 'drop', got {show(out_of_range)}"
+                f"{parameter_name('out_of_range')} must be 'clamp' or 'drop', got "
+                f"{show(out_of_range)}",
+                parameter="out_of_range",
             )
         if bins is not None:
             if other:
                 raise ParameterError(
-                    "other=True is for categories=; with bins=, values outside the edges are "
-                    "clamped into the edge bins (or dropped with out_of_range='drop')"
+                    f"{keyword('other', True)} is for {keyword('categories')}; with "
+                    f"{keyword('bins')}, values outside the edges are clamped into the edge "
+                    f"bins (or dropped with {keyword('out_of_range', 'drop')})",
+                    parameter="other",
                 )
             return _edges(bins)
         if out_of_range != "clamp":
-            raise ParameterError("out_of_range= is for bins=; for categories= use other=")
+            raise ParameterError(
+                f"{keyword('out_of_range')} is for {keyword('bins')}; for "
+                f"{keyword('categories')} use {keyword('other', True)}",
+                parameter="out_of_range",
+            )
         spec = _category_bins(cats)
         if other and "other" in (str(c) for c in spec[0]):
             raise ParameterError(
-                "other=True adds a bin labelled 'other'; a category has that label"
+                f"{keyword('other', True)} adds a bin labelled 'other'; a category has that label",
+                parameter="other",
             )
         return spec
 
@@ -383,12 +415,15 @@ class Histogram(Statistic):
         if isinstance(spec, np.ndarray):
             clamped = options.get("out_of_range", "clamp") == "clamp"
             labels = bin_labels(spec, clamped=clamped)
-            placement = (
-                "values below e_0 count in the first bin and values above e_k in the last "
+            lo, hi = (f"{float(e):g}" for e in (spec[0], spec[-1]))
+            counted = (
+                f"values below {lo} count in the first bin and values above {hi} in the last "
                 "(clamped: the labels say so with < and ≥)"
                 if clamped
-                else "values outside [e_0, e_k] are not counted (out_of_range='drop')"
-            ) + "; bins [e_i, e_{i+1}), the last closed"
+                else f"values outside [{lo}, {hi}] are not counted "
+                f"({keyword('out_of_range', 'drop')})"
+            )
+            placement = counted + "; bins [e_i, e_{i+1}), the last closed"
         else:
             labels = tuple(str(c) for c in spec[0])
             placement = (
@@ -397,11 +432,13 @@ class Histogram(Statistic):
             )
             if options.get("other", False):
                 labels = (*labels, "other")
-                placement += "every unlisted value counts in 'other'"
+                counted = "every value not among the categories counts in 'other'"
             else:
-                placement += (
-                    "records with unlisted values are not counted (other=True adds a bin for them)"
+                counted = (
+                    "records whose value is not among the categories are not counted "
+                    f"({keyword('other', True)} adds a bin for them)"
                 )
+            placement += counted
         if len(counts) != len(labels):
             raise ParameterError(
                 f"statistic 'histogram' got a state with {len(counts)} bins for "
@@ -434,7 +471,7 @@ class Histogram(Statistic):
                 "most 1 (Δ = 1) and holds at most n records (B′ = n)"
             ),
             n=n_used,
-            notes=(n_note,),
+            notes=(n_note, counted),
         )
 
 

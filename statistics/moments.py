@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from snapcore.dataset import Dataset
-from snapcore.errors import ParameterError
+from snapcore.errors import ParameterError, keyword
 from snapcore.exact import (
     DOT_SCALE,
     SUM_SCALE,
@@ -197,7 +197,10 @@ class Mean(Statistic):
         a, b = Fraction(lo), Fraction(hi)
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 1:
-            raise ParameterError(f"statistic 'mean' needs n >= 1 records, got n={n_used}")
+            raise ParameterError(
+                f"statistic 'mean' needs n >= 1 records, got {keyword('n', n_used)}",
+                parameter="n",
+            )
         mean = Fraction(state[1], n_used << SUM_SCALE)
         return Prepared(
             statistic=self.name,
@@ -253,7 +256,10 @@ class Variance(Statistic):
         w = Fraction(hi) - Fraction(lo)
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
-            raise ParameterError(f"statistic 'variance' needs n >= 2 records, got n={n_used}")
+            raise ParameterError(
+                f"statistic 'variance' needs n >= 2 records, got {keyword('n', n_used)}",
+                parameter="n",
+            )
         _, s, q = state
         # (Σc² − (Σc)²/n)/(n − 1), with both sums over the common scale 2**2148
         var = Fraction(q * n_used - s * s, (n_used * (n_used - 1)) << DOT_SCALE)
@@ -332,7 +338,10 @@ class Covariance(Statistic):
         w, v = Fraction(b) - Fraction(a), Fraction(d) - Fraction(c)
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
-            raise ParameterError(f"statistic 'covariance' needs n >= 2 records, got n={n_used}")
+            raise ParameterError(
+                f"statistic 'covariance' needs n >= 2 records, got {keyword('n', n_used)}",
+                parameter="n",
+            )
         _, sx, sy, sxy = state
         cov = Fraction(sxy * n_used - sx * sy, (n_used * (n_used - 1)) << DOT_SCALE)
         bp = variance_range_bound(n_used, w, v)
@@ -356,7 +365,9 @@ class Covariance(Statistic):
 def _two_column_bounds(data_bounds: DataBounds | None) -> DataBounds:
     if data_bounds is None or len(data_bounds) != 2:
         raise ParameterError(
-            "statistic 'covariance' needs data_bounds=((a, b), (c, d)), one pair per column"
+            f"statistic 'covariance' needs {keyword('data_bounds')}((a, b), (c, d)), one "
+            "pair per column",
+            parameter="data_bounds",
         )
     return data_bounds
 

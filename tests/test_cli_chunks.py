@@ -126,3 +126,211 @@ def test_bad_values_in_a_chunk_are_refused_by_column_not_value(tmp_path: Path):
     assert r.exit_code == 3  # a data error (snapcore.cli's exit codes)
     assert "column 'x': every record must be a finite real number" in r.output
     assert "oops" not in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (
+            ["sum", "--missing", "drop", "--relation", "add-remove", "--n", "900"],
+            {"missing": "drop", "relation": "add-remove", "n": 900},
+        ),
+        (["mean", "--missing", "impute", "--impute", "26"], {"missing": "impute", "impute": 26}),
+        (
+            ["variance", "--missing", "impute", "--impute", "26.5"],
+            {"missing": "impute", "impute": 26.5},
+        ),
+    ],
+)
+def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwargs):
+    """--missing drop/impute no longer read the whole file: each chunk gets the policy,
+    and the release equals the in-memory one (pandas, the same seed)."""
+    rng = np.random.default_rng(5)
+    bmi = rng.uniform(15, 45, 800)
+    cells = [
+        "" if i % 37 == 0 else ("nan" if i % 53 == 0 else repr(float(v)))
+        for i, v in enumerate(bmi)
+    ]
+    text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join(text) + "\n")
+    import snapcore.cli.release as cli_release
+
+    def whole_file(*_a, **_k):  # the in-memory reader must not be used
+        raise AssertionError("read the whole file")
+
+    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
+    r = CliRunner().invoke(
+        main,
+        [
+            "release",
+            args[0],
+            str(p),
+            "-c",
+            "bmi",
+            "-b",
+            "15",
+            "45",
+            "-e",
+            "1",
+            "--seed",
+            "s",
+            "--block-size",
+            "1024",
+            "--json",
+            *args[1:],
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout[r.stdout.index("{") :])
+    df = pd.read_csv(p)
+    assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and nan cells (0 is both kinds)
+    want = snapcore.release(
+        args[0],
+        df,
+        column="bmi",
+        data_bounds=(15, 45),
+        epsilon=1,
+        source=snapcore.SeededSource("s"),
+        **kwargs,
+    )
+    assert got["value"] == want.value and got["n"] == want.n
+
+
+def test_missing_policy_checked_before_reading(tmp_path: Path):
+    p = tmp_path / "m.csv"
+    p.write_text("bmi\n1\n\n2\n")
+    r = CliRunner().invoke(
+        main,
+        [
+            "release",
+            "mean",
+            str(p),
+            "-c",
+            "bmi",
+            "-b",
+            "0",
+            "5",
+            "-e",
+            "1",
+            "--missing",
+            "drop",
+            "--json",
+        ],
+    )
+    err = json.loads(r.stdout)["error"]
+    assert err["parameter"] == "--missing" and r.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "keys"),
+    [
+        (["count", "--n", "5000"], {"n": 5000}, "1,2,3"),
+        (["mean", "-c", "bmi", "-b", "15", "45", "--group-sizes", "1=0,2=0,3=0"], None, "1,2,3"),
+        (
+            ["sum", "-c", "bmi", "-b", "15", "45", "--n", "900", "--missing", "drop"],
+            {"column": "bmi", "data_bounds": (15, 45), "n": 900, "missing": "drop"},
+            "1,2,3",
+        ),
+        (
+            ["histogram", "-c", "bmi", "--bins", "15,25,35,45", "--n", "900", "--missing", "drop"],
+            {"column": "bmi", "bins": [15.0, 25.0, 35.0, 45.0], "n": 900, "missing": "drop"},
+            "north,2,3",
+        ),
+    ],
+)
+def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, keys):
+    """--by reads the file block by block, one partial state per key: the same release
+    as the whole table in memory (the same seed), keys matched by exact value (a field
+    1.0 is the key 1), blank keys and keys outside the key set in no group."""
+    rng = np.random.default_rng(9)
+    n = 700
+    g = rng.choice(["1.0", "2", "3.0", "", "7", "north"], n)
+    bmi = rng.uniform(15, 45, n)
+    cells = ["" if i % 41 == 0 else repr(float(v)) for i, v in enumerate(bmi)]
+    p = tmp_path / "g.csv"
+    p.write_text("g,bmi\n" + "".join(f"{a},{b}\n" for a, b in zip(g, cells, strict=True)))
+    import snapcore.cli.release as cli_release
+    from snapcore.cli.release import cell
+
+    def whole_file(*_a, **_k):
+        raise AssertionError("read the whole file")
+
+    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
+    key_list = [cell(k) for k in keys.split(",")]
+    table = {"g": [cell(a) for a in g], "bmi": [cell(b) for b in cells]}
+    if kwargs is None:  # group sizes are public: count them, and drop the blank cells first
+        keep = [i for i, b in enumerate(table["bmi"]) if b is not None]
+        table = {k: [v[i] for i in keep] for k, v in table.items()}
+        sizes = {k: sum(1 for a in table["g"] if a == k) for k in key_list}
+        p.write_text("g,bmi\n" + "".join(f"{g[i]},{cells[i]}\n" for i in keep))
+        args = [*args[:-1], ",".join(f"{k}={sizes[k]}" for k in key_list)]
+        kwargs = {"column": "bmi", "data_bounds": (15, 45), "group_sizes": sizes}
+    r = CliRunner().invoke(
+        main,
+        [
+            "release",
+            args[0],
+            str(p),
+            *args[1:],
+            "--by",
+            "g",
+            "--keys",
+            keys,
+            "-e",
+            "1",
+            "--seed",
+            "s",
+            "--block-size",
+            "1024",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout[r.stdout.index("{") :])
+    want = snapcore.release(
+        args[0],
+        table,
+        by="g",
+        keys=key_list,
+        epsilon=1,
+        source=snapcore.SeededSource("s"),
+        **kwargs,
+    )
+    assert got["values"] == [list(v) if isinstance(v, tuple) else v for v in want.values.values()]
+    assert [grp["n"] for grp in got["groups"]] == [want[k].n for k in key_list]
+
+
+def test_group_by_parquet_equals_csv(tmp_path: Path):
+    df = pd.DataFrame({"g": [1.0, 2.0, 2.0, 3.0, None, 1.0] * 50, "x": np.arange(300) % 17 * 1.0})
+    df.to_parquet(tmp_path / "t.parquet")
+    df.to_csv(tmp_path / "t.csv", index=False)
+    out = []
+    for name in ("t.parquet", "t.csv"):
+        r = CliRunner().invoke(
+            main,
+            [
+                "release",
+                "sum",
+                str(tmp_path / name),
+                "-c",
+                "x",
+                "-b",
+                "0",
+                "20",
+                "--by",
+                "g",
+                "--keys",
+                "1,2,4",
+                "--n",
+                "400",
+                "-e",
+                "1",
+                "--seed",
+                "p",
+                "--json",
+            ],
+        )
+        assert r.exit_code == 0, r.output
+        out.append(json.loads(r.stdout[r.stdout.index("{") :])["values"])
+    assert out[0] == out[1]

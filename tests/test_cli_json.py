@@ -57,7 +57,7 @@ def test_release_json_and_errors(diabetes_like: Path):
     assert r.exit_code == EXIT_OK
     d = js(r)
     assert d["statistic"] == "mean" and "grid_explanation" in d
-    assert "more ε" in d["grid_explanation"]
+    assert "--epsilon 1.001" in d["grid_explanation"]  # the ε that halves the step
     # count without --n: the error names the CLI flag, not the Python keyword
     msg = error_of(run("release", "count", "-e", "1", "--json"), EXIT_USAGE, "usage")
     assert "--n" in msg and "n=" not in msg

@@ -140,7 +140,11 @@ def test_csv_file(tmp_path: Path):
         ),
         (("mean", "-c", "age", "-e", "1"), "needs --data-bounds", 2),
         (("mean", "-c", "age", "-b", "100", "0", "-e", "1"), "lower < upper", 2),
-        (("mean", "-c", "nope", "-b", "0", "1", "-e", "1"), "column 'nope' not found", 3),
+        (
+            ("mean", "-c", "nope", "-b", "0", "1", "-e", "1"),
+            "column 'nope' not found (--column nope)",
+            3,
+        ),
         (
             ("mean", "-c", "region", "-b", "0", "1", "-e", "1"),
             "every record must be a finite real number",

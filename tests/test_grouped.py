@@ -78,6 +78,8 @@ def test_absent_keys_released_and_other_keys_never_appear():
         g[9]
     d = g.to_dict()
     assert [grp["key"] for grp in d["groups"]] == [2, 1, 3]
+    # one value per key, in key order, at the top for scripts
+    assert d["values"] == [grp["value"] for grp in d["groups"]] == [g[k].value for k in (2, 1, 3)]
     json.dumps(d)
     # Records whose key is outside the key set change nothing: same draws, same output.
     kept = [i for i, s in enumerate(SEX) if s in (1, 2) and not isinstance(s, str)]
@@ -199,3 +201,31 @@ def test_grouped_release_draws_all_its_noise_or_none():
             source=src,
         )  # fmt: skip
     assert src.remaining == 3 and b.spent == 0
+
+
+def test_grouped_release_from_partial_states_per_key():
+    """{key: Partial} (each key's records, in chunks) releases exactly as the table."""
+    keys = [1, 2, 3]
+    rows = [(s, a) for s, a in zip(SEX, AGE, strict=True) if s in (1, 2) and s != "1"]
+    chunks = [rows[:3], rows[3:]]
+    parts = {}
+    for k in keys:
+        states = [
+            snapcore.partial("sum", {"age": [a for s, a in c if s == k]}, data_bounds=(0, 100))
+            for c in chunks
+        ]
+        parts[k] = snapcore.merge(states)
+    sizes = {1: 2, 2: 3, 3: 0}
+    common = {"by": "sex", "keys": keys, "group_sizes": sizes, "data_bounds": (0, 100),
+              "epsilon": 1}  # fmt: skip
+    want = snapcore.release(
+        "sum", {"sex": [s for s, _ in rows], "age": [a for _, a in rows]}, column="age",
+        source=snapcore.SeededSource(8), **common,
+    )  # fmt: skip
+    got = snapcore.release("sum", parts, source=snapcore.SeededSource(8), **common)
+    assert got.values == want.values and [got[k].n for k in keys] == [2, 3, 0]
+    # every key needs its state; a policy for missing values applies before the states
+    with pytest.raises(ParameterError, match="no entry for key"):
+        snapcore.release("sum", {1: parts[1]}, **common)
+    with pytest.raises(ParameterError, match="applies to data held in memory"):
+        snapcore.release("sum", parts, missing="impute", impute=0, **common)

@@ -19,8 +19,9 @@ import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
 from snapcore.budget import LedgerBudget
 from snapcore.cli import main
+from snapcore.display import short
 from snapcore.errors import LedgerError, ParameterError
-from snapcore.ledger import Ledger, parse_epsilon, short_decimal
+from snapcore.ledger import Ledger, parse_epsilon
 
 DATA = [float(v) for v in range(20)]
 SPAWN = multiprocessing.get_context("spawn")
@@ -276,10 +277,10 @@ def test_killed_release_stays_spent(tmp_path: Path) -> None:
 
 
 def test_short_decimal_and_parse_epsilon() -> None:
-    assert short_decimal(Fraction(1, 5)) == "0.2"
-    assert short_decimal(Fraction(1)) == "1"
-    assert short_decimal(Fraction(1, 3)) == "≈0.333333333333"
-    assert short_decimal(Fraction(0.1)) == "≈0.1"  # the double 0.1 is not 1/10
+    assert short(Fraction(1, 5)) == "0.2"
+    assert short(Fraction(1)) == "1"
+    assert short(Fraction(1, 3)) == "≈0.333333333333"
+    assert short(Fraction(0.1)) == "≈0.1"  # the double 0.1 is not 1/10
     assert parse_epsilon("0.2") == Fraction(1, 5) and parse_epsilon("1/3") == Fraction(1, 3)
     with pytest.raises(ParameterError, match="epsilon"):
         parse_epsilon("a lot")
@@ -306,7 +307,7 @@ def test_cli_budget_session(tmp_path: Path) -> None:
     r = runner.invoke(main, ["budget", "show", path, "--json"])
     assert r.exit_code == 0, r.output
     shown = json.loads(r.output)
-    assert shown["spent_exact"] == "1/1" and shown["remaining_exact"] == "0/1"
+    assert shown["spent_exact"] == "1" and shown["remaining_exact"] == "0"  # as str(Fraction)
     assert [e["epsilon_exact"] for e in shown["entries"]] == ["1/5"] * 5
     r = runner.invoke(main, ["budget", "show", path])
     assert r.exit_code == 0 and "remaining  0" in r.output and "0.2" in r.output

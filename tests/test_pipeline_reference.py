@@ -33,8 +33,8 @@ from snapref import (
 )
 
 from snapcore import ParameterError, SnappingMechanism
+from snapcore.display import short
 from snapcore.dyadic import Rounding, round_fraction, to_fraction
-from snapcore.errors import format_number
 
 SETTINGS = settings(
     max_examples=400,
@@ -253,9 +253,9 @@ def check_calibration(mech: SnappingMechanism, ref) -> None:
     assert pa.theorem.startswith("Mironov (2012), Theorem 1 (snapping mechanism)")
     assert f"eta = 2**-{p} " in pa.theorem and pa.theorem.endswith(f"p = {p} bits")
     assert f"> 2**-{p - 1}" in pa.conditions[0]
-    assert f"b = {format_number(ref.b)}, eta = 2**-{p}" in pa.conditions[1]
-    assert pa.conditions[2].endswith(f"b / Lambda = {format_number(ref.b / ref.granularity)}")
-    assert pa.conditions[3].startswith(f"lambda = RU(1/epsilon') = {format_number(ref.scale)}")
+    assert f"b = {short(ref.b)}, eta = 2**-{p}" in pa.conditions[1]
+    assert pa.conditions[2].endswith(f"b / Lambda = {short(ref.b / ref.granularity)}")
+    assert pa.conditions[3].startswith(f"lambda = RU(1/epsilon') = {short(ref.scale)}")
     assert pa.conditions[3].endswith("(the mechanism stays private, mostly clamped)")
 
 

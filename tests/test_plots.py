@@ -49,7 +49,11 @@ def test_output_distribution_figure(tmp_path):
         for c in ax.containers
         for h in c.markerline.get_ydata()  # stem containers
     ]
-    assert sum(heights) == pytest.approx(1.0, abs=1e-9)
+    # every grid point of the window and every interval end in view: an end whose mass
+    # is above 1e-4 is always in view, and the lower end (0, far from 17.3) is not
+    assert sum(heights) == pytest.approx(1.0, abs=2e-4)
+    lo, hi = ax.get_xlim()
+    assert lo > 0.0 and hi >= 20.0
     out = tmp_path / "d.svg"
     fig.savefig(out)
     assert out.read_text().lstrip().startswith("<?xml")
@@ -127,3 +131,92 @@ def test_missing_matplotlib_message(monkeypatch, tmp_path):
         main, ["plot", "accuracy", "--clamp-bounds", "0", "1", "-o", str(tmp_path / "x.png")]
     )
     assert r.exit_code == 1 and "snapcore[plot]" in r.output
+
+
+@pytest.mark.parametrize(
+    ("plan", "want"),
+    [
+        # mean of 442 records on [0, 100] under replace: Δ = 100/442, B′ = 50, ε as given
+        (
+            ["--statistic", "mean", "--n", "442", "--data-bounds", "0", "100", "--epsilon", "1"],
+            (50.0, 1.0, 100 / 442),
+        ),
+        # count capped at a public n = 100000 (add-remove): Δ = 1, B′ = n/2
+        (["--statistic", "count", "--n", "100000", "--epsilon", "0.25"], (50000.0, 0.25, 1.0)),
+        (["--b-prime", "10", "--epsilon", "2", "--sensitivity", "3"], (10.0, 2.0, 3.0)),
+    ],
+)
+def test_cli_plot_gamma_from_a_release_plan(tmp_path, plan, want):
+    import json
+
+    out = tmp_path / "g.png"
+    r = CliRunner().invoke(main, ["plot", "gamma", *plan, "--dpi", "40", "-o", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["b_prime"], d["epsilon_per_value"], d["sensitivity"]) == pytest.approx(want)
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_plot_gamma_plan_errors(tmp_path):
+    out = str(tmp_path / "g.png")
+    for args, words in (
+        (["--epsilon", "1"], "--b-prime"),
+        (["--statistic", "mean", "--epsilon", "1"], "--n"),
+        (["--statistic", "mean", "--n", "9", "--b-prime", "3", "--epsilon", "1"], "--b-prime"),
+        (["--n", "9", "--b-prime", "3", "--epsilon", "1"], "--statistic"),
+        (["--statistic", "mean", "--n", "9", "--epsilon", "1"], "--data-bounds"),
+    ):
+        r = CliRunner().invoke(main, ["plot", "gamma", *args, "-o", out])
+        assert r.exit_code == 2 and words in r.output, (args, r.output)
+
+
+def test_plot_titles_fit_and_name_the_plan():
+    """Every text of the figures lies inside the figure (titles are not cut off)."""
+    from snapcore import plots
+
+    figs = [
+        plots.accuracy_vs_epsilon(
+            clamp_bounds=(-1.58594, 101.586),
+            sensitivity=100 / 442,
+            epsilons=[0.1, 1.0, 10.0],
+            subject="mean of n = 442 on [0, 100]",
+        ),
+        plots.output_distribution_figure(
+            epsilon=1.0,
+            clamp_bounds=(-1.58594, 101.586),
+            sensitivity=100 / 442,
+            guess=48.5,
+            subject="mean of n = 442 on [0, 100]",
+        ),
+        plots.accuracy_vs_gamma(
+            50.0,
+            epsilon=1.0,
+            sensitivity=100 / 442,
+            gammas=[1e-3, 0.5],
+            subject="mean of n = 442 on [0, 100]",
+        ),
+    ]
+    for fig in figs:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        box = fig.bbox
+        texts = [fig._suptitle] + [ax.title for ax in fig.axes]
+        assert "mean of n = 442" in fig._suptitle.get_text()
+        for t in texts:
+            if t is None or not t.get_text():
+                continue
+            e = t.get_window_extent(renderer)
+            assert box.x0 <= e.x0 and e.x1 <= box.x1 and e.y1 <= box.y1, t.get_text()
+
+
+def test_distribution_zooms_to_the_mass():
+    from snapcore import plots
+
+    fig = plots.output_distribution_figure(
+        epsilon=1.0, clamp_bounds=(-1.58594, 101.586), sensitivity=100 / 442, guess=48.5
+    )
+    lo, hi = fig.axes[0].get_xlim()
+    assert 40 < lo < 48.5 < hi < 57  # a window of a few grid steps, not the whole interval

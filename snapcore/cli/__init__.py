@@ -6,7 +6,11 @@ breaks another.  Add a subcommand by adding a loader to :data:`SUBCOMMANDS`.
 
 Every subcommand takes ``--json``: its result is then one JSON object on stdout, and
 so is an error (``{"error": {"kind", "type", "message", "exit_code"}}``, on stdout,
-nothing on stderr but warnings).  Exit status (the same with and without ``--json``):
+nothing on stderr but warnings; with ``"parameter"``, the option at fault as this
+command line spells it, when the error is about one).  Messages name options as the
+command line spells them (``--n``), from each subcommand's own option definitions.
+
+Exit status (the same with and without ``--json``):
 
 - 0: done;
 - 1: internal error (a bug, a missing optional dependency, or a backend failing its
@@ -40,6 +44,7 @@ from snapcore.cli._output import (
     PrivacyRefused,
     classify,
     emit_json,
+    flag_of,
     message_of,
 )
 from snapcore.errors import AuditError
@@ -133,16 +138,16 @@ class _LazyGroup(click.Group):
                 if not as_json:
                     traceback.print_exc()
             if as_json:
-                emit_json(
-                    {
-                        "error": {
-                            "kind": kind,
-                            "type": type(exc).__name__,
-                            "message": message,
-                            "exit_code": code,
-                        }
-                    }
-                )
+                error: dict[str, Any] = {
+                    "kind": kind,
+                    "type": type(exc).__name__,
+                    "message": message,
+                    "exit_code": code,
+                }
+                flag = flag_of(exc)
+                if flag is not None:
+                    error["parameter"] = flag
+                emit_json({"error": error})
             else:
                 click.echo(f"Error: {message}", err=True)
             rv = code

@@ -12,7 +12,10 @@ from snapcore.errors import (
     BudgetExceededError,
     DataError,
     LedgerError,
+    ParameterError,
     SnapcoreError,
+    Speller,
+    spelling,
 )
 
 __all__ = [
@@ -22,9 +25,13 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "PrivacyRefused",
+    "SpelledCommand",
+    "SpelledGroup",
     "classify",
     "emit_json",
+    "flag_of",
     "message_of",
+    "speller_for",
 ]
 
 EXIT_OK = 0
@@ -62,6 +69,46 @@ def classify(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, SnapcoreError | ValueError):
         return "usage", EXIT_USAGE
     return "internal", EXIT_INTERNAL
+
+
+def speller_for(command: click.Command) -> Speller:
+    """How ``command`` spells the Python keyword of each of its options: the option
+    whose destination is that keyword (``--n`` for ``n``, ``--clamp`` for
+    ``clamp_bounds``), from the command's own definitions; None for the others."""
+    flags: dict[str, tuple[str, bool]] = {}
+    for p in command.params:
+        if isinstance(p, click.Option) and p.name:
+            longs = [o for o in p.opts if o.startswith("--")] or p.opts
+            flags[p.name] = (longs[0], bool(p.is_flag))
+    return flags.get
+
+
+class SpelledCommand(click.Command):
+    """A subcommand whose errors name its own options: while it runs, snapcore's
+    messages spell parameters as this command's flags (:func:`snapcore.errors.spelling`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with spelling(speller_for(self)):
+            return super().invoke(ctx)
+
+
+class SpelledGroup(click.Group):
+    """A group of :class:`SpelledCommand` subcommands."""
+
+    command_class = SpelledCommand
+
+
+def flag_of(exc: BaseException) -> str | None:
+    """The option an error is about, as the command line spells it, when it names one."""
+    if isinstance(exc, ParameterError):
+        return exc.shown_as
+    option = getattr(exc, "option", None)  # a subcommand's own usage error
+    if isinstance(exc, click.ClickException) and isinstance(option, str):
+        return option
+    if isinstance(exc, click.BadParameter) and exc.param is not None:
+        opts = [o for o in exc.param.opts if o.startswith("--")] or exc.param.opts
+        return opts[0] if isinstance(exc.param, click.Option) else exc.param.human_readable_name
+    return None
 
 
 def message_of(exc: BaseException) -> str:

@@ -7,12 +7,12 @@ from typing import Any
 
 import click
 
-from snapcore.cli._output import EXIT_REFUSED, emit_json
+from snapcore.cli._output import EXIT_REFUSED, SpelledCommand, emit_json
 
 __all__ = ["audit_command"]
 
 
-@click.command("audit")
+@click.command("audit", cls=SpelledCommand)
 @click.option("--epsilon", type=float, required=True, help="The privacy budget ε.")
 @click.option("--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI.")
 @click.option("--clamp-bound", type=float, default=None, help="Symmetric clamp bound B: [-B, B].")

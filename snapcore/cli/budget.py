@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledGroup, emit_json
 
 __all__ = ["budget"]
 
 
-@click.group()
+@click.group(cls=SpelledGroup)
 def budget() -> None:
     """Create and inspect a budget ledger (a total ε shared by every release)."""
 
@@ -34,14 +34,15 @@ def budget() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the new ledger as JSON.")
 def init(ledger: str, epsilon: str, as_json: bool) -> None:
     """Create the ledger LEDGER holding a total ε (never overwrites a file)."""
-    from snapcore.ledger import Ledger, parse_epsilon, short_decimal
+    from snapcore.display import short
+    from snapcore.ledger import Ledger, parse_epsilon
 
     # errors reach the command line's handler: exit status and --json (snapcore.cli)
     led = Ledger.init(ledger, parse_epsilon(epsilon))
     if as_json:
         emit_json(led.to_dict())
         return
-    click.echo(f"created budget ledger {ledger} with total epsilon {short_decimal(led.total)}")
+    click.echo(f"created budget ledger {ledger} with total epsilon {short(led.total)}")
 
 
 @budget.command("show")
@@ -49,7 +50,8 @@ def init(ledger: str, epsilon: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON (exact p/q too).")
 def show(ledger: str, as_json: bool) -> None:
     """Show the totals and the history of LEDGER (after checking it whole)."""
-    from snapcore.ledger import SCHEMA_VERSION, Ledger, short_decimal
+    from snapcore.display import short
+    from snapcore.ledger import SCHEMA_VERSION, Ledger
 
     led = Ledger(ledger)
     st = led.state()
@@ -57,9 +59,9 @@ def show(ledger: str, as_json: bool) -> None:
         emit_json(led.to_dict())
         return
     click.echo(f"budget ledger {ledger} (schema {SCHEMA_VERSION}, created {st.created})")
-    click.echo(f"  total      {short_decimal(st.total)}")
-    click.echo(f"  spent      {short_decimal(st.spent)}")
-    click.echo(f"  remaining  {short_decimal(st.remaining)}")
+    click.echo(f"  total      {short(st.total)}")
+    click.echo(f"  spent      {short(st.spent)}")
+    click.echo(f"  remaining  {short(st.remaining)}")
     if not st.entries:
         click.echo("  no spends yet")
         return
@@ -69,8 +71,8 @@ def show(ledger: str, as_json: bool) -> None:
             (
                 str(e.index),
                 e.time,
-                short_decimal(e.epsilon),
-                short_decimal(e.cumulative),
+                short(e.epsilon),
+                short(e.cumulative),
                 e.status,
                 str(e.pid),
                 e.label,

@@ -10,12 +10,12 @@ from typing import Any
 import attrs
 import click
 
-from snapcore.cli._output import EXIT_INTERNAL, emit_json
+from snapcore.cli._output import EXIT_INTERNAL, SpelledCommand, emit_json
 
 __all__ = ["compare"]
 
 
-@click.command()
+@click.command(cls=SpelledCommand)
 @click.option(
     "--size",
     type=click.IntRange(min=1),
@@ -39,7 +39,7 @@ __all__ = ["compare"]
 )
 @click.option("--no-conformance", is_flag=True, help="Skip the quick conformance run.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
-@click.option("--backend", "names", multiple=True, help="Only these backends (repeatable).")
+@click.option("--backend", "backend", multiple=True, help="Only these backends (repeatable).")
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -57,7 +57,7 @@ def compare(
     repeat: int,
     no_conformance: bool,
     markdown: bool,
-    names: tuple[str, ...],
+    backend: tuple[str, ...],
     statistics: tuple[str, ...],
     no_statistics: bool,
     progress: bool | None,
@@ -100,7 +100,7 @@ def compare(
 
     try:
         rows = compare_backends(
-            names or None,
+            backend or None,
             size=size,
             scalar_seconds=seconds,
             conformance=not no_conformance,

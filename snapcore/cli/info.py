@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.plugins import get_registries
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["info"]
 
 
-@click.command()
+@click.command(cls=SpelledCommand)
 @click.option("--epsilon", type=float, default=None, help="Show the calibration for this ε.")
 @click.option("--clamp-bounds", nargs=2, type=float, default=None, help="Clamp interval LO HI.")
 @click.option("--sensitivity", type=float, default=1.0, show_default=True)
@@ -29,6 +29,12 @@ def info(
     """List backends, sources and statistics; with --epsilon and --clamp-bounds, show the
     exact calibration (precision, ε′, λ, Λ)."""
     reg = get_registries()
+    # a bad calibration request fails before anything is printed
+    m = (
+        None
+        if epsilon is None and clamp_bounds is None
+        else _mechanism(epsilon, clamp_bounds, sensitivity)
+    )
     if as_json:
         out: dict[str, Any] = {
             "backends": [
@@ -46,8 +52,7 @@ def info(
                 {"name": n, "origin": reg.statistics.origin(n)} for n in reg.statistics
             ],
         }
-        if epsilon is not None or clamp_bounds is not None:
-            m = _mechanism(epsilon, clamp_bounds, sensitivity)
+        if m is not None:
             out["calibration"] = {
                 "precision": m.precision,
                 "epsilon_prime": float(m.epsilon_prime),
@@ -72,8 +77,7 @@ def info(
     click.echo("statistics:")
     for name in reg.statistics:
         click.echo(f"  {name:10s} [{reg.statistics.origin(name)}]")
-    if epsilon is not None or clamp_bounds is not None:
-        m = _mechanism(epsilon, clamp_bounds, sensitivity)
+    if m is not None:
         click.echo(f"precision p      = {m.precision}")
         click.echo(f"epsilon'         = {float(m.epsilon_prime)!r}")
         click.echo(f"scale lambda     = {float(m.scale)!r}")

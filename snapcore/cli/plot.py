@@ -8,17 +8,19 @@ from typing import Any
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledGroup, emit_json
 
 __all__ = ["plot"]
 
 
-def _save(make: Callable[[], Any], output: str, as_json: bool = False, **about: Any) -> None:
+def _save(
+    make: Callable[[], Any], output: str, as_json: bool = False, dpi: int = 100, **about: Any
+) -> None:
     suffix = Path(output).suffix.lower()
     if suffix not in (".png", ".svg"):
         raise click.UsageError(f"--output must end in .png or .svg, got {output!r}")
     fig = make()  # errors reach the command line's handler (exit status, --json)
-    fig.savefig(output, dpi=130)
+    fig.savefig(output, dpi=dpi)
     if as_json:
         emit_json({"written": output, **about})
     else:
@@ -56,6 +58,18 @@ def _planned(
     )
     interval = (float(cal.lower), float(cal.upper))
     return float(cal.epsilon), float(cal.sensitivity), {"clamp_bounds": interval}
+
+
+def _subject(
+    statistic: str | None, n: int | None, data_bounds: tuple[float, float] | None
+) -> str | None:
+    """What a planned release releases, for a plot's title."""
+    if statistic is None:
+        return None
+    text = f"{statistic} of n = {n}"
+    if data_bounds is not None:
+        text += f" on [{data_bounds[0]:g}, {data_bounds[1]:g}]"
+    return text
 
 
 def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,9 +117,16 @@ _bound = click.option(
 _sens = click.option("--sensitivity", type=float, default=1.0, show_default=True, help="Δ.")
 _alpha = click.option("--alpha", type=float, default=0.05, show_default=True, help="α.")
 _json = click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+_dpi = click.option(
+    "--dpi",
+    type=click.IntRange(min=20, max=600),
+    default=100,
+    show_default=True,
+    help="Resolution of a PNG (dots per inch).",
+)
 
 
-@click.group(context_settings={"ignore_unknown_options": False})
+@click.group(cls=SpelledGroup, context_settings={"ignore_unknown_options": False})
 def plot() -> None:
     """Draw the accuracy pictures (accuracy vs ε, one release's distribution, γ).
 
@@ -122,6 +143,7 @@ def plot() -> None:
 @click.option("--eps-max", type=float, default=100.0, show_default=True)
 @click.option("-o", "--output", default="accuracy-vs-epsilon.png", show_default=True)
 @_plan_options
+@_dpi
 @_json
 def accuracy_cmd(
     clamp_bounds: tuple[float, float] | None,
@@ -136,6 +158,7 @@ def accuracy_cmd(
     data_bounds: tuple[float, float] | None,
     relation: str | None,
     gamma: float,
+    dpi: int,
     as_json: bool,
 ) -> None:
     """Accuracy against ε for snapping and for the Laplace mechanism.
@@ -153,10 +176,15 @@ def accuracy_cmd(
     )
     _save(
         lambda: plots.accuracy_vs_epsilon(
-            alpha=alpha, sensitivity=sensitivity, epsilons=eps, **where
+            alpha=alpha,
+            sensitivity=sensitivity,
+            epsilons=eps,
+            subject=_subject(statistic, n, data_bounds),
+            **where,
         ),
         output,
         as_json,
+        dpi,
     )
 
 
@@ -170,6 +198,7 @@ def accuracy_cmd(
 @click.option("--window", type=int, default=12, show_default=True, help="Grid steps shown.")
 @click.option("-o", "--output", default="output-distribution.png", show_default=True)
 @_plan_options
+@_dpi
 @_json
 def distribution_cmd(
     epsilon: float,
@@ -185,6 +214,7 @@ def distribution_cmd(
     data_bounds: tuple[float, float] | None,
     relation: str | None,
     gamma: float,
+    dpi: int,
     as_json: bool,
 ) -> None:
     """The output distribution of one release for a guess of f(D).
@@ -206,30 +236,91 @@ def distribution_cmd(
             sensitivity=sensitivity,
             alpha=alpha,
             window=window,
+            subject=_subject(statistic, n, data_bounds),
             **where,
         ),
         output,
         as_json,
+        dpi,
     )
 
 
 @plot.command("gamma")
-@click.option("--b-prime", type=float, required=True, help="B′: the largest |f(D)|.")
-@click.option("--epsilon", type=float, required=True, help="ε.")
+@click.option("--b-prime", type=float, default=None, help="B′: the largest |f(D) − centre|.")
+@click.option(
+    "--epsilon", type=float, required=True, help="ε (with --statistic: the release's total ε)."
+)
 @_sens
 @_alpha
 @click.option("-o", "--output", default="accuracy-vs-gamma.png", show_default=True)
+@click.option(
+    "--statistic",
+    default=None,
+    help="Plan a release of this statistic: Δ, ε per value and B′ (half the width of "
+    "its range) come from --n and --data-bounds.",
+)
+@click.option("--n", "n", type=int, default=None, help="Public number of records.")
+@click.option("--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI.")
+@click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None)
+@_dpi
 @_json
 def gamma_cmd(
-    b_prime: float, epsilon: float, sensitivity: float, alpha: float, output: str, as_json: bool
+    b_prime: float | None,
+    epsilon: float,
+    sensitivity: float,
+    alpha: float,
+    output: str,
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    relation: str | None,
+    dpi: int,
+    as_json: bool,
 ) -> None:
-    """Clamp bound, accuracy and worst-case bias against γ."""
+    """Clamp bound, accuracy and worst-case bias against γ.
+
+    \b
+    Plan it from the release instead of typing B′ and Δ:
+      snapcore plot gamma --statistic mean --n 442 --data-bounds 0 100 --epsilon 1
+    """
     from snapcore import plots
 
+    if statistic is None:
+        if n is not None or data_bounds is not None:
+            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+        if b_prime is None:
+            raise click.UsageError(
+                "give --b-prime (or plan a release with --statistic, --n and --data-bounds)"
+            )
+        eps_each, bp = epsilon, b_prime
+    else:
+        from snapcore.accuracy import plan_statistic
+
+        if b_prime is not None:
+            raise click.UsageError("--statistic plans B′ itself: leave out --b-prime")
+        if n is None:
+            raise click.UsageError("--statistic needs --n, the public number of records")
+        plan = plan_statistic(
+            statistic, epsilon=epsilon, n=n, data_bounds=data_bounds, relation=relation
+        )
+        lo, hi = plan.value_range
+        eps_each, sensitivity, bp = (
+            float(plan.epsilon),
+            float(plan.sensitivity),
+            float((hi - lo) / 2),
+        )
     _save(
         lambda: plots.accuracy_vs_gamma(
-            b_prime, epsilon=epsilon, alpha=alpha, sensitivity=sensitivity
+            bp,
+            epsilon=eps_each,
+            alpha=alpha,
+            sensitivity=sensitivity,
+            subject=_subject(statistic, n, data_bounds),
         ),
         output,
         as_json,
+        dpi,
+        b_prime=bp,
+        epsilon_per_value=eps_each,
+        sensitivity=sensitivity,
     )

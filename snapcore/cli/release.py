@@ -11,22 +11,21 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from snapcore.cli._output import emit_json
+from snapcore.cli._output import SpelledCommand, emit_json
+from snapcore.cli.chunks import cell
 from snapcore.display import short
-from snapcore.errors import DataError, SnapcoreError
+from snapcore.errors import DataError
 
 __all__ = ["release"]
 
 
-class _OneLineErrors(click.Command):
+class _OneLineErrors(SpelledCommand):
     """Report bad arguments as one line (``Error: ...``), exit status 2, no usage dump."""
 
     def make_context(
@@ -39,19 +38,20 @@ class _OneLineErrors(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            raise _Fail(f"{exc.format_message()} (see 'snapcore release --help')") from None
+            raise UsageError(f"{exc.format_message()} (see 'snapcore release --help')") from None
 
 
-class _Fail(click.ClickException):
+class UsageError(click.ClickException):
     exit_code = 2
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, option: str | None = None) -> None:
         super().__init__(" ".join(str(message).split()))
+        self.option = option  # the flag at fault, for the JSON error
 
 
 def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
-    """A whole CSV file as columns of values (the reader without pyarrow, and the one
-    for group-by and missing-value policies): blank cells are missing (None), numbers
+    """A whole CSV file as columns of values (the reader without pyarrow, or for a
+    statistic that cannot merge partial states): blank cells are missing (None), numbers
     are numbers, other text stays text."""
     reader = csv.reader(fh)
     try:
@@ -79,12 +79,18 @@ def _read_input(
     column: Any,
     data_bounds: Any,
     options: dict[str, Any],
-    in_memory: bool = False,
+    policy: Any = None,
+    grouping: dict[str, Any] | None = None,
 ) -> tuple[Any, str]:
     """The data to release and how to name it: a merged partial state read in chunks
-    (pyarrow), or else (also for ``in_memory``: group-by, missing-value policies) the
-    whole CSV file read field by field with :func:`cell`."""
-    from snapcore.cli.chunks import BLOCK_BYTES, pyarrow_available, stream_partial
+    (pyarrow; a missing-value ``policy`` applied to each chunk; with ``grouping``, one
+    state per key), or else the whole CSV file read field by field with :func:`cell`."""
+    from snapcore.cli.chunks import (
+        BLOCK_BYTES,
+        pyarrow_available,
+        stream_group_partials,
+        stream_partial,
+    )
     from snapcore.statistic import resolve_statistic
 
     if csv_file is None:
@@ -100,11 +106,9 @@ def _read_input(
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
     stat = resolve_statistic(statistic)
-    if in_memory and fmt == "parquet":
-        raise _Fail("--by and --missing drop/impute read CSV (the whole file, in memory)")
-    if in_memory or not pyarrow_available() or not stat.mergeable:
+    if not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
-            raise _Fail('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
+            raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
             return _csv_table(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"), label), label
         try:
@@ -122,15 +126,21 @@ def _read_input(
         else:
             ctx = contextlib.nullcontext(stdin) if path is None else path.open("rb")
         with ctx as source:
-            part = stream_partial(
-                stat,
-                source,
-                label=label,
-                file_format=fmt,
-                column=column,
-                data_bounds=data_bounds,
-                options=options,
-                block_bytes=block_size or BLOCK_BYTES,
+            common: dict[str, Any] = {
+                "label": label,
+                "file_format": fmt,
+                "column": column,
+                "data_bounds": data_bounds,
+                "options": options,
+                "block_bytes": block_size or BLOCK_BYTES,
+                "policy": policy,
+            }
+            part: Any = (
+                stream_group_partials(
+                    stat, source, by=grouping["by"], keys=grouping["keys"], **common
+                )
+                if grouping
+                else stream_partial(stat, source, **common)
             )
     except OSError as exc:
         raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
@@ -144,71 +154,15 @@ def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
         raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
 
 
-_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def cell(text: str) -> Any:
-    """One CSV field (or ``--categories``, ``--keys`` item), read on its own.
-
-    Integer text is an ``int`` (exact at any size); other decimal number text is the
-    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
-    pyarrow's CSV readers parse it, so the chunked reader gives the same values); an
-    empty field or ``nan`` is a missing value (``None``, refused by the release unless
-    ``--missing`` says otherwise); anything else stays text.  The same rule for every
-    field: no field changes how another is read.  So ``--categories 1,2`` matches the
-    fields ``1.0`` and ``2.0`` under exact value matching.
-    """
-    t = text.strip()
-    if not t:
-        return None
-    if _INT.fullmatch(t):
-        return int(t)
-    try:
-        x = float(t)  # correctly rounded: the decimal written, rounded once
-    except ValueError:
-        return t
-    if math.isnan(x):
-        return None
-    return x if math.isfinite(x) else t
-
-
-_FLAGS = {
-    "n": "--n",
-    "data_bounds": "--data-bounds",
-    "clamp_bounds": "--clamp",
-    "gamma": "--gamma",
-    "epsilon": "--epsilon",
-    "bins": "--bins",
-    "categories": "--categories",
-    "column": "--column",
-    "keys": "--keys",
-    "by": "--by",
-    "group_sizes": "--group-sizes",
-    "missing": "--missing",
-    "impute": "--impute",
-    "other": "--other",
-    "out_of_range": "--out-of-range",
-    "relation": "--relation",
-}
-
-
-def _flags(message: str) -> str:
-    """A Python API message in the CLI's words: ``n=`` -> ``--n`` and so on."""
-    out = re.sub(
-        r"(?<![\w.'\"-])(" + "|".join(_FLAGS) + r")=(?!=)",
-        lambda m: _FLAGS[m.group(1)] + " ",
-        message,
-    )
-    return re.sub(r" +([,;)]|$)", r"\1", out).replace("  ", " ")
-
-
 def _numbers(text: str, what: str) -> list[float]:
     out = []
     for part in text.split(","):
         try:
             out.append(float(part))
         except ValueError:
-            raise _Fail(f"{what} must be comma-separated numbers, got {text!r}") from None
+            raise UsageError(
+                f"{what} must be comma-separated numbers, got {text!r}", what
+            ) from None
     return out
 
 
@@ -243,7 +197,7 @@ def _fmt(x: Any) -> str:
 @click.option(
     "--column",
     "-c",
-    "columns",
+    "column",
     multiple=True,
     help="Column to read (give it twice for covariance); count needs none.",
 )
@@ -272,6 +226,7 @@ def _fmt(x: Any) -> str:
 )
 @click.option(
     "--clamp",
+    "clamp_bounds",
     nargs=2,
     type=float,
     default=None,
@@ -358,11 +313,11 @@ def release(
     csv_file: str | None,
     file_format: str,
     block_size: int | None,
-    columns: tuple[str, ...],
+    column: tuple[str, ...],
     data_bounds: tuple[tuple[float, float], ...],
     epsilon: str,
     gamma: float | None,
-    clamp: tuple[float, float] | None,
+    clamp_bounds: tuple[float, float] | None,
     n: int | None,
     relation: str | None,
     bins: str | None,
@@ -399,8 +354,11 @@ def release(
     """
     from snapcore.api import release as do_release
     from snapcore.budget import Budget
-    from snapcore.ledger import parse_epsilon, short_decimal
+    from snapcore.ledger import parse_epsilon
+    from snapcore.missing import check_missing_policy
+    from snapcore.partials import Partial
     from snapcore.sources import SeededSource
+    from snapcore.statistic import resolve_relation, resolve_statistic
 
     options: dict[str, Any] = {}
     if bins is not None:
@@ -414,12 +372,15 @@ def release(
     for item in extra:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise _Fail(f"--option must look like KEY=VALUE, got {item!r}")
+            raise UsageError(f"--option must look like KEY=VALUE, got {item!r}", "--option")
         options[key] = cell(value)
     grouping: dict[str, Any] = {}
     if by is not None or keys is not None or group_sizes is not None:
         if by is None or keys is None:
-            raise _Fail("--by and --keys go together: --by COLUMN --keys a,b,...")
+            raise UsageError(
+                "--by and --keys go together: --by COLUMN --keys a,b,...",
+                "--keys" if by is not None else "--by",
+            )
         grouping = {"by": by, "keys": _values(keys)}
         if group_sizes is not None:
             grouping["group_sizes"] = _sizes(group_sizes)
@@ -429,43 +390,60 @@ def release(
         bounds_arg: Any = data_bounds[0] if len(data_bounds) == 1 else data_bounds
     else:
         bounds_arg = None
-    column: Any = None
+    columns = column
+    column_arg: Any = None
     if columns:
-        column = columns[0] if len(columns) == 1 else columns
-    try:
-        eps = parse_epsilon(epsilon)  # before a long read
-        budget = None if ledger is None else Budget.from_ledger(ledger)
-        data, data_label = _read_input(
-            statistic,
-            csv_file,
-            file_format,
-            block_size,
-            column,
-            bounds_arg,
-            options,
-            in_memory=bool(grouping) or missing != "error",
-        )
-        r: Any = do_release(
-            statistic,
-            data,
-            epsilon=eps,
-            data_bounds=bounds_arg,
-            gamma=gamma,
-            clamp_bounds=clamp,
-            n=n,
-            relation=relation,
-            column=column,
-            missing=missing,
-            impute=None if impute is None else cell(impute),
-            backend=backend,
-            source=source,
-            budget=budget,
-            **grouping,
-            **options,
-        )
-    except (SnapcoreError, ValueError) as exc:
-        exc.args = (_flags(str(exc)),)
-        raise exc from None
+        column_arg = columns[0] if len(columns) == 1 else columns
+    # errors reach the command line's handler (exit status, --json, the option named)
+    eps = parse_epsilon(epsilon)  # before a long read
+    budget = None if ledger is None else Budget.from_ledger(ledger)
+    impute_value = None if impute is None else cell(impute)
+    # the policy is checked against the relation before reading (the release checks
+    # it again); a chunked read applies it to each chunk
+    stat = resolve_statistic(statistic)
+    rel = resolve_relation(stat, relation)
+    if (
+        grouping
+        and relation is None
+        and group_sizes is None
+        and "add-remove" in [r.value for r in stat.relations]
+    ):
+        rel = resolve_relation(stat, "add-remove")  # a grouped release's default
+    policy = check_missing_policy(missing, impute_value, rel)
+    data, data_label = _read_input(
+        statistic,
+        csv_file,
+        file_format,
+        block_size,
+        column_arg,
+        bounds_arg,
+        options,
+        policy=policy,
+        grouping=grouping,
+    )
+    chunked = isinstance(data, Partial) or (
+        isinstance(data, dict) and all(isinstance(v, Partial) for v in data.values())
+    )
+    if chunked:  # the policy is applied already, chunk by chunk
+        missing, impute_value = "error", None
+    r: Any = do_release(
+        statistic,
+        data,
+        epsilon=eps,
+        data_bounds=bounds_arg,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        n=n,
+        relation=relation,
+        column=column_arg,
+        missing=missing,
+        impute=impute_value,
+        backend=backend,
+        source=source,
+        budget=budget,
+        **grouping,
+        **options,
+    )
     if seed is not None:
         click.echo(
             "WARNING: --seed uses a seeded, deterministic source: anyone who knows the "
@@ -491,7 +469,7 @@ def release(
         click.echo(f"{what} -- {data_label}")
     if budget is not None:
         left = budget.remaining  # read from the ledger after the release's spend
-        click.echo(f"  ledger           {ledger} (remaining epsilon {short_decimal(left)})")
+        click.echo(f"  ledger           {ledger} (remaining epsilon {short(left)})")
     if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
         width = max(len(repr(k)) for k in r.keys)
@@ -516,9 +494,13 @@ def _sizes(text: str) -> dict[Any, int]:
         try:
             out[cell(key)] = int(value)
         except ValueError:
-            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}") from None
+            raise UsageError(
+                f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
+            ) from None
         if not sep:
-            raise _Fail(f"--group-sizes must look like KEY=N,KEY=N, got {text!r}")
+            raise UsageError(
+                f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
+            )
     return out
 
 
@@ -550,10 +532,7 @@ def _show(r: Any, pad: str, seed: str | None) -> None:
             f"{pad}grid step        {short(r.grid_step)}: outputs are the centre of the clamp "
             "interval plus a multiple of this step, so repeats take few distinct values"
         )
-        click.echo(
-            f"{pad}finer grid       more ε, a smaller Δ (narrower --data-bounds; a larger n "
-            "for a mean) or a narrower clamp interval"
-        )
+        click.echo(f"{pad}finer grid       {r.finer_grid}")
         click.echo(
             f"{pad}accuracy         {r.accuracy(0.05):.6g} (|released − exact| <= this with "
             "probability >= 95%, per value; data-independent)"

@@ -1,0 +1,73 @@
+"""One short-decimal rule for every number a person reads (snapcore.display.short)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from snapcore import Budget
+from snapcore.cli import main
+from snapcore.display import DIGITS, short
+from snapcore.mechanism import SnappingMechanism
+
+
+@given(
+    st.fractions(min_value=Fraction(-(10**30)), max_value=Fraction(10**30)).filter(
+        lambda q: q != 0
+    )
+)
+def test_short_is_the_correctly_rounded_12_digit_decimal(q: Fraction) -> None:
+    text = short(q)
+    marked = text.startswith("≈")
+    body = text.removeprefix("≈")
+    d = Fraction(Decimal(body))  # the decimal printed, exactly
+    if q.denominator == 1 and abs(q) < 10**15:
+        assert text == str(q)
+        return
+    # Independent reference: the 12-digit decimals either side of q, by integer arithmetic.
+    a = abs(q)
+    k = 0  # 10**k <= a < 10**(k+1)
+    while Fraction(10) ** (k + 1) <= a:
+        k += 1
+    while Fraction(10) ** k > a:
+        k -= 1
+    unit = Fraction(10) ** (k + 1 - DIGITS)
+    lo = (a // unit) * unit
+    hi = lo + unit
+    want = lo if (a - lo < hi - a or (a - lo == hi - a and (lo / unit) % 2 == 0)) else hi
+    assert abs(d) == want and (d < 0) == (q < 0), (q, text)
+    assert marked == (d != q)
+
+
+def test_the_pains_of_the_issue() -> None:
+    b = Budget(1)
+    b.spend(0.7)
+    assert repr(b) == "Budget(total=1, spent=≈0.7, remaining=≈0.3)"  # not 0.30000000000000004
+    assert b.remaining == 1 - Fraction(0.7)  # exact on request
+    assert short(Fraction(1, 5)) == "0.2" and short(Fraction(0.4)) == "≈0.4"
+    assert short(Fraction(1, 3), exact=True) == "≈0.333333333333 (exactly 1/3)"
+    assert short(Fraction(1, 2**25)) == "≈2.98023223877e-8"
+    assert short(10**20) == "1e+20" and short(123456789012345) == "123456789012345"
+    for eps, delta in ((1, 1), (0.3, 0.226)):
+        m = SnappingMechanism(epsilon=eps, clamp_bounds=(0, 100), sensitivity=delta)
+        text = repr(m.privacy)
+        assert not re.search(r"[0-9]{13}", text), text  # no long Fractions or digit runs
+        assert f"epsilon={short(Fraction(eps))}" in text
+
+
+def test_ledger_and_cli_use_the_same_rule(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    runner = CliRunner()
+    assert runner.invoke(main, ["budget", "init", str(path), "--epsilon", "1"]).exit_code == 0
+    b = Budget.from_ledger(path)
+    b.spend(Fraction(1, 3))
+    r = runner.invoke(main, ["budget", "show", str(path)])
+    assert r.exit_code == 0
+    assert f"remaining  {short(Fraction(2, 3))}" in r.output and "≈0.666666666667" in r.output
+    assert repr(b).endswith("remaining=≈0.666666666667)")
