@@ -325,8 +325,12 @@ class QuantaStore:
 def machine_fingerprint() -> str:
     """What a stored quantum is tied to: host, processor, Python and library versions."""
     import platform
+    from importlib.metadata import PackageNotFoundError, version
 
-    import snapcore
+    try:
+        ours = version("snapcore")
+    except PackageNotFoundError:  # run from a source tree
+        ours = "source"
 
     cpu = platform.processor()
     try:
@@ -342,7 +346,7 @@ def machine_fingerprint() -> str:
             str(os.cpu_count()),
             platform.python_implementation(),
             platform.python_version(),
-            str(snapcore.__version__),
+            ours,
             np.__version__,
         ]
     )
