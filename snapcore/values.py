@@ -11,8 +11,9 @@ type.  Accepted, and how each is read:
 - ``decimal.Decimal`` (finite): ``Decimal.as_integer_ratio()``, for exponents within
   ``±MAX_DECIMAL_EXPONENT``;
 - NumPy integers (every width, signed or unsigned): ``int(x)``;
-- NumPy floats (float16, float32, float64, longdouble; finite): ``x.as_integer_ratio()``,
-  so a long double keeps its 64-bit mantissa;
+- NumPy floats (float16, float32, float64; finite): ``x.as_integer_ratio()``; long
+  doubles (finite) from their bits, so a long double keeps its 64-bit mantissa whatever
+  the FPU's precision control;
 - ``gmpy2.mpz`` / ``gmpy2.mpq``: ``int(x)`` / numerator, denominator;
 - ``gmpy2.mpfr`` (finite): ``x.as_mantissa_exp()``, for binary exponents within
   ``±MAX_BINARY_EXPONENT``.
@@ -152,6 +153,8 @@ def _ratio(value: Any) -> tuple[int, int]:
                 raise _Refused(
                     f"{'a NaN' if value != value else 'an infinite'} {type_name(value)}"
                 )
+            if value.dtype.itemsize > 8:
+                return _wide_float_ratio(value)
             n, d = value.as_integer_ratio()
             return (int(n), int(d))
         raise _Refused(type_name(value))
@@ -349,6 +352,42 @@ def _is_container(obj: Any) -> bool:
 
 
 _TWO53 = 1 << 53
+
+#: The long double's layout: 63 (x87 80-bit extended), 112 (IEEE binary128) or 52
+#: (the same as a double).
+_LD_MANT = int(np.finfo(np.longdouble).nmant)
+
+
+def _wide_float_ratio(value: Any) -> tuple[int, int]:
+    """A finite long double's exact value, decoded from its bits.
+
+    NumPy's ``as_integer_ratio`` for long doubles computes in long-double arithmetic,
+    which on x87 obeys the FPU's precision control: a library that sets it to 53 bits
+    for the whole process (some correctly rounded math libraries do) would make it
+    drop mantissa bits.  The bits of the number never depend on that state.
+    """
+    import sys
+
+    raw = np.asarray(value, dtype=np.longdouble).tobytes()
+    if _LD_MANT == 63 and sys.byteorder == "little":  # x87 extended: 64-bit significand
+        bits = int.from_bytes(raw[:10], "little")
+        mant, biased = bits & ((1 << 64) - 1), (bits >> 64) & 0x7FFF
+        sign, exp = (bits >> 79) & 1, (biased or 1) - 16383 - 63
+    elif _LD_MANT == 112:  # IEEE binary128: 112-bit fraction, implicit leading bit
+        bits = int.from_bytes(raw[:16], sys.byteorder)
+        frac, biased = bits & ((1 << 112) - 1), (bits >> 112) & 0x7FFF
+        mant = frac | (1 << 112) if biased else frac
+        sign, exp = bits >> 127, (biased or 1) - 16383 - 112
+    else:  # a double in a wider slot, or a layout read by NumPy itself
+        n, d = value.as_integer_ratio()
+        return (int(n), int(d))
+    if mant == 0:
+        return (0, 1)
+    if exp >= 0:
+        return ((-mant if sign else mant) << exp, 1)
+    shift = min((mant & -mant).bit_length() - 1, -exp)  # reduce by powers of two
+    mant >>= shift
+    return (-mant if sign else mant, 1 << (-exp - shift))
 
 
 def _from_array(arr: np.ndarray, what: str) -> ReadValues:
