@@ -68,6 +68,9 @@ QUANTILE = 0.5
 SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
 STATISTIC_MARGIN = 1.2
+#: An array longer than this gets the quantum of this length scaled by the ratio of the
+#: lengths (rounded up), so calibrating never copies a long array.
+ARRAY_CALIBRATION_MAX = 1 << 18
 #: Calibration repetitions per class (scalar) and the time budget for arrays.
 SCALAR_REPS = 41
 ARRAY_BUDGET_NS = 100_000_000
@@ -662,8 +665,15 @@ class Padding:
         worst-case arrays of that length (all at a bound, all far outside, mixed, all at
         the centre, all at the grid's half-points).
         """
-        key = (self._key, container, dtype, int(length))
-        return _ARRAY.get(key, lambda: self._calibrate_array(int(length), container, dtype))
+        n = int(length)
+        if n > ARRAY_CALIBRATION_MAX:
+            # The array path's time is linear in the length past a few thousand
+            # elements (cache-sized chunks, one compiled loop); calibrating on copies
+            # of a long array would cost several times its memory and time.
+            part = self.array_quantum_ns(ARRAY_CALIBRATION_MAX, container, dtype)
+            return -(-part * n // ARRAY_CALIBRATION_MAX)
+        key = (self._key, container, dtype, n)
+        return _ARRAY.get(key, lambda: self._calibrate_array(n, container, dtype))
 
     def _calibrate_array(self, n: int, container: str, dtype: str) -> int:
         sib = _sibling(self._mech)

@@ -355,3 +355,18 @@ def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
     other = snapcore.SnappingMechanism(**{**kw, "epsilon": 2.0})
     other.release(50.0)
     assert len(stub_calibration) == 3
+
+
+def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
+    stub_calibration: list[list[Any]],
+) -> None:
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    assert m.timing is not None
+    cap = timing.ARRAY_CALIBRATION_MAX
+    q_cap = m.timing.array_quantum_ns(cap)
+    assert len(stub_calibration) == 1 and all(len(a) == cap for a in stub_calibration[0])
+    for n in (cap + 1, 3 * cap, 10 * cap + 7):
+        assert m.timing.array_quantum_ns(n) == -(-q_cap * n // cap)
+    assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
