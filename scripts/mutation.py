@@ -5,7 +5,8 @@ Usage::
     python scripts/mutation.py MODULE [--max-children N] [--keep]
 
 ``MODULE`` is one of the keys of :data:`TESTS` (``dyadic``, ``params``, ``pipeline``,
-``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``), or ``planted``:
+``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``, and the built-in
+statistics ``counting`` and ``moments``), or ``planted``:
 plant each defect of :data:`PLANTED` (the classes that once survived the default
 suite) in turn and check that its tests fail.  The script lays
 out a scratch copy of the package in its installed shape (``src/snapcore`` with
@@ -71,10 +72,20 @@ TESTS: dict[str, list[str]] = {
         ),
         "tests/test_validation.py",
     ],
-    "chacha": ["tests/test_sources_values.py"],
+    "chacha": [
+        "tests/test_sources_values.py",
+        "tests/test_sources_fork.py",
+        "tests/test_chacha_stream.py",
+    ],
     "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
+    "counting": ["tests/test_statistics_builtin.py", "tests/test_statistic_suite.py"],
+    "moments": ["tests/test_statistics_builtin.py", "tests/test_statistic_suite.py"],
     "fastpath": ["tests/test_fastpath.py", "tests/test_fastpath_margin.py"],
 }
+
+#: Where each module lives in the installed shape (``src/snapcore/...``): the built-in
+#: statistics are the ``statistics`` folder, installed as ``snapcore.statistics``.
+MODULE_PATHS: dict[str, str] = {"counting": "statistics/counting", "moments": "statistics/moments"}
 
 #: The defects that once survived the whole default suite (one per class), planted
 #: one at a time by ``--planted``: each must make its tests fail.  Several sit in
@@ -160,7 +171,7 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
 ]
 
 
-def _layout(scratch: Path, module: str) -> None:
+def _layout(scratch: Path, module: str, max_examples: int = 100) -> None:
     src = scratch / "src" / "snapcore"
     shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
     for sub in ("backends", "statistics"):
@@ -173,12 +184,40 @@ def _layout(scratch: Path, module: str) -> None:
     text += (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
-        f'only_mutate = ["src/snapcore/{module}.py"]\n'
+        f'only_mutate = ["src/snapcore/{MODULE_PATHS.get(module, module)}.py"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
     )
     (scratch / "pyproject.toml").write_text(text, "utf-8")
+    # The scratch copy's conftest caps every hypothesis test's examples (mutmut runs the
+    # selected tests once per mutant) and derandomises them, so that a mutant's verdict
+    # does not depend on the run: killed and survived are reproducible.
+    if max_examples:
+        with (scratch / "tests" / "conftest.py").open("a", encoding="utf-8") as f:
+            f.write(_CAP_PLUGIN.format(cap=max_examples))
+
+
+_CAP_PLUGIN = """
+
+class _MutationExampleCap:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        from hypothesis import settings as _settings
+
+        for item in items:
+            wrapped = getattr(item, "obj", None)
+            current = getattr(wrapped, "_hypothesis_internal_use_settings", None)
+            if getattr(wrapped, "hypothesis", None) is not None and current is not None:
+                small = min(current.max_examples, {cap})
+                wrapped._hypothesis_internal_use_settings = _settings(
+                    current, max_examples=small, derandomize=True
+                )
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_MutationExampleCap(), "snapcore-mutation-cap")
+"""
 
 
 def _score(results: str) -> tuple[int, int, int]:
@@ -196,7 +235,7 @@ def _score(results: str) -> tuple[int, int, int]:
 
 def run_planted(scratch: Path) -> int:
     """Plant each defect of :data:`PLANTED` in turn; report whether its tests fail."""
-    _layout(scratch, "budget")
+    _layout(scratch, "budget", max_examples=0)
     env = dict(os.environ, PYTHONSAFEPATH="1", PYTHONPATH=str(scratch / "src"))
     missed = 0
     for title, rel, old, new, tests in PLANTED:
@@ -235,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run only the mutants whose names match (e.g. 'snapcore.params.x_calibrate*')",
     )
     ap.add_argument(
+        "--max-examples",
+        type=int,
+        default=100,
+        help="cap every hypothesis test at this many examples (derandomised); default 100",
+    )
+    ap.add_argument(
         "--time-budget",
         type=float,
         default=None,
@@ -245,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.module == "planted":
             return run_planted(scratch)
-        _layout(scratch, args.module)
+        _layout(scratch, args.module, args.max_examples)
         # The default suite's sample of slow tests is not wanted here.
         env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
         mutmut = [sys.executable, "-m", "mutmut"]
