@@ -80,8 +80,16 @@ TESTS: dict[str, list[str]] = {
         "tests/test_chacha_stream.py",
     ],
     "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
-    "counting": ["tests/test_statistics_builtin.py", "tests/test_statistic_suite.py"],
-    "moments": ["tests/test_statistics_builtin.py", "tests/test_statistic_suite.py"],
+    "counting": [
+        "tests/test_statistics_builtin.py",
+        "tests/test_statistic_suite.py",
+        "tests/test_statistics_prepared_fields.py",
+    ],
+    "moments": [
+        "tests/test_statistics_builtin.py",
+        "tests/test_statistic_suite.py",
+        "tests/test_statistics_prepared_fields.py",
+    ],
     "fastpath": [FAST, "tests/test_fastpath_margin.py", "tests/test_fastpath_far.py"],
 }
 
@@ -210,6 +218,20 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "eln = ERR_LN_ABS + ERR_LN_PER_E * (e + 2.0)",
         "eln = ERR_LN_ABS",
         ["tests/test_fastpath_margin.py"],
+    ),
+    (
+        "fast path's ln error constant halved",
+        "snapcore/fastpath.py",
+        "ERR_LN_ABS = 2.0**-73",
+        "ERR_LN_ABS = 2.0**-74",
+        ["tests/test_fastpath_margin.py"],
+    ),
+    (
+        "fast path's bound without its exponent cap",
+        "snapcore/fastpath.py",
+        "& (abs(sh) < 2.0**52) & (e <= MAX_E)",
+        "& (abs(sh) < 2.0**52)",
+        [f"{FAST}::test_deep_tail"],
     ),
     (
         "fast path's far test one-sided",

@@ -33,5 +33,8 @@ def test_far_values_are_decided_by_the_kernel(engine, sign):
     draws = SeededSource(9).draws(values.size, mech.precision)
     out, stats = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, engine)
     assert stats.fallback_k.size == 0, f"{stats.fallback_k.size} far values were not decided"
+    # BatchStats' index arrays are intp, as documented, on the table path too
+    assert eng.use_table and stats.fallback_output.size == 0
+    assert stats.fallback_k.dtype == stats.fallback_output.dtype == np.intp
     for i, v in enumerate(values.tolist()):
         assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i])
