@@ -1,4 +1,5 @@
-"""Every built-in statistic's Prepared names itself and its n, and refuses a wrong n.
+"""Every built-in statistic's Prepared names itself and its n (with the note saying
+where n comes from), and refuses a wrong n.
 
 The fields the release reports besides the values (``statistic``, ``n``) are checked
 against the request, for data whose number of records is known here; a public n that
@@ -44,6 +45,9 @@ def test_prepared_names_the_statistic_and_n(stat, xs, bounds, columns, opts):
         p = prepare(stat, xs, bounds, columns, opts, n=n)
         assert p.statistic == stat.name
         assert p.n == len(xs)
+        # the note saying where n comes from (public under the replace relation)
+        assert p.notes[0].startswith(f"n = {len(xs)} ")
+        assert "public" in p.notes[0]
 
 
 @pytest.mark.parametrize(("stat", "xs", "bounds", "columns", "opts"), CASES, ids=IDS)
