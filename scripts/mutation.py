@@ -102,10 +102,12 @@ NO_MUTATE: dict[str, list[str]] = {
                  "_load_be64"],
 }  # fmt: skip
 
-#: Modules whose tests leave threads behind (the statistic suite's containers): a
-#: mutant's worker forked from mutmut's main process can deadlock on a lock such a
-#: thread held, so their workers are forked from a clean fork server instead.
-FORKSERVER = {"counting", "moments", "statistic"}
+#: Modules whose workers are forked from a clean fork server rather than from mutmut's
+#: main process, which has run the tests: the statistic suite leaves threads behind
+#: (a worker can deadlock on a lock one of them held), and the fast path caches its
+#: engines (``engine_for``), so a worker forked from a warm process would never run
+#: the mutated ``FastEngine.__init__``.
+FORKSERVER = {"counting", "moments", "statistic", "fastpath"}
 
 #: A line that is only a string literal (a continuation of a message or a derivation
 #: text): not mutated with ``--skip-text``.

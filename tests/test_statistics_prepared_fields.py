@@ -10,6 +10,8 @@ rule.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum, Variance
@@ -77,3 +79,11 @@ def test_add_remove_without_a_cap_names_the_statistic(stat):
     bounds, columns = (ONE, 1) if stat.name == "sum" else (None, 0)
     with pytest.raises(ParameterError, match=rf"^statistic '{stat.name}' under the add-remove"):
         prepare(stat, [1.0, 2.0], bounds, columns, {}, relation=ADD_REMOVE)
+
+
+@pytest.mark.parametrize("x", [2.5, -3.0, 7.0])
+def test_mean_of_one_record_is_that_record_clamped(x):
+    """n = 1 is enough for a mean (n >= 1): the value is the one clamped record, Δ = w."""
+    p = prepare(Mean(), [x], ONE, 1, {})
+    assert p.values == (min(max(Fraction(x), Fraction(0)), Fraction(4)),)
+    assert p.sensitivity == 4 and p.n == 1
