@@ -1,4 +1,5 @@
-"""Values far outside the clamp interval are decided by the fast path's kernel itself.
+"""Values far outside the clamp interval are decided by the fast path's kernel itself,
+and only those take that shortcut.
 
 The kernel's first step tests ``|v − c| > far`` (``far = 4Δb``, rounded up; docs/
 fastpath.md [E1]) on both sides, so a value far below *or* far above the interval
@@ -38,3 +39,20 @@ def test_far_values_are_decided_by_the_kernel(engine, sign):
     assert stats.fallback_k.dtype == stats.fallback_output.dtype == np.intp
     for i, v in enumerate(values.tolist()):
         assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("delta", [10.0, 0.1, 3.0], ids=["10", "0.1", "3"])
+def test_values_inside_are_not_taken_for_far_ones(engine, delta):
+    """Only values beyond ``4Δb = 4B`` from the centre may take the far shortcut: values
+    inside the interval and just outside it, for Δ above and below 1, give the exact
+    pipeline's outputs element for element."""
+    mech = SnappingMechanism(epsilon=0.5, clamp_bounds=(-50.0, 150.0), sensitivity=delta)
+    pipe = mech._pipeline
+    eng = fp.engine_for(mech.calibration)
+    assert eng.supported
+    values = np.linspace(-120.0, 220.0, 69)
+    draws = SeededSource(4).draws(values.size, mech.precision)
+    out, _ = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, engine)
+    for i, v in enumerate(values.tolist()):
+        assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i]), (delta, v)
