@@ -5,7 +5,8 @@ Usage::
     python scripts/mutation.py MODULE [--max-children N] [--keep]
 
 ``MODULE`` is one of the keys of :data:`TESTS` (``dyadic``, ``params``, ``pipeline``,
-``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``), or ``planted``:
+``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``, and the built-in
+statistics ``counting`` and ``moments``), or ``planted``:
 plant each defect of :data:`PLANTED` (the classes that once survived the default
 suite) in turn and check that its tests fail.  The script lays
 out a scratch copy of the package in its installed shape (``src/snapcore`` with
@@ -32,9 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The tests that matter for each module: a failure in any of them kills a mutant.
 REF = "tests/test_pipeline_reference.py"
+FAST = "tests/test_fastpath.py"
 TESTS: dict[str, list[str]] = {
     "dyadic": [
         "tests/test_dyadic_rules.py",
+        "tests/test_rounding_direct.py",
         f"{REF}::test_round_fraction_matches_reference",
         f"{REF}::test_add_rounds_the_exact_sum_once",
         f"{REF}::test_reference_rounding_hand_cases",
@@ -71,10 +74,48 @@ TESTS: dict[str, list[str]] = {
         ),
         "tests/test_validation.py",
     ],
-    "chacha": ["tests/test_sources_values.py"],
+    "chacha": [
+        "tests/test_sources_values.py",
+        "tests/test_sources_fork.py",
+        "tests/test_chacha_stream.py",
+    ],
     "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
-    "fastpath": ["tests/test_fastpath.py", "tests/test_fastpath_margin.py"],
+    "counting": [
+        "tests/test_statistics_builtin.py",
+        "tests/test_statistic_suite.py",
+        "tests/test_statistics_prepared_fields.py",
+    ],
+    "moments": [
+        "tests/test_statistics_builtin.py",
+        "tests/test_statistic_suite.py",
+        "tests/test_statistics_prepared_fields.py",
+    ],
+    "fastpath": [FAST, "tests/test_fastpath_margin.py", "tests/test_fastpath_far.py"],
 }
+
+#: Functions left unmutated in the scratch copy (``# pragma: no mutate block``): numba
+#: compiles them (``njit``), and it cannot compile mutmut's trampolines, or they run
+#: only at import (``_make_kernel`` builds the kernel once), where mutmut never
+#: activates a mutant.  Their defects are planted by hand instead (:data:`PLANTED`).
+NO_MUTATE: dict[str, list[str]] = {
+    "fastpath": ["_build_tables", "two_sum", "two_prod", "_make_kernel", "_sel", "_be64",
+                 "_load_be64"],
+}  # fmt: skip
+
+#: Modules whose workers are forked from a clean fork server rather than from mutmut's
+#: main process, which has run the tests: the statistic suite leaves threads behind
+#: (a worker can deadlock on a lock one of them held), and the fast path caches its
+#: engines (``engine_for``), so a worker forked from a warm process would never run
+#: the mutated ``FastEngine.__init__``.
+FORKSERVER = {"counting", "moments", "statistic", "fastpath"}
+
+#: A line that is only a string literal (a continuation of a message or a derivation
+#: text): not mutated with ``--skip-text``.
+TEXT_LINE = r'^\s*[rfbu]{0,2}"[^"]*"[\s,)]*(#.*)?$'
+
+#: Where each module lives in the installed shape (``src/snapcore/...``): the built-in
+#: statistics are the ``statistics`` folder, installed as ``snapcore.statistics``.
+MODULE_PATHS: dict[str, str] = {"counting": "statistics/counting", "moments": "statistics/moments"}
 
 #: The defects that once survived the whole default suite (one per class), planted
 #: one at a time by ``--planted``: each must make its tests fail.  Several sit in
@@ -157,28 +198,132 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "err = 1.0 * (eln",
         ["tests/test_fastpath_margin.py"],
     ),
+    # The fast path's kernel is a closure built once at import (and compiled by
+    # numba), so mutmut never runs its mutants: these are its defects, planted.
+    (
+        "fast path decides k without the distance to the integer above",
+        "snapcore/fastpath.py",
+        "ok = (dist0 > err) & (dist1 > err) & (err < 0.25)",
+        "ok = (dist0 > err) & (err < 0.25)",
+        [FAST],
+    ),
+    (
+        "fast path does not correct k when t is an integer and t_lo < 0",
+        "snapcore/fastpath.py",
+        "k = fl - select(zero & (sl < 0.0), 1.0, 0.0)",
+        "k = fl",
+        [FAST],
+    ),
+    (
+        "fast path's ln error without its per-exponent term",
+        "snapcore/fastpath.py",
+        "eln = ERR_LN_ABS + ERR_LN_PER_E * (e + 2.0)",
+        "eln = ERR_LN_ABS",
+        ["tests/test_fastpath_margin.py"],
+    ),
+    (
+        "fast path's ln error constant halved",
+        "snapcore/fastpath.py",
+        "ERR_LN_ABS = 2.0**-73",
+        "ERR_LN_ABS = 2.0**-74",
+        ["tests/test_fastpath_margin.py"],
+    ),
+    (
+        "fast path's bound without its exponent cap",
+        "snapcore/fastpath.py",
+        "& (abs(sh) < 2.0**52) & (e <= MAX_E)",
+        "& (abs(sh) < 2.0**52)",
+        [f"{FAST}::test_deep_tail"],
+    ),
+    (
+        "fast path's far test one-sided",
+        "snapcore/fastpath.py",
+        "fr = abs(d1) > far",
+        "fr = d1 > far",
+        ["tests/test_fastpath_far.py"],
+    ),
+    (
+        "TwoSum drops b's rounding error",
+        "snapcore/fastpath.py",
+        "err = (a - (s - bb)) + (b - bb)",
+        "err = a - (s - bb)",
+        [f"{FAST}::test_error_free_transformations_are_exact"],
+    ),
+    (
+        "fast path's log reduction loses the low product",
+        "snapcore/fastpath.py",
+        "z = (q1 - 1.0) + q2  #",
+        "z = (q1 - 1.0)  #",
+        [FAST],
+    ),
 ]
 
 
-def _layout(scratch: Path, module: str) -> None:
+def _layout(scratch: Path, module: str, max_examples: int = 100, skip_text: bool = False) -> None:
     src = scratch / "src" / "snapcore"
     shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
     for sub in ("backends", "statistics"):
         shutil.copytree(ROOT / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__"))
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    target = src / f"{MODULE_PATHS.get(module, module)}.py"
+    if module in NO_MUTATE:
+        target.write_text(_no_mutate(target.read_text("utf-8"), NO_MUTATE[module]), "utf-8")
     text = (ROOT / "pyproject.toml").read_text("utf-8")
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
     tests = ", ".join(f'"{t}"' for t in TESTS[module])
     text += (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
-        f'only_mutate = ["src/snapcore/{module}.py"]\n'
+        f'only_mutate = ["src/snapcore/{MODULE_PATHS.get(module, module)}.py"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
     )
+    if module in FORKSERVER:
+        text += 'process_isolation = "forkserver"\n'
+    if skip_text:
+        text += f"do_not_mutate_patterns = ['{TEXT_LINE}']\n"  # a TOML literal string
     (scratch / "pyproject.toml").write_text(text, "utf-8")
+    # The scratch copy's conftest caps every hypothesis test's examples (mutmut runs the
+    # selected tests once per mutant) and derandomises them, so that a mutant's verdict
+    # does not depend on the run: killed and survived are reproducible.
+    if max_examples:
+        with (scratch / "tests" / "conftest.py").open("a", encoding="utf-8") as f:
+            f.write(_CAP_PLUGIN.format(cap=max_examples))
+
+
+_CAP_PLUGIN = """
+
+class _MutationExampleCap:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        from hypothesis import settings as _settings
+
+        for item in items:
+            wrapped = getattr(item, "obj", None)
+            current = getattr(wrapped, "_hypothesis_internal_use_settings", None)
+            if getattr(wrapped, "hypothesis", None) is not None and current is not None:
+                small = min(current.max_examples, {cap})
+                wrapped._hypothesis_internal_use_settings = _settings(
+                    current, max_examples=small, derandomize=True
+                )
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_MutationExampleCap(), "snapcore-mutation-cap")
+"""
+
+
+def _no_mutate(text: str, names: list[str]) -> str:
+    """Mark the top-level functions ``names`` ``# pragma: no mutate block`` (on the line
+    that ends the signature)."""
+    lines = text.split("\n")
+    for name in names:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(f"def {name}("))
+        end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith(":"))
+        lines[end] = lines[end].rstrip() + "  # pragma: no mutate block"
+    return "\n".join(lines)
 
 
 def _score(results: str) -> tuple[int, int, int]:
@@ -196,7 +341,7 @@ def _score(results: str) -> tuple[int, int, int]:
 
 def run_planted(scratch: Path) -> int:
     """Plant each defect of :data:`PLANTED` in turn; report whether its tests fail."""
-    _layout(scratch, "budget")
+    _layout(scratch, "budget", max_examples=0)
     env = dict(os.environ, PYTHONSAFEPATH="1", PYTHONPATH=str(scratch / "src"))
     missed = 0
     for title, rel, old, new, tests in PLANTED:
@@ -235,6 +380,18 @@ def main(argv: list[str] | None = None) -> int:
         help="run only the mutants whose names match (e.g. 'snapcore.params.x_calibrate*')",
     )
     ap.add_argument(
+        "--max-examples",
+        type=int,
+        default=100,
+        help="cap every hypothesis test at this many examples (derandomised); default 100",
+    )
+    ap.add_argument(
+        "--skip-text",
+        action="store_true",
+        help="do not mutate lines that are only a string literal (message and derivation "
+        "texts, which no test pins word for word)",
+    )
+    ap.add_argument(
         "--time-budget",
         type=float,
         default=None,
@@ -245,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.module == "planted":
             return run_planted(scratch)
-        _layout(scratch, args.module)
+        _layout(scratch, args.module, args.max_examples, args.skip_text)
         # The default suite's sample of slow tests is not wanted here.
         env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
         mutmut = [sys.executable, "-m", "mutmut"]

@@ -1,0 +1,179 @@
+"""The ChaCha20 source's stream, byte for byte, against a plain-Python RFC 8439 reference.
+
+The source's key and nonce come from ``os.urandom``, which the tests replace with a
+seeded stand-in while the source keys itself, so every key is known; the expected
+stream is then computed by ``tests/helpers/chacha_ref.py`` (independent of the
+``cryptography`` package the source uses), itself pinned by the RFC's test vector.
+Mixed ``read``/``readinto`` schedules are checked from the very first byte of a fresh
+source, and the re-key limit is checked exactly: each key serves its first
+``REKEY_BYTES`` keystream bytes, no more and no fewer, when the reads divide the limit.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+from chacha_ref import block, keystream
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("cryptography")
+
+from snapcore.chacha import ChaCha20Source
+from snapcore.errors import BackendUnavailableError
+
+LIMIT = 1024  # re-key limit in these tests
+BLOCK = 256  # refill block in these tests
+
+
+def test_reference_is_rfc_8439():
+    """RFC 8439 section 2.3.2's block and section 2.4.2's first keystream bytes."""
+    key = bytes(range(32))
+    want = (
+        "10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e"
+        "d2826446079faa0914c2d705d98b02a2b5129cd1de164eb9cbd083e8a2503c4e"
+    )
+    assert block(key, 1, bytes.fromhex("000000090000004a00000000")).hex() == want
+    nonce = bytes.fromhex("000000000000004a00000000")
+    assert keystream(key, nonce, 16, counter=1).hex() == "224f51f3401bd9e12fde276fb8631ded"
+
+
+class KnownKeys:
+    """A seeded stand-in for ``os.urandom``: records each (key, 96-bit nonce) drawn."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self.given: list[bytes] = []
+
+    def __call__(self, n: int) -> bytes:
+        out = self._rng.randbytes(n)
+        self.given.append(out)
+        return out
+
+    def keys(self) -> list[tuple[bytes, bytes]]:
+        assert [len(b) for b in self.given] == [32, 12] * (len(self.given) // 2)
+        return [(self.given[i], self.given[i + 1]) for i in range(0, len(self.given), 2)]
+
+
+def fresh_source(mp: pytest.MonkeyPatch, seed: int) -> tuple[ChaCha20Source, KnownKeys]:
+    mp.setattr("snapcore.chacha.REKEY_BYTES", LIMIT)
+    mp.setattr("snapcore.chacha._BLOCK", BLOCK)
+    fake = KnownKeys(seed)
+    mp.setattr(os, "urandom", fake)
+    return ChaCha20Source(), fake
+
+
+def take(src: ChaCha20Source, how: str, n: int) -> bytes:
+    if how == "read":
+        return src.read(n)
+    buf = np.full(n, 0xA5, np.uint8)
+    src.readinto(buf)
+    return buf.tobytes()
+
+
+@pytest.mark.parametrize("how", ["read", "readinto", "mixed"])
+@pytest.mark.parametrize("size", [1, 64, BLOCK, LIMIT])
+def test_each_key_serves_exactly_the_rekey_limit(how, size):
+    """Reads whose size divides the limit: the served stream is the first ``LIMIT``
+    keystream bytes of key 1, then of key 2, ..., each from its start."""
+    total = 5 * LIMIT
+    with pytest.MonkeyPatch.context() as mp:
+        src, fake = fresh_source(mp, 1000 + size)
+        parts = []
+        for i in range(total // size):
+            kind = how if how != "mixed" else ("read", "readinto")[i % 2]
+            parts.append(take(src, kind, size))
+        served = b"".join(parts)
+        keys = fake.keys()
+    want = b"".join(keystream(k, n, LIMIT) for k, n in keys[:5])
+    assert served == want
+    assert len(keys) in (5, 6)  # the next key may already be drawn, never used
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["read", "readinto"]), st.integers(0, 3 * BLOCK)),
+        min_size=1,
+        max_size=15,
+    ),
+)
+def test_mixed_reads_serve_each_keystream_from_its_first_byte(seed, ops):
+    """Any schedule of ``read``/``readinto`` from a fresh source: the served bytes are
+    key 1's keystream from its first byte, then key 2's from its first byte, ..., each
+    key used for at most ``LIMIT`` bytes; nothing repeated or skipped within a key."""
+    with pytest.MonkeyPatch.context() as mp:
+        src, fake = fresh_source(mp, seed)
+        served = b"".join(take(src, how, n) for how, n in ops)
+        keys = fake.keys()
+    rest = served
+    for i, (key, nonce) in enumerate(keys):
+        ks = keystream(key, nonce, LIMIT)
+        if i == len(keys) - 1:
+            assert rest == ks[: len(rest)]
+            return
+        nxt = keystream(*keys[i + 1], 16)
+        seams = [
+            j
+            for j in range(0, min(len(rest), LIMIT) + 1)
+            if rest[:j] == ks[:j] and rest[j : j + 16] == nxt[: len(rest[j : j + 16])]
+        ]
+        assert seams, f"key {i}: the served bytes are not its keystream up to key {i + 1}'s"
+        rest = rest[seams[-1] :]
+
+
+def test_missing_cryptography_is_a_clear_error(monkeypatch):
+    """Without ``cryptography``: a BackendUnavailableError naming the package and the
+    command that installs it."""
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers", None)
+    with pytest.raises(BackendUnavailableError) as info:
+        ChaCha20Source()
+    assert str(info.value) == (
+        "source 'chacha20' needs the 'cryptography' package; install it with: "
+        "pip install cryptography"
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(a=st.integers(1, BLOCK - 1), b=st.integers(1, LIMIT - BLOCK - 1), how=st.booleans())
+def test_a_key_serves_the_whole_limit_across_buffered_and_in_place_reads(a, b, how):
+    """``read(a)`` fills one block; ``readinto`` then takes the ``BLOCK − a`` buffered
+    bytes and ``b`` more in place; the last request takes the rest of the limit.  The
+    key has then produced exactly ``LIMIT`` bytes, all served (a last ``read`` shorter
+    than a block would fetch a whole block, so it is a ``readinto`` then): one key
+    serves them, and the next byte is the first of key 2's keystream."""
+    rest = LIMIT - BLOCK - b
+    with pytest.MonkeyPatch.context() as mp:
+        src, fake = fresh_source(mp, a * LIMIT + b)
+        served = take(src, "read", a)
+        served += take(src, "readinto", BLOCK - a + b)
+        last = "read" if how and rest >= BLOCK else "readinto"
+        served += take(src, last, rest) if rest else b""
+        assert len(fake.given) == 2, "re-keyed before the key produced LIMIT bytes"
+        served += take(src, "readinto", 1)
+        keys = fake.keys()
+    assert len(keys) == 2
+    assert served == keystream(*keys[0], LIMIT) + keystream(*keys[1], 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(c=st.integers(1, LIMIT - BLOCK - 1), a=st.integers(1, BLOCK - 1))
+def test_a_read_that_empties_the_buffer_fetches_nothing(c, a):
+    """``readinto(c)`` in place, ``read(a)`` fills one block, ``read(BLOCK − a)`` takes
+    exactly the rest of it, ``readinto`` the rest of the limit in place: the key has
+    produced exactly ``LIMIT`` bytes, all served, so one key serves them (a read that
+    ends the buffer exactly must not fetch the next block early)."""
+    with pytest.MonkeyPatch.context() as mp:
+        src, fake = fresh_source(mp, c * LIMIT + a)
+        served = take(src, "readinto", c)
+        served += take(src, "read", a) + take(src, "read", BLOCK - a)
+        served += take(src, "readinto", LIMIT - c - BLOCK)
+        served += take(src, "read", 1)
+        keys = fake.keys()
+    assert len(keys) == 2
+    assert served == keystream(*keys[0], LIMIT) + keystream(*keys[1], 1)
