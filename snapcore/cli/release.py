@@ -106,7 +106,10 @@ def _read_input(
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
     stat = resolve_statistic(statistic)
-    if not pyarrow_available() or not stat.mergeable:
+    # A CSV file within one block is read whole, field by field (the same doubles as
+    # the chunked reader), without importing pyarrow: a fifth of a one-shot run.
+    small = fmt == "csv" and path is not None and block_size is None and _fits(path)
+    if small or not pyarrow_available() or not stat.mergeable:
         if fmt == "parquet":
             raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
@@ -145,6 +148,16 @@ def _read_input(
     except OSError as exc:
         raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
     return part, label
+
+
+def _fits(path: Path) -> bool:
+    """Whether a file is at most one chunked-reading block (unreadable: let the reader say)."""
+    from snapcore.cli.chunks import BLOCK_BYTES
+
+    try:
+        return path.stat().st_size <= BLOCK_BYTES
+    except OSError:
+        return False
 
 
 def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
