@@ -90,7 +90,12 @@ TESTS: dict[str, list[str]] = {
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
     ],
-    "fastpath": [FAST, "tests/test_fastpath_margin.py", "tests/test_fastpath_far.py"],
+    "fastpath": [
+        FAST,
+        "tests/test_fastpath_margin.py",
+        "tests/test_fastpath_far.py",
+        "tests/test_fastpath_limits.py",
+    ],
 }
 
 #: Functions left unmutated in the scratch copy (``# pragma: no mutate block``): numba
