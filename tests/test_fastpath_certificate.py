@@ -25,6 +25,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from snapcore import SnappingMechanism
 from snapcore import fastpath as fp
@@ -63,3 +64,19 @@ def test_uncertified_outputs_are_computed_exactly():
     assert np.array_equal(out.view(np.int64), ref.view(np.int64))
     # The near-midpoint element was not certified: the exact stage computed it.
     assert 0 in set(bad.tolist())
+
+
+@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop's stage needs numba")
+def test_fused_output_stage_certificate():
+    """The fused loop's element-wise stage (``_nb_output_dd``, the source numba
+    compiles): a certified output is the correct rounding, and the near-midpoint
+    element is not certified."""
+    mech = SnappingMechanism(**KW)
+    cal, pipe = mech.calibration, mech._pipeline
+    eng = fp.FastEngine(cal)
+    L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
+    for kk in [2**51, 2**51 - 1, 2**51 + 1, -(2**50), 0, 1, -1, 12345]:
+        r, cert = fp._nb_output_dd(kk, eng.params, L, eng.delta_f)
+        if cert:
+            assert r == pipe.output(clamp(kk, L, b)), kk
+    assert not fp._nb_output_dd(2**51, eng.params, L, eng.delta_f)[1]
