@@ -256,6 +256,13 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         ["tests/test_fastpath_certificate.py"],
     ),
     (
+        "fused output stage's half gap below a power of two too wide",
+        "snapcore/fastpath.py",
+        "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
+        "half_gap = math.ldexp(0.5, ex - 53)",
+        ["tests/test_fastpath_certificate.py"],
+    ),
+    (
         "fast path's far test one-sided",
         "snapcore/fastpath.py",
         "fr = abs(d1) > far",

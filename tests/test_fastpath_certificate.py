@@ -16,6 +16,12 @@ doubles with an inexact low part.  Here it is built by hand:
   sum without its low part is the midpoint itself, which rounds to the even, lower,
   neighbour.
 
+A second case sits next to a power of two, where the gap below is half the gap
+above: ``Δ = 2**40 − 2**-13``, ``Λ = 2**8``, bounds ``[−2**-100, 2**61]`` (centre
+``2**60 − 2**-101``) and ``k = 2**12``, whose output sum ``2**61 − 2**7 − 2**-101``
+lies just below the midpoint ``2**61 − 2**7``: the correct rounding is
+``2**61 − 2**8``, the midpoint rounds to ``2**61``.
+
 The reference is the exact pipeline's output stage (``Pipeline.output``) and exact
 ``Fraction`` arithmetic.
 """
@@ -66,17 +72,50 @@ def test_uncertified_outputs_are_computed_exactly():
     assert 0 in set(bad.tolist())
 
 
+#: Next to a power of two (the gap below 2**61 is 2**8, above it 2**9).
+KW_POW2 = dict(
+    epsilon=2.0**-8 * (1 + 2**-40),
+    clamp_bounds=(-(2.0**-100), 2.0**61),
+    sensitivity=2.0**40 - 2.0**-13,
+)
+
+
+def test_uncertified_output_below_a_power_of_two():
+    mech = SnappingMechanism(**KW_POW2)
+    cal, pipe = mech.calibration, mech._pipeline
+    eng = fp.FastEngine(cal)
+    assert eng.supported and not eng.use_table and eng.out_dd
+    two = Fraction(2)
+    assert cal.granularity_log2 == 8 and cal.centre == two**60 - two**-101
+    assert eng.khi > 2**12
+    k = np.array([2**12, 2**12 - 1, 0, 1, -1], np.int64)
+    out, bad = eng.outputs(k, pipe)
+    L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
+    ref = np.array([pipe.output(clamp(int(kk), L, b)) for kk in k])
+    exact = [_rn(cal.centre + cal.sensitivity * int(kk) * two**L) for kk in k]
+    assert list(ref) == exact
+    sum0 = cal.centre + cal.sensitivity * 2**12 * two**L
+    assert sum0 == two**61 - two**7 - two**-101
+    assert exact[0] == 2.0**61 - 2.0**8 and _rn(two**61 - two**7) == 2.0**61
+    assert np.array_equal(out.view(np.int64), ref.view(np.int64))
+    assert 0 in set(bad.tolist())
+
+
 @pytest.mark.skipif(not fp.numba_available(), reason="the fused loop's stage needs numba")
 def test_fused_output_stage_certificate():
     """The fused loop's element-wise stage (``_nb_output_dd``, the source numba
     compiles): a certified output is the correct rounding, and the near-midpoint
     element is not certified."""
-    mech = SnappingMechanism(**KW)
-    cal, pipe = mech.calibration, mech._pipeline
-    eng = fp.FastEngine(cal)
-    L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
-    for kk in [2**51, 2**51 - 1, 2**51 + 1, -(2**50), 0, 1, -1, 12345]:
-        r, cert = fp._nb_output_dd(kk, eng.params, L, eng.delta_f)
-        if cert:
-            assert r == pipe.output(clamp(kk, L, b)), kk
-    assert not fp._nb_output_dd(2**51, eng.params, L, eng.delta_f)[1]
+    for kw, ks in [
+        (KW, [2**51, 2**51 - 1, 2**51 + 1, -(2**50), 0, 1, -1, 12345]),
+        (KW_POW2, [2**12, 2**12 - 1, 0, 1, -1]),
+    ]:
+        mech = SnappingMechanism(**kw)
+        cal, pipe = mech.calibration, mech._pipeline
+        eng = fp.FastEngine(cal)
+        L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
+        for kk in ks:
+            r, cert = fp._nb_output_dd(kk, eng.params, L, eng.delta_f)
+            if cert:
+                assert r == pipe.output(clamp(kk, L, b)), (kw, kk)
+        assert not fp._nb_output_dd(ks[0], eng.params, L, eng.delta_f)[1]
