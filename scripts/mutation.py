@@ -90,7 +90,13 @@ TESTS: dict[str, list[str]] = {
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
     ],
-    "fastpath": [FAST, "tests/test_fastpath_margin.py", "tests/test_fastpath_far.py"],
+    "fastpath": [
+        FAST,
+        "tests/test_fastpath_margin.py",
+        "tests/test_fastpath_far.py",
+        "tests/test_fastpath_limits.py",
+        "tests/test_fastpath_certificate.py",
+    ],
 }
 
 #: Functions left unmutated in the scratch copy (``# pragma: no mutate block``): numba
@@ -234,6 +240,27 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "& (abs(sh) < 2.0**52) & (e <= MAX_E)",
         "& (abs(sh) < 2.0**52)",
         [f"{FAST}::test_deep_tail"],
+    ),
+    (
+        "fused output stage trusts a sum with one inexact low part",
+        "snapcore/fastpath.py",
+        "exact_sum = (u2 == 0.0) and (t2 == 0.0)",
+        "exact_sum = (u2 == 0.0) or (t2 == 0.0)",
+        ["tests/test_fastpath_certificate.py"],
+    ),
+    (
+        "fused output stage's half gap 2**106 too wide",
+        "snapcore/fastpath.py",
+        "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
+        "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex + 53)",
+        ["tests/test_fastpath_certificate.py"],
+    ),
+    (
+        "fused output stage's half gap below a power of two too wide",
+        "snapcore/fastpath.py",
+        "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
+        "half_gap = math.ldexp(0.5, ex - 53)",
+        ["tests/test_fastpath_certificate.py"],
     ),
     (
         "fast path's far test one-sided",
