@@ -33,6 +33,7 @@ missing; :func:`check_missing` checks a column; extend them, not their callers).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -366,8 +367,6 @@ def _wide_float_ratio(value: Any) -> tuple[int, int]:
     for the whole process (some correctly rounded math libraries do) would make it
     drop mantissa bits.  The bits of the number never depend on that state.
     """
-    import sys
-
     raw = np.asarray(value, dtype=np.longdouble).tobytes()
     if _LD_MANT == 63 and sys.byteorder == "little":  # x87 extended: 64-bit significand
         bits = int.from_bytes(raw[:10], "little")
@@ -383,11 +382,8 @@ def _wide_float_ratio(value: Any) -> tuple[int, int]:
         return (int(n), int(d))
     if mant == 0:
         return (0, 1)
-    if exp >= 0:
-        return ((-mant if sign else mant) << exp, 1)
-    shift = min((mant & -mant).bit_length() - 1, -exp)  # reduce by powers of two
-    mant >>= shift
-    return (-mant if sign else mant, 1 << (-exp - shift))
+    m = -mant if sign else mant
+    return (m << exp, 1) if exp >= 0 else _reduce_dyadic(m, -exp)
 
 
 def _from_array(arr: np.ndarray, what: str) -> ReadValues:
