@@ -206,11 +206,7 @@ class Pipeline:
             draw = (draw.sign, draw.mantissa, draw.exponent)
         sign, um, ue = draw
         y = add(x, self.arith.noise(self._lam, sign, (um, ue)), self._p)
-        k = snap(*y, self._L)
-        kmax = self._kmax
-        if -kmax < k < kmax:  # strictly inside: neither clamped nor an endpoint
-            return self._grid_output(k, self._L)
-        return self._end(k)
+        return self.index_output(snap(*y, self._L))
 
     def _end(self, k: int) -> float:
         """``output(clamp(k))`` for ``|k| >= kmax``, from the four precomputed outputs."""
@@ -227,7 +223,7 @@ class Pipeline:
     def index_output(self, k: int) -> float:
         """Steps 8-9 for the grid index ``k``: the clamp and the output double."""
         kmax = self._kmax
-        if -kmax < k < kmax:
+        if -kmax < k < kmax:  # strictly inside: neither clamped nor an endpoint
             return self._grid_output(k, self._L)
         return self._end(k)
 
