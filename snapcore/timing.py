@@ -164,10 +164,8 @@ class PaddingStats:
             self.calls += 1
             if multiple > 1:
                 self.overruns += 1
-                if multiple > self.max_multiple:
-                    self.max_multiple = multiple
-            elif not self.max_multiple:
-                self.max_multiple = 1
+            if multiple > self.max_multiple:
+                self.max_multiple = multiple
         finally:
             lock.release()
 
@@ -407,12 +405,10 @@ class _LRU:
                 entry[1] += 1
                 if not self.every or entry[1] < self.every:
                     return entry[0]
-                entry[1] = 0
-                fresh = True
-            else:
-                fresh = False
+                entry[1] = 0  # measured again: the stored quantum is as old as ours
+            due = entry is not None
         store = _STORE[0]
-        stored = None if store is None or fresh else store.load((self._name, key))
+        stored = None if store is None or due else store.load((self._name, key))
         if stored is not None:
             q = stored
         else:
