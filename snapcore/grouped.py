@@ -29,7 +29,7 @@ import numpy as np
 
 from snapcore.dataset import _column_of, _is_frame, as_dataset
 from snapcore.errors import ParameterError, keyword, parameter_name
-from snapcore.missing import MissingPolicy, apply_missing, take
+from snapcore.missing import MissingPolicy, apply_missing, take_groups
 from snapcore.statistic import Neighbouring, Statistic, check_n
 from snapcore.values import category_key, is_missing
 
@@ -292,9 +292,7 @@ def _split(
             group[j] = index.get(category_key(v), -1)
         except ParameterError:
             group[j] = -1  # an unmatchable key is not in the key set
-    return [
-        apply_missing(take(ds, np.flatnonzero(group == i)), policy) for i in range(len(key_set))
-    ]
+    return [apply_missing(sub, policy) for sub in take_groups(ds, group, len(key_set))]
 
 
 def _record(

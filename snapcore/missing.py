@@ -12,6 +12,7 @@ Neither choice depends on the data, and no message names a record or a value.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from typing import Any
@@ -24,7 +25,14 @@ from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.statistic import Neighbouring
 from snapcore.values import is_missing
 
-__all__ = ["MissingPolicy", "apply_missing", "check_missing_policy", "is_missing", "take"]
+__all__ = [
+    "MissingPolicy",
+    "apply_missing",
+    "check_missing_policy",
+    "is_missing",
+    "take",
+    "take_groups",
+]
 
 POLICIES = ("error", "drop", "impute")
 
@@ -94,6 +102,19 @@ def take(ds: Dataset, index: np.ndarray) -> Dataset:
     """The records of ``ds`` at ``index`` (an integer array), as a new dataset."""
     cols = [_objects(c)[index] for c in ds._cols]
     return Dataset(cols, ds.names, int(index.size))
+
+
+def take_groups(ds: Dataset, group: np.ndarray, count: int) -> list[Dataset]:
+    """``[take(ds, np.flatnonzero(group == i)) for i in range(count)]`` (``group`` holds
+    each record's group, -1 for none), with each column converted once and the records
+    sorted into their groups once, not once per group."""
+    arrays = [_objects(c) for c in ds._cols]
+    order = np.argsort(group, kind="stable")  # each group's records stay in order
+    cuts = np.searchsorted(group[order], np.arange(count + 1)).tolist()
+    return [
+        Dataset([arr[order[a:b]] for arr in arrays], ds.names, b - a)
+        for a, b in itertools.pairwise(cuts)
+    ]
 
 
 def apply_missing(ds: Dataset, policy: MissingPolicy) -> Dataset:

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from snapcore.dataset import column_keys
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
 from snapcore.frames import is_dask, read_dataset
 from snapcore.statistic import (
@@ -204,8 +205,8 @@ def dask_state(
     """
     dask: Any = importlib.import_module("dask")
 
-    if column is not None:
-        cols = [column] if isinstance(column, str) else list(column)
+    cols = column_keys(column)
+    if cols is not None:
         missing = [c for c in cols if c not in list(ddf.columns)]
         if missing:
             raise ParameterError(

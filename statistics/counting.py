@@ -24,6 +24,7 @@ from snapcore.statistic import (
     Prepared,
     State,
     Statistic,
+    clamp_fraction,
     resolve_n,
 )
 from snapcore.values import CategoryKey, category_key, is_missing, read_double
@@ -386,7 +387,7 @@ class Histogram(Statistic):
             for v in col.fractions():
                 if drop and not fe[0] <= v <= fe[-1]:
                     continue
-                v = min(max(v, fe[0]), fe[-1])
+                v = clamp_fraction(v, fe[0], fe[-1])
                 counts[min(bisect.bisect_right(fe, v) - 1, k - 1)] += 1
             return (chunk.size, *counts)
         cats, index = spec

@@ -111,3 +111,6 @@ def test_worker_errors_carry_no_values(frame):
     assert repr(float(frame.loc[18, "x"]))[:8] not in str(e.value)
     with pytest.raises(ParameterError, match="column 'z' not found"):
         snapcore.release("mean", ddf, column="z", epsilon=1, data_bounds=(0, 100))
+    # the same check of column= as for in-memory data, before any worker runs
+    with pytest.raises(ParameterError, match="must be a name or a sequence of names"):
+        snapcore.partial("mean", ddf, column=5, data_bounds=(0, 100))

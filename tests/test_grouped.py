@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import snapcore
+from snapcore.dataset import Dataset
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.grouped import GroupedRelease, plan_groups
-from snapcore.missing import check_missing_policy
+from snapcore.missing import check_missing_policy, take, take_groups
 from snapcore.statistic import Neighbouring, resolve_statistic
 
 SEX = [1, 2, 2.0, 1, 9, "1", 2]
@@ -229,3 +230,18 @@ def test_grouped_release_from_partial_states_per_key():
         snapcore.release("sum", {1: parts[1]}, **common)
     with pytest.raises(ParameterError, match="applies to data held in memory"):
         snapcore.release("sum", parts, missing="impute", impute=0, **common)
+
+
+def test_take_groups_is_take_per_group() -> None:
+    rng = np.random.default_rng(7)
+    group = rng.integers(-1, 4, size=200)  # group 4 of 5 stays empty
+    ds = Dataset([rng.normal(size=200), list(rng.integers(0, 9, size=200))], ["x", "y"], 200)
+    subs = take_groups(ds, group, 5)
+    assert len(subs) == 5
+    assert subs[4].size == 0
+    for i, sub in enumerate(subs):
+        want = take(ds, np.flatnonzero(group == i))
+        assert sub.size == want.size and sub.names == want.names
+        for got_col, want_col in zip(sub._cols, want._cols, strict=True):
+            assert got_col.dtype == want_col.dtype
+            assert got_col.tolist() == want_col.tolist()

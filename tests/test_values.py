@@ -433,6 +433,19 @@ def test_exact_non_double_records_are_summed_exactly():
         bins=[0.0, 2.0**53, 2.0**60],
     )
     assert prep.values == (0, 2)
+    # ... and clamp (or drop) exact values outside the outer edges by their exact value
+    outside = [-(2**53 + 1), 2**53 + 1, 2**61 + 1]
+    for how, want in (("clamp", (1, 2)), ("drop", (0, 1))):
+        prep = _prep(
+            Histogram(),
+            outside,
+            "replace",
+            data_bounds=None,
+            n=None,
+            bins=[0.0, 2.0**53, 2.0**60],
+            out_of_range=how,
+        )
+        assert prep.values == want
     with pytest.raises(ParameterError, match="not doubles"):
         as_dataset([2**53 + 1]).numeric(0)
 
