@@ -13,7 +13,7 @@ import csv
 import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
+
+if TYPE_CHECKING:
+    from snapcore.statistic import Statistic
 
 __all__ = ["release"]
 
@@ -72,7 +75,7 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
 
 
 def _read_input(
-    statistic: str,
+    stat: Statistic,
     csv_file: str | None,
     file_format: str,
     block_size: int | None,
@@ -91,7 +94,6 @@ def _read_input(
         stream_group_partials,
         stream_partial,
     )
-    from snapcore.statistic import resolve_statistic
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -105,7 +107,6 @@ def _read_input(
     fmt = file_format
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
-    stat = resolve_statistic(statistic)
     # A CSV file within one block is read whole, field by field (the same doubles as
     # the chunked reader), without importing pyarrow: a fifth of a one-shot run.
     small = fmt == "csv" and path is not None and block_size is None and _fits(path)
@@ -424,7 +425,7 @@ def release(
         rel = resolve_relation(stat, "add-remove")  # a grouped release's default
     policy = check_missing_policy(missing, impute_value, rel)
     data, data_label = _read_input(
-        statistic,
+        stat,
         csv_file,
         file_format,
         block_size,
