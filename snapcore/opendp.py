@@ -348,19 +348,14 @@ def make_statistic(
             raise ParameterError(f"d_in must be a whole number of records, got {d_in!r}")
         return round_up(eps * d)
 
-    if stat.columns > 1:
+    api = _api_kwargs(kwargs)
+    columns = stat.columns
 
-        def function(data: Any) -> Any:
-            # A 2-D array of shape (n, k) is read column by column, exactly; any
-            # other shape is refused by the release, before noise is drawn.
-            r = _release(stat, data, **_api_kwargs(kwargs))
-            return list(r.value) if isinstance(r.value, tuple) else r.value
-
-    else:
-
-        def function(data: Any) -> Any:
-            r = _release(stat, list(data), **_api_kwargs(kwargs))
-            return list(r.value) if isinstance(r.value, tuple) else r.value
+    def function(data: Any) -> Any:
+        # A 2-D array of shape (n, k) is read column by column, exactly; any other
+        # shape is refused by the release, before noise is drawn.
+        r = _release(stat, data if columns > 1 else list(data), **api)
+        return list(r.value) if isinstance(r.value, tuple) else r.value
 
     return dp.m.make_user_measurement(
         input_domain,
@@ -431,7 +426,7 @@ def _api_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _check_parameters(stat: Statistic, kwargs: dict[str, Any]) -> None:
     """Run the release's checks on public data with a source that refuses to draw."""
-    probe = dict(_api_kwargs(kwargs))
+    probe = _api_kwargs(kwargs)  # a copy
     probe["source"] = _NoDraws()
     record: Any = _stand_in_record(stat, probe["data_bounds"])
     n = probe["n"]

@@ -54,9 +54,7 @@ def classify(exc: BaseException) -> tuple[str, int]:
     """The kind of an error and its exit status."""
     if isinstance(exc, BudgetExceededError | PrivacyRefused):
         return "privacy refused", EXIT_REFUSED
-    if isinstance(exc, DataError | LedgerError | OSError) or type(exc).__name__ in (
-        "MissingValueError",
-    ):
+    if isinstance(exc, DataError | LedgerError | OSError):  # MissingValueError too
         return "data", EXIT_DATA
     if isinstance(exc, click.UsageError | click.BadParameter):
         return "usage", EXIT_USAGE

@@ -13,7 +13,7 @@ import csv
 import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
+
+if TYPE_CHECKING:
+    from snapcore.statistic import Statistic
 
 __all__ = ["release"]
 
@@ -72,7 +75,7 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
 
 
 def _read_input(
-    statistic: str,
+    stat: Statistic,
     csv_file: str | None,
     file_format: str,
     block_size: int | None,
@@ -81,17 +84,17 @@ def _read_input(
     options: dict[str, Any],
     policy: Any = None,
     grouping: dict[str, Any] | None = None,
-) -> tuple[Any, str]:
-    """The data to release and how to name it: a merged partial state read in chunks
-    (pyarrow; a missing-value ``policy`` applied to each chunk; with ``grouping``, one
-    state per key), or else the whole CSV file read field by field with :func:`cell`."""
+) -> tuple[Any, str, bool]:
+    """The data to release, how to name it, and whether it was read in chunks: a merged
+    partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
+    chunk; with ``grouping``, one state per key), or else the whole CSV file read field
+    by field with :func:`cell`."""
     from snapcore.cli.chunks import (
         BLOCK_BYTES,
         pyarrow_available,
         stream_group_partials,
         stream_partial,
     )
-    from snapcore.statistic import resolve_statistic
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -105,7 +108,6 @@ def _read_input(
     fmt = file_format
     if fmt == "auto":
         fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
-    stat = resolve_statistic(statistic)
     # A CSV file within one block is read whole, field by field (the same doubles as
     # the chunked reader), without importing pyarrow: a fifth of a one-shot run.
     small = fmt == "csv" and path is not None and block_size is None and _fits(path)
@@ -113,10 +115,11 @@ def _read_input(
         if fmt == "parquet":
             raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
-            return _csv_table(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8"), label), label
+            stdin_text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            return _csv_table(stdin_text, label), label, False
         try:
             with path.open(newline="", encoding="utf-8") as fh:
-                return _csv_table(fh, label), label
+                return _csv_table(fh, label), label, False
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
     stdin = click.get_binary_stream("stdin")
@@ -147,7 +150,7 @@ def _read_input(
             )
     except OSError as exc:
         raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
-    return part, label
+    return part, label, True
 
 
 def _fits(path: Path) -> bool:
@@ -369,7 +372,6 @@ def release(
     from snapcore.budget import Budget
     from snapcore.ledger import parse_epsilon
     from snapcore.missing import check_missing_policy
-    from snapcore.partials import Partial
     from snapcore.sources import SeededSource
     from snapcore.statistic import resolve_relation, resolve_statistic
 
@@ -423,8 +425,8 @@ def release(
     ):
         rel = resolve_relation(stat, "add-remove")  # a grouped release's default
     policy = check_missing_policy(missing, impute_value, rel)
-    data, data_label = _read_input(
-        statistic,
+    data, data_label, chunked = _read_input(
+        stat,
         csv_file,
         file_format,
         block_size,
@@ -433,9 +435,6 @@ def release(
         options,
         policy=policy,
         grouping=grouping,
-    )
-    chunked = isinstance(data, Partial) or (
-        isinstance(data, dict) and all(isinstance(v, Partial) for v in data.values())
     )
     if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
