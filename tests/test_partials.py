@@ -238,6 +238,24 @@ def test_rangecount_example_is_mergeable():
     assert r1 == r2
 
 
+def _edges_and_pool(edges, xs, even):
+    """The sorted edges (with ``even``: 50 evenly spaced between their ends) and the
+    values to bin: ``xs``, the edges and the doubles next to them on both sides; None
+    when the evenly spaced edges are not finite and strictly increasing."""
+    e = np.array(sorted(edges))
+    if even:
+        e = np.linspace(e[0], e[-1], 50)
+        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
+            return None
+    pool = [
+        *xs,
+        *e.tolist(),
+        *np.nextafter(e, np.inf).tolist(),
+        *np.nextafter(e, -np.inf).tolist(),
+    ]
+    return e, pool
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     edges=st.lists(H.finite_floats(), min_size=2, max_size=12, unique=True),
@@ -251,18 +269,11 @@ def test_bin_index_is_binary_search(edges, xs, even):
 
     from snapcore.statistics.counting import bin_index
 
-    e = np.array(sorted(edges))
-    if even:
-        e = np.linspace(e[0], e[-1], 50)
-        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
-            return
+    case = _edges_and_pool(edges, xs, even)
+    if case is None:
+        return
+    e, pool = case
     k = len(e) - 1
-    pool = [
-        *xs,
-        *e.tolist(),
-        *np.nextafter(e, np.inf).tolist(),
-        *np.nextafter(e, -np.inf).tolist(),
-    ]
     x = np.clip(np.array(pool, dtype=np.float64), e[0], e[-1])
     want = [min(bisect.bisect_right(e.tolist(), v) - 1, k - 1) for v in x.tolist()]
     assert bin_index(e, x).tolist() == want
@@ -284,18 +295,11 @@ def test_bin_counts_against_exact_comparisons(engine, edges, xs, even, drop):
 
     from snapcore.exact import bin_counts
 
-    e = np.array(sorted(edges))
-    if even:
-        e = np.linspace(e[0], e[-1], 50)
-        if not (np.isfinite(e).all() and (np.diff(e) > 0).all()):
-            return
+    case = _edges_and_pool(edges, xs, even)
+    if case is None:
+        return
+    e, pool = case
     k = len(e) - 1
-    pool = [
-        *xs,
-        *e.tolist(),
-        *np.nextafter(e, np.inf).tolist(),
-        *np.nextafter(e, -np.inf).tolist(),
-    ]
     pool = [v for v in pool if np.isfinite(v)]
     fe = [Fraction(v) for v in e.tolist()]
     want = [0] * k

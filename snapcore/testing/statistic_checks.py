@@ -1063,6 +1063,30 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
         )
 
 
+def _same_fields(
+    stat: Statistic,
+    cls: type,
+    kind: str,
+    x: Any,
+    y: Any,
+    free: set[str],
+    a: Outcome,
+    b: Outcome,
+) -> None:
+    """Every field of ``cls`` but those in ``free`` is equal in ``x`` (D) and ``y`` (D′)."""
+    for f in attrs.fields(cls):
+        if f.name in free:
+            continue
+        vx, vy = getattr(x, f.name), getattr(y, f.name)
+        if vx != vy:
+            raise _fail(
+                f"{stat.name}: {kind}.{f.name} depends on the data: {vx!r} for D, {vy!r} "
+                "for its neighbour D′",
+                a.repro,
+                b.repro,
+            )
+
+
 def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
     """Check two neighbouring outcomes; returns whether both were released (and so
     compared).
@@ -1081,17 +1105,7 @@ def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
     if a is None or b is None or a.prepared is None or b.prepared is None:
         return False
     pa, pb = a.prepared, b.prepared
-    for f in attrs.fields(Prepared):
-        if f.name in _PREPARED_FREE:
-            continue
-        va, vb = getattr(pa, f.name), getattr(pb, f.name)
-        if va != vb:
-            raise _fail(
-                f"{stat.name}: Prepared.{f.name} depends on the data: {va!r} for D, {vb!r} "
-                "for its neighbour D′",
-                a.repro,
-                b.repro,
-            )
+    _same_fields(stat, Prepared, "Prepared", pa, pb, _PREPARED_FREE, a, b)
     if len(pa.values) != len(pb.values):  # pragma: no cover - labels were equal
         raise _fail(f"{stat.name}: the number of values depends on the data", a.repro, b.repro)
     delta = pa.sensitivity
@@ -1115,17 +1129,7 @@ def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
         )
     ra, rb = a.release, b.release
     if ra is not None and rb is not None:
-        for f in attrs.fields(type(ra)):
-            if f.name in _RELEASE_FREE:
-                continue
-            va, vb = getattr(ra, f.name), getattr(rb, f.name)
-            if va != vb:
-                raise _fail(
-                    f"{stat.name}: Release.{f.name} depends on the data: {va!r} for D, "
-                    f"{vb!r} for its neighbour D′",
-                    a.repro,
-                    b.repro,
-                )
+        _same_fields(stat, type(ra), "Release", ra, rb, _RELEASE_FREE, a, b)
         if a.draws != b.draws:
             raise _fail(
                 f"{stat.name}: the releases of D and D′ took different paths: {a.draws} and "

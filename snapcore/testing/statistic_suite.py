@@ -201,12 +201,18 @@ class StatisticConformance:
         case = Case(setting=setting, relation=rel, n=None if rel is Neighbouring.REPLACE else 2)
         for cont in containers(stat.columns, setting.records):
             for d, d2 in picked:
-                a = evaluate(stat, case, d, cont, epsilon=self.epsilon)
-                b = evaluate(stat, case, d2, cont, epsilon=self.epsilon)
-                for o in (a, b):
-                    if o is not None:
-                        check_dataset(stat, o)
-                check_pair(stat, a, b)
+                self._check_released_pair(stat, case, d, d2, cont)
+
+    def _check_released_pair(
+        self, stat: Statistic, case: Case, d: Any, d2: Any, cont: Any
+    ) -> None:
+        """Release D and D′ through ``cont``; check each release, then the pair."""
+        a = evaluate(stat, case, d, cont, epsilon=self.epsilon)
+        b = evaluate(stat, case, d2, cont, epsilon=self.epsilon)
+        for o in (a, b):
+            if o is not None:
+                check_dataset(stat, o)
+        check_pair(stat, a, b)
 
     def _hypothesis_pairs(self, target: Target, examples: int) -> None:
         stat, setting, rel = target
@@ -229,12 +235,7 @@ class StatisticConformance:
             case, d, d2 = draw_pair(ch, stat, setting, rel, self.max_size)
             fit = [c for c in conts if c.build(d) is not None and c.build(d2) is not None]
             cont = ch.choice(fit)
-            a = evaluate(stat, case, d, cont, epsilon=self.epsilon)
-            b = evaluate(stat, case, d2, cont, epsilon=self.epsilon)
-            for o in (a, b):
-                if o is not None:
-                    check_dataset(stat, o)
-            check_pair(stat, a, b)
+            self._check_released_pair(stat, case, d, d2, cont)
 
         run()
 
