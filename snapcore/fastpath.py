@@ -823,7 +823,6 @@ class FastEngine:
         # the two ends stand for the clamped outputs c ± Δ·b.
         self._table: F64 | None = None
         self._table_lock = threading.Lock()
-        self._ends: tuple[float, float] | None = None
         self.use_table = 2 * self.kmax + 3 <= self.TABLE_MAX
         d_is_double = Fraction(float(delta)) == delta
         self.out_dd = (
@@ -849,17 +848,11 @@ class FastEngine:
     def end_outputs(self, pipe: Pipeline) -> tuple[float, float]:
         """The exact outputs of the clamped ``k <= -khi`` and ``k >= khi`` ([S9]).
 
-        Computed once per engine by the exact output stage; every element whose
-        ``k`` is decided and clamped takes one of these two values, so releasing
-        clamped values costs no more than releasing values inside the interval.
+        Every element whose ``k`` is decided and clamped takes one of these two
+        values, so releasing clamped values costs no more than releasing values inside
+        the interval.  The pipeline computes them once, when it is built.
         """
-        with self._table_lock:
-            if self._ends is None:
-                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
-                lo = pipe.output(clamp(-self.kmax - 1, L, b))
-                hi = pipe.output(clamp(self.kmax + 1, L, b))
-                self._ends = (float(lo), float(hi))
-            return self._ends
+        return pipe.index_output(-self.kmax - 1), pipe.index_output(self.kmax + 1)
 
     def table(self, pipe: Pipeline) -> F64:
         """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
