@@ -58,6 +58,14 @@ class FastBackend(Backend):
         <snapcore.backends.mpfr.MPFRBackend.scalar>`): the arithmetic is MPFR's."""
         return self._mpfr.scalar(pipeline, source)
 
+    def scalar_untimed(
+        self, pipeline: Pipeline, source: RandomSource
+    ) -> Callable[[float], float] | None:
+        """MPFR's release of one double without timing padding
+        (:meth:`MPFRBackend.scalar_untimed
+        <snapcore.backends.mpfr.MPFRBackend.scalar_untimed>`)."""
+        return self._mpfr.scalar_untimed(pipeline, source)
+
     def batch(
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
     ) -> np.ndarray | None:

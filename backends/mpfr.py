@@ -9,6 +9,8 @@ sticky flags when used.
 
 from __future__ import annotations
 
+import math
+import sys
 import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ import gmpy2
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
+from snapcore.sources import ByteSource, _decode_raw
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from snapcore.plugins import BackendRegistry
     from snapcore.sources import RandomSource
 
-__all__ = ["MPFRArithmetic", "MPFRBackend"]
+__all__ = ["MPFRArithmetic", "MPFRBackend", "ScalarPathStats", "scalar_path_stats"]
 
 
 class _ThreadContexts(threading.local):
@@ -161,44 +164,214 @@ class MPFRBackend(Backend):
         between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
         and the source decodes its bytes with :class:`~snapcore.sources.ByteSource`'s
         own ``draw_raw``."""
-        from snapcore.pipeline import add
-        from snapcore.sources import ByteSource, _decode_raw
-
-        arith = pipeline.arith
-        if (
-            type(arith) is not MPFRArithmetic
-            or not arith._inline
-            or not isinstance(source, ByteSource)
-            or type(source).draw_raw is not ByteSource.draw_raw
-        ):
+        parts = _fused_parts(pipeline, source)
+        if parts is None:
             return None
-        p = arith.precision
-        local = arith._local
-        lam = pipeline._lam
-        L = pipeline._L
-        kmax = pipeline._kmax
+        finish, src = parts
         centre = pipeline.centre_ratio
-        grid, end = pipeline._grid_output, pipeline._end
-        lock, read = source.exclusive(), source.read
+        lock, read = src.exclusive(), src.read
+        p = pipeline.arith.precision
 
         def release(v: float) -> float:
             x = centre(*v.as_integer_ratio())
             with lock:
                 sign, um, ue = _decode_raw(read, p)
-            ctx = local.ctx
-            if um.bit_length() + ue == 0:  # U* in [1/2, 1): as MPFRArithmetic.ln
-                n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
-            else:
-                n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
-            m, e = n.as_mantissa_exp()
-            ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
-            s = L - ye  # snap: k = floor(y/Λ + 1/2)
-            k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
-            if -kmax < k < kmax:
-                return grid(k, L)
-            return end(k)  # the precomputed outputs at and beyond ±kmax, as run
+            return finish(x, sign, um, ue)
 
         return release
+
+    def scalar_untimed(
+        self, pipeline: Pipeline, source: RandomSource
+    ) -> Callable[[float], float] | None:
+        """:meth:`scalar` for a mechanism without timing padding: the same contract
+        (bit-identical to the pipeline, one draw per release, the same bytes), with a
+        running time that may depend on the draw.
+
+        Once the process has made enough such releases (:func:`compiled_scalar_after`),
+        each release reads its draw's bytes and hands them, with the value, to the
+        compiled kernel of :mod:`snapcore.fastpath` (its double-double certificate,
+        ``docs/fastpath.md``); a draw the certificate leaves open (a near-tie, an
+        exponent continuing past the first word, an uncertified output, a calibration
+        outside the kernel's range) is finished by MPFR from the same bytes, without
+        a second read.  Until then, and where numba cannot be imported, it is
+        :meth:`scalar`.  The switch changes no output.
+        """
+        exact = self.scalar(pipeline, source)
+        parts = _fused_parts(pipeline, source)
+        if exact is None or parts is None:
+            return None
+        finish, src = parts
+        centre, index_output = pipeline.centre_ratio, pipeline.index_output
+        lock, read = src.exclusive(), src.read
+        p = pipeline.arith.precision
+        row = 8 + ((p + 6) >> 3)  # one snapcore-draw-v1 row (no continuation word)
+        kernel: Any = None
+        prm: Any = None
+        stay_exact = False
+        stats = scalar_path_stats
+
+        def warm(v: float) -> float:
+            # The exact fused release, counting towards the switch.
+            nonlocal kernel, prm, stay_exact
+            if not stay_exact:
+                stats.exact_untimed += 1
+                if stats.exact_untimed >= compiled_scalar_after():
+                    import snapcore.fastpath as fp
+
+                    k, pr = fp.scalar_release_kernel(), fp.scalar_params(pipeline)
+                    if k is None or pr is None:
+                        stay_exact = True  # no numba, or a calibration the bound excludes
+                    else:
+                        k(0.0, bytes(row), pr)  # load (or compile) it before first use
+                        stats.loaded = True
+                        prm, kernel = pr, k
+            return exact(v)
+
+        def release(v: float) -> float:
+            if kernel is None:
+                return warm(v)
+            with lock:
+                data = read(row)
+                r: float
+                status: int
+                r, status = kernel(v, data, prm)
+                if status == 0:  # SCALAR_DONE: all but ~1e-5 of releases
+                    return r
+                if status == 2:  # SCALAR_CONTINUATION: the exponent reads on, now
+                    sign, um, ue = _decode_raw(_replay(data, read), p)
+            if status == 3:  # SCALAR_OUTPUT: k decided, its output computed exactly
+                stats.exact_output += 1
+                return index_output(int(r))
+            if status == 1:  # SCALAR_EXACT: k not decided, MPFR from the same bytes
+                stats.exact_k += 1
+                sign, um, ue = _decode_raw(_replay(data, read), p)
+            else:
+                stats.continuation += 1
+            return finish(centre(*v.as_integer_ratio()), sign, um, ue)
+
+        return release
+
+
+class ScalarPathStats:
+    """Process-wide counters of :meth:`MPFRBackend.scalar_untimed` (diagnostics).
+
+    Attributes
+    ----------
+    exact_untimed : int
+        Untimed releases made by the exact fused path (they count towards the switch).
+    loaded : bool
+        Whether the compiled kernel has been loaded in this process.
+    exact_k, exact_output, continuation : int
+        Compiled releases finished exactly: ``k`` not decided by the bound, the output
+        not certified, a draw whose exponent continues past its first word.
+    """
+
+    def __init__(self) -> None:
+        self.exact_untimed = 0
+        self.loaded = False
+        self.exact_k = 0
+        self.exact_output = 0
+        self.continuation = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"ScalarPathStats(exact_untimed={self.exact_untimed}, loaded={self.loaded}, "
+            f"exact_k={self.exact_k}, exact_output={self.exact_output}, "
+            f"continuation={self.continuation})"
+        )
+
+
+#: The counters of the untimed scalar path in this process.
+scalar_path_stats = ScalarPathStats()
+
+#: Untimed scalar releases a process makes exactly before it loads the compiled kernel
+#: (None: never).  Loading it costs about as much as this many exact releases save.
+COMPILED_SCALAR_AFTER: int | None = 1 << 16
+#: The same once the process already runs snapcore's compiled engine (an array release):
+#: then only the kernel's own code is loaded from numba's cache, about 10 ms.
+COMPILED_SCALAR_AFTER_WARM = 1 << 10
+
+
+def compiled_scalar_after() -> float:
+    """How many exact untimed scalar releases the process makes before it switches to
+    the compiled kernel (``inf``: never).
+
+    The rule is the ski-rental one: the switch costs a fixed time ``L`` once per
+    process (importing numba and loading the compiled kernel from its disk cache:
+    0.4-1.2 s cold, about 10 ms when snapcore's compiled engine is already running,
+    nothing once the kernel is loaded) and then saves ``s`` per release (the exact
+    release costs 2-4 times the compiled one).  Switching after about ``L/s`` releases
+    makes the total time at most twice the best choice made in hindsight, whatever the
+    number of releases; switching earlier makes short programs pay ``L`` for nothing
+    (a one-shot command-line release would pay the import of numba, several times its
+    own running time).  Both counts are rounded to powers of two of the measured
+    ratio.  Outputs do not depend on the switch: both paths are bit-identical.
+    """
+    if COMPILED_SCALAR_AFTER is None:
+        return math.inf
+    if scalar_path_stats.loaded:
+        return 0
+    fp = sys.modules.get("snapcore.fastpath")
+    if fp is not None and getattr(fp, "compiled_engine_loaded", lambda: False)():
+        return min(COMPILED_SCALAR_AFTER, COMPILED_SCALAR_AFTER_WARM)
+    return COMPILED_SCALAR_AFTER
+
+
+def _replay(data: bytes, read: Callable[[int], bytes]) -> Callable[[int], bytes]:
+    """A reader that returns ``data`` (a draw's first row, already read) first, then
+    reads on from ``read``: the exact decoder sees the stream exactly once."""
+    first = [data]
+
+    def again(n: int) -> bytes:
+        if first:
+            out = first.pop()
+            if len(out) != n:  # pragma: no cover - the row is what _decode_raw reads
+                raise AssertionError("replayed row of the wrong length")
+            return out
+        return read(n)
+
+    return again
+
+
+def _fused_parts(
+    pipeline: Pipeline, source: RandomSource
+) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
+    """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
+    for the centred value ``x`` and one draw, as :meth:`Pipeline.run
+    <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
+    fused paths must decline."""
+    from snapcore.pipeline import add
+
+    arith = pipeline.arith
+    if (
+        type(arith) is not MPFRArithmetic
+        or not arith._inline
+        or not isinstance(source, ByteSource)
+        or type(source).draw_raw is not ByteSource.draw_raw
+    ):
+        return None
+    p = arith.precision
+    local = arith._local
+    lam = pipeline._lam
+    L = pipeline._L
+    kmax = pipeline._kmax
+    grid, end = pipeline._grid_output, pipeline._end
+
+    def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
+        ctx = local.ctx
+        if um.bit_length() + ue == 0:  # U* in [1/2, 1): as MPFRArithmetic.ln
+            n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
+        else:
+            n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
+        m, e = n.as_mantissa_exp()
+        ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
+        s = L - ye  # snap: k = floor(y/Λ + 1/2)
+        k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
+        if -kmax < k < kmax:
+            return grid(k, L)
+        return end(k)  # the precomputed outputs at and beyond ±kmax, as run
+
+    return finish, source
 
 
 @hookimpl

@@ -44,6 +44,10 @@ from snapcore.sources import ByteSource, Draw, RandomSource, decode_draw
 
 __all__ = [
     "AUTO_MIN_SIZE",
+    "SCALAR_CONTINUATION",
+    "SCALAR_DONE",
+    "SCALAR_EXACT",
+    "SCALAR_OUTPUT",
     "BatchStats",
     "DrawBatch",
     "FastEngine",
@@ -51,6 +55,8 @@ __all__ = [
     "engine_for",
     "numba_available",
     "release_batch",
+    "scalar_params",
+    "scalar_release_kernel",
 ]
 
 #: Arrays at least this long go through the fast path automatically when the
@@ -282,6 +288,15 @@ def resolve_engine(size: int) -> str:
 
 
 _U63 = 0x7FFFFFFFFFFFFFFF
+
+#: Status of the compiled release of one value (:func:`scalar_release_kernel`): the
+#: output is final; ``k`` is not decided (the exact pipeline from the same draw); the
+#: draw has a continuation word (decoded exactly, reading on); ``k`` is decided but
+#: the output is not certified (the exact output stage for ``k``).
+SCALAR_DONE, SCALAR_EXACT, SCALAR_CONTINUATION, SCALAR_OUTPUT = 0, 1, 2, 3
+# Layout of the scalar parameter vector (after the engine's ten kernel parameters).
+_SP_LOWER, _SP_UPPER, _SP_DELTA, _SP_LO_OUT, _SP_HI_OUT = 10, 11, 12, 13, 14
+_SP_L, _SP_KMAX, _SP_KHI, _SP_MODE, _SP_TABLE = 15, 16, 17, 18, 19
 #: ``fbk`` marker of an element whose k was not decided (|k| < 2**52 otherwise).
 _UNDECIDED = -(1 << 62)
 
@@ -507,12 +522,86 @@ if _nb is not None:
     _nb_decode = _njit_cached(_decode_py)
     _nb_fused = _njit_cached(_fused_py)
 
+    def _scalar_py(v: Any, row: Any, prm: Any) -> tuple[float, int]:
+        # One value and the bytes of one snapcore-draw-v1 row: (output, SCALAR_DONE),
+        # or a status saying which exact stage finishes the release (see
+        # scalar_params for the layout of prm).
+        s, e, mhi, mlo = _nb_decode_row_i(row, 0)
+        if e == 64.0:
+            return 0.0, SCALAR_CONTINUATION
+        k, ok, _sh, _sl, _err = _nb_kernel(
+            v, s, e, mhi, mlo,
+            prm[0], prm[1], prm[2], prm[3], prm[4], prm[5], prm[6], prm[7], prm[8], prm[9],
+        )  # fmt: skip
+        if not ok:
+            return 0.0, SCALAR_EXACT
+        mode, kmax = prm[_SP_MODE], prm[_SP_KMAX]
+        if mode == 0.0:  # the table of exact outputs for k in [-kmax-1, kmax+1]
+            idx = int(min(max(k, -kmax - 1.0), kmax + 1.0) + kmax + 1.0)
+            return prm[_SP_TABLE + idx], SCALAR_DONE
+        khi = prm[_SP_KHI]
+        if k >= khi:
+            return prm[_SP_HI_OUT], SCALAR_DONE
+        if k <= -khi:
+            return prm[_SP_LO_OUT], SCALAR_DONE
+        if mode == 1.0:
+            r, cert = _nb_output_dd_i(k, prm, int(prm[_SP_L]), prm[_SP_DELTA])
+            if cert:
+                return min(max(r, prm[_SP_LOWER]), prm[_SP_UPPER]), SCALAR_DONE
+        return k, SCALAR_OUTPUT
+
+    _nb_scalar = _nb.njit(cache=True, error_model="numpy")(_scalar_py)
+
 
 def _get_numba_loop() -> Any:
     """The compiled ``(loop, decode, diag)``, or None without numba."""
     if _nb is None:
         return None
     return (_nb_loop, _nb_decode, _nb_diag)
+
+
+def scalar_release_kernel() -> Any:
+    """The compiled release of one value, or None without numba.
+
+    ``kernel(v, row, prm) -> (r, status)`` for a finite double ``v``, the bytes ``row``
+    of one ``snapcore-draw-v1`` draw as read from the stream (``8 + ceil((p−1)/8)``
+    bytes) and ``prm = scalar_params(pipe)``: decodes the row, decides ``k`` with the
+    kernel's bound (E1-E9) and computes the output (table or certified double-double,
+    E10).  ``status`` is :data:`SCALAR_DONE` (``r`` is the exact pipeline's output on
+    that draw), :data:`SCALAR_EXACT` (``k`` not decided), :data:`SCALAR_CONTINUATION`
+    (the draw's exponent continues past the row: nothing computed) or
+    :data:`SCALAR_OUTPUT` (``r`` is ``k``, whose output the certificate does not
+    settle).  The first call in a process loads the compiled code from numba's disk
+    cache (or compiles it, a few seconds, once per install).
+    """
+    return _nb_scalar if _nb is not None else None
+
+
+def compiled_engine_loaded() -> bool:
+    """Whether this process has loaded (or compiled) any of the compiled engine's
+    functions: loading one more from numba's cache then costs milliseconds, not the
+    start-up of numba's compiler."""
+    if _nb is None:
+        return False
+    return any(fn.signatures for fn in (_nb_fused, _nb_loop, _nb_decode, _nb_scalar))
+
+
+def scalar_params(pipe: Pipeline) -> F64 | None:
+    """The parameter vector of :func:`scalar_release_kernel` for ``pipe``'s
+    calibration, or None when the kernel's bound does not cover it (``p < 118`` or
+    magnitudes outside :attr:`FastEngine.supported`): those releases stay exact."""
+    eng = engine_for(pipe.calibration)
+    if not eng.supported or pipe.calibration.precision < 118:
+        return None
+    mode = 0.0 if eng.use_table else (1.0 if eng.out_dd else 2.0)
+    lo_out, hi_out = eng.end_outputs(pipe)
+    head = [
+        eng.lower, eng.upper, eng.delta_f, lo_out, hi_out,
+        float(eng.L), float(eng.kmax), float(eng.khi), mode,
+    ]  # fmt: skip
+    table = eng.table(pipe) if eng.use_table else np.zeros(0)
+    prm: F64 = np.concatenate([eng.params, np.array(head, np.float64), table])
+    return prm
 
 
 # ----------------------------------------------------------------------------------

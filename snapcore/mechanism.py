@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, overload
 
@@ -131,12 +131,21 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        self._scalar: tuple[RandomSource, Callable[[float], float]] | None = None
+        self._timing: Padding | None = mechanism_padding(self, timing)
         # The backend's fused release of one double, when it offers one (bit-identical),
         # with the source it draws from: a copy of this mechanism given another source
-        # (as timing calibration makes) must not draw from this one.
-        fused = self._backend.scalar(self._pipeline, self._source)
+        # (as timing calibration makes) must not draw from this one.  A padded
+        # mechanism keeps the backend's uniform exact release: a path whose time
+        # depends on the draw (a certificate with a rare exact fallback) would need a
+        # quantum covering its slowest case.  Without padding, a backend may offer a
+        # faster one (``scalar_untimed``, the same contract; MPFR's loads a compiled
+        # kernel once the process has made enough scalar releases).
+        make = self._backend.scalar
+        if self._timing is None:
+            make = getattr(self._backend, "scalar_untimed", make)
+        fused = make(self._pipeline, self._source)
         self._scalar = None if fused is None else (self._source, fused)
-        self._timing: Padding | None = mechanism_padding(self, timing)
 
     # -- exact parameters ----------------------------------------------------------
     @property
