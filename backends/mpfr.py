@@ -222,9 +222,11 @@ class MPFRBackend(Backend):
                     if k is None or pr is None:
                         stay_exact = True  # no numba, or a calibration the bound excludes
                     else:
-                        k(0.0, bytes(row), pr)  # load (or compile) it before first use
-                        stats.loaded = True
+                        if not stats.loaded:  # load (or compile) it before first use
+                            k(0.0, bytes(row), pr)
+                            stats.loaded = True
                         prm, kernel = pr, k
+                        return release(v)
             return exact(v)
 
         def release(v: float) -> float:
