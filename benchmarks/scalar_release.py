@@ -8,11 +8,20 @@ references timed in the same run: one bare MPFR ``log`` at the same precision
 
 Run: ``python benchmarks/scalar_release.py [--seconds 2]``; pin to one core with
 ``taskset -c 0`` for a single-core figure.
+
+``--turns`` instead times, in turns in one process (2000 values in (−10, 110) per
+round, the best round of each), the scalar release with ``timing="off"`` (the default
+MPFR backend and source: the compiled kernel once the process has switched to it, see
+``snapcore.backends.mpfr.compiled_scalar_after``), the exact fused release it replaces,
+and diffprivlib's ``Snapping``, ε = 1, bounds [0, 100]: the scalar target of
+``benchmarks/compare.py`` without the rest of its run.  It also counts, over
+``--draws`` further releases, how many the kernel left to MPFR.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import time
@@ -45,10 +54,80 @@ def rate(fn: Callable[[], object], seconds: float) -> float:
     return best
 
 
+def turns(rounds: int, draws: int) -> None:
+    """The scalar release (compiled and exact) and diffprivlib's, timed in turns."""
+    from snapcore.backends import mpfr
+
+    values = np.random.default_rng(1).uniform(-10.0, 110.0, 2000).tolist()
+    kw = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0), "timing": "off"}
+    fast = snapcore.SnappingMechanism(**kw)
+    t0 = time.perf_counter()
+    while not mpfr.scalar_path_stats.loaded:  # the process switches after its rule
+        for v in values:
+            fast.release(v)
+    switch = time.perf_counter() - t0
+    switched_after = mpfr.scalar_path_stats.exact_untimed
+    mpfr.COMPILED_SCALAR_AFTER = None  # mechanisms made from here on stay exact
+    exact = snapcore.SnappingMechanism(**kw)
+    contenders: list[tuple[str, Callable[[float], object]]] = [
+        ("snapcore scalar release (timing off)", fast.release),
+        ("snapcore exact fused release (timing off)", exact.release),
+    ]
+    try:
+        from diffprivlib.mechanisms import Snapping
+
+        dpl = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=100.0)
+        contenders.append(("diffprivlib Snapping", dpl.randomise))
+    except Exception as exc:  # not installed, or crlibm missing
+        print(f"diffprivlib not available ({type(exc).__name__}: {exc})")
+
+    def one_round(fn: Callable[[float], object]) -> float:
+        t = time.perf_counter()
+        for v in values:
+            fn(v)
+        return (time.perf_counter() - t) / len(values)
+
+    best = [math.inf] * len(contenders)
+    for r in range(rounds + 2):
+        for i, (_, fn) in enumerate(contenders):
+            dt = one_round(fn)
+            if r >= 2:  # two warm-up rounds
+                best[i] = min(best[i], dt)
+    print(
+        f"snapcore {snapcore.__version__}, p = {fast.precision}; load average "
+        f"{os.getloadavg()[0]:.2f}; switched to the compiled kernel after "
+        f"{switched_after} exact releases ({switch:.2f} s, with the load)"
+    )
+    print(
+        f"{'release (best of ' + str(rounds) + ' rounds of 2000, in turns)':50s} "
+        f"{'us/release':>10s} {'vs diffprivlib':>14s}"
+    )
+    ref = best[2] if len(best) > 2 else math.nan
+    for (label, _), b in zip(contenders, best, strict=True):
+        print(f"{label:50s} {b * 1e6:10.2f} {ref / b:13.2f}x")
+    stats = mpfr.scalar_path_stats
+    before = (stats.exact_k, stats.exact_output, stats.continuation)
+    gen = np.random.default_rng(7)
+    for v in gen.uniform(-10.0, 110.0, draws).tolist():
+        fast.release(v)
+    k, o, c = (a - b for a, b in zip((stats.exact_k, stats.exact_output, stats.continuation),
+                                     before, strict=True))  # fmt: skip
+    print(
+        f"over {draws:,} more releases the kernel left {k} undecided k, {o} uncertified "
+        f"outputs and {c} continued exponents to MPFR (rate {(k + o + c) / draws:.2g})"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    ap.add_argument("--turns", action="store_true", help="the scalar target, in turns")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds per release (--turns)")
+    ap.add_argument("--draws", type=int, default=10**6, help="fallback count (--turns)")
     args = ap.parse_args()
+    if args.turns:
+        turns(args.rounds, args.draws)
+        return
 
     rows: list[tuple[str, float]] = []
     for label, kwargs in [
