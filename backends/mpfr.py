@@ -232,12 +232,14 @@ class MPFRBackend(Backend):
         def release(v: float) -> float:
             if kernel is None:
                 return warm(v)
+            # The statuses are snapcore.fastpath's SCALAR_* (not imported here: that
+            # module imports numba).
             with lock:
                 data = read(row)
                 r: float
                 status: int
                 r, status = kernel(v, data, prm)
-                if status == 0:  # SCALAR_DONE: all but ~1e-5 of releases
+                if status == 0:  # SCALAR_DONE: almost every release (docs/fastpath.md)
                     return r
                 if status == 2:  # SCALAR_CONTINUATION: the exponent reads on, now
                     sign, um, ue = _decode_raw(_replay(data, read), p)

@@ -277,6 +277,17 @@ def _mode(m: SnappingMechanism) -> float:
     return float(prm[fp._SP_MODE])
 
 
+def test_the_status_codes_the_release_reads_are_the_kernels():
+    """backends/mpfr.py reads the statuses as literals (importing snapcore.fastpath
+    would import numba)."""
+    assert (fp.SCALAR_DONE, fp.SCALAR_EXACT, fp.SCALAR_CONTINUATION, fp.SCALAR_OUTPUT) == (
+        0,
+        1,
+        2,
+        3,
+    )
+
+
 def test_the_compiled_mechanisms_cover_every_output_mode():
     assert {_mode(SnappingMechanism(**kw, timing="off")) for kw in COMPILED_MECHANISMS} == {
         0.0,
