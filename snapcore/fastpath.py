@@ -583,7 +583,7 @@ def compiled_engine_loaded() -> bool:
     start-up of numba's compiler."""
     if _nb is None:
         return False
-    return any(fn.signatures for fn in (_nb_fused, _nb_loop, _nb_decode, _nb_scalar))
+    return bool(_nb_fused.overloads or _nb_loop.overloads or _nb_decode.overloads)
 
 
 def scalar_params(pipe: Pipeline) -> F64 | None:
