@@ -181,5 +181,16 @@ class Backend(abc.ABC):
         """
         return None
 
+    def scalar_untimed(
+        self, pipeline: Pipeline, source: RandomSource
+    ) -> Callable[[float], float] | None:
+        """Optional capability: :meth:`scalar` for a mechanism without timing padding.
+
+        Same contract as :meth:`scalar`; its running time may depend on the draw (a
+        certificate with a rare exact fallback), which is why a padded mechanism never
+        asks for it (docs/timing.md).  The default is :meth:`scalar`.
+        """
+        return self.scalar(pipeline, source)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

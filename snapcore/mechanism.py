@@ -141,10 +141,10 @@ class SnappingMechanism:
         # quantum covering its slowest case.  Without padding, a backend may offer a
         # faster one (``scalar_untimed``, the same contract; MPFR's loads a compiled
         # kernel once the process has made enough scalar releases).
-        make = self._backend.scalar
         if self._timing is None:
-            make = getattr(self._backend, "scalar_untimed", make)
-        fused = make(self._pipeline, self._source)
+            fused = self._backend.scalar_untimed(self._pipeline, self._source)
+        else:
+            fused = self._backend.scalar(self._pipeline, self._source)
         self._scalar = None if fused is None else (self._source, fused)
 
     # -- exact parameters ----------------------------------------------------------

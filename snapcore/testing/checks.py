@@ -381,8 +381,13 @@ def offers_scalar(backend: Backend) -> bool:
     return type(backend).scalar is not Backend.scalar
 
 
-def check_scalar(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> bool:
+def check_scalar(
+    backend: Backend, case: str, n: int, seed: int = 0, name: str = "?", untimed: bool = False
+) -> bool:
     """``backend.scalar`` agrees bit for bit with the pipeline, draw for draw, or declines.
+
+    With ``untimed``, the same for ``backend.scalar_untimed`` (the release a mechanism
+    without timing padding uses).
 
     The reference runs the pipeline of ``backend`` on ``SeededSource(seed).draws_raw(n,
     p)``; the fused release gets the same values one by one and a fresh
@@ -399,7 +404,7 @@ def check_scalar(backend: Backend, case: str, n: int, seed: int = 0, name: str =
     vals = [float(v) for v in pipeline_values(kwargs, seed)]
     vals = [vals[i % len(vals)] for i in range(n)]
     src = SeededSource(seed)
-    fused = backend.scalar(pipe, src)
+    fused = (backend.scalar_untimed if untimed else backend.scalar)(pipe, src)
     if fused is None:
         return False
     ref = SeededSource(seed)
@@ -409,7 +414,8 @@ def check_scalar(backend: Backend, case: str, n: int, seed: int = 0, name: str =
         if math.copysign(1.0, got) != math.copysign(1.0, want) or got != want:
             raise ConformanceError(
                 f"[{name}] scalar {case}: release {i} of value {v!r} gave {got!r}, the "
-                f"pipeline {want!r}; reproduce: check_scalar(backend, {case!r}, {n}, {seed})"
+                f"pipeline {want!r}; reproduce: check_scalar(backend, {case!r}, {n}, {seed}, "
+                f"untimed={untimed})"
             )
     if src.draw_raw(p) != ref.draw_raw(p):
         raise ConformanceError(f"[{name}] scalar {case}: drew more or less than one draw each")

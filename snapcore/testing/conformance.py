@@ -327,6 +327,15 @@ class BackendConformance:
             pytest.skip(f"backend {conformance_backend.name!r} offers no fused scalar release")
         check_scalar(conformance_backend, case, 500, 0, conformance_backend.name)
 
+    @pytest.mark.parametrize("case", _GRID_IDS)
+    def test_scalar_untimed(self, conformance_backend: Backend, case: str) -> None:
+        """The scalar release for mechanisms without timing padding (by default the
+        fused one) agrees bit for bit with the pipeline, draw for draw."""
+        if not check_scalar(
+            conformance_backend, case, 500, 0, conformance_backend.name, untimed=True
+        ):
+            pytest.skip(f"backend {conformance_backend.name!r} offers no fused scalar release")
+
     @pytest.mark.slow
     @pytest.mark.parametrize("case", _GRID_IDS)
     def test_pipeline_slow(
