@@ -593,7 +593,7 @@ def _tie_row(mech: Any) -> bytes:
     (sign +): its noise is a near-tie of the snapping for ``x = 0``."""
     import gmpy2
 
-    p = mech.precision
+    p: int = mech.precision
     cal = mech.calibration
     ratio = Fraction(3, 2) * cal.granularity / cal.scale  # in [3/2, 3)
     with gmpy2.context(gmpy2.get_context(), precision=p):
