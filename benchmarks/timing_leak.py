@@ -44,14 +44,22 @@ import gmpy2
 import numpy as np
 
 import snapcore
+import snapcore.timing
 from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource
 
 Call = Callable[[], object]
 
 
 # -- chosen draws --------------------------------------------------------------------
+#: Elements of a batch given a chosen draw in the "forced" class: as many exact fallbacks
+#: as the padding covers for the benchmark's batch length.
+BATCH = 4096
+FORCED = snapcore.timing.fallbacks_covered(BATCH)
+
+
 class PatternSource(ByteSource):
-    """The OS CSPRNG's bytes, or (when ``draw`` is given) the bytes of ``draw`` repeated.
+    """The OS CSPRNG's bytes, or (when ``draw`` is given) the bytes of ``draw`` repeated,
+    or with ``forced``, :data:`FORCED` rows of each read replaced by ``draw``'s bytes.
 
     Every read also reads as many bytes from the OS (and drops them when replaying),
     so the chosen-draw classes pay exactly the cost of real randomness; the stream is
@@ -61,15 +69,30 @@ class PatternSource(ByteSource):
 
     name = "pattern"
 
-    def __init__(self, draw: Draw | None = None, precision: int = 118) -> None:
+    def __init__(
+        self, draw: Draw | None = None, precision: int = 118, forced: bool = False
+    ) -> None:
         super().__init__()
         self._inner = SystemSource()
         self._pattern = b"" if draw is None else encode_draw(draw, precision)
         self._off = 0
+        self._forced = forced or None
+        self._precision = precision
+        self._rng = random.Random()
 
     def read(self, n: int) -> bytes:
-        data = self._inner.read(n)
-        if not self._pattern:
+        # Every read does the same work whatever the class (a copy, FORCED row
+        # positions drawn and rewritten), so that classes differ only in the bytes.
+        out = bytearray(self._inner.read(n))
+        r = 8 + ((self._precision + 6) >> 3)
+        rows = n // r
+        forced = self._forced is not None and n % r == 0
+        for j in self._rng.sample(range(rows), min(FORCED, rows)):
+            out[j * r : (j + 1) * r] = self._pattern if forced else out[j * r : (j + 1) * r]
+        data = bytes(out)
+        if not self._pattern or forced:
+            # ``forced``: those rows (at random row positions) got the chosen draw,
+            # every other row keeps the real one: a batch with FORCED chosen draws.
             return data
         pat = self._pattern
         reps = (self._off + n) // len(pat) + 1
@@ -161,33 +184,61 @@ def cropped_t(a: np.ndarray, b: np.ndarray, pct: float) -> float:
     return welch(a[a <= cut].astype(np.float64), b[b <= cut].astype(np.float64))
 
 
+def overrun_z(a: np.ndarray, b: np.ndarray, limit: float) -> float:
+    """Two-proportion z statistic of the rates of calls longer than ``limit``.
+
+    With the protection on, a call's duration is ``j`` quanta (plus a constant), and
+    ``j`` is what an observer learns: the rate of ``j > 1`` per class is the leak."""
+    oa, ob = int((a > limit).sum()), int((b > limit).sum())
+    pool = (oa + ob) / (a.size + b.size)
+    var = pool * (1 - pool) * (1 / a.size + 1 / b.size)
+    return 0.0 if var == 0 else (oa / a.size - ob / b.size) / math.sqrt(var)
+
+
 def table(
     group: str, mode: str, times: dict[str, np.ndarray], pct: float, per: int = 1
-) -> list[float]:
-    """Print one group's pairs; return the cropped |t| values."""
+) -> tuple[list[float], list[float]]:
+    """Print one group's pairs; return the cropped |t| of the covered pairs and of the
+    pairs with a class the padding does not cover (:data:`UNCOVERED`)."""
     unit = "ns" if per == 1 else f"ns/value ({per} values)"
+    on = mode == "on"
+    # With the protection on every call lasts j quanta: j > 1 past 1.5 times the
+    # shortest class median (that median is one quantum plus the padding's own cost).
+    limit = 1.5 * min(float(np.median(t)) for t in times.values())
     print(f"\n### {group}, protection {mode}: medians in {unit}, crop at p{pct:g}\n")
-    print(
-        f"| {'class A':24s} | {'class B':24s} | {'median A':>10s} | {'median B':>10s} "
-        f"| {'t (crop)':>9s} | {'t (raw)':>9s} |"
-    )
-    print(f"|{'-' * 26}|{'-' * 26}|{'-' * 12}|{'-' * 12}|{'-' * 11}|{'-' * 11}|")
-    ts = []
+    head = f"| {'class A':30s} | {'class B':30s} | {'median A':>10s} | {'median B':>10s} "
+    head += f"| {'t (crop)':>9s} | {'t (raw)':>9s} |"
+    rule = f"|{'-' * 32}|{'-' * 32}|{'-' * 12}|{'-' * 12}|{'-' * 11}|{'-' * 11}|"
+    if on:
+        head += f" {'z (j > 1)':>9s} |"
+        rule += f"{'-' * 11}|"
+    print(head)
+    print(rule)
+    covered: list[float] = []
+    uncovered: list[float] = []
     for a, b in itertools.combinations(times, 2):
         if ": " in a and a.split(": ")[0] != b.split(": ")[0]:
             continue  # statistics: only datasets of one statistic (the statistic is public)
         ta, tb = times[a], times[b]
         t = cropped_t(ta, tb, pct)
-        ts.append(abs(t))
+        (uncovered if UNCOVERED in a or UNCOVERED in b else covered).append(abs(t))
         flag = " !" if abs(t) > 4.5 else ""
-        print(
-            f"| {a:24s} | {b:24s} | {np.median(ta) / per:10.1f} | {np.median(tb) / per:10.1f} "
-            f"| {t:9.2f} | {welch(ta.astype(float), tb.astype(float)):9.2f} |{flag}"
+        row = (
+            f"| {a:30s} | {b:30s} | {np.median(ta) / per:10.1f} | {np.median(tb) / per:10.1f} "
+            f"| {t:9.2f} | {welch(ta.astype(float), tb.astype(float)):9.2f} |"
         )
+        if on:
+            row += f" {overrun_z(ta, tb, limit):9.2f} |"
+        print(row + flag)
+    if on:
+        rates = ", ".join(f"{k}: {100 * (v > limit).mean():.2f} %" for k, v in times.items())
+        print(f"\ncalls past 1.5 quanta (j > 1): {rates}")
+    more = f"; pairs with a class not covered: {max(uncovered):.2f}" if uncovered else ""
     print(
-        f"\nmax |t| (cropped) = {max(ts):.2f}; calls per class = {next(iter(times.values())).size}"
+        f"\nmax |t| (cropped) = {max(covered, default=0.0):.2f}{more}; "
+        f"calls per class = {next(iter(times.values())).size}"
     )
-    return ts
+    return covered, uncovered
 
 
 # -- groups ----------------------------------------------------------------------------
@@ -235,9 +286,6 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
     return classes, mechs
 
 
-BATCH = 4096
-
-
 def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     kw: dict[str, Any] = {"epsilon": 2.0**20, "clamp_bounds": (-1.0, 1.0), "timing": timing}
     # Every class reads its randomness the same way (PatternSource: OS bytes, replayed
@@ -254,24 +302,33 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     }
     classes: dict[str, Call] = {k: (lambda a=a: m.release(a)) for k, a in arrays.items()}
     mechs = [m]
-    # Fixed draws: the same U* for every element; y = x + N near a snap tie forces the
-    # fast path's exact fallback, N at a quarter-step lets it decide.
+    # Chosen draws: y = x + N near a snap tie forces the fast path's exact fallback, N at
+    # a quarter-step lets it decide.  The padding covers up to F = fallbacks_covered(n)
+    # exact elements per array (more occur with probability below 2**-64 with a CSPRNG):
+    # a batch with F forced elements is covered, one made only of them is not.
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
-    for name, frac in [
-        ("draws decided", Fraction(5, 4)),
-        ("draws force fallback", Fraction(3, 2)),
-    ]:
-        d = draw_for_noise(m, frac * m.granularity)
-        mf = snapcore.SnappingMechanism(**kw, source=PatternSource(d, m.precision))
+    forced = FORCED
+    tie = draw_for_noise(m, Fraction(3, 2) * m.granularity)
+    sources: dict[str, ByteSource] = {
+        "draws decided": PatternSource(draw_for_noise(m, Fraction(5, 4) * m.granularity)),
+        f"{forced} draws force fallback": PatternSource(tie, m.precision, forced=True),
+        "real draws on grid points": PatternSource(),
+        f"{UNCOVERED}all draws force fallback": PatternSource(tie, m.precision),
+    }
+    for name, src in sources.items():
+        mf = snapcore.SnappingMechanism(**kw, source=src)
         if timing == "off":
             from snapcore.fastpath import release_batch
 
-            src = PatternSource(d, m.precision)
             _, st = release_batch(mf._pipeline, grid, src, stats=True)
             print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")
         mechs.append(mf)
         classes[name] = lambda mf=mf: mf.release(grid)
     return classes, mechs
+
+
+#: Classes outside what the padding covers (reported, not counted in the max |t|).
+UNCOVERED = "[not covered] "
 
 
 def statistic_group(timing: str, n: int = 64) -> tuple[dict[str, Call], Any]:
@@ -344,7 +401,7 @@ def main() -> None:
             times = measure(classes, count, args.seed)
             secs = time.perf_counter() - t0
             per = BATCH if g == "batch" else 1
-            ts = table(g, "on" if mode == "constant" else "off", times, args.crop, per)
+            ts, unc = table(g, "on" if mode == "constant" else "off", times, args.crop, per)
             for k, v in times.items():
                 medians[(g, mode, k)] = float(np.median(v))
             if g in ("value", "noise") and mode == "constant" and mechs:
@@ -360,7 +417,7 @@ def main() -> None:
             if g == "statistic" and mode == "constant":
                 print(f"statistic padding: {snapcore.timing.statistic_stats()}")
             print(f"({secs:.1f} s)")
-            summary.append((g, mode, max(ts)))
+            summary.append((g, mode, max(ts, default=0.0), max(unc, default=None)))
     if len(modes) == 2:
         print("\n### Overhead: protected median / unprotected median, same run\n")
         print(f"| {'group':9s} | {'class':30s} | {'off':>10s} | {'on':>10s} | {'ratio':>6s} |")
@@ -371,8 +428,9 @@ def main() -> None:
             on = medians[(g, "constant", k)]
             print(f"| {g:9s} | {k:30s} | {v:10.0f} | {on:10.0f} | {on / v:6.2f} |")
     print("\n### Summary: max |t| (cropped) per group\n")
-    for g, mode, t in summary:
-        print(f"- {g}, protection {'on' if mode == 'constant' else 'off'}: {t:.2f}")
+    for g, mode, t, u in summary:
+        more = "" if u is None else f" (classes not covered: {u:.2f})"
+        print(f"- {g}, protection {'on' if mode == 'constant' else 'off'}: {t:.2f}{more}")
 
 
 if __name__ == "__main__":

@@ -30,17 +30,22 @@ import copy
 import functools
 import math
 import os
+import random
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from fractions import Fraction
 from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from snapcore.errors import ParameterError
+from snapcore.sources import ByteSource
 
 __all__ = [
+    "FALLBACK_RATE_BOUND",
+    "FALLBACK_RISK",
     "MODES",
     "Padding",
     "PaddingStats",
@@ -48,6 +53,7 @@ __all__ = [
     "TimingMode",
     "calibrate_quantum",
     "default_store_path",
+    "fallbacks_covered",
     "machine_fingerprint",
     "mechanism_padding",
     "pad",
@@ -81,6 +87,13 @@ STATISTIC_REPS = 15
 #: memory of the synthetic copies).  Above it the mechanism's releases are still
 #: padded; ``timing="constant"`` pads the whole release at any n.
 STATISTIC_DEFAULT_MAX_N = 100_000
+#: The fast path's exact fallback (snapcore.fastpath): an upper bound on the probability
+#: that one element of an array, with fresh draws from a CSPRNG, is handed to the exact
+#: pipeline (docs/timing.md, "Exact fallbacks in arrays"), and the probability left
+#: uncovered: an array's quantum covers the smallest number F of exact elements such
+#: that more than F occur with probability at most ``FALLBACK_RISK``.
+FALLBACK_RATE_BOUND = 2.0**-40
+FALLBACK_RISK = 2.0**-64
 #: A quantum is measured again after this many uses (0: never, the default; see
 #: docs/timing.md: on a loaded machine it tracks the load, but its effect on the
 #: leak measurement is not yet settled).
@@ -226,6 +239,23 @@ def _budget_reps(run: Callable[[Any], object], classes: Sequence[Any], cap: int)
     run(classes[0])
     one = max(1, _now() - t0)
     return int(max(5, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
+
+
+def fallbacks_covered(length: int) -> int:
+    """How many exact fallback elements an array's quantum covers: the least ``F >= 1``
+    with ``P(more than F) <= FALLBACK_RISK`` when each of ``length`` elements falls back
+    independently with probability at most :data:`FALLBACK_RATE_BOUND`.
+
+    Uses the bound ``P(X >= F + 1) <= C(n, F + 1)·p**(F + 1) <= (n·p)**(F + 1)/(F + 1)!``
+    for ``X ~ Binomial(n, p)``, in base-2 logarithms.  A function of the length only.
+    """
+    n = max(1, int(length))
+    log_mu = math.log2(n) + math.log2(FALLBACK_RATE_BOUND)
+    log_risk = math.log2(FALLBACK_RISK)
+    f = 1
+    while (f + 1) * log_mu - math.lgamma(f + 2) / math.log(2) > log_risk:
+        f += 1
+    return f
 
 
 def _quantile(xs: list[int], q: float) -> float:
@@ -558,6 +588,46 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     ]
 
 
+def _tie_row(mech: Any) -> bytes:
+    """The ``snapcore-draw-v1`` row of the p-bit ``U*`` nearest ``exp(−(3/2)·Λ/λ)``
+    (sign +): its noise is a near-tie of the snapping for ``x = 0``."""
+    import gmpy2
+
+    p: int = mech.precision
+    cal = mech.calibration
+    ratio = Fraction(3, 2) * cal.granularity / cal.scale  # in [3/2, 3)
+    with gmpy2.context(gmpy2.get_context(), precision=p):
+        u = gmpy2.exp(-gmpy2.mpq(ratio.numerator, ratio.denominator))
+    mpz_m, mpz_e = u.as_mantissa_exp()
+    m: int = int(mpz_m)
+    shift = p - m.bit_length()  # U* = m·2**e with 2**(p-1) <= m < 2**p
+    m, e = m << shift, int(mpz_e) - shift
+    geo = -e - (p - 1)  # U* in [2**-geo, 2**(1 - geo)): the geometric exponent
+    nbytes = (p + 6) >> 3
+    word = 1 << (63 - geo)
+    tail = (m & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
+    return word.to_bytes(8, "big") + tail.to_bytes(nbytes, "big")
+
+
+class _ForcedRows(ByteSource):
+    """A byte source for calibration: the inner source's bytes, with ``count`` rows of
+    each multi-row read (at random row positions) replaced by ``row``."""
+
+    name = "calibration"
+
+    def __init__(self, inner: ByteSource, row: bytes, count: int) -> None:
+        super().__init__()
+        self._inner, self._row, self._count = inner, row, count
+
+    def read(self, n: int) -> bytes:
+        data = bytearray(self._inner.read(n))
+        r = len(self._row)
+        if n % r == 0 and n // r > self._count:
+            for j in random.sample(range(n // r), self._count):
+                data[j * r : (j + 1) * r] = self._row
+        return bytes(data)
+
+
 class _NullPadding:
     """Goes through the padded call's own steps with a quantum of 1 ns (calibration)."""
 
@@ -704,8 +774,41 @@ class Padding:
             else:
                 a = a.astype(dt)
             classes.append(a.tolist() if container == "list" else a)
-        reps = _budget_reps(sib.release, classes, SCALAR_REPS)
-        return calibrate_quantum(sib.release, classes, reps=reps, margin=ARRAY_MARGIN, warmup=1)
+        runs: list[tuple[Any, Any]] = [(a, sib) for a in classes]
+        forced = self._forced_fallbacks(sib, n)
+        if forced is not None:
+            runs.append((classes[4], forced))  # the centre, F elements falling back
+
+        def run(cls: tuple[Any, Any]) -> None:
+            cls[1].release(cls[0])
+
+        reps = _budget_reps(run, runs, SCALAR_REPS)
+        return calibrate_quantum(run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1)
+
+    def _forced_fallbacks(self, sib: Any, n: int) -> Any:
+        """A calibration copy whose draws make :func:`fallbacks_covered` ``(n)`` elements
+        of an array at the centre take the fast path's exact fallback, or None when an
+        array of ``n`` elements does not go to a batch path with such a fallback.
+
+        Such elements are rare events (at most :data:`FALLBACK_RATE_BOUND` each), so no
+        ordinary calibration class contains one; their cost inside a batch (the exact
+        pipeline run cold, between compiled chunks) is measured here, from public
+        parameters only: the draw is the p-bit ``U*`` nearest ``exp(−(3/2)·Λ/λ)``,
+        whose noise lies within far less than the kernel's error bound of the snapping
+        tie at ``(3/2)·Λ`` (the centre's ``x`` is 0).
+        """
+        from snapcore.backend import Backend
+
+        backend, src = self._mech.backend, sib._source
+        if (
+            type(backend).batch is Backend.batch
+            or n < backend.batch_min_size
+            or not isinstance(src, ByteSource)
+        ):
+            return None
+        forced = copy.copy(sib)
+        forced._source = _ForcedRows(src, _tie_row(self._mech), fallbacks_covered(n))
+        return forced
 
     def quantum_for(self, value: Any) -> int:
         """The quantum for releasing ``value``: by its type, and for arrays by length.

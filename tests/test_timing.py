@@ -9,6 +9,7 @@ that padding never changes a released value.  Whether time still leaks is measur
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from fractions import Fraction
@@ -151,9 +152,9 @@ def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]])
     pad.quantum_for(np.zeros(41))
     assert len(stub_calibration) == 2  # a new length, a new quantum
     # Calibrated on synthetic arrays of that length, never on the caller's.
-    for cls in stub_calibration[0] + stub_calibration[1]:
-        assert cls is not a and cls is not b
-        assert len(cls) in (40, 41)
+    for arr, _mech in stub_calibration[0] + stub_calibration[1]:
+        assert arr is not a and arr is not b
+        assert len(arr) in (40, 41)
 
 
 def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -> None:
@@ -366,7 +367,76 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     assert m.timing is not None
     cap = timing.ARRAY_CALIBRATION_MAX
     q_cap = m.timing.array_quantum_ns(cap)
-    assert len(stub_calibration) == 1 and all(len(a) == cap for a in stub_calibration[0])
+    assert len(stub_calibration) == 1 and all(len(a) == cap for a, _ in stub_calibration[0])
     for n in (cap + 1, 3 * cap, 10 * cap + 7):
         assert m.timing.array_quantum_ns(n) == -(-q_cap * n // cap)
     assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
+
+
+# -- the fast path's exact fallbacks in arrays ----------------------------------------
+def test_fallbacks_covered_leave_at_most_the_stated_risk() -> None:
+    # Independent of the code's bound: the exact union bound C(n, F+1)·p**(F+1) on
+    # P(more than F of n elements fall back), in rationals.
+    p = Fraction(timing.FALLBACK_RATE_BOUND)
+    risk = Fraction(timing.FALLBACK_RISK)
+
+    def union(n: int, f: int) -> Fraction:
+        return math.comb(n, f + 1) * p ** (f + 1)
+
+    previous = 1
+    for n in [1, 2, 1000, 1024, 4096, 10**5, 2**18, 10**6, 2**24, 10**7, 2**30, 2**36]:
+        f = timing.fallbacks_covered(n)
+        assert f >= 1
+        assert union(n, f) <= risk
+        # not wastefully large: one fewer would leave more than the risk (up to the
+        # factor (n·p)**k/k! vs C(n, k)·p**k, which is below 1.01 here)
+        assert f == 1 or union(n, f - 1) > risk / Fraction(101, 100)
+        assert f >= previous  # more elements, at least as many covered
+        previous = f
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "bounds"),
+    [(2.0**20, (-1.0, 1.0)), (1.0, (0.0, 100.0)), (0.1, (-1e6, 1e6)), (3.0, (-7.0, 3.0))],
+)
+def test_array_calibration_includes_the_covered_exact_fallbacks(
+    epsilon: float, bounds: tuple[float, float], stub_calibration: list[list[Any]]
+) -> None:
+    from snapcore.fastpath import AUTO_MIN_SIZE, release_batch
+
+    m = snapcore.SnappingMechanism(
+        epsilon=epsilon, clamp_bounds=bounds, source=SystemSource(), timing="constant"
+    )
+    assert m.timing is not None
+    n = max(AUTO_MIN_SIZE, 4096)
+    m.timing.quantum_for(np.zeros(n))
+    (runs,) = stub_calibration
+    centre = float(m.calibration.centre)
+    forced = [(a, mech) for a, mech in runs if mech._source is not runs[0][1]._source]
+    assert len(forced) == 1, "one class with forced fallbacks, beside the usual ones"
+    arr, mech = forced[0]
+    assert arr.shape == (n,) and np.all(arr == centre)
+    # Its draws make exactly F elements take the exact fallback (at random positions),
+    # and every output is still the exact pipeline's.
+    out, st = release_batch(mech._pipeline, arr, mech._source, stats=True)
+    assert len(st.fallback_k) == timing.fallbacks_covered(n)
+    assert np.all((out >= bounds[0]) & (out <= bounds[1]))
+
+
+def test_short_arrays_and_exact_backends_get_no_fallback_class(
+    stub_calibration: list[list[Any]],
+) -> None:
+    from snapcore.fastpath import AUTO_MIN_SIZE
+
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SystemSource(), timing="constant"
+    )
+    assert m.timing is not None
+    m.timing.quantum_for(np.zeros(AUTO_MIN_SIZE - 1))  # below the batch path's size
+    a = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), backend="mpmath", timing="constant"
+    )
+    assert a.timing is not None
+    a.timing.quantum_for(np.zeros(AUTO_MIN_SIZE))  # mpmath has no batch path
+    for runs in stub_calibration:
+        assert len({id(mech) for _, mech in runs}) == 1
