@@ -142,13 +142,27 @@ def test_list_beyond_two_pow_53_is_released_exactly():
     assert r.private and r.distance == 1
 
 
+def _x87(mant: int, biased: int) -> np.longdouble:
+    """A positive x87 long double from its bits (64-bit significand, biased exponent),
+    so that no long-double arithmetic (subject to the FPU's precision control, which a
+    library loaded earlier in the process may have set to 53 bits) builds it.  Where
+    long doubles are not x87 extended, the same value by arithmetic."""
+    if np.finfo(LD).nmant != 63:
+        return LD(mant) * LD(2) ** (biased - 16383 - 63)
+    bits = (biased << 64) | mant
+    return np.frombuffer(bits.to_bytes(10, "little") + bytes(LD().itemsize - 10), LD)[0]
+
+
 def test_long_double_neighbours_audit_within_epsilon():
     m = SnappingMechanism(epsilon=1, clamp_bounds=(1, 1 + 2**-52), sensitivity=2**-60)
-    a = LD(1) + LD(2) ** -60
-    r = audit(m, a, a + LD(2) ** -60)
+    one = 1 << 63
+    a = _x87(one | (1 << 3), 16383)  # 1 + 2**-60
+    b = _x87(one | (1 << 4), 16383)  # 1 + 2**-59
+    assert exact_ratio(a) == (2**60 + 1, 2**60) and exact_ratio(b) == (2**59 + 1, 2**59)
+    r = audit(m, a, b)
     assert r.distance == 1 and r.private, r.verdict
     kw = {"epsilon": 1, "clamp_bounds": (1, 1 + 2**-52), "sensitivity": 2**-60}
-    vals = [a, a + LD(2) ** -60, LD(1)]
+    vals = [a, b, _x87(one, 16383)]
     for seed in range(10):
         out = SnappingMechanism(**kw, source=SeededSource(seed)).release(np.array(vals))
         assert out.tolist() == _scalar_outputs(kw, vals, seed)
