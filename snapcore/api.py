@@ -250,6 +250,23 @@ class _Plan:
     common: dict[str, Any]
 
 
+#: A statistic release that draws fewer values than this, with no ``source=`` given, reads
+#: its noise from the OS CSPRNG (``"system"``); a longer one uses the mechanism's default,
+#: ChaCha20 keyed from the OS.  Below it the values take the element-wise path, where a
+#: fresh ``os.urandom`` buffer is at least as fast as a fresh ChaCha20 stream, and a
+#: one-shot process need not import ``cryptography`` for a few dozen bytes
+#: (docs/sources.md, "Which source a release uses").
+SYSTEM_SOURCE_MAX_VALUES = 1024
+
+
+def _default_source(source: str | RandomSource | None, count: int) -> str | RandomSource | None:
+    """The source a release of ``count`` values uses: the one given, else ``"system"``
+    for fewer than :data:`SYSTEM_SOURCE_MAX_VALUES` values, else the mechanism's default."""
+    if source is None and count < SYSTEM_SOURCE_MAX_VALUES:
+        return "system"
+    return source
+
+
 def _plan(
     stat: Statistic,
     prep: Prepared,
@@ -292,7 +309,7 @@ def _plan(
         sensitivity=prep.sensitivity,
         clamp_bounds=(choice.lower, choice.upper),
         backend=backend,
-        source=source,
+        source=_default_source(source, len(prep.values)),
         precision=precision,
         timing=timing,
     )
@@ -463,7 +480,9 @@ def release(
     backend : str or Backend
         Arithmetic backend (default ``"mpfr"``).
     source : str or RandomSource, optional
-        Randomness (default: the OS CSPRNG).
+        Randomness.  Default: the OS CSPRNG (``"system"``) for a release of fewer than
+        :data:`SYSTEM_SOURCE_MAX_VALUES` values, else ChaCha20 keyed from the OS
+        (``"chacha20"``, the mechanism's default); docs/sources.md.
     budget : Budget, optional
         Charged ``epsilon`` (sequential composition); checked before any noise.
     precision : int, optional

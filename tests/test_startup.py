@@ -1,0 +1,119 @@
+"""What a one-shot release costs before it draws: which source it builds, and which
+libraries a command-line release imports (benchmarks/compare.py times the start-up)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import snapcore
+from snapcore.api import SYSTEM_SOURCE_MAX_VALUES
+from snapcore.sources import SeededSource
+from snapcore.timing import resolve_mode
+
+XS = [float(x) for x in np.random.default_rng(5).uniform(0, 100, 200)]
+
+
+def _histogram_source(bins: int, **kw) -> str:
+    edges = np.linspace(0.0, 100.0, bins + 1).tolist()
+    r = snapcore.release("histogram", XS, epsilon=1, bins=edges, timing="off", **kw)
+    assert len(r.value) == bins
+    return r.source
+
+
+def test_a_small_release_reads_the_os_and_a_large_one_chacha20():
+    r = snapcore.release("mean", XS, epsilon=1, data_bounds=(0, 100), timing="off")
+    assert r.source == "system"
+    assert SYSTEM_SOURCE_MAX_VALUES == 1024
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES - 1) == "system"
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES) == "chacha20"
+
+
+def test_a_given_source_is_always_the_one_used():
+    kw = {"epsilon": 1, "data_bounds": (0, 100), "timing": "off"}
+    assert snapcore.release("mean", XS, source="chacha20", **kw).source == "chacha20"
+    assert snapcore.release("mean", XS, source=SeededSource(1), **kw).source == "seeded"
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES, source="system") == "system"
+
+
+def test_each_group_of_a_grouped_release_reads_the_os():
+    data = {"g": ["a", "b"] * 50, "x": XS[:100]}
+    g = snapcore.release(
+        "mean",
+        data,
+        column="x",
+        by="g",
+        keys=["a", "b"],
+        group_sizes={"a": 50, "b": 50},
+        epsilon=1,
+        data_bounds=(0, 100),
+        timing="off",
+    )
+    assert {r.source for _, r in g.items()} == {"system"}
+
+
+def test_the_os_source_is_padded_by_default_as_chacha20_is():
+    assert resolve_mode(None, "system") == resolve_mode(None, "chacha20") == "constant"
+    m = snapcore.SnappingMechanism(epsilon=1, clamp_bounds=(0, 10), source="system")
+    assert m._timing is not None  # the scalar releases are padded
+
+
+# Libraries a command-line release of a scalar statistic from a small CSV never uses.
+NOT_IMPORTED = (
+    "pyarrow",
+    "pandas",
+    "narwhals",
+    "numba",
+    "llvmlite",
+    "cryptography",
+    "mpmath",
+    "flint",
+    "matplotlib",
+    "snapcore.chacha",
+    "snapcore.backends.mpmath_backend",
+    "snapcore.backends.arb",
+    "snapcore.backends.fast",
+    "snapcore.statistics.counting",
+)
+
+
+def test_a_command_line_release_imports_only_what_it_uses(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from snapcore.cli import main
+        try:
+            main(["release", "mean", "--column", "age", "--data-bounds", "0", "100",
+                  "--epsilon", "1"])
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+        print("MODULES", sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))
+        print("LOADED", "gmpy2" in sys.modules, "snapcore.backends.mpfr" in sys.modules)
+        """
+    )
+    env = dict(os.environ, SNAPCORE_TIMING_STORE=str(tmp_path / "quanta.sqlite3"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert "released value" in out and "source           system" in out
+    assert "MODULES []" in out, out
+    assert "LOADED True True" in out  # the check above looks at the right names
+
+
+@pytest.mark.parametrize("module", ["pyarrow", "cryptography"])
+def test_the_module_check_sees_an_import(module, tmp_path):
+    # The same check fails when the release does import one of them (here forced).
+    pytest.importorskip(module)
+    code = textwrap.dedent(
+        f"""
+        import sys, {module}
+        print(sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert module in out
