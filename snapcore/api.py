@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, overload
@@ -733,6 +734,11 @@ def _prepare(
     policy: MissingPolicy,
 ) -> tuple[Prepared, DataBounds | None]:
     """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    if not _is_partial(data) and not is_dask(data):
+        checked = check_data_bounds(data_bounds, stat)
+        ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
+        prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **options)
+        return prep, checked
     from snapcore.partials import Partial, dask_state, freeze_options
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
@@ -764,12 +770,8 @@ def _prepare(
             check_data_bounds(None, stat)  # the usual error
         state = data.state
     else:
-        opts = options
+        opts = options  # a Dask data frame
         checked = check_data_bounds(data_bounds, stat)
-        if not is_dask(data):
-            ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
-            prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **opts)
-            return prep, checked
         if not stat.mergeable:
             raise ParameterError(
                 f"statistic {stat.name!r} does not implement partial() and finalize(), "
@@ -777,6 +779,13 @@ def _prepare(
             )
         state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _is_partial(data: Any) -> bool:
+    """Whether ``data`` is a :class:`~snapcore.partials.Partial` (a Partial exists only
+    once its module is imported, so a release of data in memory never imports it)."""
+    partials = sys.modules.get("snapcore.partials")
+    return partials is not None and isinstance(data, partials.Partial)
 
 
 def _check_can_draw(plans: Sequence[_Plan]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -47,6 +46,8 @@ class PrivacyRefused(SnapcoreError):
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
+    import json
+
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import io
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,31 @@ class UsageError(click.ClickException):
         self.option = option  # the flag at fault, for the JSON error
 
 
-def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
+class _Columns(Mapping[str, list[Any]]):
+    """A CSV table's columns by header name, each read with :func:`cell` when first
+    asked for: a release reads only the columns it names, and every column it reads
+    holds what reading every field would give."""
+
+    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
+        self._index = {h: i for i, h in enumerate(header)}
+        self._rows = rows
+        self._read: dict[str, list[Any]] = {}
+
+    def __getitem__(self, name: str) -> list[Any]:
+        col = self._read.get(name)
+        if col is None:
+            i = self._index[name]
+            col = self._read[name] = [cell(row[i]) for row in self._rows]
+        return col
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _read_csv_stream(fh: Any, label: str) -> Mapping[str, list[Any]]:
     """A whole CSV file as columns of values (the reader without pyarrow, or for a
     statistic that cannot merge partial states): blank cells are missing (None), numbers
     are numbers, other text stays text."""
@@ -63,15 +88,15 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
         raise DataError(f"{label} is empty") from None
     if len(set(header)) != len(header):
         raise DataError(f"{label} has duplicate column names")
-    cols: dict[str, list[Any]] = {h: [] for h in header}
+    rows: list[list[str]] = []
+    width = len(header)
     for row in reader:
         if not row:
             continue
-        if len(row) != len(header):
-            raise DataError(f"{label}: a row has {len(row)} fields, the header has {len(header)}")
-        for h, v in zip(header, row, strict=True):
-            cols[h].append(cell(v))
-    return cols
+        if len(row) != width:
+            raise DataError(f"{label}: a row has {len(row)} fields, the header has {width}")
+        rows.append(row)
+    return _Columns(header, rows)
 
 
 def _read_input(
@@ -163,7 +188,7 @@ def _fits(path: Path) -> bool:
         return False
 
 
-def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
+def _csv_table(fh: Any, label: str) -> Mapping[str, list[Any]]:
     try:
         return _read_csv_stream(fh, label)
     except (UnicodeDecodeError, csv.Error):
