@@ -29,7 +29,6 @@ from snapcore.bounds import (
     choose_clamp_bounds,
     given_clamp_bounds,
 )
-from snapcore.budget import Budget
 from snapcore.display import short
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.frames import is_dask, read_dataset
@@ -51,6 +50,7 @@ from snapcore.timing import padded_statistic
 from snapcore.values import type_name
 
 if TYPE_CHECKING:
+    from snapcore.budget import Budget
     from snapcore.grouped import GroupedRelease
 
 __all__ = ["Release", "release"]
@@ -580,7 +580,7 @@ def _common_checks(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
             parameter=unknown[0],
         )
-    if budget is not None and not isinstance(budget, Budget):
+    if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
         )
@@ -779,6 +779,12 @@ def _prepare(
             )
         state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _is_budget(obj: Any) -> bool:
+    from snapcore.budget import Budget  # here: a release without a budget never needs it
+
+    return isinstance(obj, Budget)
 
 
 def _is_partial(data: Any) -> bool:

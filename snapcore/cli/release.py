@@ -394,7 +394,6 @@ def release(
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.api import release as do_release
-    from snapcore.budget import Budget
     from snapcore.ledger import parse_epsilon
     from snapcore.missing import check_missing_policy
     from snapcore.sources import SeededSource
@@ -436,7 +435,11 @@ def release(
         column_arg = columns[0] if len(columns) == 1 else columns
     # errors reach the command line's handler (exit status, --json, the option named)
     eps = parse_epsilon(epsilon)  # before a long read
-    budget = None if ledger is None else Budget.from_ledger(ledger)
+    budget = None
+    if ledger is not None:
+        from snapcore.budget import Budget
+
+        budget = Budget.from_ledger(ledger)
     impute_value = None if impute is None else cell(impute)
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk
