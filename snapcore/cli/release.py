@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapcore.cli._output import SpelledCommand, emit_json
+from snapcore.cli._output import SpelledCommand, emit_json, parse_epsilon
 from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
@@ -394,7 +394,6 @@ def release(
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.api import release as do_release
-    from snapcore.ledger import parse_epsilon
     from snapcore.missing import check_missing_policy
     from snapcore.sources import SeededSource
     from snapcore.statistic import resolve_relation, resolve_statistic
