@@ -612,7 +612,20 @@ def _full_scan_paths() -> list[str]:
     ]
 
 
-def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(dists, tmp_path):
+@pytest.fixture
+def standard_finders(monkeypatch):
+    """Only the standard library's distribution finder (a library imported by another
+    test, such as the importlib_metadata backport, may add its own, which makes the
+    narrow scan defer to importlib.metadata: tested below)."""
+    from importlib.machinery import PathFinder
+
+    kept = [f for f in sys.meta_path if f is PathFinder or not hasattr(f, "find_distributions")]
+    monkeypatch.setattr(sys, "meta_path", kept)
+
+
+def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(
+    dists, tmp_path, standard_finders
+):
     from snapcore.plugins import _check_entry_point_names, _declaring_distributions
 
     # Declaring and non-declaring distributions, names that group together after
@@ -654,8 +667,10 @@ def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(dists, tmp
         assert name in found
 
 
-def test_narrow_scan_gives_the_full_scans_names_and_errors(dists, monkeypatch):
+def test_narrow_scan_gives_the_full_scans_names_and_errors(dists, monkeypatch, standard_finders):
     import snapcore.plugins as plugins
+
+    assert plugins._declaring_distributions() is not None
 
     dists.add("snapcore-one", "snapcore_one_mod", PLAIN_PLUGIN, ep_name="one")
     narrow = plugins._check_entry_point_names()
@@ -714,13 +729,16 @@ class _OtherFinder:
         return iter(())
 
 
-def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(monkeypatch, tmp_path):
+def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
+    monkeypatch, tmp_path, standard_finders
+):
     from snapcore.plugins import _declaring_distributions
 
     assert _declaring_distributions() is not None
-    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, _OtherFinder()])
+    standard = sys.meta_path
+    monkeypatch.setattr(sys, "meta_path", [*standard, _OtherFinder()])
     assert _declaring_distributions() is None
-    monkeypatch.undo()
+    monkeypatch.setattr(sys, "meta_path", standard)
     archive = tmp_path / "plugins.zip"
     import zipfile
 
