@@ -321,7 +321,8 @@ def _declaring_distributions() -> Iterable[Any] | None:
     the same children and opens only their ``entry_points.txt``: a file that does not
     contain the bytes ``snapcore`` declares no entry point of the group (a group is
     matched exactly), so its distribution is skipped; the others are read by
-    ``importlib.metadata`` itself.  Another finder with ``find_distributions``, a
+    ``importlib.metadata`` itself.  Any finder with ``find_distributions`` but
+    ``PathFinder``, a ``PathFinder`` without it, a
     ``sys.path`` entry that is a file (a zip archive) or not a string, an unreadable
     folder or file, or a file that is not UTF-8 make it return None.
     """
@@ -329,9 +330,9 @@ def _declaring_distributions() -> Iterable[Any] | None:
     import sys
     from importlib.machinery import PathFinder
 
-    for finder in sys.meta_path:
-        if finder is not PathFinder and getattr(finder, "find_distributions", None):
-            return None
+    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None)]
+    if finders != [PathFinder]:  # another finder, or none (the importlib_metadata backport
+        return None  # takes PathFinder's away and adds its own)
     folders: list[str] = []
     for root in sys.path:
         if not isinstance(root, str):

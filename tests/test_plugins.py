@@ -621,6 +621,9 @@ def standard_finders(monkeypatch):
 
     kept = [f for f in sys.meta_path if f is PathFinder or not hasattr(f, "find_distributions")]
     monkeypatch.setattr(sys, "meta_path", kept)
+    if not hasattr(PathFinder, "find_distributions"):  # the backport took it away
+        finder = importlib.metadata.MetadataPathFinder.find_distributions
+        monkeypatch.setattr(PathFinder, "find_distributions", finder, raising=False)
 
 
 def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(
@@ -748,3 +751,9 @@ def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
     monkeypatch.setattr(sys, "path", [*sys.path, str(archive)])
     assert _declaring_distributions() is None
     assert snapcore.plugins._check_entry_point_names()["zipped"] == "zipped"
+    monkeypatch.setattr(sys, "path", sys.path[:-1])
+    assert _declaring_distributions() is not None
+    from importlib.machinery import PathFinder
+
+    monkeypatch.delattr(PathFinder, "find_distributions")  # importlib.metadata finds none
+    assert _declaring_distributions() is None
