@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 import numpy as np
 
-from snapcore.accuracy import accuracy
 from snapcore.backend import Backend
 from snapcore.bounds import (
     DEFAULT_GAMMA,
@@ -32,9 +31,10 @@ from snapcore.bounds import (
 from snapcore.display import short
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.frames import is_dask, read_dataset
+from snapcore.guarantee import calibration_accuracy
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
-from snapcore.params import check_real
+from snapcore.params import calibrate, check_real
 from snapcore.sources import RandomSource, require_draws
 from snapcore.statistic import (
     DataBounds,
@@ -150,8 +150,26 @@ class Release:
     def accuracy(self, alpha: Any) -> float:
         """The data-independent accuracy at confidence ``alpha``: each released value is
         within this of the exact statistic with probability at least ``1 - alpha``
-        (see :func:`snapcore.accuracy.accuracy`)."""
-        return accuracy(self, alpha)
+        (:func:`snapcore.accuracy.accuracy` of this record: the guarantee of the
+        calibration recomputed from its public parameters; a test checks the two agree).
+
+        Raises
+        ------
+        ParameterError
+            If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
+        """
+        if self.clamp_bounds is None:
+            raise ParameterError(
+                "this release record has no clamp interval (clamp_bounds is None), so it "
+                "has no snapping accuracy"
+            )
+        cal = calibrate(
+            epsilon=self.epsilon_per_value,
+            sensitivity=self.sensitivity,
+            clamp_bounds=tuple(self.clamp_bounds),
+            precision=self.precision,
+        )
+        return calibration_accuracy(cal, alpha).bound
 
     @property
     def grid_explanation(self) -> str:

@@ -67,6 +67,7 @@ def test_the_os_source_is_padded_by_default_as_chacha20_is():
 NOT_IMPORTED = (
     "pyarrow",
     "pandas",
+    "snapcore.accuracy",
     "narwhals",
     "numba",
     "llvmlite",
@@ -164,3 +165,44 @@ def test_the_command_lines_epsilon_reader_is_the_ledgers(text):
             return ("error", str(exc), exc.parameter)
 
     assert outcome(cli_parse) == outcome(ledger_parse)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"statistic": "mean", "data_bounds": (0, 100), "epsilon": 1},
+        {"statistic": "sum", "data_bounds": (-3, 7.5), "epsilon": "1/3"},
+        {"statistic": "variance", "data_bounds": (0, 100), "epsilon": 0.7, "gamma": 0.01},
+        {"statistic": "mean", "data_bounds": (0, 100), "epsilon": 2, "clamp_bounds": (-1, 99)},
+        {"statistic": "histogram", "bins": [0, 10, 50, 100], "epsilon": 1.5},
+    ],
+)
+def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
+    from fractions import Fraction
+
+    from snapcore.accuracy import accuracy
+
+    kw = dict(kw)
+    if isinstance(kw["epsilon"], str):
+        kw["epsilon"] = Fraction(kw["epsilon"])
+    r = snapcore.release(kw.pop("statistic"), XS, timing="off", source=SeededSource(2), **kw)
+    for alpha in (0.5, 0.05, 1e-9, Fraction(1, 3)):
+        assert r.accuracy(alpha) == accuracy(r, alpha)
+    for alpha in (0, 1, -0.1, float("nan")):
+        with pytest.raises(snapcore.ParameterError) as mine:
+            r.accuracy(alpha)
+        with pytest.raises(snapcore.ParameterError) as theirs:
+            accuracy(r, alpha)
+        assert str(mine.value) == str(theirs.value)
+
+
+def test_a_record_without_noise_has_no_accuracy_either_way():
+    from snapcore.accuracy import accuracy
+
+    r = snapcore.release("count", XS, n=len(XS), relation="replace", epsilon=1, timing="off")
+    assert r.clamp_bounds is None
+    with pytest.raises(snapcore.ParameterError) as mine:
+        r.accuracy(0.05)
+    with pytest.raises(snapcore.ParameterError) as theirs:
+        accuracy(r, 0.05)
+    assert str(mine.value) == str(theirs.value)
