@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, overload
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 import numpy as np
 
-from snapcore.accuracy import accuracy
 from snapcore.backend import Backend
 from snapcore.bounds import (
     DEFAULT_GAMMA,
@@ -28,13 +28,13 @@ from snapcore.bounds import (
     choose_clamp_bounds,
     given_clamp_bounds,
 )
-from snapcore.budget import Budget
 from snapcore.display import short
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.frames import is_dask, read_dataset
+from snapcore.guarantee import calibration_accuracy
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
-from snapcore.params import check_real
+from snapcore.params import calibrate, check_real
 from snapcore.sources import RandomSource, require_draws
 from snapcore.statistic import (
     DataBounds,
@@ -50,6 +50,7 @@ from snapcore.timing import padded_statistic
 from snapcore.values import type_name
 
 if TYPE_CHECKING:
+    from snapcore.budget import Budget
     from snapcore.grouped import GroupedRelease
 
 __all__ = ["Release", "release"]
@@ -149,8 +150,26 @@ class Release:
     def accuracy(self, alpha: Any) -> float:
         """The data-independent accuracy at confidence ``alpha``: each released value is
         within this of the exact statistic with probability at least ``1 - alpha``
-        (see :func:`snapcore.accuracy.accuracy`)."""
-        return accuracy(self, alpha)
+        (:func:`snapcore.accuracy.accuracy` of this record: the guarantee of the
+        calibration recomputed from its public parameters; a test checks the two agree).
+
+        Raises
+        ------
+        ParameterError
+            If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
+        """
+        if self.clamp_bounds is None:
+            raise ParameterError(
+                "this release record has no clamp interval (clamp_bounds is None), so it "
+                "has no snapping accuracy"
+            )
+        cal = calibrate(
+            epsilon=self.epsilon_per_value,
+            sensitivity=self.sensitivity,
+            clamp_bounds=tuple(self.clamp_bounds),
+            precision=self.precision,
+        )
+        return calibration_accuracy(cal, alpha).bound
 
     @property
     def grid_explanation(self) -> str:
@@ -250,6 +269,23 @@ class _Plan:
     common: dict[str, Any]
 
 
+#: A statistic release that draws fewer values than this, with no ``source=`` given, reads
+#: its noise from the OS CSPRNG (``"system"``); a longer one uses the mechanism's default,
+#: ChaCha20 keyed from the OS.  Below it the values take the element-wise path, where a
+#: fresh ``os.urandom`` buffer is at least as fast as a fresh ChaCha20 stream, and a
+#: one-shot process need not import ``cryptography`` for a few dozen bytes
+#: (docs/sources.md, "Which source a release uses").
+SYSTEM_SOURCE_MAX_VALUES = 1024
+
+
+def _default_source(source: str | RandomSource | None, count: int) -> str | RandomSource | None:
+    """The source a release of ``count`` values uses: the one given, else ``"system"``
+    for fewer than :data:`SYSTEM_SOURCE_MAX_VALUES` values, else the mechanism's default."""
+    if source is None and count < SYSTEM_SOURCE_MAX_VALUES:
+        return "system"
+    return source
+
+
 def _plan(
     stat: Statistic,
     prep: Prepared,
@@ -292,7 +328,7 @@ def _plan(
         sensitivity=prep.sensitivity,
         clamp_bounds=(choice.lower, choice.upper),
         backend=backend,
-        source=source,
+        source=_default_source(source, len(prep.values)),
         precision=precision,
         timing=timing,
     )
@@ -463,7 +499,9 @@ def release(
     backend : str or Backend
         Arithmetic backend (default ``"mpfr"``).
     source : str or RandomSource, optional
-        Randomness (default: the OS CSPRNG).
+        Randomness.  Default: the OS CSPRNG (``"system"``) for a release of fewer than
+        :data:`SYSTEM_SOURCE_MAX_VALUES` values, else ChaCha20 keyed from the OS
+        (``"chacha20"``, the mechanism's default); docs/sources.md.
     budget : Budget, optional
         Charged ``epsilon`` (sequential composition); checked before any noise.
     precision : int, optional
@@ -560,7 +598,7 @@ def _common_checks(
             f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
             parameter=unknown[0],
         )
-    if budget is not None and not isinstance(budget, Budget):
+    if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
         )
@@ -714,6 +752,11 @@ def _prepare(
     policy: MissingPolicy,
 ) -> tuple[Prepared, DataBounds | None]:
     """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    if not _is_partial(data) and not is_dask(data):
+        checked = check_data_bounds(data_bounds, stat)
+        ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
+        prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **options)
+        return prep, checked
     from snapcore.partials import Partial, dask_state, freeze_options
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
@@ -745,12 +788,8 @@ def _prepare(
             check_data_bounds(None, stat)  # the usual error
         state = data.state
     else:
-        opts = options
+        opts = options  # a Dask data frame
         checked = check_data_bounds(data_bounds, stat)
-        if not is_dask(data):
-            ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
-            prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **opts)
-            return prep, checked
         if not stat.mergeable:
             raise ParameterError(
                 f"statistic {stat.name!r} does not implement partial() and finalize(), "
@@ -758,6 +797,19 @@ def _prepare(
             )
         state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _is_budget(obj: Any) -> bool:
+    from snapcore.budget import Budget  # here: a release without a budget never needs it
+
+    return isinstance(obj, Budget)
+
+
+def _is_partial(data: Any) -> bool:
+    """Whether ``data`` is a :class:`~snapcore.partials.Partial` (a Partial exists only
+    once its module is imported, so a release of data in memory never imports it)."""
+    partials = sys.modules.get("snapcore.partials")
+    return partials is not None and isinstance(data, partials.Partial)
 
 
 def _check_can_draw(plans: Sequence[_Plan]) -> None:

@@ -16,8 +16,9 @@ implementation whose name is not one of snapcore's hooks.
 from __future__ import annotations
 
 import importlib
+import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -301,6 +302,79 @@ class Registries:
                     )
 
 
+def _normalized(name: str) -> str:
+    """A distribution name as ``importlib.metadata`` groups its metadata folders (PEP 503
+    normalization, dashes as underscores)."""
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _declaring_distributions() -> Iterable[Any] | None:
+    """The installed distributions whose ``entry_points.txt`` may declare the
+    ``snapcore`` group (every one that does, and perhaps a few that only mention the
+    word), in the order of ``importlib.metadata.distributions()``; None when that order
+    cannot be followed here (then every distribution is read).
+
+    ``importlib.metadata`` finds distributions through each finder on ``sys.meta_path``
+    that has ``find_distributions``; the standard one (``PathFinder``) lists each
+    ``sys.path`` folder and takes every ``*.dist-info`` and ``*.egg-info`` child, grouped
+    by normalized name, then an ``EGG-INFO`` child of a ``*.egg`` folder.  This walks
+    the same children and opens only their ``entry_points.txt``: a file that does not
+    contain the bytes ``snapcore`` declares no entry point of the group (a group is
+    matched exactly), so its distribution is skipped; the others are read by
+    ``importlib.metadata`` itself.  Any finder with ``find_distributions`` but
+    ``PathFinder``, a ``PathFinder`` without it, a
+    ``sys.path`` entry that is a file (a zip archive) or not a string, an unreadable
+    folder or file, or a file that is not UTF-8 make it return None.
+    """
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None)]
+    if finders != [PathFinder]:  # another finder, or none (the importlib_metadata backport
+        return None  # takes PathFinder's away and adds its own)
+    folders: list[str] = []
+    for root in sys.path:
+        if not isinstance(root, str):
+            return None
+        try:
+            children = os.listdir(root or ".")
+        except OSError:
+            if os.path.exists(root or "."):  # a zip archive, or a folder not readable
+                return None
+            continue
+        base = os.path.basename(root).lower()
+        infos: dict[str, list[str]] = {}
+        eggs: list[str] = []
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                name = _normalized(low.rpartition(".")[0].partition("-")[0])
+                infos.setdefault(name, []).append(os.path.join(root, child))
+            elif low == "egg-info" and base.endswith(".egg"):
+                eggs.append(os.path.join(root, child))
+        for folder in (*(f for group in infos.values() for f in group), *eggs):
+            try:
+                with open(os.path.join(folder, "entry_points.txt"), "rb") as fh:
+                    raw = fh.read()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+                continue  # as importlib.metadata: no entry points
+            except OSError:
+                return None
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None  # importlib.metadata raises; let it
+            if hookspecs.PROJECT_NAME.encode() in raw:
+                folders.append(folder)
+    if not folders:
+        return []
+    import importlib.metadata
+    import pathlib
+
+    return [importlib.metadata.PathDistribution(pathlib.Path(f)) for f in folders]
+
+
 def _check_entry_point_names() -> dict[str, str]:
     """The ``snapcore`` entry points, name -> target, in discovery order; refuse two
     entry points with one name but different targets.
@@ -310,21 +384,31 @@ def _check_entry_point_names() -> dict[str, str]:
     dropped, depending on ``sys.path`` order.  The same target seen twice (one
     distribution found on two paths) is fine.
     """
-    import importlib.metadata
-
-    seen: dict[str, tuple[str, str]] = {
-        name: ("snapcore (built-in)", modname) for name, modname in BUILTIN_PLUGINS.items()
+    # name -> (the distribution declaring it, None for a built-in; its target).  The
+    # distribution's name is read only for an error: its METADATA is parsed anew on
+    # every read, and snapcore's own holds the whole README.
+    seen: dict[str, tuple[Any, str]] = {
+        name: (None, modname) for name, modname in BUILTIN_PLUGINS.items()
     }
+
+    def where(dist: Any, target: str) -> str:
+        return "snapcore (built-in)" if dist is None else f"{dist.metadata['Name']} ({target})"
+
     found: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():
+    dists = _declaring_distributions()
+    if dists is None:
+        import importlib.metadata
+
+        dists = importlib.metadata.distributions()
+    for dist in dists:
         for ep in dist.entry_points:
             if ep.group != hookspecs.PROJECT_NAME:
                 continue
-            where = f"{dist.metadata['Name']} ({ep.value})"
-            first = seen.setdefault(ep.name, (where, ep.value))
+            first = seen.setdefault(ep.name, (dist, ep.value))
             if first[1] != ep.value:
                 raise PluginError(
-                    f"plugin name {ep.name!r} is declared twice: by {first[0]} and by {where}"
+                    f"plugin name {ep.name!r} is declared twice: by {where(*first)} and by "
+                    f"{where(dist, ep.value)}"
                 )
             found.setdefault(ep.name, ep.value)
     return found

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import hashlib
 import os
 import threading
 import weakref
@@ -364,6 +363,8 @@ class SeededSource(ByteSource):
         else:
             raw = b"b" + seed
         self.seed = seed
+        import hashlib  # here: a process that never seeds does not load OpenSSL's bindings
+
         self._key = hashlib.blake2b(b"snapcore-seeded-v1" + raw, digest_size=64).digest()
         self._counter = 0
         self._buf = b""
@@ -372,6 +373,8 @@ class SeededSource(ByteSource):
     def _blocks(self, count: int) -> list[bytes]:
         """Blocks ``counter, ..., counter + count − 1`` (copies of one keyed state: the
         same digests as keying each, in two thirds of the time)."""
+        import hashlib
+
         keyed = hashlib.blake2b(key=self._key)
         out: list[bytes] = []
         append = out.append

@@ -592,3 +592,168 @@ def test_a_declared_name_the_plugin_does_not_register_is_an_error():
     assert reg.backends.names() == ["ghost", "mpfr"] and not reg.backends.loaded("mpfr")
     with pytest.raises(PluginError, match=r"'mpfr' declares backends \['ghost'\]"):
         reg.backends.get("mpfr")
+
+
+# -- the entry-point scan reads only the distributions that declare snapcore's group ----
+
+PLAIN_PLUGIN = textwrap.dedent(
+    """
+    from snapcore import hookimpl
+    """
+)
+
+
+def _full_scan_paths() -> list[str]:
+    """The metadata folders declaring the snapcore group, by importlib.metadata alone."""
+    return [
+        str(d._path)  # type: ignore[attr-defined]
+        for d in importlib.metadata.distributions()
+        if any(ep.group == "snapcore" for ep in d.entry_points)
+    ]
+
+
+@pytest.fixture
+def standard_finders(monkeypatch):
+    """Only the standard library's distribution finder (a library imported by another
+    test, such as the importlib_metadata backport, may add its own, which makes the
+    narrow scan defer to importlib.metadata: tested below)."""
+    from importlib.machinery import PathFinder
+
+    kept = [f for f in sys.meta_path if f is PathFinder or not hasattr(f, "find_distributions")]
+    monkeypatch.setattr(sys, "meta_path", kept)
+    if not hasattr(PathFinder, "find_distributions"):  # the backport took it away
+        finder = importlib.metadata.MetadataPathFinder.find_distributions
+        monkeypatch.setattr(PathFinder, "find_distributions", finder, raising=False)
+
+
+def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(
+    dists, tmp_path, standard_finders
+):
+    from snapcore.plugins import _check_entry_point_names, _declaring_distributions
+
+    # Declaring and non-declaring distributions, names that group together after
+    # normalization, another group whose text mentions snapcore, an *.egg-info folder
+    # and an EGG-INFO folder inside an *.egg folder on sys.path.
+    dists.add("zeta-plugin", "zeta_plugin_mod", PLAIN_PLUGIN, ep_name="zeta")
+    dists.add("alpha.plugin", "alpha_plugin_mod", PLAIN_PLUGIN, ep_name="alpha")
+    where = dists.add("Alpha_Plugin", "alpha2_plugin_mod", PLAIN_PLUGIN, ep_name="alpha2")
+    other = where / "unrelated-2.0.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: unrelated\nVersion: 2.0\n")
+    (other / "entry_points.txt").write_text("[console_scripts]\nsnapcore-x = unrelated:main\n")
+    bare = where / "bare-1.0.dist-info"
+    bare.mkdir()
+    (bare / "METADATA").write_text("Metadata-Version: 2.1\nName: bare\nVersion: 1.0\n")
+    legacy = where / "legacy_plugin.egg-info"
+    legacy.mkdir()
+    (legacy / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy-plugin\nVersion: 1\n")
+    (legacy / "entry_points.txt").write_text("[snapcore]\nlegacy = alpha_plugin_mod\n")
+    egg = tmp_path / "eggy_plugin-1.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: eggy\nVersion: 1\n")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[snapcore]\neggy = zeta_plugin_mod\n")
+    sys.path.append(str(egg))
+    dists.paths.append(str(egg))
+    importlib.invalidate_caches()
+
+    narrow = _declaring_distributions()
+    assert narrow is not None
+    # It may keep a distribution whose file only mentions snapcore (read, then skipped).
+    got = [str(d._path) for d in narrow if any(ep.group == "snapcore" for ep in d.entry_points)]
+    assert got == _full_scan_paths()
+    names = {Path(p).name for p in got}
+    assert {"zeta_plugin-1.0.dist-info", "alpha.plugin-1.0.dist-info"} <= names
+    assert {"Alpha_Plugin-1.0.dist-info", "legacy_plugin.egg-info", "EGG-INFO"} <= names
+    assert not names & {"unrelated-2.0.dist-info", "bare-1.0.dist-info"}
+    found = _check_entry_point_names()
+    for name in ("zeta", "alpha", "alpha2", "legacy", "eggy"):
+        assert name in found
+
+
+def test_narrow_scan_gives_the_full_scans_names_and_errors(dists, monkeypatch, standard_finders):
+    import snapcore.plugins as plugins
+
+    assert plugins._declaring_distributions() is not None
+
+    dists.add("snapcore-one", "snapcore_one_mod", PLAIN_PLUGIN, ep_name="one")
+    narrow = plugins._check_entry_point_names()
+    monkeypatch.setattr(plugins, "_declaring_distributions", lambda: None)
+    assert plugins._check_entry_point_names() == narrow
+    monkeypatch.undo()
+    assert narrow["one"] == "snapcore_one_mod"
+
+    # Two distributions declaring one name with different targets: the same message
+    # either way, naming both distributions.
+    dists.add("snapcore-two", "snapcore_two_mod", PLAIN_PLUGIN, ep_name="one", folder="later")
+    message = (
+        "plugin name 'one' is declared twice: by snapcore-one (snapcore_one_mod) and by "
+        "snapcore-two (snapcore_two_mod)"
+    )
+    with pytest.raises(PluginError) as narrow_error:
+        plugins._check_entry_point_names()
+    assert str(narrow_error.value) == message
+    monkeypatch.setattr(plugins, "_declaring_distributions", lambda: None)
+    with pytest.raises(PluginError) as full_error:
+        plugins._check_entry_point_names()
+    assert str(full_error.value) == message
+
+
+def test_a_plugin_named_like_a_built_in_is_refused_by_name(dists):
+    dists.add("snapcore-evil", "snapcore_evil_mod", PLAIN_PLUGIN, ep_name="sources")
+    with pytest.raises(PluginError) as exc:
+        get_registries()
+    assert str(exc.value) == (
+        "plugin name 'sources' is declared twice: by snapcore (built-in) and by "
+        "snapcore-evil (snapcore_evil_mod)"
+    )
+
+
+def test_plugin_installed_after_a_scan_is_found(dists):
+    where = dists.add("snapcore-early", "snapcore_early_mod", PLAIN_PLUGIN, ep_name="early")
+    assert "late" not in snapcore.plugins._check_entry_point_names()
+    get_registries()
+    # Installed into a folder already on sys.path, after the registries were built.
+    src = REF_BACKEND.format(backend="latecomer", source="late-src", statistic="late-count")
+    assert dists.add("snapcore-late", "snapcore_late_mod", src, ep_name="late") == where
+    assert snapcore.plugins._check_entry_point_names()["late"] == "snapcore_late_mod"
+    reg = get_registries()  # dists.add reset the process-wide registries
+    assert "latecomer" in reg.backends and reg.backends.origin("latecomer") == "late"
+
+
+class _OtherFinder:
+    """A meta-path finder that also supplies distributions (as zipapp tools do)."""
+
+    @staticmethod
+    def find_spec(*args, **kwargs):
+        return None
+
+    @staticmethod
+    def find_distributions(*args, **kwargs):
+        return iter(())
+
+
+def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
+    monkeypatch, tmp_path, standard_finders
+):
+    from snapcore.plugins import _declaring_distributions
+
+    assert _declaring_distributions() is not None
+    standard = sys.meta_path
+    monkeypatch.setattr(sys, "meta_path", [*standard, _OtherFinder()])
+    assert _declaring_distributions() is None
+    monkeypatch.setattr(sys, "meta_path", standard)
+    archive = tmp_path / "plugins.zip"
+    import zipfile
+
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[snapcore]\nzipped = zipped\n")
+        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(archive)])
+    assert _declaring_distributions() is None
+    assert snapcore.plugins._check_entry_point_names()["zipped"] == "zipped"
+    monkeypatch.setattr(sys, "path", sys.path[:-1])
+    assert _declaring_distributions() is not None
+    from importlib.machinery import PathFinder
+
+    monkeypatch.delattr(PathFinder, "find_distributions")  # importlib.metadata finds none
+    assert _declaring_distributions() is None

@@ -29,7 +29,6 @@ Calibrated timing quanta are kept across runs in a small SQLite file (see
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -136,6 +135,8 @@ class _LazyGroup(click.Group):
             if kind == "internal" and not isinstance(exc, AuditError | ImportError):
                 message = f"internal error ({type(exc).__name__}): {message}"
                 if not as_json:
+                    import traceback
+
                     traceback.print_exc()
             if as_json:
                 error: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from fractions import Fraction
 from typing import Any
 
 import click
@@ -15,6 +15,7 @@ from snapcore.errors import (
     ParameterError,
     SnapcoreError,
     Speller,
+    parameter_name,
     spelling,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "emit_json",
     "flag_of",
     "message_of",
+    "parse_epsilon",
     "speller_for",
 ]
 
@@ -47,7 +49,36 @@ class PrivacyRefused(SnapcoreError):
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
+    import json
+
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def parse_epsilon(text: str) -> Fraction:
+    """``--epsilon``: a decimal (``"0.2"`` is 1/5) or a fraction ``"p/q"``, read exactly.
+
+    The rule and the messages of :func:`snapcore.ledger.parse_epsilon` (a test checks
+    that the two agree), without importing the ledger (hashlib, datetime) into a
+    release that keeps none.
+
+    Raises
+    ------
+    ParameterError
+        If ``text`` is not a finite decimal or fraction > 0.
+    """
+    try:
+        q = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
+            f"got {text!r}",
+            parameter="epsilon",
+        ) from None
+    if q <= 0:
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
+        )
+    return q
 
 
 def classify(exc: BaseException) -> tuple[str, int]:

@@ -16,15 +16,16 @@ import io
 import math
 import re
 from collections.abc import Iterator, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from snapcore.dataset import Dataset
 from snapcore.errors import DataError, ParameterError, keyword
-from snapcore.missing import MissingPolicy, apply_missing
-from snapcore.partials import Partial, merge, partial
-from snapcore.statistic import Statistic
+
+if TYPE_CHECKING:
+    from snapcore.missing import MissingPolicy
+    from snapcore.partials import Partial
+    from snapcore.statistic import Statistic
 
 __all__ = ["BLOCK_BYTES", "cell", "pyarrow_available", "stream_group_partials", "stream_partial"]
 
@@ -221,6 +222,10 @@ def _block_partial(
     options: dict[str, Any],
     policy: MissingPolicy | None,
 ) -> Partial:
+    from snapcore.dataset import Dataset
+    from snapcore.missing import apply_missing
+    from snapcore.partials import partial
+
     block = {c: block[c] for c in cols}
     if policy is not None and policy.kind != "error" and stat.columns:
         ds = apply_missing(Dataset([block[c] for c in cols], cols, size), policy)
@@ -277,6 +282,8 @@ def stream_partial(
         options=options,
         block_bytes=block_bytes,
     )
+    from snapcore.partials import merge, partial
+
     merged: Partial | None = None
     try:
         for batch in batches:
@@ -339,6 +346,8 @@ def stream_group_partials(
         by=by,
     )
     index = {category_key(k): i for i, k in enumerate(keys)}
+    from snapcore.partials import merge, partial
+
     merged: list[Partial | None] = [None] * len(keys)
     try:
         for batch in batches:

@@ -12,12 +12,13 @@ import contextlib
 import csv
 import io
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapcore.cli._output import SpelledCommand, emit_json
+from snapcore.cli._output import SpelledCommand, emit_json, parse_epsilon
 from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
@@ -52,7 +53,31 @@ class UsageError(click.ClickException):
         self.option = option  # the flag at fault, for the JSON error
 
 
-def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
+class _Columns(Mapping[str, list[Any]]):
+    """A CSV table's columns by header name, each read with :func:`cell` when first
+    asked for: a release reads only the columns it names, and every column it reads
+    holds what reading every field would give."""
+
+    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
+        self._index = {h: i for i, h in enumerate(header)}
+        self._rows = rows
+        self._read: dict[str, list[Any]] = {}
+
+    def __getitem__(self, name: str) -> list[Any]:
+        col = self._read.get(name)
+        if col is None:
+            i = self._index[name]
+            col = self._read[name] = [cell(row[i]) for row in self._rows]
+        return col
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def _read_csv_stream(fh: Any, label: str) -> Mapping[str, list[Any]]:
     """A whole CSV file as columns of values (the reader without pyarrow, or for a
     statistic that cannot merge partial states): blank cells are missing (None), numbers
     are numbers, other text stays text."""
@@ -63,15 +88,15 @@ def _read_csv_stream(fh: Any, label: str) -> dict[str, list[Any]]:
         raise DataError(f"{label} is empty") from None
     if len(set(header)) != len(header):
         raise DataError(f"{label} has duplicate column names")
-    cols: dict[str, list[Any]] = {h: [] for h in header}
+    rows: list[list[str]] = []
+    width = len(header)
     for row in reader:
         if not row:
             continue
-        if len(row) != len(header):
-            raise DataError(f"{label}: a row has {len(row)} fields, the header has {len(header)}")
-        for h, v in zip(header, row, strict=True):
-            cols[h].append(cell(v))
-    return cols
+        if len(row) != width:
+            raise DataError(f"{label}: a row has {len(row)} fields, the header has {width}")
+        rows.append(row)
+    return _Columns(header, rows)
 
 
 def _read_input(
@@ -163,7 +188,7 @@ def _fits(path: Path) -> bool:
         return False
 
 
-def _csv_table(fh: Any, label: str) -> dict[str, list[Any]]:
+def _csv_table(fh: Any, label: str) -> Mapping[str, list[Any]]:
     try:
         return _read_csv_stream(fh, label)
     except (UnicodeDecodeError, csv.Error):
@@ -369,8 +394,6 @@ def release(
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.api import release as do_release
-    from snapcore.budget import Budget
-    from snapcore.ledger import parse_epsilon
     from snapcore.missing import check_missing_policy
     from snapcore.sources import SeededSource
     from snapcore.statistic import resolve_relation, resolve_statistic
@@ -411,7 +434,11 @@ def release(
         column_arg = columns[0] if len(columns) == 1 else columns
     # errors reach the command line's handler (exit status, --json, the option named)
     eps = parse_epsilon(epsilon)  # before a long read
-    budget = None if ledger is None else Budget.from_ledger(ledger)
+    budget = None
+    if ledger is not None:
+        from snapcore.budget import Budget
+
+        budget = Budget.from_ledger(ledger)
     impute_value = None if impute is None else cell(impute)
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk

@@ -1,0 +1,208 @@
+"""What a one-shot release costs before it draws: which source it builds, and which
+libraries a command-line release imports (benchmarks/compare.py times the start-up)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import snapcore
+from snapcore.api import SYSTEM_SOURCE_MAX_VALUES
+from snapcore.sources import SeededSource
+from snapcore.timing import resolve_mode
+
+XS = [float(x) for x in np.random.default_rng(5).uniform(0, 100, 200)]
+
+
+def _histogram_source(bins: int, **kw) -> str:
+    edges = np.linspace(0.0, 100.0, bins + 1).tolist()
+    r = snapcore.release("histogram", XS, epsilon=1, bins=edges, timing="off", **kw)
+    assert len(r.value) == bins
+    return r.source
+
+
+def test_a_small_release_reads_the_os_and_a_large_one_chacha20():
+    r = snapcore.release("mean", XS, epsilon=1, data_bounds=(0, 100), timing="off")
+    assert r.source == "system"
+    assert SYSTEM_SOURCE_MAX_VALUES == 1024
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES - 1) == "system"
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES) == "chacha20"
+
+
+def test_a_given_source_is_always_the_one_used():
+    kw = {"epsilon": 1, "data_bounds": (0, 100), "timing": "off"}
+    assert snapcore.release("mean", XS, source="chacha20", **kw).source == "chacha20"
+    assert snapcore.release("mean", XS, source=SeededSource(1), **kw).source == "seeded"
+    assert _histogram_source(SYSTEM_SOURCE_MAX_VALUES, source="system") == "system"
+
+
+def test_each_group_of_a_grouped_release_reads_the_os():
+    data = {"g": ["a", "b"] * 50, "x": XS[:100]}
+    g = snapcore.release(
+        "mean",
+        data,
+        column="x",
+        by="g",
+        keys=["a", "b"],
+        group_sizes={"a": 50, "b": 50},
+        epsilon=1,
+        data_bounds=(0, 100),
+        timing="off",
+    )
+    assert {r.source for _, r in g.items()} == {"system"}
+
+
+def test_the_os_source_is_padded_by_default_as_chacha20_is():
+    assert resolve_mode(None, "system") == resolve_mode(None, "chacha20") == "constant"
+    m = snapcore.SnappingMechanism(epsilon=1, clamp_bounds=(0, 10), source="system")
+    assert m._timing is not None  # the scalar releases are padded
+
+
+# Libraries a command-line release of a scalar statistic from a small CSV never uses.
+NOT_IMPORTED = (
+    "pyarrow",
+    "pandas",
+    "snapcore.accuracy",
+    "narwhals",
+    "numba",
+    "llvmlite",
+    "cryptography",
+    "mpmath",
+    "flint",
+    "matplotlib",
+    "snapcore.chacha",
+    "snapcore.backends.mpmath_backend",
+    "snapcore.backends.arb",
+    "snapcore.backends.fast",
+    "snapcore.statistics.counting",
+    "snapcore.ledger",
+    "snapcore.partials",
+)
+
+
+def test_a_command_line_release_imports_only_what_it_uses(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from snapcore.cli import main
+        try:
+            main(["release", "mean", "--column", "age", "--data-bounds", "0", "100",
+                  "--epsilon", "1"])
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+        print("MODULES", sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))
+        print("LOADED", "gmpy2" in sys.modules, "snapcore.backends.mpfr" in sys.modules)
+        """
+    )
+    env = dict(os.environ, SNAPCORE_TIMING_STORE=str(tmp_path / "quanta.sqlite3"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert "released value" in out and "source           system" in out
+    assert "MODULES []" in out, out
+    assert "LOADED True True" in out  # the check above looks at the right names
+
+
+@pytest.mark.parametrize("module", ["pyarrow", "cryptography"])
+def test_the_module_check_sees_an_import(module, tmp_path):
+    # The same check fails when the release does import one of them (here forced).
+    pytest.importorskip(module)
+    code = textwrap.dedent(
+        f"""
+        import sys, {module}
+        print(sorted(m for m in {NOT_IMPORTED!r} if m in sys.modules))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert module in out
+
+
+def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
+    import csv
+
+    from snapcore.cli.chunks import cell
+    from snapcore.cli.release import _csv_table
+
+    text = "a,b,c\n1,2.5,x\n,nan,  7 \n-3,1e400,0.1\n"
+    (tmp_path / "t.csv").write_text(text)
+    with (tmp_path / "t.csv").open(newline="") as fh:
+        table = _csv_table(fh, "t")
+    assert list(table) == ["a", "b", "c"] and len(table) == 3
+    assert table._read == {}  # nothing converted yet
+    rows = list(csv.reader(text.splitlines()))[1:]
+    for name in ["c", "a", "b"]:
+        expected = [cell(r[["a", "b", "c"].index(name)]) for r in rows]
+        assert table[name] == expected
+        assert table[name] is table[name]  # converted once
+    assert table["a"] == [1, None, -3] and table["b"] == [2.5, None, "1e400"]
+    with pytest.raises(KeyError):
+        table["d"]
+
+
+EPSILON_TEXTS = [
+    "1", "0.2", " 1/3 ", "2e-3", "-1", "0", "0/5", "1/0", "a lot", "", "nan", "inf",
+    "1e400", "1_000", "+.5", "3/-4", "½",
+]  # fmt: skip
+
+
+@given(st.one_of(st.sampled_from(EPSILON_TEXTS), st.text(max_size=12)))
+def test_the_command_lines_epsilon_reader_is_the_ledgers(text):
+    from snapcore.cli._output import parse_epsilon as cli_parse
+    from snapcore.errors import ParameterError
+    from snapcore.ledger import parse_epsilon as ledger_parse
+
+    def outcome(parse):
+        try:
+            return ("value", parse(text))
+        except ParameterError as exc:
+            return ("error", str(exc), exc.parameter)
+
+    assert outcome(cli_parse) == outcome(ledger_parse)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"statistic": "mean", "data_bounds": (0, 100), "epsilon": 1},
+        {"statistic": "sum", "data_bounds": (-3, 7.5), "epsilon": "1/3"},
+        {"statistic": "variance", "data_bounds": (0, 100), "epsilon": 0.7, "gamma": 0.01},
+        {"statistic": "mean", "data_bounds": (0, 100), "epsilon": 2, "clamp_bounds": (-1, 99)},
+        {"statistic": "histogram", "bins": [0, 10, 50, 100], "epsilon": 1.5},
+    ],
+)
+def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
+    from fractions import Fraction
+
+    from snapcore.accuracy import accuracy
+
+    kw = dict(kw)
+    if isinstance(kw["epsilon"], str):
+        kw["epsilon"] = Fraction(kw["epsilon"])
+    r = snapcore.release(kw.pop("statistic"), XS, timing="off", source=SeededSource(2), **kw)
+    for alpha in (0.5, 0.05, 1e-9, Fraction(1, 3)):
+        assert r.accuracy(alpha) == accuracy(r, alpha)
+    for alpha in (0, 1, -0.1, float("nan")):
+        with pytest.raises(snapcore.ParameterError) as mine:
+            r.accuracy(alpha)
+        with pytest.raises(snapcore.ParameterError) as theirs:
+            accuracy(r, alpha)
+        assert str(mine.value) == str(theirs.value)
+
+
+def test_a_record_without_noise_has_no_accuracy_either_way():
+    from snapcore.accuracy import accuracy
+
+    r = snapcore.release("count", XS, n=len(XS), relation="replace", epsilon=1, timing="off")
+    assert r.clamp_bounds is None
+    with pytest.raises(snapcore.ParameterError) as mine:
+        r.accuracy(0.05)
+    with pytest.raises(snapcore.ParameterError) as theirs:
+        accuracy(r, 0.05)
+    assert str(mine.value) == str(theirs.value)
