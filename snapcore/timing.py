@@ -356,19 +356,17 @@ class QuantaStore:
 def machine_fingerprint() -> str:
     """What a stored quantum is tied to: host, processor, Python and library versions."""
     import platform
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        ours = version("snapcore")
-    except PackageNotFoundError:  # run from a source tree
-        ours = "source"
+    from snapcore import __version__ as ours
 
-    cpu = platform.processor()
+    cpu = None
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if "model name" in ln), cpu)
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if "model name" in ln), None)
     except OSError:
         pass
+    if cpu is None:  # platform.processor() may run a subprocess (uname -p): only if needed
+        cpu = platform.processor()
     return "|".join(
         [
             platform.node(),
