@@ -356,8 +356,11 @@ class QuantaStore:
 def machine_fingerprint() -> str:
     """What a stored quantum is tied to: host, processor, Python and library versions."""
     import platform
+    import sys
 
-    from snapcore import __version__ as ours
+    # The package's version string (the package is imported before any of its modules;
+    # reading its distribution metadata instead would parse the README-sized METADATA).
+    ours = str(getattr(sys.modules.get("snapcore"), "__version__", "source"))
 
     cpu = None
     try:
