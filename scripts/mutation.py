@@ -51,6 +51,7 @@ TESTS: dict[str, list[str]] = {
     "pipeline": [
         REF,
         "tests/test_dyadic_rules.py",
+        "tests/test_pipeline_centre.py",
     ],
     "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
     "sources": [
