@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tiny_mechanism import TinyMechanism
 
 from snapcore.params import derive_calibration
-from snapcore.pipeline import Pipeline
+from snapcore.pipeline import Pipeline, add
 from snapcore.plugins import get_registries
 
 TWO = Fraction(2)
@@ -127,6 +127,7 @@ def test_index_output_is_the_clamped_grid_output(bounds, delta, p, eps_log2, ks)
     """``index_output(k) == output(clamp(k))`` by the definition, for ``k`` around
     ``±kmax`` (``kmax = ⌊b/Λ⌋``) — at small precisions ``b``'s exponent can exceed
     ``L``, and ``kmax`` is then ``b``'s mantissa shifted up."""
+    assume(TWO**eps_log2 > 4 * TWO**-p)  # ε > 2η, else ε′ is not positive
     lower, upper = bounds
     cal, pipe = _pipeline(lower, upper, delta, p, TWO**eps_log2)
     L, b = cal.granularity_log2, cal.unit_clamp_bound
@@ -149,3 +150,37 @@ def test_index_output_with_a_positive_bound_exponent():
     assert pipe.index_output(384) == 384.0 and pipe.index_output(-384) == -384.0
     assert pipe.index_output(383) == 383.0 and pipe.index_output(-383) == -383.0
     assert pipe.index_output(385) == 384.0 and pipe.index_output(-(10**9)) == -384.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    p=st.sampled_from([6, 8, 53, 118]),
+    xn=st.integers(-(2**80), 2**80),
+    xd=st.integers(1, 10**6).map(lambda d: 3 * d),
+    ne=st.integers(-8, 40),
+    data=st.data(),
+)
+def test_add_rounds_a_non_dyadic_x_plus_a_large_noise_once(p, xn, xd, ne, data):
+    """Stage 6 for a non-dyadic ``x`` (Δ not a power of two) and a p-bit noise
+    ``N = nm·2**ne`` with ``ne >= 0`` as often as not (a noise at least ``2**(p−1)``,
+    which small precisions reach): ``y = RN_p(x + N)``, to nearest, ties to even."""
+    nm = data.draw(st.integers(2 ** (p - 1), 2**p - 1)) * data.draw(st.sampled_from([1, -1]))
+    m, e = add((xn, xd), (nm, ne), p)
+    exact = Fraction(xn, xd) + nm * TWO**ne
+    want = _round_nearest_even(exact, p)
+    assert m * TWO**e == want and abs(m).bit_length() <= p
+
+
+def _round_nearest_even(q: Fraction, p: int) -> Fraction:
+    """``q`` rounded to ``p`` significant bits, to nearest, ties to even (Fractions only)."""
+    if q == 0:
+        return q
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if a < TWO**e:
+        e -= 1
+    ulp = TWO ** (e - p + 1)  # 2**e <= a < 2**(e+1)
+    k, r = divmod(a / ulp, 1)
+    if r > Fraction(1, 2) or (r == Fraction(1, 2) and k % 2):
+        k += 1
+    return (k * ulp) if q > 0 else -(k * ulp)
