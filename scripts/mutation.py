@@ -56,6 +56,7 @@ TESTS: dict[str, list[str]] = {
     "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
     "sources": [
         "tests/test_sources_values.py",
+        "tests/test_sources_draw_from_u.py",
         *(
             f"tests/test_sampler.py::{name}"
             for name in (
