@@ -83,6 +83,7 @@ TESTS: dict[str, list[str]] = {
     ],
     "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
     "counting": [
+        "tests/test_statistics_counting.py",
         "tests/test_statistics_builtin.py",
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
