@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from snapcore.statistics.counting import Count, Histogram
 
@@ -109,6 +110,36 @@ BAD_HISTOGRAM = [
     ({"bins": [1.0]}, "bins must have at least 2 edges, got 1", "bins"),
     ({"bins": [1, 2, 2]}, "bins must be strictly increasing, got [1, 2, 2]", "bins"),
     ({"bins": [2.0, 1.0, 3.0]}, "bins must be strictly increasing, got [2.0, 1.0, 3.0]", "bins"),
+    ({"bins": [0.0, 1.0, 1.0]}, "bins must be strictly increasing, got [0.0, 1.0, 1.0]", "bins"),
+    ({"bins": [0.0, 2.0, 1.0]}, "bins must be strictly increasing, got [0.0, 2.0, 1.0]", "bins"),
+    # edges are read exactly: a 2-D array, an int or a rational that is not a double,
+    # and NaN are refused, never rounded into a float array
+    (
+        {"bins": np.array([[0.0, 1.0], [2.0, 3.0]])},
+        "bins[0] must be a finite real number read exactly (int, float, Fraction, Decimal, a "
+        "NumPy integer or float, or a gmpy2 mpz/mpq/mpfr); got numpy.ndarray array([0., 1.]) "
+        "(numpy.ndarray)",
+        "bins",
+    ),
+    (
+        {"bins": np.array([0, 2**53 + 1])},
+        "bins[1] must be exactly representable as a double, got np.int64(9007199254740993) "
+        "(numpy.int64)",
+        "bins",
+    ),
+    (
+        {"bins": [Fraction(1, 3), Fraction(2, 3)]},
+        "bins[0] must be exactly representable as a double, got Fraction(1, 3) "
+        "(fractions.Fraction)",
+        "bins",
+    ),
+    (
+        {"bins": [0.0, float("nan")]},
+        "bins[1] must be a finite real number read exactly (int, float, Fraction, Decimal, a "
+        "NumPy integer or float, or a gmpy2 mpz/mpq/mpfr); got float nan (a NaN float)",
+        "bins",
+    ),
+    ({"categories": [1, float("nan")]}, "categories[1] is a missing value (nan)", "categories"),
     ({"categories": "abc"}, "categories must be a sequence of values, got 'abc'", "categories"),
     ({"categories": 3}, "categories must be a sequence of values, got 3", "categories"),
     ({"categories": []}, "categories must not be empty", "categories"),
