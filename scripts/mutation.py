@@ -289,7 +289,13 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
 ]
 
 
-def _layout(scratch: Path, module: str, max_examples: int = 100, skip_text: bool = False) -> None:
+def _layout(
+    scratch: Path,
+    module: str,
+    max_examples: int = 100,
+    skip_text: bool = False,
+    tests: list[str] | None = None,
+) -> None:
     src = scratch / "src" / "snapcore"
     shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
     for sub in ("backends", "statistics"):
@@ -301,12 +307,12 @@ def _layout(scratch: Path, module: str, max_examples: int = 100, skip_text: bool
         target.write_text(_no_mutate(target.read_text("utf-8"), NO_MUTATE[module]), "utf-8")
     text = (ROOT / "pyproject.toml").read_text("utf-8")
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
-    tests = ", ".join(f'"{t}"' for t in TESTS[module])
+    selected = ", ".join(f'"{t}"' for t in (tests or TESTS[module]))
     text += (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
         f'only_mutate = ["src/snapcore/{MODULE_PATHS.get(module, module)}.py"]\n'
-        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        f"pytest_add_cli_args_test_selection = [{selected}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
     )
@@ -422,6 +428,14 @@ def main(argv: list[str] | None = None) -> int:
         "texts, which no test pins word for word)",
     )
     ap.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="run these tests instead of the module's selection (e.g. to re-check the "
+        "survivors of a run, named with --only, against the tests written for them)",
+    )
+    ap.add_argument(
         "--time-budget",
         type=float,
         default=None,
@@ -432,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.module == "planted":
             return run_planted(scratch)
-        _layout(scratch, args.module, args.max_examples, args.skip_text)
+        _layout(scratch, args.module, args.max_examples, args.skip_text, args.tests)
         # The default suite's sample of slow tests is not wanted here.
         env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
         mutmut = [sys.executable, "-m", "mutmut"]
