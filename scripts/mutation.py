@@ -81,7 +81,11 @@ TESTS: dict[str, list[str]] = {
         "tests/test_sources_fork.py",
         "tests/test_chacha_stream.py",
     ],
-    "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
+    "statistic": [
+        "tests/test_statistic_framework.py",
+        "tests/test_statistics_builtin.py",
+        "tests/test_thirdparty_statistic.py",
+    ],
     "counting": [
         "tests/test_statistics_counting.py",
         "tests/test_statistics_builtin.py",
