@@ -12,6 +12,7 @@ parameter and the rule and whose ``parameter`` is the Python keyword at fault.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -210,3 +211,74 @@ def test_bounds_are_refused_by_count_and_histogram():
     with pytest.raises(ParameterError, match=f"^{re.escape(msg)}$") as info:
         Histogram().partial(_ds(), data_bounds=bounds, bins=[0.0, 1.0])
     assert info.value.parameter == "data_bounds"
+
+
+#: Records that are not doubles (exact rationals): the histogram's exact path.
+EXACT = [
+    Fraction(1, 3),
+    Fraction(-1, 3),
+    Fraction(0),
+    Fraction(2),
+    Fraction(4),
+    Fraction(13, 3),
+    Decimal("0.1"),
+    Fraction(7, 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("out_of_range", "counts"),
+    [
+        # [0, 2): -1/3 (clamped to 0), 1/3, 0, 0.1;  [2, 4]: 2, 4, 13/3 (clamped), 7/2
+        ("clamp", (4, 4)),
+        # -1/3 and 13/3 dropped; 0 and 4 are edges, counted
+        ("drop", (3, 3)),
+    ],
+)
+def test_histogram_of_exact_records_clamps_or_drops_at_the_edges(out_of_range, counts):
+    ds = as_dataset(EXACT, columns=1)
+    assert ds.column(0).doubles is None  # the exact path, not the array one
+    state = Histogram().partial(
+        ds, data_bounds=None, bins=[0.0, 2.0, 4.0], out_of_range=out_of_range
+    )
+    assert state == (len(EXACT), *counts)
+    p = Histogram().prepare(
+        ds, data_bounds=None, n=None, relation=REPLACE, bins=[0.0, 2.0, 4.0],
+        out_of_range=out_of_range,
+    )  # fmt: skip
+    assert p.values == counts
+
+
+TAIL = (
+    "; bins [e_i, e_{i+1}), the last closed; each record is in at most one bin, a bin "
+    "changes by at most 1 (Δ = 1) and holds at most n records (B′ = n)"
+)
+
+
+@pytest.mark.parametrize(
+    ("out_of_range", "counted"),
+    [
+        (
+            "clamp",
+            "values below -1 count in the first bin and values above 4 in the last "
+            "(clamped: the labels say so with < and ≥)",
+        ),
+        ("drop", "values outside [-1, 4] are not counted (out_of_range='drop')"),
+    ],
+)
+def test_histogram_derivation_names_the_outer_edges(out_of_range, counted):
+    p = Histogram().prepare(
+        _ds(), data_bounds=None, n=None, relation=REPLACE, bins=[-1.0, 2.0, 3.0, 4.0],
+        out_of_range=out_of_range,
+    )  # fmt: skip
+    assert p.notes[1] == counted and p.derivation == counted + TAIL
+
+
+def test_histogram_finalize_refuses_bounds_and_add_remove_needs_a_cap():
+    with pytest.raises(ParameterError, match=r"^statistic 'histogram' takes its range") as info:
+        Histogram().finalize(
+            (3, 1, 2), data_bounds=((0.0, 1.0),), n=None, relation=REPLACE, bins=[0.0, 2.0, 4.0]
+        )
+    assert info.value.parameter == "data_bounds"
+    with pytest.raises(ParameterError, match=r"^statistic 'histogram' under the add-remove"):
+        Histogram().prepare(_ds(), data_bounds=None, n=None, relation=ADD_REMOVE, bins=[0.0, 1.0])
