@@ -306,6 +306,8 @@ def _layout(
         shutil.copytree(ROOT / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__"))
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    # The third-party statistic's tests install the example plugin from examples/.
+    shutil.copytree(ROOT / "examples", scratch / "examples", ignore=ignore)
     target = src / f"{MODULE_PATHS.get(module, module)}.py"
     if module in NO_MUTATE:
         target.write_text(_no_mutate(target.read_text("utf-8"), NO_MUTATE[module]), "utf-8")
