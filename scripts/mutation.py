@@ -321,6 +321,7 @@ def _layout(
         f"pytest_add_cli_args_test_selection = [{selected}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
+        'also_copy = ["examples"]\n'
     )
     if module in FORKSERVER:
         text += 'process_isolation = "forkserver"\n'
