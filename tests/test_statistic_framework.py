@@ -184,6 +184,14 @@ def test_bounds_checks():
             "data_bounds",
         ):
             check_data_bounds(bad, Covariance())
+    # a one-column statistic takes one bare (lower, upper) pair (docs/statistics.md)
+    for bad, rule in [
+        (((0.0, 1.0),), "must be a pair (lower, upper), got 1 items"),
+        ("ab", "must be a pair (lower, upper), got str 'ab'"),
+        ((1.0, 0.0), "must satisfy lower < upper, got lower=1.0, upper=0.0"),
+    ]:
+        with _raises(f"data_bounds {rule}", "data_bounds"):
+            check_data_bounds(bad, Mean())
     with pytest.raises(ParameterError) as info:  # a pair that is not exact doubles
         check_data_bounds(((0.0, 1.0), (0.0, Fraction(1, 3))), Covariance())
     assert info.value.parameter == "data_bounds" and "data_bounds[1]" in str(info.value)
