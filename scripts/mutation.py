@@ -93,6 +93,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_statistics_prepared_fields.py",
     ],
     "moments": [
+        "tests/test_statistics_moments_bounds.py",
         "tests/test_statistics_builtin.py",
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
