@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from tiny_mechanism import TinyMechanism
 
@@ -37,6 +37,7 @@ BOUNDS = st.sampled_from(
         (-0.3, 0.7),
         (1e15, 1e15 + 2**20),
         (-8.0, 8.0),
+        (2.0**-40, 2.0**-39),  # with Δ = 2**30: b = 2**-71, exponent far below -p
     ]
 )
 #: Δ: 1 and 2 (the routes that test Δ's value), other powers of two above and below
@@ -76,7 +77,8 @@ def _values(c: Fraction, delta: Fraction, b: Fraction, extra: list[Fraction]) ->
     for s in (1, -1):
         edge = c + s * delta * b
         for t in (Fraction(0), TWO**-60, -(TWO**-60), Fraction(1, 3), -Fraction(1, 3)):
-            out.append(edge + s * t * delta)
+            out.append(edge + s * t * delta)  # t from the edge, in units of Δ
+            out.append(edge + s * t * delta * b)  # and relative to b
         out += [edge * 2, edge + s * delta * b * 1000]
     return out
 
@@ -92,6 +94,7 @@ def _values(c: Fraction, delta: Fraction, b: Fraction, extra: list[Fraction]) ->
         max_size=6,
     ),
 )
+@example(bounds=(2.0**-40, 2.0**-39), delta=TWO**30, p=6, extra=[])  # |b's exponent| > 2**p
 def test_centre_is_the_exact_clamped_quotient(bounds, delta, p, extra):
     lower, upper = bounds
     cal, pipe = _pipeline(lower, upper, delta, p, Fraction(1))
