@@ -17,6 +17,7 @@ import pytest
 from snapcore.statistics.moments import Sum, variance_range_bound
 
 from snapcore.dataset import as_dataset
+from snapcore.errors import ParameterError
 from snapcore.statistic import Neighbouring
 
 REPLACE = Neighbouring.REPLACE
@@ -76,3 +77,11 @@ def test_variance_range_bound_is_the_largest_vertex_variance(n, w):
         for x in itertools.product((0, w), repeat=n)
     )
     assert variance_range_bound(n, w, v) == best_cov
+
+
+def test_sum_finalize_names_itself_when_bounds_are_missing():
+    """``finalize`` runs on merged states from elsewhere too (Dask), so it checks the
+    bounds itself and says which statistic needs them."""
+    msg = r"^statistic 'sum' needs data_bounds=\(lower, upper\) on the data values$"
+    with pytest.raises(ParameterError, match=msg):
+        Sum().finalize((1, 0), data_bounds=None, n=None, relation=REPLACE)
