@@ -41,6 +41,16 @@ def test_sum_by_hand(relation, n, value, delta, rng):
     assert p.values == (value,) and p.sensitivity == delta and p.value_range == rng
     assert p.statistic == "sum" and p.n == (len(XS) if n is None else n)
     assert p.labels == ("sum",) and len(p.notes) == 1
+    assert p.derivation == DERIVATION[relation]
+
+
+DERIVATION = {
+    REPLACE: "replacing one record x by x' in [a, b] changes the sum by x' - x, so Δ = b − a; "
+    "n values in [a, b] sum to [n·a, n·b]",
+    ADD_REMOVE: "adding or removing a record x in [a, b] changes the sum by |x| <= max(|a|, |b|) "
+    "= Δ; at most N records sum to [N·min(a,0), N·max(b,0)] (the computed sum is clamped "
+    "there, which keeps Δ)",
+}
 
 
 @pytest.mark.parametrize(
