@@ -104,6 +104,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_fastpath_far.py",
         "tests/test_fastpath_limits.py",
         "tests/test_fastpath_certificate.py",
+        "tests/test_fastpath_decode.py",
     ],
 }
 
