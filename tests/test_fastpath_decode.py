@@ -94,3 +94,36 @@ def test_bit_length_u63_is_int_bit_length():
     got = fp._bit_length_u63(words)
     assert got.dtype == np.int64
     assert got.tolist() == [w.bit_length() for w in WORDS]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", [118, 121, 200])
+@pytest.mark.parametrize("zeros", [1, 2])
+def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, zeros):
+    """A row whose 63 exponent bits are all zero continues the exponent in the next
+    ``zeros`` words: the bulk decoder hands it to the scalar decoder, which reads past
+    the row.  When it is the last row, those bytes come from the source itself; the
+    batch must read exactly the stream's bytes (the source serves no byte more)."""
+    rng = random.Random(p * 10 + zeros)
+    nb = (p + 6) >> 3
+
+    def row(word: int) -> bytes:
+        return word.to_bytes(8, "big") + rng.randbytes(nb)
+
+    def continuation(sign: int) -> bytes:
+        # first word: the sign and 63 zero bits; the mantissa field starts with the
+        # continuation words (zeros − 1 zero words, then a non-zero one)
+        words = b"\0" * 8 * (zeros - 1) + (1 << 40).to_bytes(8, "big")
+        return (sign << 63).to_bytes(8, "big") + words + rng.randbytes(nb)
+
+    data = row(5) + continuation(1) + row((1 << 62) - 1) + row(1 << 62) + continuation(0)
+    n = 5
+    f = io.BytesIO(data)
+    want = [decode_draw(f.read, p) for _ in range(n)]
+    assert f.read() == b""
+    src = BytesSource(data)
+    batch = fp.decode_draw_batch(src, n, p, engine=engine)
+    assert src._f.read() == b""  # every byte read, none past the end
+    for i, d in enumerate(want):
+        assert batch.sign[i] == d.sign and batch.e[i] == -d.exponent - (p - 1)
+        assert batch.draw(i) == d
