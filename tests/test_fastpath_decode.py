@@ -98,12 +98,15 @@ def test_bit_length_u63_is_int_bit_length():
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("p", [118, 121, 200])
-@pytest.mark.parametrize("zeros", [1, 2])
-def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, zeros):
+@pytest.mark.parametrize("zeros", [1, 2, 3])
+@pytest.mark.parametrize("layout", ["middle-and-last", "then-one-row"])
+def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, zeros, layout):
     """A row whose 63 exponent bits are all zero continues the exponent in the next
     ``zeros`` words: the bulk decoder hands it to the scalar decoder, which reads past
     the row.  When it is the last row, those bytes come from the source itself; the
-    batch must read exactly the stream's bytes (the source serves no byte more)."""
+    batch must read exactly the stream's bytes (the source serves no byte more).  A
+    continuation of three words followed by one row needs more bytes than that row
+    holds: part comes from the rows read in bulk, the rest from the source."""
     rng = random.Random(p * 10 + zeros)
     nb = (p + 6) >> 3
 
@@ -116,8 +119,12 @@ def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, ze
         words = b"\0" * 8 * (zeros - 1) + (1 << 40).to_bytes(8, "big")
         return (sign << 63).to_bytes(8, "big") + words + rng.randbytes(nb)
 
-    data = row(5) + continuation(1) + row((1 << 62) - 1) + row(1 << 62) + continuation(0)
-    n = 5
+    if layout == "middle-and-last":
+        data = row(5) + continuation(1) + row((1 << 62) - 1) + row(1 << 62) + continuation(0)
+        n = 5
+    else:
+        data = continuation(1) + row(5)
+        n = 2
     f = io.BytesIO(data)
     want = [decode_draw(f.read, p) for _ in range(n)]
     assert f.read() == b""
