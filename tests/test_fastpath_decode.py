@@ -99,7 +99,7 @@ def test_bit_length_u63_is_int_bit_length():
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("p", [118, 121, 200])
 @pytest.mark.parametrize("zeros", [1, 2, 3])
-@pytest.mark.parametrize("layout", ["middle-and-last", "then-one-row"])
+@pytest.mark.parametrize("layout", ["middle-and-last", "then-one-row", "one-row-then-last"])
 def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, zeros, layout):
     """A row whose 63 exponent bits are all zero continues the exponent in the next
     ``zeros`` words: the bulk decoder hands it to the scalar decoder, which reads past
@@ -122,8 +122,11 @@ def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, ze
     if layout == "middle-and-last":
         data = row(5) + continuation(1) + row((1 << 62) - 1) + row(1 << 62) + continuation(0)
         n = 5
-    else:
+    elif layout == "then-one-row":
         data = continuation(1) + row(5)
+        n = 2
+    else:
+        data = row(5) + continuation(0)
         n = 2
     f = io.BytesIO(data)
     want = [decode_draw(f.read, p) for _ in range(n)]
@@ -131,6 +134,22 @@ def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, ze
     src = BytesSource(data)
     batch = fp.decode_draw_batch(src, n, p, engine=engine)
     assert src._f.read() == b""  # every byte read, none past the end
+    assert len(batch) == n and batch.precision == p
+    assert batch.sign.dtype == batch.e.dtype == np.float64
+    assert batch.mhi.dtype == batch.mlo.dtype == np.uint64
     for i, d in enumerate(want):
         assert batch.sign[i] == d.sign and batch.e[i] == -d.exponent - (p - 1)
+        assert int(batch.mhi[i]) == (d.mantissa >> (p - 53)) & ((1 << 52) - 1)
+        assert int(batch.mlo[i]) == (d.mantissa >> (p - 106)) & ((1 << 53) - 1)
         assert batch.draw(i) == d
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_draws_is_an_empty_batch_of_the_documented_types(engine):
+    src = BytesSource(b"")
+    batch = fp.decode_draw_batch(src, 0, 118, engine=engine)
+    assert len(batch) == 0 and batch.precision == 118
+    for name, dtype in (("sign", np.float64), ("e", np.float64), ("mhi", np.uint64),
+                        ("mlo", np.uint64)):  # fmt: skip
+        arr = getattr(batch, name)
+        assert arr.shape == (0,) and arr.dtype == dtype, name
