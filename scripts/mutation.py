@@ -272,6 +272,13 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         ["tests/test_fastpath_certificate.py"],
     ),
     (
+        "fused output stage certifies an inexact sum that rounds to zero",
+        "snapcore/fastpath.py",
+        "cert = cert and (r != 0.0 or exact_sum)",
+        "cert = cert",
+        ["tests/test_fastpath_certificate.py"],
+    ),
+    (
         "fast path's far test one-sided",
         "snapcore/fastpath.py",
         "fr = abs(d1) > far",
