@@ -51,10 +51,12 @@ TESTS: dict[str, list[str]] = {
     "pipeline": [
         REF,
         "tests/test_dyadic_rules.py",
+        "tests/test_pipeline_centre.py",
     ],
     "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
     "sources": [
         "tests/test_sources_values.py",
+        "tests/test_sources_draw_from_u.py",
         *(
             f"tests/test_sampler.py::{name}"
             for name in (
@@ -79,13 +81,19 @@ TESTS: dict[str, list[str]] = {
         "tests/test_sources_fork.py",
         "tests/test_chacha_stream.py",
     ],
-    "statistic": ["tests/test_statistics_builtin.py", "tests/test_thirdparty_statistic.py"],
+    "statistic": [
+        "tests/test_statistic_framework.py",
+        "tests/test_statistics_builtin.py",
+        "tests/test_thirdparty_statistic.py",
+    ],
     "counting": [
+        "tests/test_statistics_counting.py",
         "tests/test_statistics_builtin.py",
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
     ],
     "moments": [
+        "tests/test_statistics_moments_bounds.py",
         "tests/test_statistics_builtin.py",
         "tests/test_statistic_suite.py",
         "tests/test_statistics_prepared_fields.py",
@@ -96,6 +104,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_fastpath_far.py",
         "tests/test_fastpath_limits.py",
         "tests/test_fastpath_certificate.py",
+        "tests/test_fastpath_decode.py",
     ],
 }
 
@@ -263,6 +272,13 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         ["tests/test_fastpath_certificate.py"],
     ),
     (
+        "fused output stage certifies an inexact sum that rounds to zero",
+        "snapcore/fastpath.py",
+        "cert = cert and (r != 0.0 or exact_sum)",
+        "cert = cert",
+        ["tests/test_fastpath_certificate.py"],
+    ),
+    (
         "fast path's far test one-sided",
         "snapcore/fastpath.py",
         "fr = abs(d1) > far",
@@ -286,26 +302,35 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
 ]
 
 
-def _layout(scratch: Path, module: str, max_examples: int = 100, skip_text: bool = False) -> None:
+def _layout(
+    scratch: Path,
+    module: str,
+    max_examples: int = 100,
+    skip_text: bool = False,
+    tests: list[str] | None = None,
+) -> None:
     src = scratch / "src" / "snapcore"
     shutil.copytree(ROOT / "snapcore", src, ignore=shutil.ignore_patterns("__pycache__"))
     for sub in ("backends", "statistics"):
         shutil.copytree(ROOT / sub, src / sub, ignore=shutil.ignore_patterns("__pycache__"))
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    # The third-party statistic's tests install the example plugin from examples/.
+    shutil.copytree(ROOT / "examples", scratch / "examples", ignore=ignore)
     target = src / f"{MODULE_PATHS.get(module, module)}.py"
     if module in NO_MUTATE:
         target.write_text(_no_mutate(target.read_text("utf-8"), NO_MUTATE[module]), "utf-8")
     text = (ROOT / "pyproject.toml").read_text("utf-8")
     text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", text)
-    tests = ", ".join(f'"{t}"' for t in TESTS[module])
+    selected = ", ".join(f'"{t}"' for t in (tests or TESTS[module]))
     text += (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
         f'only_mutate = ["src/snapcore/{MODULE_PATHS.get(module, module)}.py"]\n'
-        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        f"pytest_add_cli_args_test_selection = [{selected}]\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
+        'also_copy = ["examples"]\n'
     )
     if module in FORKSERVER:
         text += 'process_isolation = "forkserver"\n'
@@ -419,6 +444,14 @@ def main(argv: list[str] | None = None) -> int:
         "texts, which no test pins word for word)",
     )
     ap.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="run these tests instead of the module's selection (e.g. to re-check the "
+        "survivors of a run, named with --only, against the tests written for them)",
+    )
+    ap.add_argument(
         "--time-budget",
         type=float,
         default=None,
@@ -429,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.module == "planted":
             return run_planted(scratch)
-        _layout(scratch, args.module, args.max_examples, args.skip_text)
+        _layout(scratch, args.module, args.max_examples, args.skip_text, args.tests)
         # The default suite's sample of slow tests is not wanted here.
         env = dict(os.environ, PYTHONSAFEPATH="1", SNAPCORE_SLOW_SAMPLE="0")
         mutmut = [sys.executable, "-m", "mutmut"]
