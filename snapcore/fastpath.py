@@ -955,7 +955,10 @@ class FastEngine:
     def outputs(self, k: npt.NDArray[np.int64], pipe: Pipeline) -> tuple[F64, Any]:
         """``RN(c + Δ·clamp_b(kΛ))`` clamped to ``[lower, upper]``, for decided ``k``.
 
-        Returns the outputs and the indices computed by the exact stage.
+        Returns the outputs and the indices whose double-double output the certificate
+        could not settle (recomputed exactly: the output fallbacks).  The list is empty
+        with a table, and when the stage has no double-double form (Δ not a double), where
+        every output is computed exactly by design rather than as a fallback.
         """
         kmax = self.kmax
         if self.use_table:
