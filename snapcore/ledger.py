@@ -70,8 +70,8 @@ from typing import Any
 import attrs
 
 from snapcore.display import short
-from snapcore.errors import BudgetExceededError, LedgerError, ParameterError, parameter_name
-from snapcore.params import check_real
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
+from snapcore.params import check_real, parse_epsilon
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -125,32 +125,6 @@ def _digest_start(total_text: str, created: str) -> str:
 def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
     data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
-
-
-def parse_epsilon(text: str) -> Fraction:
-    """Read ``text`` (a decimal such as ``"0.2"`` or a fraction ``"1/5"``) exactly.
-
-    ``"0.2"`` is 1/5, not the double nearest to it, so five spends of ``0.2`` fit a
-    ledger of ε = 1.
-
-    Raises
-    ------
-    ParameterError
-        If ``text`` is not a finite decimal or fraction > 0.
-    """
-    try:
-        q = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(
-            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
-            f"got {text!r}",
-            parameter="epsilon",
-        ) from None
-    if q <= 0:
-        raise ParameterError(
-            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
-        )
-    return q
 
 
 @attrs.frozen(kw_only=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from snapcore.display import short
 from snapcore.dyadic import Rounding, round_fraction, round_ratio, to_fraction
-from snapcore.errors import ParameterError, show
+from snapcore.errors import ParameterError, parameter_name, show
 from snapcore.values import format_number, read_double, read_double_pair, read_real, type_name
 
 __all__ = [
@@ -327,3 +327,30 @@ def calibrate(
             parameter="clamp_bounds",
         )
     return cal
+
+
+def parse_epsilon(text: str) -> Fraction:
+    """Read ``text`` (a decimal such as ``"0.2"`` or a fraction ``"1/5"``) exactly.
+
+    ``"0.2"`` is 1/5, not the double nearest to it, so five spends of ``0.2`` fit a
+    ledger of ε = 1.  The reader of ``--epsilon`` on the command line and of a
+    ledger's ε.
+
+    Raises
+    ------
+    ParameterError
+        If ``text`` is not a finite decimal or fraction > 0.
+    """
+    try:
+        q = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
+            f"got {text!r}",
+            parameter="epsilon",
+        ) from None
+    if q <= 0:
+        raise ParameterError(
+            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
+        )
+    return q

@@ -8,8 +8,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import snapcore
 from snapcore.api import SYSTEM_SOURCE_MAX_VALUES
@@ -144,27 +142,6 @@ def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
     assert table["a"] == [1, None, -3] and table["b"] == [2.5, None, "1e400"]
     with pytest.raises(KeyError):
         table["d"]
-
-
-EPSILON_TEXTS = [
-    "1", "0.2", " 1/3 ", "2e-3", "-1", "0", "0/5", "1/0", "a lot", "", "nan", "inf",
-    "1e400", "1_000", "+.5", "3/-4", "½",
-]  # fmt: skip
-
-
-@given(st.one_of(st.sampled_from(EPSILON_TEXTS), st.text(max_size=12)))
-def test_the_command_lines_epsilon_reader_is_the_ledgers(text):
-    from snapcore.cli._output import parse_epsilon as cli_parse
-    from snapcore.errors import ParameterError
-    from snapcore.ledger import parse_epsilon as ledger_parse
-
-    def outcome(parse):
-        try:
-            return ("value", parse(text))
-        except ParameterError as exc:
-            return ("error", str(exc), exc.parameter)
-
-    assert outcome(cli_parse) == outcome(ledger_parse)
 
 
 @pytest.mark.parametrize(

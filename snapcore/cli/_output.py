@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import click
@@ -15,7 +14,6 @@ from snapcore.errors import (
     ParameterError,
     SnapcoreError,
     Speller,
-    parameter_name,
     spelling,
 )
 
@@ -32,7 +30,6 @@ __all__ = [
     "emit_json",
     "flag_of",
     "message_of",
-    "parse_epsilon",
     "speller_for",
 ]
 
@@ -52,33 +49,6 @@ def emit_json(obj: Any) -> None:
     import json
 
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-
-
-def parse_epsilon(text: str) -> Fraction:
-    """``--epsilon``: a decimal (``"0.2"`` is 1/5) or a fraction ``"p/q"``, read exactly.
-
-    The rule and the messages of :func:`snapcore.ledger.parse_epsilon` (a test checks
-    that the two agree), without importing the ledger (hashlib, datetime) into a
-    release that keeps none.
-
-    Raises
-    ------
-    ParameterError
-        If ``text`` is not a finite decimal or fraction > 0.
-    """
-    try:
-        q = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(
-            f"{parameter_name('epsilon')} must be a decimal number or a fraction p/q, "
-            f"got {text!r}",
-            parameter="epsilon",
-        ) from None
-    if q <= 0:
-        raise ParameterError(
-            f"{parameter_name('epsilon')} must be > 0, got {text!r}", parameter="epsilon"
-        )
-    return q
 
 
 def classify(exc: BaseException) -> tuple[str, int]:

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from snapcore.cli._output import SpelledCommand, emit_json, parse_epsilon
+from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.cli.chunks import cell
 from snapcore.display import short
 from snapcore.errors import DataError
+from snapcore.params import parse_epsilon
 
 if TYPE_CHECKING:
     from snapcore.statistic import Statistic
