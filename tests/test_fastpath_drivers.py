@@ -1,0 +1,184 @@
+"""The fast path's batch drivers: ``FastEngine.decide``, ``run``, ``run_stream`` and
+``release_batch``, against the exact pipeline on the same draws.
+
+The kernel and the output stage are tested elsewhere; here the glue around them is:
+the default engine, the refusal of an unknown engine or of numba when it is missing
+(with the documented messages), the contract that an undecided ``k`` is 0, the
+floating-point state the numpy kernel runs under, and the ``BatchStats`` of a batch
+computed entirely by the exact pipeline.  Undecided elements are built by hand: a
+draw ``U* = 2**-e`` with ``e > 2**20`` lies beyond the bound's exponent range, so the
+kernel refuses it and the exact pipeline decides.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from snapcore import SnappingMechanism
+from snapcore import fastpath as fp
+from snapcore.pipeline import clamp
+from snapcore.sources import Draw, SeededSource
+
+ENGINES = ["numpy", *(["numba"] if fp.numba_available() else [])]
+
+
+def _exact(pipe, values, draws):
+    return np.array(
+        [pipe.run(pipe.centre(Fraction(float(v))), d) for v, d in zip(values, draws, strict=True)],
+        dtype=np.float64,
+    )
+
+
+def _identical(a, b) -> bool:
+    return a.dtype == b.dtype and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def _deep_and_ordinary(p: int, n: int, seed: int) -> list[Draw]:
+    """Every third draw lies beyond the bound's exponent range (undecided); the rest
+    are ordinary uniform draws."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        e = (1 << 20) + 1 + rng.randint(0, 3) if i % 3 == 0 else rng.randint(1, 5)
+        out.append(
+            Draw(
+                sign=rng.choice([-1, 1]),
+                mantissa=(1 << (p - 1)) | rng.getrandbits(p - 1),
+                exponent=-(p - 1) - e,
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def setting():
+    mech = SnappingMechanism(epsilon=0.5, clamp_bound=1e3)
+    p = mech.precision
+    draws = _deep_and_ordinary(p, 60, seed=7)
+    rng = random.Random(8)
+    values = np.array([rng.uniform(-1.2e3, 1.2e3) for _ in draws])
+    return mech, values, draws
+
+
+def test_default_engine_is_auto(setting):
+    """``decide`` and ``run`` without an engine resolve "auto" and agree with the exact
+    pipeline."""
+    mech, values, draws = setting
+    eng = fp.engine_for(mech.calibration)
+    assert eng.supported
+    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    _k, _ok, used = eng.decide(values, batch)
+    assert used == fp.resolve_engine(values.size)
+    out, st = eng.run(values, batch, mech._pipeline)
+    assert st.engine == fp.resolve_engine(values.size)
+    assert _identical(out, _exact(mech._pipeline, values, draws))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_undecided_k_is_zero_and_decided_k_is_exact(setting, engine):
+    """``decide`` documents ``k`` as 0 where not decided; where decided it is the
+    exact snapped index (the output of the exact pipeline is that of ``k``)."""
+    mech, values, draws = setting
+    pipe = mech._pipeline
+    eng = fp.engine_for(mech.calibration)
+    k, ok, used = eng.decide(values, fp.DrawBatch.from_draws(draws, mech.precision), engine)
+    assert used == engine and k.dtype == np.int64 and ok.dtype == np.bool_
+    deep = np.arange(values.size) % 3 == 0
+    assert not ok[deep].any() and ok[~deep].all()
+    assert (k[~ok] == 0).all()
+    ref = _exact(pipe, values, draws)
+    L, b = eng.L, mech.calibration.unit_clamp_bound_dyadic
+    for j in np.flatnonzero(ok):
+        assert pipe.output(clamp(int(k[j]), L, b)) == ref[j]
+    out, st = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, engine)
+    assert _identical(out, ref)
+    assert st.fallback_k.tolist() == np.flatnonzero(deep).tolist()
+
+
+def test_numpy_kernel_runs_with_floating_point_exceptions_ignored(setting):
+    """The numpy kernel under- and overflows by design on extreme values (a subnormal
+    value, values far outside the clamp interval); under a caller's floating-point
+    state that raises, it must still decide, and exactly."""
+    mech, _, _ = setting
+    pipe = mech._pipeline
+    eng = fp.engine_for(mech.calibration)
+    p = mech.precision
+    values = np.array([5e-324, -5e-324, 1.7e308, -1.7e308, 2.5e-310, 0.0, 999.0, -1e5])
+    draws = SeededSource(11).draws(values.size, p)
+    batch = fp.DrawBatch.from_draws(draws, p)
+    with np.errstate(all="raise"):
+        _k, ok, _ = eng.decide(values, batch, "numpy")
+        out, _ = eng.run(values, batch, pipe, "numpy")
+    assert ok.all()
+    assert _identical(out, _exact(pipe, values, draws))
+
+
+def test_unknown_engine_is_refused_with_its_rule(setting):
+    mech, values, draws = setting
+    eng = fp.engine_for(mech.calibration)
+    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    with pytest.raises(
+        ValueError, match=r"^engine must be 'auto', 'numba' or 'numpy', got 'gpu'$"
+    ):
+        eng.decide(values, batch, "gpu")
+
+
+def test_numba_engine_without_numba_is_refused(setting, monkeypatch):
+    mech, values, draws = setting
+    eng = fp.engine_for(mech.calibration)
+    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    monkeypatch.setattr(fp, "_get_numba_loop", lambda: None)
+    with pytest.raises(
+        RuntimeError, match=r"^engine='numba' requested but numba is not installed$"
+    ):
+        eng.decide(values, batch, "numba")
+
+
+def test_unsupported_calibration_stats_name_every_element():
+    """A calibration outside the bound's coverage: every element by the exact
+    pipeline, and ``BatchStats`` says so in its documented types."""
+    mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
+    eng = fp.engine_for(mech.calibration)
+    assert not eng.supported
+    p = mech.precision
+    v = np.linspace(-1e-196, 1e-196, 7)
+    draws = SeededSource(5).draws(7, p)
+    out, st = eng.run(v, fp.DrawBatch.from_draws(draws, p), mech._pipeline, "numpy")
+    assert _identical(out, _exact(mech._pipeline, v, draws))
+    assert st.size == 7 and st.engine == "exact"
+    assert st.fallback_k.tolist() == list(range(7))
+    assert st.fallback_output.shape == (0,) and st.fallback_output.dtype == np.intp
+
+
+def test_run_stream_refuses_an_engine_it_cannot_fuse():
+    """Called directly on a calibration the fused loop does not cover, ``run_stream``
+    refuses with its rule, before reading a byte."""
+    mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
+    eng = fp.engine_for(mech.calibration)
+    assert not eng.fusable
+    src, ref = SeededSource(3), SeededSource(3)
+    with pytest.raises(
+        RuntimeError, match=r"^the fused loop needs numba and a supported calibration$"
+    ):
+        eng.run_stream(np.zeros(4), src, mech._pipeline)
+    assert src.read(64) == ref.read(64)
+
+
+@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+@pytest.mark.parametrize("p", [121, 129])
+def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
+    """A row is ``8 + ceil((p − 1)/8)`` bytes: for ``p ≡ 1 (mod 8)`` one byte shorter
+    than ``8 + ceil(p/8)``.  The fused loop reads exactly the draws of the exact
+    pipeline and releases the same outputs."""
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
+    assert fp.engine_for(mech.calibration).fusable
+    rng = random.Random(p)
+    values = np.array([rng.uniform(-20.0, 120.0) for _ in range(300)])
+    src, ref = SeededSource(p), SeededSource(p)
+    out = fp.release_batch(mech._pipeline, values, src, engine="numba")
+    assert _identical(out, _exact(mech._pipeline, values, ref.draws(values.size, p)))
+    assert src.read(64) == ref.read(64)
