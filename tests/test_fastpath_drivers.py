@@ -12,6 +12,7 @@ kernel refuses it and the exact pipeline decides.
 
 from __future__ import annotations
 
+import io
 import random
 from fractions import Fraction
 
@@ -21,9 +22,25 @@ import pytest
 from snapcore import SnappingMechanism
 from snapcore import fastpath as fp
 from snapcore.pipeline import clamp
-from snapcore.sources import Draw, SeededSource
+from snapcore.sources import ByteSource, Draw, SeededSource
 
 ENGINES = ["numpy", *(["numba"] if fp.numba_available() else [])]
+
+
+class _Bytes(ByteSource):
+    """A byte source serving a fixed stream, and never a byte past its end."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._f = io.BytesIO(data)
+
+    def read(self, n: int) -> bytes:
+        out = self._f.read(n)
+        assert len(out) == n, "read past the stream"
+        return out
+
+    def rest(self) -> bytes:
+        return self._f.read()
 
 
 def _exact(pipe, values, draws):
@@ -182,3 +199,61 @@ def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     out = fp.release_batch(mech._pipeline, values, src, engine="numba")
     assert _identical(out, _exact(mech._pipeline, values, ref.draws(values.size, p)))
     assert src.read(64) == ref.read(64)
+
+
+#: The computed output stage's near-midpoint case (tests/test_fastpath_certificate.py):
+#: ``Δ = 1 + 2**-52``, ``Λ = 2**8``, centre ``2**60 + 2**-101``; ``k = 2**51`` is decided
+#: but its double-double output is not certified.
+KW_CERT = dict(
+    epsilon=2.0**-8 * (1 + 2**-40), clamp_bounds=(2.0**-100, 2.0**61), sensitivity=1 + 2**-52
+)
+
+
+def _row(p: int, sign: int, u_star: Fraction) -> bytes:
+    """The ``snapcore-draw-v1`` row of a draw ``U* ∈ [1/2, 1)`` (exponent word with 63
+    significant bits), its mantissa the p-bit truncation of ``u_star``."""
+    nb = (p + 6) >> 3
+    m = int(u_star * 2**p)  # p bits, top bit set
+    assert 1 << (p - 1) <= m < 1 << p
+    word = (int(sign < 0) << 63) | (1 << 62) | 0x1234
+    return word.to_bytes(8, "big") + ((m - (1 << (p - 1))) << (8 * nb - (p - 1))).to_bytes(
+        nb, "big"
+    )
+
+
+@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+def test_fused_loop_fallbacks_across_chunks(monkeypatch):
+    """The fused loop (chunks of 16 draws) hands two kinds of element back: ``k`` not
+    decided (``v = 2**60 + 2**59`` puts ``y/Λ + 1/2`` within about ``2**-53`` of an
+    integer when ``U*`` is next to 1), computed by the exact pipeline from the row's
+    own bytes; and ``k = 2**51`` decided (``U* = e**-1/4`` moves ``t`` a quarter away)
+    whose output is not certified, computed by the exact output stage.  Both at
+    offsets other than 0 in chunks other than the first: outputs equal the exact
+    pipeline's on the same draws, and ``BatchStats`` names exactly those elements."""
+    monkeypatch.setattr(fp.FastEngine, "STREAM_CHUNK", 16)
+    mech = SnappingMechanism(**KW_CERT)
+    pipe, p = mech._pipeline, mech.precision
+    eng = fp.engine_for(mech.calibration)
+    assert eng.fusable and not eng.use_table and p >= 118
+    rng = random.Random(21)
+    near_one = Fraction((1 << p) - 1, 1 << p)
+    quarter = Fraction(0.7788007830714049)  # e**-1/4 rounded to a double
+    undecided, uncertified = {5, 21, 37}, {9, 26}
+    values, data = [], b""
+    for i in range(40):
+        if i in undecided or i in uncertified:
+            values.append(2.0**60 + 2.0**59)
+            data += _row(p, -1, quarter if i in uncertified else near_one)
+        else:
+            values.append(rng.uniform(0.0, 2.0**61))
+            data += _row(p, rng.choice([-1, 1]), Fraction(rng.uniform(0.5, 1.0)))
+    v = np.array(values)
+    src = _Bytes(data)
+    out, st = fp.release_batch(pipe, v, src, engine="numba", stats=True)
+    assert src.rest() == b""  # exactly the draws' bytes were read
+    ref = _exact(pipe, v, _Bytes(data).draws(40, p))
+    assert _identical(out, ref)
+    assert st.engine == "numba"
+    assert set(st.fallback_k.tolist()) == undecided
+    assert set(st.fallback_output.tolist()) == uncertified
+    assert st.fallback_k.dtype == st.fallback_output.dtype == np.intp
