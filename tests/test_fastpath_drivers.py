@@ -196,8 +196,11 @@ def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     rng = random.Random(p)
     values = np.array([rng.uniform(-20.0, 120.0) for _ in range(300)])
     src, ref = SeededSource(p), SeededSource(p)
-    out = fp.release_batch(mech._pipeline, values, src, engine="numba")
+    out, st = fp.release_batch(mech._pipeline, values, src, engine="numba", stats=True)
     assert _identical(out, _exact(mech._pipeline, values, ref.draws(values.size, p)))
+    # no element fell back here: the empty index arrays are still intp, as documented
+    assert st.fallback_k.size == st.fallback_output.size == 0
+    assert st.fallback_k.dtype == st.fallback_output.dtype == np.intp
     assert src.read(64) == ref.read(64)
 
 
@@ -257,3 +260,19 @@ def test_fused_loop_fallbacks_across_chunks(monkeypatch):
     assert set(st.fallback_k.tolist()) == undecided
     assert set(st.fallback_output.tolist()) == uncertified
     assert st.fallback_k.dtype == st.fallback_output.dtype == np.intp
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_release_batch_reads_values_as_doubles_and_keeps_their_shape(engine):
+    """``values`` is any array_like, read as float64 (here a nested list of Python ints,
+    two of them beyond int64: exact doubles, far outside the clamp interval), released
+    element by element in C order, and returned in the input's shape."""
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
+    pipe, p = mech._pipeline, mech.precision
+    values = [[random.Random(i).randint(-20, 120) for i in range(j, j + 50)] for j in (0, 50, 100)]
+    values[1][7], values[2][3] = 2**70, -(2**66)
+    out, st = fp.release_batch(pipe, values, SeededSource(9), engine=engine, stats=True)
+    assert out.shape == (3, 50) and out.dtype == np.float64 and st.size == 150
+    flat = np.array(values, dtype=np.float64).reshape(-1)
+    ref = _exact(pipe, flat, SeededSource(9).draws(150, p))
+    assert _identical(out.reshape(-1), ref)
