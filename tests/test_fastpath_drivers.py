@@ -113,6 +113,7 @@ def test_undecided_k_is_zero_and_decided_k_is_exact(setting, engine):
         assert pipe.output(clamp(int(k[j]), L, b)) == ref[j]
     out, st = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, engine)
     assert _identical(out, ref)
+    assert st.engine == engine
     assert st.fallback_k.tolist() == np.flatnonzero(deep).tolist()
 
 
@@ -273,6 +274,27 @@ def test_release_batch_reads_values_as_doubles_and_keeps_their_shape(engine):
     values[1][7], values[2][3] = 2**70, -(2**66)
     out, st = fp.release_batch(pipe, values, SeededSource(9), engine=engine, stats=True)
     assert out.shape == (3, 50) and out.dtype == np.float64 and st.size == 150
+    assert st.engine == engine  # the engine asked for, not "auto"'s choice
     flat = np.array(values, dtype=np.float64).reshape(-1)
     ref = _exact(pipe, flat, SeededSource(9).draws(150, p))
     assert _identical(out.reshape(-1), ref)
+
+
+@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+def test_release_batch_auto_on_a_byte_source_takes_the_fused_loop(monkeypatch):
+    """``engine="auto"`` stands for numba when it can be imported, and numba with a
+    byte source runs the fused loop (same outputs as the exact pipeline)."""
+    calls = []
+    run_stream = fp.FastEngine.run_stream
+
+    def spy(self, v, source, pipe):
+        calls.append(v.size)
+        return run_stream(self, v, source, pipe)
+
+    monkeypatch.setattr(fp.FastEngine, "run_stream", spy)
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
+    pipe, p = mech._pipeline, mech.precision
+    values = np.linspace(-20.0, 120.0, 64)
+    out, st = fp.release_batch(pipe, values, SeededSource(13), stats=True)
+    assert calls == [64] and st.engine == "numba"
+    assert _identical(out, _exact(pipe, values, SeededSource(13).draws(64, p)))
