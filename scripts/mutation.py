@@ -105,6 +105,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_fastpath_limits.py",
         "tests/test_fastpath_certificate.py",
         "tests/test_fastpath_decode.py",
+        "tests/test_fastpath_drivers.py",
     ],
 }
 
