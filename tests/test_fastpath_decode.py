@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from snapcore import fastpath as fp
-from snapcore.sources import ByteSource, decode_draw
+from snapcore.sources import decode_draw
+from snapcore.testing.sources import FixedBytes
 
 #: Exponent words: 2**k − 1 and 2**k − 2**(k−54) − 1 round up to 2**k as doubles (for
 #: k > 53); 2**k, 1, 2**63 − 1 and ordinary words.
@@ -32,19 +33,6 @@ WORDS = [
     (1 << 63) - 1,
     0x1234_5678_9ABC_DEF,
 ]
-
-
-class BytesSource(ByteSource):
-    """A byte source that serves a fixed stream."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self._f = io.BytesIO(data)
-
-    def read(self, n: int) -> bytes:
-        out = self._f.read(n)
-        assert len(out) == n, "read past the stream"
-        return out
 
 
 def _rows(p: int, seed: int) -> bytes:
@@ -70,7 +58,7 @@ def test_bulk_decoding_of_crafted_rows_equals_the_scalar_decoder(p, engine):
     for _ in range(n):
         want.append(decode_draw(f.read, p))
     assert f.read() == b""  # the rows are exactly n draws long
-    batch = fp.decode_draw_batch(BytesSource(data), n, p, engine=engine)
+    batch = fp.decode_draw_batch(FixedBytes(data), n, p, engine=engine)
     assert batch.precision == p and len(batch) == n
     assert batch.sign.dtype == batch.e.dtype == np.float64
     assert batch.mhi.dtype == batch.mlo.dtype == np.uint64
@@ -131,9 +119,9 @@ def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, ze
     f = io.BytesIO(data)
     want = [decode_draw(f.read, p) for _ in range(n)]
     assert f.read() == b""
-    src = BytesSource(data)
+    src = FixedBytes(data)
     batch = fp.decode_draw_batch(src, n, p, engine=engine)
-    assert src._f.read() == b""  # every byte read, none past the end
+    assert src.rest() == b""  # every byte read, none past the end
     assert len(batch) == n and batch.precision == p
     assert batch.sign.dtype == batch.e.dtype == np.float64
     assert batch.mhi.dtype == batch.mlo.dtype == np.uint64
@@ -146,7 +134,7 @@ def test_continuation_rows_in_the_middle_and_last_are_read_exactly(p, engine, ze
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_no_draws_is_an_empty_batch_of_the_documented_types(engine):
-    src = BytesSource(b"")
+    src = FixedBytes(b"")
     batch = fp.decode_draw_batch(src, 0, 118, engine=engine)
     assert len(batch) == 0 and batch.precision == 118
     for name, dtype in (("sign", np.float64), ("e", np.float64), ("mhi", np.uint64),

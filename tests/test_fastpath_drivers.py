@@ -12,7 +12,6 @@ kernel refuses it and the exact pipeline decides.
 
 from __future__ import annotations
 
-import io
 import random
 from fractions import Fraction
 
@@ -22,25 +21,10 @@ import pytest
 from snapcore import SnappingMechanism
 from snapcore import fastpath as fp
 from snapcore.pipeline import clamp
-from snapcore.sources import ByteSource, Draw, SeededSource
+from snapcore.sources import Draw, SeededSource
+from snapcore.testing.sources import FixedBytes
 
 ENGINES = ["numpy", *(["numba"] if fp.numba_available() else [])]
-
-
-class _Bytes(ByteSource):
-    """A byte source serving a fixed stream, and never a byte past its end."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self._f = io.BytesIO(data)
-
-    def read(self, n: int) -> bytes:
-        out = self._f.read(n)
-        assert len(out) == n, "read past the stream"
-        return out
-
-    def rest(self) -> bytes:
-        return self._f.read()
 
 
 def _exact(pipe, values, draws):
@@ -252,10 +236,10 @@ def test_fused_loop_fallbacks_across_chunks(monkeypatch):
             values.append(rng.uniform(0.0, 2.0**61))
             data += _row(p, rng.choice([-1, 1]), Fraction(rng.uniform(0.5, 1.0)))
     v = np.array(values)
-    src = _Bytes(data)
+    src = FixedBytes(data)
     out, st = fp.release_batch(pipe, v, src, engine="numba", stats=True)
     assert src.rest() == b""  # exactly the draws' bytes were read
-    ref = _exact(pipe, v, _Bytes(data).draws(40, p))
+    ref = _exact(pipe, v, FixedBytes(data).draws(40, p))
     assert _identical(out, ref)
     assert st.engine == "numba"
     assert set(st.fallback_k.tolist()) == undecided
