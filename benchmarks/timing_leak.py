@@ -45,7 +45,7 @@ import numpy as np
 
 import snapcore
 import snapcore.timing
-from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource
+from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource, encode_draw
 
 Call = Callable[[], object]
 
@@ -99,17 +99,6 @@ class PatternSource(ByteSource):
         out = (pat * reps)[self._off : self._off + n]
         self._off = (self._off + n) % len(pat)
         return out
-
-
-def encode_draw(d: Draw, p: int) -> bytes:
-    """The ``snapcore-draw-v1`` bytes of one draw (geometric exponent at most 63)."""
-    e = -d.exponent - (p - 1)
-    if not 1 <= e <= 63:
-        raise ValueError("only draws with 1 <= e <= 63 have a one-word encoding")
-    nbytes = (p + 6) >> 3
-    w = (1 << 63 if d.sign < 0 else 0) | (1 << (63 - e))
-    t = (d.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
-    return w.to_bytes(8, "big") + t.to_bytes(nbytes, "big")
 
 
 class FixedDraws(RandomSource):

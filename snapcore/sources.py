@@ -53,6 +53,7 @@ __all__ = [
     "SystemSource",
     "decode_draw",
     "draw_from_u",
+    "encode_draw",
     "require_draws",
 ]
 
@@ -197,6 +198,29 @@ def require_draws(source: RandomSource, count: int, precision: int) -> None:
 def decode_draw(read: Callable[[int], bytes], precision: int) -> Draw:
     """Decode one draw from ``read(n) -> bytes`` per format ``snapcore-draw-v1``."""
     return Draw(*_decode_raw(read, precision))
+
+
+def encode_draw(draw: Draw, precision: int) -> bytes:
+    """The ``snapcore-draw-v1`` bytes of ``draw``: what :func:`decode_draw` reads back
+    as ``draw`` (for crafting chosen draws: calibration, tests, benchmarks).
+
+    The geometric exponent ``e = −exponent − (p − 1) >= 1`` is a stream of zero bits
+    ending in a one: in the first word's 63 low bits (after the sign bit) when
+    ``e <= 63``, else over whole following words; the unused bits are zero.
+    """
+    p = precision
+    nbytes = (p + 6) >> 3
+    e = -draw.exponent - (p - 1)
+    if e < 1 or draw.mantissa >> (p - 1) != 1:
+        raise ParameterError(f"draw must be a p-bit U* in (0, 1) at p = {p}, got {draw!r}")
+    out = ((1 << 63 if draw.sign < 0 else 0) | (1 << (63 - e) if e <= 63 else 0)).to_bytes(
+        8, "big"
+    )
+    if e > 63:
+        zeros, bit = divmod(e - 64, 64)
+        out += bytes(8 * zeros) + (1 << (63 - bit)).to_bytes(8, "big")
+    tail = (draw.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
+    return out + tail.to_bytes(nbytes, "big")
 
 
 def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:

@@ -41,7 +41,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from snapcore.errors import ParameterError
-from snapcore.sources import ByteSource
+from snapcore.sources import ByteSource, Draw, encode_draw
 
 __all__ = [
     "FALLBACK_RATE_BOUND",
@@ -602,12 +602,7 @@ def _tie_row(mech: Any) -> bytes:
     mpz_m, mpz_e = u.as_mantissa_exp()
     m: int = int(mpz_m)
     shift = p - m.bit_length()  # U* = m·2**e with 2**(p-1) <= m < 2**p
-    m, e = m << shift, int(mpz_e) - shift
-    geo = -e - (p - 1)  # U* in [2**-geo, 2**(1 - geo)): the geometric exponent
-    nbytes = (p + 6) >> 3
-    word = 1 << (63 - geo)
-    tail = (m & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
-    return word.to_bytes(8, "big") + tail.to_bytes(nbytes, "big")
+    return encode_draw(Draw(1, m << shift, int(mpz_e) - shift), p)
 
 
 class _ForcedRows(ByteSource):

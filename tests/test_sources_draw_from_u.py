@@ -9,6 +9,7 @@ range ``2**-(MIN_U_LOG2 − 1)``, refusing what lies below.  Checked with exact
 
 from __future__ import annotations
 
+import io
 from fractions import Fraction
 
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapcore.errors import ParameterError
-from snapcore.sources import MIN_U_LOG2, draw_from_u
+from snapcore.sources import MIN_U_LOG2, Draw, decode_draw, draw_from_u, encode_draw
 
 TWO = Fraction(2)
 
@@ -49,3 +50,35 @@ def test_draw_from_u_accepts_the_smallest_u_and_refuses_below():
     assert d.mantissa == 1 << 117 and d.exponent == -(MIN_U_LOG2 - 1) - 117
     with pytest.raises(ParameterError, match="exponent range"):
         draw_from_u(smallest / 2, -1, 118)
+
+
+# -- encode_draw: the inverse of decode_draw -------------------------------------------
+def test_encode_draw_bytes_by_hand() -> None:
+    p = 118  # 15 mantissa bytes
+    # U* = 1/2, S = -1: geometric exponent 1 -> sign bit and bit 62 of the first word
+    assert encode_draw(Draw(-1, 1 << 117, -118), p) == bytes([0xC0]) + bytes(7 + 15)
+    # U* = 2**-64·(1 + 2**-117): e = 64 -> a zero first word, then bit 63 of the next;
+    # the mantissa's last bit is the last bit of the tail (118 - 1 = 117 bits in 120)
+    got = encode_draw(Draw(1, (1 << 117) | 1, -117 - 64), p)
+    assert got == bytes(8) + bytes([0x80]) + bytes(7) + (1 << 3).to_bytes(15, "big")
+
+
+@given(
+    st.sampled_from([53, 118, 121, 200]),
+    st.sampled_from([-1, 1]),
+    st.integers(1, 400),
+    st.integers(0, 2**199),
+)
+def test_decode_draw_reads_back_what_encode_draw_writes(p, sign, e, bits) -> None:
+    d = Draw(sign, (1 << (p - 1)) | (bits % (1 << (p - 1))), -(p - 1) - e)
+    data = encode_draw(d, p)
+    stream = io.BytesIO(data + b"next")
+    assert decode_draw(stream.read, p) == d
+    assert stream.read() == b"next"  # exactly the draw's bytes
+
+
+def test_encode_draw_refuses_what_is_not_a_p_bit_u_star() -> None:
+    with pytest.raises(ParameterError, match="p-bit"):
+        encode_draw(Draw(1, 1 << 117, -117), 118)  # U* = 1
+    with pytest.raises(ParameterError, match="p-bit"):
+        encode_draw(Draw(1, 1 << 116, -200), 118)  # a (p-1)-bit mantissa
