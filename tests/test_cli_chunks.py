@@ -53,6 +53,21 @@ CASES = [
 ]
 
 
+def _streamed_json(monkeypatch, argv):
+    """``snapcore release ARGV -e 1 --seed s --block-size 1024 --json``, read block by
+    block (the in-memory reader must not be used): the parsed JSON record."""
+    import snapcore.cli.release as cli_release
+
+    def whole_file(*_a, **_k):
+        raise AssertionError("read the whole file")
+
+    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
+    tail = ["-e", "1", "--seed", "s", "--block-size", "1024", "--json"]
+    r = CliRunner().invoke(main, ["release", *argv, *tail])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout[r.stdout.index("{") :])
+
+
 @pytest.mark.parametrize(("name", "column", "kw", "options"), CASES, ids=[c[0] for c in CASES])
 def test_streamed_state_equals_the_whole_in_memory(frame, name, column, kw, options):
     stat = get_registries().statistics.get(name)
@@ -154,35 +169,7 @@ def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwar
     text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
     p = tmp_path / "m.csv"
     p.write_text("\n".join(text) + "\n")
-    import snapcore.cli.release as cli_release
-
-    def whole_file(*_a, **_k):  # the in-memory reader must not be used
-        raise AssertionError("read the whole file")
-
-    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
-    r = CliRunner().invoke(
-        main,
-        [
-            "release",
-            args[0],
-            str(p),
-            "-c",
-            "bmi",
-            "-b",
-            "15",
-            "45",
-            "-e",
-            "1",
-            "--seed",
-            "s",
-            "--block-size",
-            "1024",
-            "--json",
-            *args[1:],
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    got = json.loads(r.stdout[r.stdout.index("{") :])
+    got = _streamed_json(monkeypatch, [args[0], str(p), "-c", "bmi", "-b", "15", "45", *args[1:]])
     df = pd.read_csv(p)
     assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and nan cells (0 is both kinds)
     want = snapcore.release(
@@ -250,13 +237,8 @@ def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, key
     cells = ["" if i % 41 == 0 else repr(float(v)) for i, v in enumerate(bmi)]
     p = tmp_path / "g.csv"
     p.write_text("g,bmi\n" + "".join(f"{a},{b}\n" for a, b in zip(g, cells, strict=True)))
-    import snapcore.cli.release as cli_release
     from snapcore.cli.release import cell
 
-    def whole_file(*_a, **_k):
-        raise AssertionError("read the whole file")
-
-    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
     key_list = [cell(k) for k in keys.split(",")]
     table = {"g": [cell(a) for a in g], "bmi": [cell(b) for b in cells]}
     if kwargs is None:  # group sizes are public: count them, and drop the blank cells first
@@ -266,28 +248,7 @@ def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, key
         p.write_text("g,bmi\n" + "".join(f"{g[i]},{cells[i]}\n" for i in keep))
         args = [*args[:-1], ",".join(f"{k}={sizes[k]}" for k in key_list)]
         kwargs = {"column": "bmi", "data_bounds": (15, 45), "group_sizes": sizes}
-    r = CliRunner().invoke(
-        main,
-        [
-            "release",
-            args[0],
-            str(p),
-            *args[1:],
-            "--by",
-            "g",
-            "--keys",
-            keys,
-            "-e",
-            "1",
-            "--seed",
-            "s",
-            "--block-size",
-            "1024",
-            "--json",
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    got = json.loads(r.stdout[r.stdout.index("{") :])
+    got = _streamed_json(monkeypatch, [args[0], str(p), *args[1:], "--by", "g", "--keys", keys])
     want = snapcore.release(
         args[0],
         table,
