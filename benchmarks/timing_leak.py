@@ -141,6 +141,51 @@ def draw_for_noise(mech: snapcore.SnappingMechanism, target: Fraction) -> Draw:
     return Draw(sign=1, mantissa=mant, exponent=shift - e2)
 
 
+# -- is the machine quiet? -------------------------------------------------------------
+#: Block medians of the probe may differ by this factor on a machine called quiet.
+STEADY_RATIO = 1.15
+
+
+def steadiness(seconds: float = 2.0, block: int = 500) -> tuple[float, float, int]:
+    """Time the unpadded exact release of one value in blocks of ``block`` calls for
+    about ``seconds``; return (smallest block median ns, largest / smallest, blocks).
+
+    The target run needs a machine whose speed does not change while it runs: a
+    quantum measured in one moment must fit the others, and the classes must see
+    the same machine.  On a machine that changes speed (another tenant on the
+    physical core, memory or cache contention from outside the guest), the largest
+    block median is far above the smallest, and |t| < 5 cannot be expected."""
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing="constant"
+    )
+    release = type(m).release
+    raw = getattr(release, "__wrapped__", release)  # the exact path, without padding
+    now = time.perf_counter_ns
+    for _ in range(block):
+        raw(m, 50.0)
+    meds: list[float] = []
+    end = time.perf_counter() + seconds
+    buf = np.empty(block, np.int64)
+    while time.perf_counter() < end:
+        for i in range(block):
+            t = now()
+            raw(m, 50.0)
+            buf[i] = now() - t
+        meds.append(float(np.median(buf)))
+    lo = min(meds)
+    return lo, max(meds) / lo, len(meds)
+
+
+def report_steadiness(when: str) -> float:
+    lo, ratio, n = steadiness()
+    verdict = "steady" if ratio <= STEADY_RATIO else "NOT steady: not a quiet machine"
+    print(
+        f"machine speed {when}: exact release of 50.0 in {n} blocks of 500 calls, "
+        f"fastest block median {lo:.0f} ns, slowest / fastest {ratio:.2f} ({verdict})"
+    )
+    return ratio
+
+
 # -- measurement -----------------------------------------------------------------------
 def measure(classes: dict[str, Call], calls: int, seed: int) -> dict[str, np.ndarray]:
     """Times of ``calls`` calls of every class, interleaved in one random order."""
@@ -390,6 +435,7 @@ def main() -> None:
         f"{platform.machine()}; pinned to cpu {cpu} of {os.cpu_count()}; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
+    before = report_steadiness("before")
     modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     medians: dict[tuple[str, str, str], float] = {}
@@ -428,7 +474,13 @@ def main() -> None:
                 continue
             on = medians[(g, "constant", k)]
             print(f"| {g:9s} | {k:30s} | {v:10.0f} | {on:10.0f} | {on / v:6.2f} |")
+    after = report_steadiness("after")
     print("\n### Summary: max |t| (cropped) per group\n")
+    if max(before, after) > STEADY_RATIO:
+        print(
+            f"(the machine's speed changed by up to {max(before, after):.2f}x within two "
+            "seconds: not the quiet machine the target asks for)\n"
+        )
     for g, mode, t, u, zs in summary:
         more = "" if u is None else f" (classes not covered: {u:.2f})"
         more += f"; max |z| of overrun rates {max(zs):.2f}" if zs else ""

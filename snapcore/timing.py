@@ -194,9 +194,20 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
 
     Returns ``j`` (1 unless the call overran) and records it in ``stats``.
     """
-    elapsed = _now() - start_ns
-    j = max(1, -(-elapsed // quantum_ns))
-    wait_until(start_ns + j * quantum_ns)
+    now = _now
+    deadline = start_ns + quantum_ns
+    # The first reading decides and is also the first step of the spin: a call whose
+    # work ends just before the deadline then leaves at the first reading past it,
+    # like every other call, and not after a longer gap between a decision and a
+    # separate waiting loop (a gap hit more often by classes with less slack).
+    t = now()
+    if t < deadline:
+        while t < deadline:
+            t = now()
+        j = 1
+    else:
+        j = -(-(t - start_ns) // quantum_ns)
+        wait_until(start_ns + j * quantum_ns)
     if stats is not None:
         stats.record(j)
     return j
@@ -898,6 +909,11 @@ def padded_release(fn: F) -> F:
         q = guard.quantum_for(value)  # calibrated on first use, before the clock starts
         start = _now()
         out = fn(self, value)
+        if type(out) is float:
+            # A new object every time: a release may return a shared float (a clamped
+            # output is one of four computed once), and whether the caller's dropping
+            # it frees memory must not depend on the output.  Exact (−0.0 stays −0.0).
+            out = out * 1.0
         guard.finish(start, q)
         return out
 

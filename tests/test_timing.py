@@ -117,6 +117,26 @@ def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list
     assert m.timing.stats.calls == 7
 
 
+def test_a_padded_scalar_release_returns_a_new_float_every_time(
+    stub_calibration: list[list[Any]],
+) -> None:
+    # A clamped output is one of four floats computed once per pipeline; handed out
+    # as is, the caller would free memory after an inside output and not after a
+    # clamped one.  The padded release returns a fresh, equal object every time.
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    plain = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="off"
+    )
+    a, b = plain.release(1e300), plain.release(1e300)
+    assert a is b  # the premise: unpadded, both are the shared endpoint
+    c, d = m.release(1e300), m.release(1e300)
+    assert c is not d
+    assert type(c) is float
+    assert c == d == a
+
+
 def test_padding_never_changes_a_value() -> None:
     kw: dict[str, Any] = {"epsilon": 0.5, "sensitivity": 0.1, "clamp_bounds": (-3.0, 7.0)}
     values: list[Any] = [0.0, 2.0, 7.0, -1e300, 5e-324, 3, Fraction(1, 3)]
