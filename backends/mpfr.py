@@ -163,22 +163,14 @@ class MPFRBackend(Backend):
         <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
         between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
         and the source decodes its bytes with :class:`~snapcore.sources.ByteSource`'s
-        own ``draw_raw``."""
-        parts = _fused_parts(pipeline, source)
-        if parts is None:
-            return None
-        finish, src = parts
-        centre = pipeline.centre_ratio
-        lock, read = src.exclusive(), src.read
-        p = pipeline.arith.precision
+        own ``draw_raw``.
 
-        def release(v: float) -> float:
-            x = centre(*v.as_integer_ratio())
-            with lock:
-                sign, um, ue = _decode_raw(read, p)
-            return finish(x, sign, um, ue)
-
-        return release
+        This is the release a padded mechanism uses, so its integer sizes do not
+        depend on the value: the centred value is taken over one fixed denominator
+        (:meth:`Pipeline.uniform_centre <snapcore.pipeline.Pipeline.uniform_centre>`)
+        and the grid output is computed for clamped indices too
+        (``docs/timing.md``, "Uniform paths where they are cheap")."""
+        return _exact_scalar(pipeline, source, uniform=True)
 
     def scalar_untimed(
         self, pipeline: Pipeline, source: RandomSource
@@ -196,7 +188,7 @@ class MPFRBackend(Backend):
         a second read.  Until then, and where numba cannot be imported, it is
         :meth:`scalar`.  The switch changes no output.
         """
-        exact = self.scalar(pipeline, source)
+        exact = _exact_scalar(pipeline, source, uniform=False)
         parts = _fused_parts(pipeline, source)
         if exact is None or parts is None:
             return None
@@ -337,13 +329,45 @@ def _replay(data: bytes, read: Callable[[int], bytes]) -> Callable[[int], bytes]
     return again
 
 
+def _exact_scalar(
+    pipeline: Pipeline, source: RandomSource, uniform: bool
+) -> Callable[[float], float] | None:
+    """The fused exact release of one double (:meth:`MPFRBackend.scalar`); with
+    ``uniform``, the centring and output stages of a padded release."""
+    parts = _fused_parts(pipeline, source, uniform)
+    if parts is None:
+        return None
+    finish, src = parts
+    centre: Callable[[float], tuple[int, int]]
+    if uniform:
+        centre = pipeline.uniform_centre()
+    else:
+        ratio = pipeline.centre_ratio
+
+        def centre(v: float) -> tuple[int, int]:
+            return ratio(*v.as_integer_ratio())
+
+    lock, read = src.exclusive(), src.read
+    p = pipeline.arith.precision
+
+    def release(v: float) -> float:
+        x = centre(v)
+        with lock:
+            sign, um, ue = _decode_raw(read, p)
+        return finish(x, sign, um, ue)
+
+    return release
+
+
 def _fused_parts(
-    pipeline: Pipeline, source: RandomSource
+    pipeline: Pipeline, source: RandomSource, uniform: bool = False
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
     """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
     for the centred value ``x`` and one draw, as :meth:`Pipeline.run
     <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
-    fused paths must decline."""
+    fused paths must decline.  With ``uniform`` the output stage computes the grid
+    output for clamped indices too (:meth:`Pipeline.uniform_index_output
+    <snapcore.pipeline.Pipeline.uniform_index_output>`)."""
     from snapcore.pipeline import add
 
     arith = pipeline.arith
@@ -360,8 +384,9 @@ def _fused_parts(
     L = pipeline._L
     kmax = pipeline._kmax
     grid, end = pipeline._grid_output, pipeline._end
+    uniform_output = pipeline.uniform_index_output
 
-    def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
+    def index(x: tuple[int, int], sign: int, um: int, ue: int) -> int:
         ctx = local.ctx
         if um.bit_length() + ue == 0:  # U* in [1/2, 1): as MPFRArithmetic.ln
             n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
@@ -370,12 +395,18 @@ def _fused_parts(
         m, e = n.as_mantissa_exp()
         ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
         s = L - ye  # snap: k = floor(y/Λ + 1/2)
-        k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
+        return ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
+
+    def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
+        k = index(x, sign, um, ue)
         if -kmax < k < kmax:
             return grid(k, L)
         return end(k)  # the precomputed outputs at and beyond ±kmax, as run
 
-    return finish, source
+    def finish_uniform(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
+        return uniform_output(index(x, sign, um, ue))
+
+    return (finish_uniform if uniform else finish), source
 
 
 @hookimpl

@@ -17,6 +17,8 @@ of each other), this is the same as rounding x first.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from fractions import Fraction
 
 from snapcore.backend import Arithmetic, Num
@@ -71,6 +73,14 @@ def clamp(k: int, granularity_log2: int, b: tuple[int, int]) -> tuple[int, int]:
     if dyadic_cmp(k, granularity_log2, -bm, be) < 0:
         return (-bm, be)
     return (k, granularity_log2)
+
+
+def _double_at_or_above(q: Fraction) -> float:
+    """The least double ``>= q`` (the largest finite double when ``q`` is beyond)."""
+    if q > Fraction(1.7976931348623157e308):
+        return 1.7976931348623157e308
+    f = float(q)  # correctly rounded
+    return math.nextafter(f, math.inf) if Fraction(f) < q else f
 
 
 class Pipeline:
@@ -163,6 +173,53 @@ class Pipeline:
         if n * bd < -bn * d:
             return (-bn, bd)
         return (n, d)
+
+    def uniform_centre(self) -> Callable[[float], tuple[int, int]]:
+        """A function computing :meth:`centre_ratio` of a double with integer sizes that
+        do not depend on the double (for releases padded to a time quantum,
+        ``docs/timing.md``).
+
+        Every double ``v`` is a multiple of ``2**-1074``, so ``x = clamp_b((v − c)/Δ)``
+        is exactly ``N / D`` for the one denominator ``D = 2**E·cd·dn`` (``E >= 1074``,
+        also large enough for ``b·D`` to be an integer).  The function returns
+        ``(N, D)``: the same rational as :meth:`centre_ratio`, not in lowest terms,
+        always over ``D``.  ``v`` is first clipped to ``[t_lo, t_hi]``, the doubles
+        nearest ``c ∓ Δ·b`` on or beyond them, which every value beyond them clamps to
+        the same ``±b``; so ``N`` has at most the bits of ``b·D`` plus one, whether
+        ``v`` is subnormal, at the centre or ``±1.8e308``.
+        """
+        cal = self.calibration
+        c, d = cal.centre, cal.sensitivity
+        cn, cd = c.numerator, c.denominator
+        dn, dd = d.numerator, d.denominator
+        bm, be = self._b
+        E = max(1074, -be)
+        D = (cd * dn) << E
+        bD = (bm * D) << be if be >= 0 else (bm * D) >> -be  # exact: D has 2**E
+        b = Fraction(bm) * Fraction(2) ** be
+        hi_q, lo_q = c + d * b, c - d * b
+        t_hi = _double_at_or_above(hi_q)
+        t_lo = -_double_at_or_above(-lo_q)
+        cnE = cn << E
+
+        def centre(v: float) -> tuple[int, int]:
+            v = t_lo if v < t_lo else (t_hi if v > t_hi else v)
+            vn, vd = v.as_integer_ratio()
+            n = (((vn << (E + 1 - vd.bit_length())) * cd) - cnE) * dd
+            n = -bD if n < -bD else (bD if n > bD else n)
+            return (n, D)
+
+        return centre
+
+    def uniform_index_output(self, k: int) -> float:
+        """:meth:`index_output` computing the grid output in every case: for a ``k`` at
+        or beyond ``±kmax`` that of the nearest index inside, then discarded for the
+        precomputed endpoint (a padded release costs the same whether clamped or not)."""
+        kmax = self._kmax
+        g = self._grid_output(min(max(k, 1 - kmax), kmax - 1), self._L)
+        if -kmax < k < kmax:
+            return g
+        return self._end(k)
 
     def output(self, z: tuple[int, int]) -> float:
         """Step 9: ``c + Δ·z′`` rounded once to the nearest double, then clamped to

@@ -585,6 +585,44 @@ class _ChosenDraws:
         return self._inner.draws(count, precision)
 
 
+class _ChosenBytes(ByteSource):
+    """:class:`_ChosenDraws` for a byte source: every read reads as many bytes from
+    the inner source (paying its cost) and, when a draw is chosen, returns that
+    draw's ``snapcore-draw-v1`` bytes instead.  A byte source, so the calibration
+    times the same fused release (decoding included) as the padded calls."""
+
+    name = "calibration"
+
+    def __init__(self, inner: ByteSource, precision: int) -> None:
+        super().__init__()
+        self._inner = inner
+        self._p = precision
+        self._pattern = b""
+        self._off = 0
+        self._chosen: tuple[int, int, int] | None = None
+
+    @property
+    def chosen(self) -> tuple[int, int, int] | None:
+        return self._chosen
+
+    @chosen.setter
+    def chosen(self, draw: tuple[int, int, int] | None) -> None:
+        if draw != self._chosen:
+            self._chosen = draw
+            self._pattern = b"" if draw is None else encode_draw(Draw(*draw), self._p)
+            self._off = 0
+
+    def read(self, n: int) -> bytes:
+        data = self._inner.read(n)
+        pat = self._pattern
+        if not pat:
+            return data
+        off = self._off
+        out = (pat * ((off + n) // len(pat) + 1))[off : off + n]
+        self._off = (off + n) % len(pat)
+        return out
+
+
 def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     """Worst-case draws ``(S, mantissa, exponent)`` for calibration: U* just below 1,
     at 1/2, around 2**-40 and 2**-1000, and a random one."""
@@ -654,8 +692,18 @@ class _NullPadding:
 def _sibling(mech: Any) -> Any:
     """A shallow copy of ``mech`` with a calibration source and a 1 ns quantum."""
     sib = copy.copy(mech)
-    sib._source = _ChosenDraws(_calibration_source(mech.source))
+    inner = _calibration_source(mech.source)
+    src: Any = (
+        _ChosenBytes(inner, mech.precision)
+        if isinstance(inner, ByteSource)
+        else _ChosenDraws(inner)
+    )
+    sib._source = src
     sib._timing = _NullPadding()
+    # The backend's fused release bound to the calibration source, as the padded
+    # mechanism's own is bound to its source: the calibration times that path.
+    fused = mech.backend.scalar(mech._pipeline, src)
+    sib._scalar = None if fused is None else (src, fused)
     return sib
 
 

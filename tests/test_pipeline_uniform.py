@@ -1,0 +1,119 @@
+"""The padded release's centring and output stages (``Pipeline.uniform_centre``,
+``Pipeline.uniform_index_output``): the same exact values as the ordinary stages,
+over one fixed denominator, for every double (docs/timing.md)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import snapcore
+from snapcore import timing
+from snapcore.sources import SeededSource
+
+CONFIGS: list[dict[str, Any]] = [
+    {"epsilon": 1.0, "sensitivity": 0.1, "clamp_bounds": (0.0, 100.0)},  # Δ not dyadic
+    {"epsilon": 0.5, "clamp_bounds": (-3.0, 7.0)},  # Δ = 1
+    {"epsilon": 2.0**20, "clamp_bounds": (-1.0, 1.0)},  # computed output stage
+    {"epsilon": 1e-290, "sensitivity": 1 / 3, "clamp_bounds": (-1e300, 1e300)},
+    {"epsilon": 1.0, "sensitivity": 2.0**-1000, "clamp_bounds": (0.0, 2.0**-990)},
+    {"epsilon": 0.01, "sensitivity": 1e-300, "clamp_bounds": (-5e-324, 3.5e-323)},
+    # b < 2**-957: b's last bit lies below 2**-1074, so D needs more than 2**1074
+    {"epsilon": 1.0, "sensitivity": 0.1, "clamp_bounds": (-(2.0**-990), 2.0**-990)},
+]
+
+EXTREMES = [
+    0.0,
+    -0.0,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    1e300,
+    -1e300,
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+]
+
+doubles = st.builds(
+    lambda bits: struct.unpack("<d", struct.pack("<Q", bits))[0],
+    st.integers(0, 2**64 - 1),
+).filter(math.isfinite)
+
+
+def _pipe(cfg: dict[str, Any]) -> Any:
+    return snapcore.SnappingMechanism(**cfg, source=SeededSource(0), timing="off")._pipeline
+
+
+def _around(cfg: dict[str, Any]) -> list[float]:
+    """The bounds, the centre and the doubles next to them: where the clip and the
+    exact clamp decide."""
+    lo, hi = cfg["clamp_bounds"]
+    pipe = _pipe(cfg)
+    cal = pipe.calibration
+    b = cal.unit_clamp_bound
+    out = []
+    for q in (cal.centre, cal.centre + cal.sensitivity * b, cal.centre - cal.sensitivity * b):
+        f = float(q)
+        out += [f, math.nextafter(f, math.inf), math.nextafter(f, -math.inf)]
+    return [*out, lo, hi, math.nextafter(lo, -math.inf), math.nextafter(hi, math.inf)]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_uniform_centre_is_the_exact_clamped_ratio_over_one_denominator(
+    cfg: dict[str, Any],
+) -> None:
+    pipe = _pipe(cfg)
+    centre = pipe.uniform_centre()
+    denominators = set()
+    sizes = []
+    for v in EXTREMES + _around(cfg):
+        n, d = centre(v)
+        assert Fraction(n, d) == Fraction(*pipe.centre_ratio(*v.as_integer_ratio())), v
+        denominators.add(d)
+        sizes.append(abs(n).bit_length())
+    assert len(denominators) == 1
+    (d,) = denominators
+    # b·D is an integer and bounds every numerator: sizes fixed by public parameters.
+    b = pipe.calibration.unit_clamp_bound
+    assert (b * d).denominator == 1
+    assert max(sizes) <= (b * d).numerator.bit_length()
+
+
+@settings(max_examples=300, deadline=None)
+@given(v=doubles, which=st.integers(0, len(CONFIGS) - 1))
+def test_uniform_centre_agrees_on_every_double(v: float, which: int) -> None:
+    pipe = _pipe(CONFIGS[which])
+    n, d = pipe.uniform_centre()(v)
+    assert Fraction(n, d) == Fraction(*pipe.centre_ratio(*v.as_integer_ratio()))
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_uniform_index_output_is_index_output(cfg: dict[str, Any]) -> None:
+    pipe = _pipe(cfg)
+    kmax = pipe._kmax
+    ks = {0, 1, -1, kmax, -kmax, kmax - 1, 1 - kmax, kmax + 1, -kmax - 1, 10 * kmax, -(10**40)}
+    for k in sorted(ks):
+        a, b = pipe.index_output(k), pipe.uniform_index_output(k)
+        assert a == b and math.copysign(1.0, a) == math.copysign(1.0, b), k
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_padded_and_unpadded_releases_agree_draw_for_draw(
+    cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing, "calibrate_quantum", lambda run, classes, **kw: 1000)
+    timing.clear_caches()
+    try:
+        plain = snapcore.SnappingMechanism(**cfg, source=SeededSource(4), timing="off")
+        padded = snapcore.SnappingMechanism(**cfg, source=SeededSource(4), timing="constant")
+        for v in EXTREMES + _around(cfg) + [float(i) / 7 for i in range(-50, 50)]:
+            a, b = plain.release(v), padded.release(v)
+            assert a == b and math.copysign(1.0, a) == math.copysign(1.0, b), v
+    finally:
+        timing.clear_caches()
