@@ -33,6 +33,19 @@ if TYPE_CHECKING:
 
 __all__ = ["MPFRArithmetic", "MPFRBackend", "ScalarPathStats", "scalar_path_stats"]
 
+#: The noise stage computes ``ln U*`` as ``log1p(U* − 1)`` (``U* − 1`` exact by
+#: Sterbenz) for ``U* >= 1 − 2**-LOG1P_TAIL_BITS`` and as ``log(U*)`` below: both are
+#: MPFR's correctly rounded ``ln U*``, so the choice changes no bit, only the time.
+#: Measured at p = 118 (docs/timing.md, "The noise stage"): ``log`` costs the same
+#: for every U* below 1 − 2**-12 (about 1.9 µs), twice as much closer to 1 (its
+#: rounding test fails for the cancellation and it computes again at a higher
+#: precision); ``log1p`` costs 1.2 times ``log`` far from 1, as much as ``log`` near
+#: 2**-12 and a third of it from 2**-16 on (a short series).  The rule takes the
+#: cheaper one in each region.
+LOG1P_TAIL_BITS = 16
+_LOG1P_TOP = (1 << LOG1P_TAIL_BITS) - 1
+_LOG1P_FROM = 1.0 - 2.0**-LOG1P_TAIL_BITS
+
 
 class _ThreadContexts(threading.local):
     """One private gmpy2 context per thread (a context records sticky flags)."""
@@ -85,10 +98,9 @@ class MPFRArithmetic(Arithmetic):
 
     def ln(self, a: Any) -> Any:
         ctx = self._local.ctx
-        if 0.5 <= a < 1 and a.precision <= self.precision:
+        if _LOG1P_FROM <= a < 1 and a.precision <= self.precision:
             # ln a = log1p(a − 1), with a − 1 exact (Sterbenz): the same correctly rounded
-            # value, but MPFR's log slows down as a approaches 1 and log1p does not, so
-            # the time of the noise stage stops depending on how close U* is to 1.
+            # value (see LOG1P_TAIL_BITS for why only this close to 1).
             return ctx.log1p(ctx.sub(a, 1))
         return ctx.log(a)
 
@@ -107,7 +119,8 @@ class MPFRArithmetic(Arithmetic):
             return super().noise(lam, sign, u)  # validates and raises
         ctx = self._local.ctx
         um, ue = u
-        if um.bit_length() + ue == 0:  # U* in [1/2, 1): as ln() above
+        p = self.precision
+        if ue == -p and um >> (p - LOG1P_TAIL_BITS) == _LOG1P_TOP:  # as ln() above
             n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
         else:
             n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
@@ -385,10 +398,11 @@ def _fused_parts(
     kmax = pipeline._kmax
     grid, end = pipeline._grid_output, pipeline._end
     uniform_output = pipeline.uniform_index_output
+    tail, top = p - LOG1P_TAIL_BITS, _LOG1P_TOP
 
     def index(x: tuple[int, int], sign: int, um: int, ue: int) -> int:
         ctx = local.ctx
-        if um.bit_length() + ue == 0:  # U* in [1/2, 1): as MPFRArithmetic.ln
+        if ue == -p and um >> tail == top:  # U* >= 1 − 2**-16: as MPFRArithmetic.ln
             n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
         else:
             n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))

@@ -12,7 +12,7 @@ t on the cropped and on the raw timings.
 Groups
 ------
 value      scalar ``release`` of values of different classes (system source)
-noise      scalar ``release`` of the centre with chosen draws (a fixed-draw source)
+noise      scalar ``release`` of the centre with chosen draws (their snapcore-draw-v1 bytes)
 batch      array ``release`` of 4096 values (ε = 2**20, bounds (−1, 1)): all inside,
            all clamped, all at the grid's half-points (system source), and fixed
            draws that force the fast path's exact fallback vs draws it decides
@@ -45,7 +45,7 @@ import numpy as np
 
 import snapcore
 import snapcore.timing
-from snapcore.sources import ByteSource, Draw, RandomSource, SystemSource, encode_draw
+from snapcore.sources import ByteSource, Draw, SystemSource, encode_draw
 
 Call = Callable[[], object]
 
@@ -99,26 +99,6 @@ class PatternSource(ByteSource):
         out = (pat * reps)[self._off : self._off + n]
         self._off = (self._off + n) % len(pat)
         return out
-
-
-class FixedDraws(RandomSource):
-    """Reads a real draw (paying its cost), then returns a chosen one; for U* whose
-    exponent has no one-word encoding.  Measurements only."""
-
-    name = "fixed"
-
-    def __init__(self, draw: Draw | None = None) -> None:
-        self._inner = SystemSource()
-        self._d = draw
-
-    def draw(self, precision: int) -> Draw:
-        real = self._inner.draw(precision)
-        return real if self._d is None else self._d
-
-    def draw_raw(self, precision: int) -> tuple[int, int, int]:
-        real = self._inner.draw_raw(precision)
-        d = self._d
-        return real if d is None else (d.sign, d.mantissa, d.exponent)
 
 
 def draw_near(log2_u: int, p: int, rng: random.Random, sign: int = 1) -> Draw:
@@ -310,21 +290,27 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
     base = snapcore.SnappingMechanism(epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0))
     p = base.precision
     lam_grid = base.granularity
+    window = ((1 << 14) - 1) << (p - 14) | (rng.getrandbits(p - 15) | 1 << (p - 16))
     draws = {
         "U* typical (≈ 0.3)": draw_near(-2, p, rng),
+        "U* upper half (≈ 0.7)": draw_near(-1, p, rng),
         "U* near 1 (1 - 2**-p)": Draw(sign=1, mantissa=(1 << p) - 1, exponent=-p),
+        "1 - U* ≈ 2**-14.5": Draw(sign=-1, mantissa=window, exponent=-p),
         "U* ≈ 2**-40": draw_near(-40, p, rng),
-        "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
+        "U* ≈ 2**-100": draw_near(-100, p, rng),
         "y at a snap tie": draw_for_noise(base, Fraction(3, 2) * lam_grid),
+        UNCOVERED + "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
     }
     classes: dict[str, Call] = {}
     mechs = []
     for name, d in draws.items():
+        # The draw's own bytes (snapcore-draw-v1), decoded by the release as any
+        # byte source's: the same fused path as a release from the OS source.
         m = snapcore.SnappingMechanism(
             epsilon=1.0,
             sensitivity=0.1,
             clamp_bounds=(0.0, 100.0),
-            source=FixedDraws(d),
+            source=PatternSource(d, p),
             timing=timing,
         )
         mechs.append(m)

@@ -600,6 +600,7 @@ class _ChosenBytes(ByteSource):
         self._pattern = b""
         self._off = 0
         self._chosen: tuple[int, int, int] | None = None
+        self._encoded: dict[tuple[int, int, int], bytes] = {}
 
     @property
     def chosen(self) -> tuple[int, int, int] | None:
@@ -607,10 +608,16 @@ class _ChosenBytes(ByteSource):
 
     @chosen.setter
     def chosen(self, draw: tuple[int, int, int] | None) -> None:
-        if draw != self._chosen:
-            self._chosen = draw
-            self._pattern = b"" if draw is None else encode_draw(Draw(*draw), self._p)
-            self._off = 0
+        # Set before every timed call: the encodings are kept, not recomputed.
+        self._chosen = draw
+        self._off = 0
+        if draw is None:
+            self._pattern = b""
+        else:
+            pat = self._encoded.get(draw)
+            if pat is None:
+                pat = self._encoded[draw] = encode_draw(Draw(*draw), self._p)
+            self._pattern = pat
 
     def read(self, n: int) -> bytes:
         data = self._inner.read(n)
@@ -618,22 +625,29 @@ class _ChosenBytes(ByteSource):
         if not pat:
             return data
         off = self._off
-        out = (pat * ((off + n) // len(pat) + 1))[off : off + n]
-        self._off = (off + n) % len(pat)
+        end = off + n
+        # Every release reads its draw's bytes and no more, so a read never wraps.
+        out = pat[off:end] if end <= len(pat) else (pat * (end // len(pat) + 1))[off:end]
+        self._off = end % len(pat)
         return out
 
 
 def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
-    """Worst-case draws ``(S, mantissa, exponent)`` for calibration: U* just below 1,
-    at 1/2, around 2**-40 and 2**-1000, and a random one."""
+    """Worst-case draws ``(S, mantissa, exponent)`` for calibration: U* just below 1
+    (MPFR's ``log1p`` side), within 2**-14 of 1 (where MPFR's ``log`` computes twice:
+    the slowest noise stage, about 2**-12.5 of fresh draws), at 1/2, around 2**-40,
+    around 2**-100 (an exponent read past the first word of the draw: a fraction
+    2**-63 of draws), and a random one.  Draws below 2**-127 (two or more words past
+    the first, a fraction 2**-127) are not covered (docs/timing.md)."""
     p = precision
     rnd = int.from_bytes(np.random.default_rng().bytes((p + 7) // 8), "big")
     m = (1 << (p - 1)) | (rnd & ((1 << (p - 1)) - 1))
     return [
         (1, (1 << p) - 1, -p),  # 1 - 2**-p
+        (1, (((1 << 14) - 1) << (p - 14)) | (m >> 15), -p),  # 1 - U* in (2**-15, 2**-14)
         (-1, 1 << (p - 1), -p),  # 1/2
         (1, m, -(p - 1) - 40),
-        (-1, m, -(p - 1) - 1000),
+        (-1, m, -(p - 1) - 100),
         (1, m, -p),
     ]
 

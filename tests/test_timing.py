@@ -227,7 +227,11 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     assert {0.0, 100.0, 50.0, 5e-324, -5e-324, 1e300, -1e300} <= values
     p = m.precision
     assert (1, (1 << p) - 1, -p) in draws  # U* = 1 - 2**-p
-    assert any(d is not None and d[2] == -(p - 1) - 1000 for d in draws)  # U* ~ 2**-1000
+    # U* ~ 2**-100: the exponent continues past the draw's first word
+    assert any(d is not None and d[2] == -(p - 1) - 100 for d in draws)
+    # 1 - U* in (2**-15, 2**-14): MPFR's log computes twice (the slowest noise stage)
+    near = [d for d in draws if d is not None and d[2] == -p]
+    assert any(2**-15 < 1 - Fraction(d[1], 2**p) < 2**-14 for d in near)
     assert None in draws  # fresh draws from a source of the same kind
     m.timing.quantum_for(42)  # ints have their own classes
     assert {c[0] for c in stub_calibration[1]} >= {50, 0, 100, 10**300}
@@ -295,6 +299,9 @@ def _draws(p: int) -> dict[str, Draw]:
     return {
         "1 - 2**-p": Draw(1, (1 << p) - 1, -p),
         "1 - 2**-20": Draw(1, ((1 << 20) - 1) << (p - 20), -p),
+        "1 - 2**-16": Draw(1, ((1 << 16) - 1) << (p - 16), -p),
+        "1 - 2**-16 - 2**-p": Draw(1, (((1 << 16) - 1) << (p - 16)) - 1, -p),
+        "1 - 2**-14": Draw(1, ((1 << 14) - 1) << (p - 14) | 0x5A5A5A, -p),
         "1/2": Draw(-1, 1 << (p - 1), -p),
         "0.7": Draw(1, m | (1 << (p - 2)), -p),
         "0.3": Draw(1, m, -p - 1),
@@ -303,8 +310,10 @@ def _draws(p: int) -> dict[str, Draw]:
     }
 
 
-def test_noise_stage_takes_one_path_per_half_of_the_unit_interval() -> None:
-    from snapcore.backends.mpfr import MPFRArithmetic
+def test_noise_stage_takes_log1p_only_within_2_to_the_minus_16_of_one() -> None:
+    from snapcore.backends.mpfr import LOG1P_TAIL_BITS, MPFRArithmetic
+
+    assert LOG1P_TAIL_BITS == 16
 
     p = 118
     arith = MPFRArithmetic(p)
@@ -316,14 +325,15 @@ def test_noise_stage_takes_one_path_per_half_of_the_unit_interval() -> None:
         rec.calls.clear()
         arith.noise(lam, d.sign, (d.mantissa, d.exponent))
         paths[name] = tuple(rec.calls)
-    upper = {paths[k] for k in ("1 - 2**-p", "1 - 2**-20", "1/2", "0.7")}
-    lower = {paths[k] for k in ("0.3", "2**-40", "2**-1000")}
-    assert upper == {("mul_2exp", "sub", "log1p", "mul")}
-    assert lower == {("mul_2exp", "log", "mul")}
+    near = {paths[k] for k in ("1 - 2**-p", "1 - 2**-20", "1 - 2**-16")}
+    far = {paths[k] for k in ("1 - 2**-16 - 2**-p", "1 - 2**-14", "1/2", "0.7", "0.3")}
+    far |= {paths[k] for k in ("2**-40", "2**-1000")}
+    assert near == {("mul_2exp", "sub", "log1p", "mul")}
+    assert far == {("mul_2exp", "log", "mul")}
 
 
 def test_ln_near_one_is_mpfr_log_correctly_rounded() -> None:
-    """log1p(u - 1) gives MPFR's correctly rounded ln(u) for every U* in [1/2, 1)."""
+    """ln(u) is MPFR's correctly rounded log(u) on either side of the log1p rule."""
     from snapcore.backends.mpfr import MPFRArithmetic
 
     p = 118
@@ -460,3 +470,41 @@ def test_short_arrays_and_exact_backends_get_no_fallback_class(
     a.timing.quantum_for(np.zeros(AUTO_MIN_SIZE))  # mpmath has no batch path
     for runs in stub_calibration:
         assert len({id(mech) for _, mech in runs}) == 1
+
+
+def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule() -> None:
+    """Both fused exact releases (padded and unpadded) against ``Pipeline.run`` on
+    draws chosen around ``1 − 2**-16`` (random draws land there once in 2**16)."""
+    from snapcore.backends.mpfr import _exact_scalar
+
+    from snapcore.sources import ByteSource, encode_draw
+
+    class Replay(ByteSource):
+        def __init__(self, data: bytes) -> None:
+            super().__init__()
+            self.data = data
+
+        def read(self, n: int) -> bytes:
+            out, self.data = self.data[:n], self.data[n:]
+            assert len(out) == n
+            return out
+
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing="off"
+    )
+    pipe, p = m._pipeline, m.precision
+    rng = np.random.default_rng(3)
+    draws = list(_draws(p).values())
+    for k in (12, 13, 15, 16, 17, 40, p - 1):
+        for _ in range(5):
+            low = int(rng.integers(0, 1 << 62)) & ((1 << (p - k)) - 1)
+            draws.append(Draw(int(rng.choice([-1, 1])), (((1 << k) - 1) << (p - k)) | low, -p))
+    for v in (50.0, 0.0, 33.3, 5e-324, 1e300):
+        for uniform in (True, False):
+            src = Replay(b"".join(encode_draw(d, p) for d in draws))
+            release = _exact_scalar(pipe, src, uniform)
+            assert release is not None
+            for d in draws:
+                want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), d)
+                assert release(v) == want, (v, d, uniform)
+            assert src.data == b""
