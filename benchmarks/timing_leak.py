@@ -412,7 +412,18 @@ def main() -> None:
     ap.add_argument("--crop", type=float, default=90.0, help="crop percentile")
     ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last)")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        help="calibrate every quantum with this margin instead of snapcore.timing's "
+        "(an experiment: how much slack a machine needs)",
+    )
     args = ap.parse_args()
+    if args.margin is not None:
+        snapcore.timing.SCALAR_MARGIN = args.margin
+        snapcore.timing.ARRAY_MARGIN = args.margin
+        snapcore.timing.STATISTIC_MARGIN = args.margin
 
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
@@ -420,6 +431,11 @@ def main() -> None:
         f"snapcore {snapcore.__version__}; python {platform.python_version()} on "
         f"{platform.machine()}; pinned to cpu {cpu} of {os.cpu_count()}; "
         f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"margins: scalar {snapcore.timing.SCALAR_MARGIN:g}, "
+        f"array {snapcore.timing.ARRAY_MARGIN:g}, "
+        f"statistic {snapcore.timing.STATISTIC_MARGIN:g}"
     )
     before = report_steadiness("before")
     modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
