@@ -342,6 +342,67 @@ def _replay(data: bytes, read: Callable[[int], bytes]) -> Callable[[int], bytes]
     return again
 
 
+#: Guard bits of :func:`uniform_ln`: it works at ``2·p + UNIFORM_LN_GUARD`` bits.
+UNIFORM_LN_GUARD = 20
+
+
+class _WideContexts(threading.local):
+    def __init__(self, precision: int) -> None:
+        def make(prec: int) -> Any:
+            return gmpy2.context(
+                precision=prec,
+                round=gmpy2.RoundToNearest,
+                emin=-(1 << 30),
+                emax=1 << 30,
+                subnormalize=False,
+            )
+
+        wide = 2 * precision + UNIFORM_LN_GUARD
+        self.p, self.wide, self.exact = make(precision), make(wide), make(wide + 64)
+
+
+def uniform_ln(precision: int) -> Callable[[int, int], Any]:
+    """``ln U*`` correctly rounded to ``precision`` bits, for ``U* = um·2**ue`` in
+    (0, 1), in a time that does not depend on how close U* is to 1.
+
+    MPFR's ``log`` (and ``log1p``, which calls it) loses about ``k + 6`` bits to
+    cancellation when ``1 − U* ≈ 2**-k`` and computes again when too few are left:
+    never for ``k <= 5``, for half of the draws at ``k = 12``, always from ``k = 13``,
+    so the time of ``log(U*)`` tells how small ``|noise|`` is (docs/timing.md, "The
+    noise stage").  Here the logarithm is taken of ``U*/4`` (below 1/4: no
+    cancellation inside MPFR, whatever U*), at ``P = 2p + 20`` bits, and
+    ``ln U* = ln(U*/4) + 2·ln 2`` is formed exactly and rounded once to ``p`` bits.
+    The two ``P``-bit roundings leave an error of at most ``ε = ulp_P(a)/2 + 2**-P``;
+    when ``d − ε`` and ``d + ε`` round to the same ``p``-bit number it is the
+    correctly rounded ``ln U*``, otherwise (``ln U*`` within ``ε`` of a rounding
+    boundary: at most about ``2**-19`` for ``U* = 1 − 2**-p``, ``2**-130`` averaged over
+    fresh draws) MPFR's own ``log`` at ``p`` bits gives it.  Bit-identical to
+    :meth:`MPFRArithmetic.ln` either way (tests/test_pipeline_uniform.py).
+    """
+    ctxs = _WideContexts(precision)
+    p_wide = 2 * precision + UNIFORM_LN_GUARD
+    with gmpy2.context(precision=p_wide, round=gmpy2.RoundToNearest):
+        two_ln2 = gmpy2.mul_2exp(gmpy2.const_log2(), 1)
+        half_ulp_b = gmpy2.mpfr(gmpy2.mul_2exp(1, -p_wide))  # ulp_P(2 ln 2)/2, exact
+    exp_cap = 60 - p_wide  # a's ulp exponent; beyond, d = a + 2 ln 2 might round
+
+    def ln(um: int, ue: int) -> Any:
+        c = ctxs
+        a = c.wide.log(c.wide.mul_2exp(um, ue - 2))  # ln(U*/4) < −1.38
+        ea = int(a.as_mantissa_exp()[1])  # a = m·2**ea with |m| < 2**P
+        exact = c.exact
+        d = exact.add(a, two_ln2)  # exact: |a| < 2**60
+        eps = exact.add(gmpy2.mul_2exp(gmpy2.mpfr(1), ea - 1), half_ulp_b)
+        p_ctx = c.p
+        lo = p_ctx.add(exact.sub(d, eps), 0)
+        hi = p_ctx.add(exact.add(d, eps), 0)
+        if lo == hi and ea <= exp_cap:
+            return lo
+        return p_ctx.log(p_ctx.mul_2exp(um, ue))
+
+    return ln
+
+
 def _exact_scalar(
     pipeline: Pipeline, source: RandomSource, uniform: bool
 ) -> Callable[[float], float] | None:
@@ -399,26 +460,29 @@ def _fused_parts(
     grid, end = pipeline._grid_output, pipeline._end
     uniform_output = pipeline.uniform_index_output
     tail, top = p - LOG1P_TAIL_BITS, _LOG1P_TOP
+    ln_uniform = uniform_ln(p) if uniform else None
 
-    def index(x: tuple[int, int], sign: int, um: int, ue: int) -> int:
+    def ln(um: int, ue: int) -> Any:
         ctx = local.ctx
         if ue == -p and um >> tail == top:  # U* >= 1 − 2**-16: as MPFRArithmetic.ln
-            n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
-        else:
-            n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
+            return ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1))
+        return ctx.log(ctx.mul_2exp(um, ue))
+
+    def index(x: tuple[int, int], sign: int, ln_u: Any) -> int:
+        n = local.ctx.mul(lam, ln_u)
         m, e = n.as_mantissa_exp()
         ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
         s = L - ye  # snap: k = floor(y/Λ + 1/2)
         return ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
 
     def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
-        k = index(x, sign, um, ue)
+        k = index(x, sign, ln(um, ue))
         if -kmax < k < kmax:
             return grid(k, L)
         return end(k)  # the precomputed outputs at and beyond ±kmax, as run
 
     def finish_uniform(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
-        return uniform_output(index(x, sign, um, ue))
+        return uniform_output(index(x, sign, ln_uniform(um, ue)))  # type: ignore[misc]
 
     return (finish_uniform if uniform else finish), source
 

@@ -233,22 +233,23 @@ def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int,
         e = 64 - r.bit_length()
         t = whole & ((1 << (8 * nbytes)) - 1)
     else:
-        # The bytes after the first word continue the exponent's bit stream.
-        pending = block[8:]
-
-        def more(n: int) -> bytes:
-            nonlocal pending
-            out, pending = pending[:n], pending[n:]
-            return out + read(n - len(out)) if len(out) < n else out
-
+        # The bytes after the first word continue the exponent's bit stream: words of
+        # 8 bytes until one is not zero, then the mantissa's nbytes.  ``rest`` holds
+        # the bytes read but not yet used; more are read only when needed.
+        rest = block[8:]
         e = 64
         while True:
-            v = int.from_bytes(more(8), "big")
+            if len(rest) < 8:
+                rest += read(8 - len(rest))
+            v = int.from_bytes(rest[:8], "big")
+            rest = rest[8:]
             if v:
                 e += 64 - v.bit_length()
                 break
             e += 64
-        t = int.from_bytes(more(nbytes), "big")
+        if len(rest) < nbytes:
+            rest += read(nbytes - len(rest))
+        t = int.from_bytes(rest[:nbytes], "big")
     m = t >> (8 * nbytes - (precision - 1))
     return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
 

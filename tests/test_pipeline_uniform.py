@@ -117,3 +117,45 @@ def test_padded_and_unpadded_releases_agree_draw_for_draw(
             assert a == b and math.copysign(1.0, a) == math.copysign(1.0, b), v
     finally:
         timing.clear_caches()
+
+
+def _unit_draws(p: int) -> list[tuple[int, int]]:
+    """U* = um·2**ue in (0, 1): every distance 2**-k to 1 (k < p), the binade edges,
+    around 1/4 (where U*/4 is near 1/16: nothing special, checked anyway) and deep
+    exponents."""
+    import random
+
+    rng = random.Random(p)
+    out = [((1 << p) - 1, -p), (1 << (p - 1), -p), (1 << (p - 1), -p - 1), ((1 << p) - 1, -p - 2)]
+    for k in range(1, p):
+        for _ in range(6):
+            m = (1 << (p - 1 - k)) | rng.getrandbits(p - 1 - k) if k < p - 1 else 1
+            out.append(((1 << p) - m, -p))  # 1 − U* in [2**-(k+1), 2**-k)
+    for e in [*range(0, 200, 3), 1000, 1074, 5000]:
+        out.append(((1 << (p - 1)) | rng.getrandbits(p - 1), -p - e))
+    return out
+
+
+@pytest.mark.parametrize("p", [53, 118, 200])
+@pytest.mark.parametrize("wide", ["2p + guard", "p - 2", "p + 40"])
+def test_uniform_ln_is_mpfr_log_correctly_rounded(
+    p: int, wide: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uniform_ln`` against MPFR's own log at p bits.  Narrower working precisions
+    make the rounding check decide near its bound (p − 2 bits: the P-bit error of
+    ln(U*/4) for tiny U* exceeds the p-bit spacing of ln U*) and fail often (the
+    fallback answers)."""
+    import gmpy2
+
+    from snapcore.backends import mpfr
+
+    if wide == "p - 2":
+        monkeypatch.setattr(mpfr, "UNIFORM_LN_GUARD", -p - 2)
+    elif wide == "p + 40":
+        monkeypatch.setattr(mpfr, "UNIFORM_LN_GUARD", 40 - p)
+    ln = mpfr.uniform_ln(p)
+    ctx = gmpy2.context(precision=p, round=gmpy2.RoundToNearest, emin=-(1 << 30), emax=1 << 30)
+    for um, ue in _unit_draws(p):
+        want = ctx.log(ctx.mul_2exp(um, ue))
+        got = ln(um, ue)
+        assert got == want and got.precision == p, (um, ue)
