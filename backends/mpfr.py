@@ -20,7 +20,7 @@ import gmpy2
 from snapcore.backend import Arithmetic, Backend
 from snapcore.dyadic import is_p_bit
 from snapcore.hookspecs import hookimpl
-from snapcore.sources import ByteSource, _decode_raw
+from snapcore.sources import ByteSource, _decode_raw, _decode_raw_padded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -423,11 +423,12 @@ def _exact_scalar(
 
     lock, read = src.exclusive(), src.read
     p = pipeline.arith.precision
+    decode = _decode_raw_padded if uniform else _decode_raw
 
     def release(v: float) -> float:
         x = centre(v)
         with lock:
-            sign, um, ue = _decode_raw(read, p)
+            sign, um, ue = decode(read, p)
         return finish(x, sign, um, ue)
 
     return release

@@ -254,6 +254,44 @@ def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int,
     return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
 
 
+def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
+    """:func:`_decode_raw` for a release padded to a time quantum: the same draw from
+    the same bytes, with the same steps whether the exponent ends in the first word
+    (all but a ``2**-63`` fraction of draws) or continues for one more: a draw that
+    needs no continuation runs the loop once on bytes at hand and makes an empty read
+    where the other reads its mantissa's last bytes.  The quantum covers one
+    continuation word; two or more (a fraction ``2**-127``) are not covered
+    (docs/timing.md)."""
+    nbytes = (precision + 6) >> 3
+    block = read(8 + nbytes)
+    whole = int.from_bytes(block, "big")
+    w = whole >> (8 * nbytes)
+    r = w & _LOW63
+    more = r == 0  # the exponent continues past the first word
+    e = 64 - r.bit_length()
+    rest = block[8:]
+    while True:
+        if len(rest) < 8:
+            rest += read(8 - len(rest)) if more else bytes(8 - len(rest))
+        v = int.from_bytes(rest[:8], "big")
+        rest = rest[8:]
+        if not more:
+            break
+        if v:
+            e += 64 - v.bit_length()
+            break
+        e += 64
+    if more:
+        if len(rest) < nbytes:
+            rest += read(nbytes - len(rest))
+        t = int.from_bytes(rest[:nbytes], "big")
+    else:
+        read(0)
+        t = whole & ((1 << (8 * nbytes)) - 1)
+    m = t >> (8 * nbytes - (precision - 1))
+    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
+
+
 class ByteSource(RandomSource):
     """A source defined by a byte stream, decoded per ``snapcore-draw-v1``.
 

@@ -159,3 +159,46 @@ def test_uniform_ln_is_mpfr_log_correctly_rounded(
         want = ctx.log(ctx.mul_2exp(um, ue))
         got = ln(um, ue)
         assert got == want and got.precision == p, (um, ue)
+
+
+@pytest.mark.parametrize("p", [24, 53, 118, 200])
+def test_padded_decoding_reads_the_same_draws_from_the_same_bytes(p: int) -> None:
+    """``_decode_raw_padded`` against ``_decode_raw``: random rows, and rows whose
+    exponent continues for one, two and many words, in one stream; both consume the
+    same bytes (the padded one's extra reads are empty)."""
+    import random
+
+    from snapcore.sources import Draw, _decode_raw, _decode_raw_padded, encode_draw
+
+    rng = random.Random(p)
+    draws = []
+    for e in [0, 1, 5, 62, 63, 64, 100, 127, 128, 200, 1000]:
+        m = (1 << (p - 1)) | rng.getrandbits(p - 1)
+        draws.append(Draw(rng.choice([-1, 1]), m, -p - e))
+    stream = b"".join(encode_draw(d, p) for d in draws)
+    stream += rng.randbytes(50 * (8 + ((p + 6) >> 3)))
+
+    def reader(data: bytes, sizes: list[int]) -> Any:
+        pos = 0
+
+        def read(n: int) -> bytes:
+            nonlocal pos
+            sizes.append(n)
+            out = data[pos : pos + n]
+            pos += n
+            assert len(out) == n
+            return out
+
+        return read
+
+    a_sizes: list[int] = []
+    b_sizes: list[int] = []
+    ra, rb = reader(stream, a_sizes), reader(stream, b_sizes)
+    got_a, got_b = [], []
+    while sum(a_sizes) < len(stream):
+        got_a.append(_decode_raw(ra, p))
+        got_b.append(_decode_raw_padded(rb, p))
+        assert sum(a_sizes) == sum(b_sizes)
+    assert got_a == got_b
+    assert got_a[: len(draws)] == [(d.sign, d.mantissa, d.exponent) for d in draws]
+    assert [n for n in b_sizes if n] == a_sizes  # the extra reads are empty
