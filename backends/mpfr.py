@@ -180,7 +180,7 @@ class MPFRBackend(Backend):
 
         This is the release a padded mechanism uses, so its integer sizes do not
         depend on the value: the centred value is taken over one fixed denominator
-        (:meth:`Pipeline.uniform_centre <snapcore.pipeline.Pipeline.uniform_centre>`)
+        (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`)
         and the grid output is computed for clamped indices too
         (``docs/timing.md``, "Uniform paths where they are cheap")."""
         return _exact_scalar(pipeline, source, uniform=True)
@@ -407,14 +407,17 @@ def _exact_scalar(
     pipeline: Pipeline, source: RandomSource, uniform: bool
 ) -> Callable[[float], float] | None:
     """The fused exact release of one double (:meth:`MPFRBackend.scalar`); with
-    ``uniform``, the centring and output stages of a padded release."""
-    parts = _fused_parts(pipeline, source, uniform)
+    ``uniform``, that of a padded release: every stage from
+    :meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`,
+    :func:`uniform_ln` and :func:`~snapcore.sources._decode_raw_padded`."""
+    stages = pipeline.uniform_stages() if uniform else None
+    parts = _fused_parts(pipeline, source, stages)
     if parts is None:
         return None
     finish, src = parts
     centre: Callable[[float], tuple[int, int]]
-    if uniform:
-        centre = pipeline.uniform_centre()
+    if stages is not None:
+        centre = stages[0]
     else:
         ratio = pipeline.centre_ratio
 
@@ -435,14 +438,13 @@ def _exact_scalar(
 
 
 def _fused_parts(
-    pipeline: Pipeline, source: RandomSource, uniform: bool = False
+    pipeline: Pipeline, source: RandomSource, stages: Any = None
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
     """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
     for the centred value ``x`` and one draw, as :meth:`Pipeline.run
     <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
-    fused paths must decline.  With ``uniform`` the output stage computes the grid
-    output for clamped indices too (:meth:`Pipeline.uniform_index_output
-    <snapcore.pipeline.Pipeline.uniform_index_output>`)."""
+    fused paths must decline.  With ``stages`` (:meth:`Pipeline.uniform_stages
+    <snapcore.pipeline.Pipeline.uniform_stages>`), those of a padded release."""
     from snapcore.pipeline import add
 
     arith = pipeline.arith
@@ -459,33 +461,36 @@ def _fused_parts(
     L = pipeline._L
     kmax = pipeline._kmax
     grid, end = pipeline._grid_output, pipeline._end
-    uniform_output = pipeline.uniform_index_output
     tail, top = p - LOG1P_TAIL_BITS, _LOG1P_TOP
-    ln_uniform = uniform_ln(p) if uniform else None
 
-    def ln(um: int, ue: int) -> Any:
+    def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
         ctx = local.ctx
         if ue == -p and um >> tail == top:  # U* >= 1 − 2**-16: as MPFRArithmetic.ln
-            return ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1))
-        return ctx.log(ctx.mul_2exp(um, ue))
-
-    def index(x: tuple[int, int], sign: int, ln_u: Any) -> int:
-        n = local.ctx.mul(lam, ln_u)
+            n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
+        else:
+            n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
         m, e = n.as_mantissa_exp()
         ym, ye = add(x, (int(m) if sign > 0 else -int(m), int(e)), p)
         s = L - ye  # snap: k = floor(y/Λ + 1/2)
-        return ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
-
-    def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
-        k = index(x, sign, ln(um, ue))
+        k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
         if -kmax < k < kmax:
             return grid(k, L)
         return end(k)  # the precomputed outputs at and beyond ±kmax, as run
 
-    def finish_uniform(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
-        return uniform_output(index(x, sign, ln_uniform(um, ue)))  # type: ignore[misc]
+    if stages is None:
+        return finish, source
+    _, add_uniform, output_uniform = stages
+    ln_uniform = uniform_ln(p)
 
-    return (finish_uniform if uniform else finish), source
+    def finish_uniform(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
+        n = local.ctx.mul(lam, ln_uniform(um, ue))
+        m, e = n.as_mantissa_exp()
+        ym, ye = add_uniform(x, (int(m) if sign > 0 else -int(m), int(e)))
+        s = L - ye  # snap: k = floor(y/Λ + 1/2)
+        k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
+        return output_uniform(k)
+
+    return finish_uniform, source
 
 
 @hookimpl

@@ -174,52 +174,89 @@ class Pipeline:
             return (-bn, bd)
         return (n, d)
 
-    def uniform_centre(self) -> Callable[[float], tuple[int, int]]:
-        """A function computing :meth:`centre_ratio` of a double with integer sizes that
-        do not depend on the double (for releases padded to a time quantum,
-        ``docs/timing.md``).
+    def uniform_stages(
+        self,
+    ) -> tuple[
+        Callable[[float], tuple[int, int]],
+        Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]],
+        Callable[[int], float],
+    ]:
+        """``(centre, add, index_output)``: the centring, add and output stages of a
+        release padded to a time quantum (``docs/timing.md``), computing the same
+        values as :meth:`centre_ratio`, :func:`add` and :meth:`index_output` with
+        integers whose sizes do not depend on the value.
 
-        Every double ``v`` is a multiple of ``2**-1074``, so ``x = clamp_b((v − c)/Δ)``
-        is exactly ``N / D`` for the one denominator ``D = 2**E·cd·dn`` (``E >= 1074``,
-        also large enough for ``b·D`` to be an integer).  The function returns
-        ``(N, D)``: the same rational as :meth:`centre_ratio`, not in lowest terms,
-        always over ``D``.  ``v`` is first clipped to ``[t_lo, t_hi]``, the doubles
-        nearest ``c ∓ Δ·b`` on or beyond them, which every value beyond them clamps to
-        the same ``±b``; so ``N`` has at most the bits of ``b·D`` plus one, whether
-        ``v`` is subnormal, at the centre or ``±1.8e308``.
+        ``centre(v)``: every double ``v`` is a multiple of ``2**-1074``, so
+        ``x = clamp_b((v − c)/Δ)`` is exactly ``N / D`` for the one denominator
+        ``D = 2**E·cd·dn`` (``E >= 1074``, also large enough for ``b·D`` to be an
+        integer); it returns ``(N, D)``, the same rational as :meth:`centre_ratio`
+        (not in lowest terms).  ``v`` is first clipped to ``[t_lo, t_hi]``, the
+        doubles nearest ``c ∓ Δ·b`` on or beyond them (every value beyond clamps to
+        the same ``±b``), and offset by a power of two above them, so that the
+        products have the same sizes for a subnormal, the centre and ``±1.8e308``.
+
+        ``add(x, noise)``: :func:`add` for such an ``x``, by :func:`round_ratio`
+        on ``N + K`` with ``K = 2·b·D`` (so the operand never shrinks to zero, at the
+        centre) and ``K`` taken off again.
+
+        ``index_output(k)``: :meth:`index_output`, computing the grid output of the
+        nearest index inside for a ``k`` at or beyond ``±kmax`` too (then discarded
+        for the precomputed endpoint), with the index offset by ``2·kmax``.
         """
         cal = self.calibration
         c, d = cal.centre, cal.sensitivity
         cn, cd = c.numerator, c.denominator
         dn, dd = d.numerator, d.denominator
+        p, L, kmax = self._p, self._L, self._kmax
         bm, be = self._b
         E = max(1074, -be)
         D = (cd * dn) << E
         bD = (bm * D) << be if be >= 0 else (bm * D) >> -be  # exact: D has 2**E
         b = Fraction(bm) * Fraction(2) ** be
-        hi_q, lo_q = c + d * b, c - d * b
-        t_hi = _double_at_or_above(hi_q)
-        t_lo = -_double_at_or_above(-lo_q)
-        cnE = cn << E
+        t_hi = _double_at_or_above(c + d * b)
+        t_lo = -_double_at_or_above(-(c - d * b))
+        reach = max(abs(Fraction(t_lo)), abs(Fraction(t_hi)), Fraction(1))
+        offset = 1 << (E + math.ceil(math.log2(reach)) + 2)  # > 2·|v|·2**E
+        cddd = cd * dd
+        C = offset * cddd + (cn << E) * dd
 
         def centre(v: float) -> tuple[int, int]:
             v = t_lo if v < t_lo else (t_hi if v > t_hi else v)
             vn, vd = v.as_integer_ratio()
-            n = (((vn << (E + 1 - vd.bit_length())) * cd) - cnE) * dd
+            n = (((vn << (E + 1 - vd.bit_length())) + offset) * cddd) - C
             n = -bD if n < -bD else (bD if n > bD else n)
             return (n, D)
 
-        return centre
+        K = 2 * bD
 
-    def uniform_index_output(self, k: int) -> float:
-        """:meth:`index_output` computing the grid output in every case: for a ``k`` at
-        or beyond ``±kmax`` that of the nearest index inside, then discarded for the
-        precomputed endpoint (a padded release costs the same whether clamped or not)."""
-        kmax = self._kmax
-        g = self._grid_output(min(max(k, 1 - kmax), kmax - 1), self._L)
-        if -kmax < k < kmax:
-            return g
-        return self._end(k)
+        def add_uniform(x: tuple[int, int], noise: tuple[int, int]) -> tuple[int, int]:
+            n = x[0] + K
+            nm, ne = noise
+            if ne < 0:
+                s = -ne
+                return round_ratio((n << s) + nm * D - (K << s), D << s, p)
+            return round_ratio(n + (nm << ne) * D - K, D, p)
+
+        # c + Δ·k·Λ = (cn·dd·2**-L + cd·dn·k) / (cd·dd·2**-L), or with 2**L upstairs.
+        M = 2 * kmax
+        cddn = cd * dn
+        if L >= 0:
+            top, den = cn * dd, cd * dd
+            off = (cddn * M) << L
+        else:
+            top, den = (cn * dd) << -L, (cd * dd) << -L
+            off = cddn * M
+        top -= off
+        end = self._end
+
+        def index_output(k: int) -> float:
+            kc = min(max(k, 1 - kmax), kmax - 1) + M
+            g = (top + cddn * (kc << L if L >= 0 else kc)) / den
+            inside = -kmax < k < kmax
+            e = end(kmax if inside else k)  # looked up whether used or not
+            return g if inside else e
+
+        return centre, add_uniform, index_output
 
     def output(self, z: tuple[int, int]) -> float:
         """Step 9: ``c + Δ·z′`` rounded once to the nearest double, then clamped to

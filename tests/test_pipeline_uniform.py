@@ -1,6 +1,6 @@
-"""The padded release's centring and output stages (``Pipeline.uniform_centre``,
-``Pipeline.uniform_index_output``): the same exact values as the ordinary stages,
-over one fixed denominator, for every double (docs/timing.md)."""
+"""The padded release's stages (``Pipeline.uniform_stages``: centring, add and output;
+``uniform_ln``; ``_decode_raw_padded``): the same exact values as the ordinary stages,
+with integer sizes that do not depend on the value (docs/timing.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_uniform_centre_is_the_exact_clamped_ratio_over_one_denominator(
     cfg: dict[str, Any],
 ) -> None:
     pipe = _pipe(cfg)
-    centre = pipe.uniform_centre()
+    centre = pipe.uniform_stages()[0]
     denominators = set()
     sizes = []
     for v in EXTREMES + _around(cfg):
@@ -89,18 +89,40 @@ def test_uniform_centre_is_the_exact_clamped_ratio_over_one_denominator(
 @given(v=doubles, which=st.integers(0, len(CONFIGS) - 1))
 def test_uniform_centre_agrees_on_every_double(v: float, which: int) -> None:
     pipe = _pipe(CONFIGS[which])
-    n, d = pipe.uniform_centre()(v)
+    n, d = pipe.uniform_stages()[0](v)
     assert Fraction(n, d) == Fraction(*pipe.centre_ratio(*v.as_integer_ratio()))
 
 
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_uniform_index_output_is_index_output(cfg: dict[str, Any]) -> None:
     pipe = _pipe(cfg)
+    uniform = pipe.uniform_stages()[2]
     kmax = pipe._kmax
     ks = {0, 1, -1, kmax, -kmax, kmax - 1, 1 - kmax, kmax + 1, -kmax - 1, 10 * kmax, -(10**40)}
     for k in sorted(ks):
-        a, b = pipe.index_output(k), pipe.uniform_index_output(k)
+        a, b = pipe.index_output(k), uniform(k)
         assert a == b and math.copysign(1.0, a) == math.copysign(1.0, b), k
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    v=doubles,
+    which=st.integers(0, len(CONFIGS) - 1),
+    nm=st.integers(2**117, 2**118 - 1),
+    ne=st.integers(-1200, 40),
+    negative=st.booleans(),
+)
+def test_uniform_add_is_add(v: float, which: int, nm: int, ne: int, negative: bool) -> None:
+    from snapcore.pipeline import add
+
+    pipe = _pipe(CONFIGS[which])
+    centre, add_uniform, _ = pipe.uniform_stages()
+    noise = (-nm if negative else nm, ne)
+    x = centre(v)
+    want = add(pipe.centre_ratio(*v.as_integer_ratio()), noise, pipe.calibration.precision)
+    got = add_uniform(x, noise)
+    assert Fraction(got[0]) * Fraction(2) ** got[1] == Fraction(want[0]) * Fraction(2) ** want[1]
+    assert abs(got[0]).bit_length() <= pipe.calibration.precision
 
 
 @pytest.mark.parametrize("cfg", CONFIGS)
@@ -146,7 +168,6 @@ def test_uniform_ln_is_mpfr_log_correctly_rounded(
     ln(U*/4) for tiny U* exceeds the p-bit spacing of ln U*) and fail often (the
     fallback answers)."""
     import gmpy2
-
     from snapcore.backends import mpfr
 
     if wide == "p - 2":
