@@ -169,6 +169,18 @@ class MPFRBackend(Backend):
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
 
+    def batch_padded(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+    ) -> np.ndarray | None:
+        """:meth:`batch`, running exact computations on public inputs when fewer than
+        ``exact_floor`` elements fell back to the exact pipeline (docs/timing.md)."""
+        if type(pipeline.arith) is not MPFRArithmetic:
+            return None
+        from snapcore.fastpath import release_batch
+
+        out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
+        return out
+
     def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """The release of one double fused into one function: decoding
         (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,

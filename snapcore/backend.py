@@ -170,6 +170,20 @@ class Backend(abc.ABC):
         """
         return None
 
+    def batch_padded(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+    ) -> np.ndarray | None:
+        """Optional capability: :meth:`batch` for a release padded to a time quantum.
+
+        Same contract as :meth:`batch`; a backend whose batch hands rare elements to
+        the exact pipeline (a certificate that may not decide) computes at least
+        ``exact_floor`` elements' worth of exact work, making up the difference with
+        computations on public inputs, so that the number of such elements (up to
+        ``exact_floor``) does not change the batch's time (docs/timing.md).  The
+        default is :meth:`batch`.
+        """
+        return self.batch(pipeline, values, source)
+
     def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """Optional capability: a fused release of one finite double, or decline.
 

@@ -15,7 +15,7 @@ from snapcore.params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.pipeline import Pipeline
 from snapcore.plugins import get_registries
 from snapcore.sources import RandomSource, draw_from_u, require_draws
-from snapcore.timing import Padding, mechanism_padding, padded_release
+from snapcore.timing import Padding, fallbacks_covered, mechanism_padding, padded_release
 from snapcore.values import exact_ratio as exact_ratio_of
 from snapcore.values import format_number, read_value, read_values
 
@@ -325,7 +325,11 @@ class SnappingMechanism:
         outs: Any = None
         if vals.doubles is not None and _offer_batch(self._backend, vals.doubles):
             # e.g. the vectorised fast path, bit-identical to MPFR (or None: declined)
-            outs = self._backend.batch(pipe, vals.doubles, self._source)
+            if self._timing is None:
+                outs = self._backend.batch(pipe, vals.doubles, self._source)
+            else:  # as many exact fallbacks' work as the quantum covers, always
+                floor = fallbacks_covered(n)
+                outs = self._backend.batch_padded(pipe, vals.doubles, self._source, floor)
         if outs is None:
             centre = pipe.centre_ratio
             xs = [centre(vn, vd) for vn, vd in vals.as_ratios()]

@@ -10,6 +10,7 @@ that padding never changes a released value.  Whether time still leaks is measur
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Iterator
 from fractions import Fraction
@@ -508,3 +509,43 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
                 want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), d)
                 assert release(v) == want, (v, d, uniform)
             assert src.data == b""
+
+
+@pytest.mark.parametrize("forced", [0, 1, 2, 3])
+def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
+    forced: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A padded array release runs ``fallbacks_covered(n)`` exact computations in all:
+    the elements that fell back, and dummies on public inputs for the rest; an
+    unpadded one runs only the fallbacks.  Outputs are the same either way."""
+    from snapcore.fastpath import AUTO_MIN_SIZE
+
+    n = max(AUTO_MIN_SIZE, 4096)
+    floor = timing.fallbacks_covered(n)
+    monkeypatch.setattr(timing, "calibrate_quantum", lambda run, classes, **kw: 1000)
+    timing.clear_caches()
+    outs = {}
+    try:
+        for mode in ("off", "constant"):
+            m = snapcore.SnappingMechanism(
+                epsilon=1.0, clamp_bounds=(0.0, 100.0), source=SeededSource(9), timing=mode
+            )
+            m.timing and m.timing.quantum_for(np.zeros(n))  # calibrate before counting
+            src = timing._ForcedRows(m._source, timing._tie_row(m), forced) if forced else None
+            if src is not None:
+                m._source = src
+            calls = []
+            run = m._pipeline.run
+
+            def counting(x: Any, d: Any, run: Any = run, calls: list[Any] = calls) -> float:
+                calls.append(1)
+                return run(x, d)
+
+            monkeypatch.setattr(m._pipeline, "run", counting)
+            random.seed(5)  # the forced rows' positions, the same in both runs
+            outs[mode] = m.release(np.full(n, 50.0))
+            want = max(floor, forced) if mode == "constant" else forced
+            assert len(calls) == want, (mode, len(calls))
+    finally:
+        timing.clear_caches()
+    assert np.array_equal(outs["off"], outs["constant"])

@@ -326,8 +326,11 @@ def offers_batch(backend: Backend) -> bool:
     return type(backend).batch is not Backend.batch
 
 
-def check_batch(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> bool:
-    """``backend.batch`` agrees bit for bit with the element-wise pipeline, or declines.
+def check_batch(
+    backend: Backend, case: str, n: int, seed: int = 0, name: str = "?", padded: bool = False
+) -> bool:
+    """``backend.batch`` agrees bit for bit with the element-wise pipeline, or declines
+    (with ``padded``, ``backend.batch_padded`` with an exact floor of 3).
 
     The element-wise reference runs the pipeline of ``backend`` itself on the draws
     ``SeededSource(seed).draws_raw(n, p)``; ``batch`` gets the same values (a float64
@@ -346,7 +349,7 @@ def check_batch(backend: Backend, case: str, n: int, seed: int = 0, name: str = 
     vals = pipeline_values(kwargs, seed)
     arr = np.array([vals[i % len(vals)] for i in range(n)], dtype=np.float64)
     src = SeededSource(seed)
-    got = backend.batch(pipe, arr, src)
+    got = backend.batch_padded(pipe, arr, src, 3) if padded else backend.batch(pipe, arr, src)
     if got is None:
         nxt = src.draw_raw(p)
         if nxt != SeededSource(seed).draw_raw(p):

@@ -320,6 +320,16 @@ class BackendConformance:
         check_batch(conformance_backend, case, BATCH_VALUES, 0, conformance_backend.name)
 
     @pytest.mark.parametrize("case", _GRID_IDS)
+    def test_batch_padded(self, conformance_backend: Backend, case: str) -> None:
+        """The batch release of a padded mechanism (by default the batch release) agrees
+        bit for bit with the element-wise pipeline (or declines before drawing)."""
+        if not offers_batch(conformance_backend):
+            pytest.skip(f"backend {conformance_backend.name!r} offers no batch release")
+        check_batch(
+            conformance_backend, case, BATCH_VALUES, 0, conformance_backend.name, padded=True
+        )
+
+    @pytest.mark.parametrize("case", _GRID_IDS)
     def test_scalar(self, conformance_backend: Backend, case: str) -> None:
         """The optional fused scalar release, when offered, agrees bit for bit with the
         pipeline, draw for draw."""
