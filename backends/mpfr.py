@@ -47,6 +47,13 @@ _LOG1P_TOP = (1 << LOG1P_TAIL_BITS) - 1
 _LOG1P_FROM = 1.0 - 2.0**-LOG1P_TAIL_BITS
 
 
+def _in_log1p_tail(um: int, ue: int) -> bool:
+    """Whether ``U* = um·2**ue`` (in (0, 1)) is at least ``1 − 2**-LOG1P_TAIL_BITS``:
+    in [1/2, 1) with its top ``LOG1P_TAIL_BITS`` bits all ones."""
+    bl = um.bit_length()
+    return bl + ue == 0 and bl >= LOG1P_TAIL_BITS and um >> (bl - LOG1P_TAIL_BITS) == _LOG1P_TOP
+
+
 class _ThreadContexts(threading.local):
     """One private gmpy2 context per thread (a context records sticky flags)."""
 
@@ -119,8 +126,7 @@ class MPFRArithmetic(Arithmetic):
             return super().noise(lam, sign, u)  # validates and raises
         ctx = self._local.ctx
         um, ue = u
-        p = self.precision
-        if ue == -p and um >> (p - LOG1P_TAIL_BITS) == _LOG1P_TOP:  # as ln() above
+        if _in_log1p_tail(um, ue):  # as ln() above
             n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
         else:
             n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
@@ -473,11 +479,10 @@ def _fused_parts(
     L = pipeline._L
     kmax = pipeline._kmax
     grid, end = pipeline._grid_output, pipeline._end
-    tail, top = p - LOG1P_TAIL_BITS, _LOG1P_TOP
 
     def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
         ctx = local.ctx
-        if ue == -p and um >> tail == top:  # U* >= 1 − 2**-16: as MPFRArithmetic.ln
+        if _in_log1p_tail(um, ue):  # U* >= 1 − 2**-16: as MPFRArithmetic.ln
             n = ctx.mul(lam, ctx.log1p(ctx.sub(ctx.mul_2exp(um, ue), 1)))
         else:
             n = ctx.mul(lam, ctx.log(ctx.mul_2exp(um, ue)))
