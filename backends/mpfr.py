@@ -455,8 +455,15 @@ def _exact_scalar(
     return release
 
 
+_Stages = tuple[
+    Callable[[float], tuple[int, int]],
+    Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]],
+    Callable[[int], float],
+]
+
+
 def _fused_parts(
-    pipeline: Pipeline, source: RandomSource, stages: Any = None
+    pipeline: Pipeline, source: RandomSource, stages: _Stages | None = None
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
     """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
     for the centred value ``x`` and one draw, as :meth:`Pipeline.run
