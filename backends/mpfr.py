@@ -455,11 +455,12 @@ def _exact_scalar(
     return release
 
 
-_Stages = tuple[
-    Callable[[float], tuple[int, int]],
-    Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]],
-    Callable[[int], float],
-]
+if TYPE_CHECKING:
+    _Stages = tuple[
+        Callable[[float], tuple[int, int]],
+        Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]],
+        Callable[[int], float],
+    ]
 
 
 def _fused_parts(
