@@ -221,8 +221,11 @@ def table(
     # With the protection on every call lasts j quanta: j > 1 past 1.5 times the
     # shortest class median (that median is one quantum plus the padding's own cost).
     # (Statistics: one quantum per statistic, so per statistic.)
+    def key(name: str) -> str:
+        return name.split(": ")[0] if ": " in name else ""
+
     def limit_of(name: str) -> float:
-        same = [t for k, t in times.items() if k.split(": ")[0] == name.split(": ")[0]]
+        same = [t for k, t in times.items() if key(k) == key(name)]
         return 1.5 * min(float(np.median(t)) for t in same)
 
     print(f"\n### {group}, protection {mode}: medians in {unit}, crop at p{pct:g}\n")
