@@ -171,16 +171,23 @@ class PaddingStats:
 
     def record(self, multiple: int) -> None:
         """Count one call that ended at ``multiple`` quanta."""
-        lock = self._lock
-        lock.acquire()
-        try:
+        self.count()
+        self.overran(multiple)
+
+    def count(self) -> None:
+        """Count one call (:func:`pad` does it before the deadline)."""
+        with self._lock:
             self.calls += 1
-            if multiple > 1:
+            if self.max_multiple < 1:
+                self.max_multiple = 1
+
+    def overran(self, multiple: int) -> None:
+        """Record the multiple of a counted call (an overrun when above 1)."""
+        if multiple > 1:
+            with self._lock:
                 self.overruns += 1
-            if multiple > self.max_multiple:
-                self.max_multiple = multiple
-        finally:
-            lock.release()
+                if multiple > self.max_multiple:
+                    self.max_multiple = multiple
 
     def __repr__(self) -> str:
         return (
@@ -196,6 +203,8 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
     """
     now = _now
     deadline = start_ns + quantum_ns
+    if stats is not None:
+        stats.count()  # before the deadline: after it, a call that fits does nothing
     # The first reading decides and is also the first step of the spin: a call whose
     # work ends just before the deadline then leaves at the first reading past it,
     # like every other call, and not after a longer gap between a decision and a
@@ -204,12 +213,11 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
     if t < deadline:
         while t < deadline:
             t = now()
-        j = 1
-    else:
-        j = -(-(t - start_ns) // quantum_ns)
-        wait_until(start_ns + j * quantum_ns)
+        return 1
+    j = -(-(t - start_ns) // quantum_ns)
+    wait_until(start_ns + j * quantum_ns)
     if stats is not None:
-        stats.record(j)
+        stats.overran(j)
     return j
 
 

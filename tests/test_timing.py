@@ -551,3 +551,35 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     finally:
         timing.clear_caches()
     assert np.array_equal(outs["off"], outs["constant"])
+
+
+def test_a_call_that_fits_does_nothing_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pad`` counts the call before its first clock reading, and a call that fits
+    returns at the first reading past the deadline with nothing after it: code run
+    after the deadline is timed by the caller, unpadded.  An overrun records its
+    multiple after waiting (it is visible anyway)."""
+    events: list[str] = []
+    clock = iter([100, 150, 199, 200, 1000, 1000])
+
+    def fake_now() -> int:
+        events.append("now")
+        return next(clock)
+
+    class Recording(timing.PaddingStats):
+        def count(self) -> None:
+            events.append("count")
+
+        def overran(self, multiple: int) -> None:
+            events.append(f"overran {multiple}")
+
+    monkeypatch.setattr(timing, "_now", fake_now)
+    stats = Recording()
+    # start 0, quantum 200: readings 100, 150, 199 are before the deadline, 200 is past
+    assert timing.pad(0, 200, stats) == 1
+    assert events == ["count", "now", "now", "now", "now"]
+    events.clear()
+    # start 0, quantum 400: the first reading (1000) is past 2 quanta: j = 3, then it
+    # waits for 1200 (the clock says 1000 once more, then runs out: stop there)
+    with pytest.raises(StopIteration):
+        timing.pad(0, 400, stats)
+    assert events[:2] == ["count", "now"]
