@@ -37,7 +37,7 @@ from snapcore.bounds import choose_clamp_bounds, ln_upper, round_up_double
 from snapcore.dataset import as_dataset
 from snapcore.errors import ParameterError, parameter_name
 from snapcore.guarantee import Accuracy, calibration_accuracy, check_probability
-from snapcore.params import Calibration, calibrate, check_real
+from snapcore.params import Calibration, calibrate, check_real, record_calibration
 from snapcore.statistic import check_data_bounds, resolve_relation, resolve_statistic
 
 __all__ = [
@@ -84,17 +84,7 @@ def _calibration_of(obj: Any) -> Calibration:
         return cal
     record_fields = ("clamp_bounds", "epsilon_per_value", "sensitivity", "precision")
     if all(hasattr(obj, f) for f in record_fields):
-        if obj.clamp_bounds is None:
-            raise ParameterError(
-                "this release record has no clamp interval (clamp_bounds is None), so it "
-                "has no snapping accuracy"
-            )
-        return calibrate(
-            epsilon=obj.epsilon_per_value,
-            sensitivity=obj.sensitivity,
-            clamp_bounds=tuple(obj.clamp_bounds),
-            precision=obj.precision,
-        )
+        return record_calibration(obj)
     raise ParameterError(
         "expected a SnappingMechanism, a Calibration, an object with a .calibration "
         f"attribute or a release record, got {type(obj).__name__} {obj!r}"

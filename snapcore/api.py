@@ -34,7 +34,7 @@ from snapcore.frames import is_dask, read_dataset
 from snapcore.guarantee import calibration_accuracy
 from snapcore.mechanism import SnappingMechanism
 from snapcore.missing import MissingPolicy, apply_missing, check_missing_policy
-from snapcore.params import calibrate, check_real
+from snapcore.params import check_real, record_calibration
 from snapcore.sources import RandomSource, require_draws
 from snapcore.statistic import (
     DataBounds,
@@ -158,18 +158,7 @@ class Release:
         ParameterError
             If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
         """
-        if self.clamp_bounds is None:
-            raise ParameterError(
-                "this release record has no clamp interval (clamp_bounds is None), so it "
-                "has no snapping accuracy"
-            )
-        cal = calibrate(
-            epsilon=self.epsilon_per_value,
-            sensitivity=self.sensitivity,
-            clamp_bounds=tuple(self.clamp_bounds),
-            precision=self.precision,
-        )
-        return calibration_accuracy(cal, alpha).bound
+        return calibration_accuracy(record_calibration(self), alpha).bound
 
     @property
     def grid_explanation(self) -> str:

@@ -28,6 +28,8 @@ __all__ = [
     "ceil_log2",
     "check_real",
     "derive_calibration",
+    "parse_epsilon",
+    "record_calibration",
     "required_precision",
 ]
 
@@ -327,6 +329,29 @@ def calibrate(
             parameter="clamp_bounds",
         )
     return cal
+
+
+def record_calibration(record: Any) -> Calibration:
+    """The :class:`Calibration` of a release record, recomputed exactly from its public
+    parameters (``clamp_bounds``, ``epsilon_per_value``, ``sensitivity``,
+    ``precision``), never its data.
+
+    Raises
+    ------
+    ParameterError
+        If the record has no clamp interval (nothing was noised).
+    """
+    if record.clamp_bounds is None:
+        raise ParameterError(
+            "this release record has no clamp interval (clamp_bounds is None), so it "
+            "has no snapping accuracy"
+        )
+    return calibrate(
+        epsilon=record.epsilon_per_value,
+        sensitivity=record.sensitivity,
+        clamp_bounds=tuple(record.clamp_bounds),
+        precision=record.precision,
+    )
 
 
 def parse_epsilon(text: str) -> Fraction:
