@@ -79,6 +79,17 @@ class FastBackend(Backend):
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
 
+    def batch_padded(
+        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+    ) -> np.ndarray | None:
+        """:meth:`batch` for a padded release, with the exact work of ``exact_floor``
+        fallbacks whatever falls back (:meth:`MPFRBackend.batch_padded
+        <snapcore.backends.mpfr.MPFRBackend.batch_padded>`)."""
+        from snapcore.fastpath import release_batch
+
+        out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
+        return out
+
 
 def _numba_version() -> str:
     import numba

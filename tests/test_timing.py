@@ -513,9 +513,10 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
             assert src.data == b""
 
 
+@pytest.mark.parametrize("backend", ["mpfr", "fast"])
 @pytest.mark.parametrize("forced", [0, 1, 2, 3])
 def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
-    forced: int, monkeypatch: pytest.MonkeyPatch
+    forced: int, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A padded array release runs ``fallbacks_covered(n)`` exact computations in all:
     the elements that fell back, and dummies on public inputs for the rest; an
@@ -530,7 +531,11 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     try:
         for mode in ("off", "constant"):
             m = snapcore.SnappingMechanism(
-                epsilon=1.0, clamp_bounds=(0.0, 100.0), source=SeededSource(9), timing=mode
+                epsilon=1.0,
+                clamp_bounds=(0.0, 100.0),
+                source=SeededSource(9),
+                timing=mode,
+                backend=backend,
             )
             m.timing and m.timing.quantum_for(np.zeros(n))  # calibrate before counting
             src = timing._ForcedRows(m._source, timing._tie_row(m), forced) if forced else None
