@@ -233,43 +233,25 @@ def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int,
         e = 64 - r.bit_length()
         t = whole & ((1 << (8 * nbytes)) - 1)
     else:
-        # The bytes after the first word continue the exponent's bit stream: words of
-        # 8 bytes until one is not zero, then the mantissa's nbytes.  ``rest`` holds
-        # the bytes read but not yet used; more are read only when needed.
-        rest = block[8:]
-        e = 64
-        while True:
-            if len(rest) < 8:
-                rest += read(8 - len(rest))
-            v = int.from_bytes(rest[:8], "big")
-            rest = rest[8:]
-            if v:
-                e += 64 - v.bit_length()
-                break
-            e += 64
-        if len(rest) < nbytes:
-            rest += read(nbytes - len(rest))
-        t = int.from_bytes(rest[:nbytes], "big")
+        extra, t = _past_first_word(block[8:], read, nbytes, True)
+        e = 64 + extra
     m = t >> (8 * nbytes - (precision - 1))
     return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
 
 
-def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
-    """:func:`_decode_raw` for a release padded to a time quantum: the same draw from
-    the same bytes, with the same steps whether the exponent ends in the first word
-    (all but a ``2**-63`` fraction of draws) or continues for one more: a draw that
-    needs no continuation runs the loop once on bytes at hand and makes an empty read
-    where the other reads its mantissa's last bytes.  The quantum covers one
-    continuation word; two or more (a fraction ``2**-127``) are not covered
-    (docs/timing.md)."""
-    nbytes = (precision + 6) >> 3
-    block = read(8 + nbytes)
-    whole = int.from_bytes(block, "big")
-    w = whole >> (8 * nbytes)
-    r = w & _LOW63
-    more = r == 0  # the exponent continues past the first word
-    e = 64 - r.bit_length()
-    rest = block[8:]
+def _past_first_word(
+    rest: bytes, read: Callable[[int], bytes], nbytes: int, more: bool
+) -> tuple[int, int]:
+    """The part of a draw after its first word, when the exponent continues there
+    (``more``): words of 8 bytes until one is not zero, then the mantissa's ``nbytes``,
+    taken first from ``rest`` (bytes read but not yet used), reading only what is
+    missing.  Returns ``(exponent bits past the first word, mantissa integer)``.
+
+    Without ``more`` (the exponent ended in the first word) it runs the same steps on
+    the bytes at hand, with an empty read for the mantissa's, and returns ``(0, 0)``:
+    a padded release's decoding (:func:`_decode_raw_padded`).
+    """
+    e = 0
     while True:
         if len(rest) < 8:
             rest += read(8 - len(rest)) if more else bytes(8 - len(rest))
@@ -281,13 +263,32 @@ def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[in
             e += 64 - v.bit_length()
             break
         e += 64
-    if more:
-        if len(rest) < nbytes:
-            rest += read(nbytes - len(rest))
-        t = int.from_bytes(rest[:nbytes], "big")
-    else:
+    if not more:
         read(0)
+        return 0, 0
+    if len(rest) < nbytes:
+        rest += read(nbytes - len(rest))
+    return e, int.from_bytes(rest[:nbytes], "big")
+
+
+def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
+    """:func:`_decode_raw` for a release padded to a time quantum: the same draw from
+    the same bytes, with the same steps whether the exponent ends in the first word
+    (all but a ``2**-63`` fraction of draws) or continues for one more
+    (:func:`_past_first_word` runs in both cases).  The quantum covers one
+    continuation word; two or more (a fraction ``2**-127``) are not covered
+    (docs/timing.md)."""
+    nbytes = (precision + 6) >> 3
+    block = read(8 + nbytes)
+    whole = int.from_bytes(block, "big")
+    w = whole >> (8 * nbytes)
+    r = w & _LOW63
+    extra, t = _past_first_word(block[8:], read, nbytes, r == 0)
+    if r:
+        e = 64 - r.bit_length()
         t = whole & ((1 << (8 * nbytes)) - 1)
+    else:
+        e = 64 + extra
     m = t >> (8 * nbytes - (precision - 1))
     return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
 
