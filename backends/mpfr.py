@@ -219,11 +219,11 @@ class MPFRBackend(Backend):
         a second read.  Until then, and where numba cannot be imported, it is
         :meth:`scalar`.  The switch changes no output.
         """
-        exact = _exact_scalar(pipeline, source, uniform=False)
         parts = _fused_parts(pipeline, source)
-        if exact is None or parts is None:
+        if parts is None:
             return None
         finish, src = parts
+        exact = _release_of(pipeline, finish, src, None)
         centre, index_output = pipeline.centre_ratio, pipeline.index_output
         lock, read = src.exclusive(), src.read
         p = pipeline.arith.precision
@@ -432,7 +432,17 @@ def _exact_scalar(
     parts = _fused_parts(pipeline, source, stages)
     if parts is None:
         return None
-    finish, src = parts
+    return _release_of(pipeline, *parts, stages)
+
+
+def _release_of(
+    pipeline: Pipeline,
+    finish: Callable[[tuple[int, int], int, int, int], float],
+    src: ByteSource,
+    stages: _Stages | None,
+) -> Callable[[float], float]:
+    """The release of one double: centre it, decode one draw from ``src`` (under its
+    lock) and ``finish``; with ``stages``, a padded release's centring and decoding."""
     centre: Callable[[float], tuple[int, int]]
     if stages is not None:
         centre = stages[0]
@@ -444,7 +454,7 @@ def _exact_scalar(
 
     lock, read = src.exclusive(), src.read
     p = pipeline.arith.precision
-    decode = _decode_raw_padded if uniform else _decode_raw
+    decode = _decode_raw if stages is None else _decode_raw_padded
 
     def release(v: float) -> float:
         x = centre(v)
@@ -471,7 +481,7 @@ def _fused_parts(
     <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
     fused paths must decline.  With ``stages`` (:meth:`Pipeline.uniform_stages
     <snapcore.pipeline.Pipeline.uniform_stages>`), those of a padded release."""
-    from snapcore.pipeline import add
+    from snapcore.pipeline import add, snap
 
     arith = pipeline.arith
     if (
@@ -510,10 +520,8 @@ def _fused_parts(
     def finish_uniform(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
         n = local.ctx.mul(lam, ln_uniform(um, ue))
         m, e = n.as_mantissa_exp()
-        ym, ye = add_uniform(x, (int(m) if sign > 0 else -int(m), int(e)))
-        s = L - ye  # snap: k = floor(y/Λ + 1/2)
-        k = ym << -s if s <= 0 else (ym + (1 << (s - 1))) >> s
-        return output_uniform(k)
+        y = add_uniform(x, (int(m) if sign > 0 else -int(m), int(e)))
+        return output_uniform(snap(*y, L))
 
     return finish_uniform, source
 

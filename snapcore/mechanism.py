@@ -131,7 +131,6 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
-        self._scalar: tuple[RandomSource, Callable[[float], float]] | None = None
         self._timing: Padding | None = mechanism_padding(self, timing)
         # The backend's fused release of one double, when it offers one (bit-identical),
         # with the source it draws from: a copy of this mechanism given another source
@@ -145,7 +144,9 @@ class SnappingMechanism:
             fused = self._backend.scalar_untimed(self._pipeline, self._source)
         else:
             fused = self._backend.scalar(self._pipeline, self._source)
-        self._scalar = None if fused is None else (self._source, fused)
+        self._scalar: tuple[RandomSource, Callable[[float], float]] | None = (
+            None if fused is None else (self._source, fused)
+        )
 
     # -- exact parameters ----------------------------------------------------------
     @property

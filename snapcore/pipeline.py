@@ -212,7 +212,7 @@ class Pipeline:
         E = max(1074, -be)
         D = (cd * dn) << E
         bD = (bm * D) << be if be >= 0 else (bm * D) >> -be  # exact: D has 2**E
-        b = Fraction(bm) * Fraction(2) ** be
+        b = cal.unit_clamp_bound
         t_hi = _double_at_or_above(c + d * b)
         t_lo = -_double_at_or_above(-(c - d * b))
         reach = max(abs(Fraction(t_lo)), abs(Fraction(t_hi)), Fraction(1))
