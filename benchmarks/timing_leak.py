@@ -40,7 +40,6 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import gmpy2
 import numpy as np
 
 import snapcore
@@ -105,20 +104,6 @@ def draw_near(log2_u: int, p: int, rng: random.Random, sign: int = 1) -> Draw:
     """A p-bit U* in [2**log2_u, 2**(log2_u + 1)) with random mantissa bits."""
     m = (1 << (p - 1)) | rng.getrandbits(p - 1)
     return Draw(sign=sign, mantissa=m, exponent=log2_u - (p - 1))
-
-
-def draw_for_noise(mech: snapcore.SnappingMechanism, target: Fraction) -> Draw:
-    """The p-bit U* nearest exp(−target/λ): its noise ``N = λ·|ln U*|`` is ≈ target."""
-    p = mech.precision
-    lam = mech.scale
-    with gmpy2.context(precision=4 * p):
-        u = gmpy2.exp(-gmpy2.mpq(target.numerator, target.denominator) / gmpy2.mpq(lam))
-        m, e = u.as_integer_ratio()
-    q = Fraction(int(m), int(e))
-    e2 = q.denominator.bit_length() - 1  # q = num / 2**e2
-    shift = q.numerator.bit_length() - p
-    mant = round(Fraction(q.numerator, 1 << shift)) if shift > 0 else q.numerator << -shift
-    return Draw(sign=1, mantissa=mant, exponent=shift - e2)
 
 
 # -- is the machine quiet? -------------------------------------------------------------
@@ -301,7 +286,7 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
         "1 - U* ≈ 2**-14.5": Draw(sign=-1, mantissa=window, exponent=-p),
         "U* ≈ 2**-40": draw_near(-40, p, rng),
         "U* ≈ 2**-100": draw_near(-100, p, rng),
-        "y at a snap tie": draw_for_noise(base, Fraction(3, 2) * lam_grid),
+        "y at a snap tie": snapcore.timing.noise_draw(base, Fraction(3, 2) * lam_grid),
         UNCOVERED + "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
     }
     classes: dict[str, Call] = {}
@@ -343,9 +328,11 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     # a batch with F forced elements is covered, one made only of them is not.
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
     forced = FORCED
-    tie = draw_for_noise(m, Fraction(3, 2) * m.granularity)
+    tie = snapcore.timing.noise_draw(m, Fraction(3, 2) * m.granularity)
     sources: dict[str, ByteSource] = {
-        "draws decided": PatternSource(draw_for_noise(m, Fraction(5, 4) * m.granularity)),
+        "draws decided": PatternSource(
+            snapcore.timing.noise_draw(m, Fraction(5, 4) * m.granularity)
+        ),
         f"{forced} draws force fallback": PatternSource(tie, m.precision, forced=True),
         "real draws on grid points": PatternSource(),
         f"{UNCOVERED}all draws force fallback": PatternSource(tie, m.precision),

@@ -56,6 +56,7 @@ __all__ = [
     "fallbacks_covered",
     "machine_fingerprint",
     "mechanism_padding",
+    "noise_draw",
     "pad",
     "padded_release",
     "padded_statistic",
@@ -660,20 +661,31 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     ]
 
 
-def _tie_row(mech: Any) -> bytes:
-    """The ``snapcore-draw-v1`` row of the p-bit ``U*`` nearest ``exp(−(3/2)·Λ/λ)``
-    (sign +): its noise is a near-tie of the snapping for ``x = 0``."""
+def noise_draw(mech: Any, noise: Fraction) -> Draw:
+    """The draw (sign +) whose ``U*`` is the p-bit number nearest ``exp(−noise/λ)``, so
+    that its noise ``λ·|ln U*|`` is ``noise`` to within a rounding: a chosen draw, from
+    public parameters only (calibration classes, the timing benchmark).
+
+    ``exp`` is evaluated at ``4p`` bits and that value rounded once to ``p`` bits.
+    """
     import gmpy2
 
+    from snapcore.dyadic import round_fraction
+
     p: int = mech.precision
-    cal = mech.calibration
-    ratio = Fraction(3, 2) * cal.granularity / cal.scale  # in [3/2, 3)
-    with gmpy2.context(gmpy2.get_context(), precision=p):
+    ratio = Fraction(noise) / mech.calibration.scale
+    with gmpy2.context(gmpy2.get_context(), precision=4 * p):
         u = gmpy2.exp(-gmpy2.mpq(ratio.numerator, ratio.denominator))
-    mpz_m, mpz_e = u.as_mantissa_exp()
-    m: int = int(mpz_m)
-    shift = p - m.bit_length()  # U* = m·2**e with 2**(p-1) <= m < 2**p
-    return encode_draw(Draw(1, m << shift, int(mpz_e) - shift), p)
+    m, e = round_fraction(Fraction(*u.as_integer_ratio()), p)
+    return Draw(1, m, e)
+
+
+def _tie_row(mech: Any) -> bytes:
+    """The ``snapcore-draw-v1`` row of :func:`noise_draw` ``(mech, (3/2)·Λ)``: a
+    near-tie of the snapping for ``x = 0``."""
+    return encode_draw(
+        noise_draw(mech, Fraction(3, 2) * mech.calibration.granularity), mech.precision
+    )
 
 
 class _ForcedRows(ByteSource):

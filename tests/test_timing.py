@@ -480,17 +480,8 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
     draws chosen around ``1 − 2**-16`` (random draws land there once in 2**16)."""
     from snapcore.backends.mpfr import _exact_scalar
 
-    from snapcore.sources import ByteSource, encode_draw
-
-    class Replay(ByteSource):
-        def __init__(self, data: bytes) -> None:
-            super().__init__()
-            self.data = data
-
-        def read(self, n: int) -> bytes:
-            out, self.data = self.data[:n], self.data[n:]
-            assert len(out) == n
-            return out
+    from snapcore.sources import encode_draw
+    from snapcore.testing.sources import FixedBytes
 
     m = snapcore.SnappingMechanism(
         epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing="off"
@@ -504,13 +495,13 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
             draws.append(Draw(int(rng.choice([-1, 1])), (((1 << k) - 1) << (p - k)) | low, -p))
     for v in (50.0, 0.0, 33.3, 5e-324, 1e300):
         for uniform in (True, False):
-            src = Replay(b"".join(encode_draw(d, p) for d in draws))
+            src = FixedBytes(b"".join(encode_draw(d, p) for d in draws))
             release = _exact_scalar(pipe, src, uniform)
             assert release is not None
             for d in draws:
                 want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), d)
                 assert release(v) == want, (v, d, uniform)
-            assert src.data == b""
+            assert src.rest() == b""
 
 
 @pytest.mark.parametrize("backend", ["mpfr", "fast"])
@@ -588,3 +579,30 @@ def test_a_call_that_fits_does_nothing_after_its_deadline(monkeypatch: pytest.Mo
     with pytest.raises(StopIteration):
         timing.pad(0, 400, stats)
     assert events[:2] == ["count", "now"]
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "bounds", "noise_over_grid"),
+    [
+        (1.0, (0.0, 100.0), Fraction(3, 2)),
+        (2.0**20, (-1.0, 1.0), Fraction(5, 4)),
+        (0.1, (-1e6, 1e6), Fraction(7)),
+    ],
+)
+def test_noise_draw_is_the_p_bit_u_nearest_its_target(
+    epsilon: float, bounds: tuple[float, float], noise_over_grid: Fraction
+) -> None:
+    """Against exp evaluated by mpmath at 600 digits: ``U*`` is p-bit and within half
+    an ulp of ``exp(−noise/λ)``."""
+    import mpmath
+
+    m = snapcore.SnappingMechanism(epsilon=epsilon, clamp_bounds=bounds, timing="off")
+    noise = noise_over_grid * m.calibration.granularity
+    d = timing.noise_draw(m, noise)
+    p = m.precision
+    assert d.sign == 1 and d.mantissa.bit_length() == p
+    ratio = noise / m.calibration.scale
+    with mpmath.workdps(600):
+        target = mpmath.exp(-mpmath.mpf(ratio.numerator) / ratio.denominator)
+        err = abs(mpmath.mpf(d.mantissa) * mpmath.mpf(2) ** d.exponent - target)
+        assert err <= mpmath.mpf(2) ** (d.exponent - 1)
