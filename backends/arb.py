@@ -25,15 +25,16 @@ import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from snapcore.backend import Arithmetic, Backend
-from snapcore.dyadic import round_ratio
-from snapcore.hookspecs import hookimpl
+from snapcore.exact._dyadic import round_ratio
+from snapcore.exact._intround import add_nearest, fits, round_nearest
+from snapcore.pipeline._arithmetic import Arithmetic
+from snapcore.pipeline._backend import Backend
+from snapcore.plugins._hookspecs import hookimpl
 
-from ._intround import add_nearest, fits, round_nearest
 from ._ziv import ziv_round
 
 if TYPE_CHECKING:
-    from snapcore.plugins import BackendRegistry
+    from snapcore.plugins._registries import BackendRegistry
 
 __all__ = ["FLINT_LOCK", "ArbArithmetic", "ArbBackend"]
 

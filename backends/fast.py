@@ -1,9 +1,9 @@
 """The ``fast`` backend: MPFR's exact arithmetic plus a vectorised batch path.
 
 Scalar operations are MPFR's (through gmpy2), so every contract of
-:class:`~snapcore.backend.Arithmetic` holds exactly as for the ``mpfr`` backend.
+:class:`~snapcore.pipeline._backend.Arithmetic` holds exactly as for the ``mpfr`` backend.
 What this backend adds is :meth:`FastBackend.batch`: whole arrays released by the
-double-double fast path of :mod:`snapcore.fastpath`, bit-identical to the exact
+double-double fast path of :mod:`snapcore.pipeline._fastpath`, bit-identical to the exact
 pipeline element for element (compiled by numba, a dependency; the pure-numpy engine
 where numba cannot be imported).
 """
@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from snapcore.backends.mpfr import MPFRBackend
 
-from snapcore.backend import Arithmetic, Backend
-from snapcore.hookspecs import hookimpl
-from snapcore.pipeline import Pipeline
-from snapcore.sources import RandomSource
+from snapcore.pipeline._arithmetic import Arithmetic
+from snapcore.pipeline._backend import Backend
+from snapcore.pipeline._stages import Pipeline
+from snapcore.plugins._hookspecs import hookimpl
+from snapcore.randomness._sources import RandomSource
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from snapcore.plugins import BackendRegistry
+    from snapcore.plugins._registries import BackendRegistry
 
 __all__ = ["FastBackend"]
 
@@ -44,7 +45,7 @@ class FastBackend(Backend):
         return bool(MPFRBackend.is_available())
 
     def version(self) -> str:
-        from snapcore.fastpath import numba_available
+        from snapcore.pipeline._fastpath import numba_available
 
         engine = "numba " + _numba_version() if numba_available() else "numpy only"
         return f"{self._mpfr.version()}; numpy {np.__version__}; {engine}"
@@ -74,7 +75,7 @@ class FastBackend(Backend):
         Bit-identical to ``pipeline.run(pipeline.centre(v), d)`` on the draws
         ``source.draws(values.size, p)``, in order.
         """
-        from snapcore.fastpath import release_batch
+        from snapcore.pipeline._fastpath import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
@@ -85,7 +86,7 @@ class FastBackend(Backend):
         """:meth:`batch` for a padded release, with the exact work of ``exact_floor``
         fallbacks whatever falls back (:meth:`MPFRBackend.batch_padded
         <snapcore.backends.mpfr.MPFRBackend.batch_padded>`)."""
-        from snapcore.fastpath import release_batch
+        from snapcore.pipeline._fastpath import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
         return out

@@ -17,19 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 import gmpy2
 
-from snapcore.backend import Arithmetic, Backend
-from snapcore.dyadic import is_p_bit
-from snapcore.hookspecs import hookimpl
-from snapcore.sources import ByteSource, _decode_raw, _decode_raw_padded
+from snapcore.exact._dyadic import is_p_bit
+from snapcore.pipeline._arithmetic import Arithmetic
+from snapcore.pipeline._backend import Backend
+from snapcore.plugins._hookspecs import hookimpl
+from snapcore.randomness._sources import ByteSource, _decode_raw, _decode_raw_padded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import numpy as np
 
-    from snapcore.pipeline import Pipeline
-    from snapcore.plugins import BackendRegistry
-    from snapcore.sources import RandomSource
+    from snapcore.pipeline._stages import Pipeline
+    from snapcore.plugins._registries import BackendRegistry
+    from snapcore.randomness._sources import RandomSource
 
 __all__ = ["MPFRArithmetic", "MPFRBackend", "ScalarPathStats", "scalar_path_stats"]
 
@@ -154,14 +155,14 @@ class MPFRBackend(Backend):
     @property
     def batch_min_size(self) -> int:
         """Arrays at least this long are offered to :meth:`batch`."""
-        from snapcore.fastpath import AUTO_MIN_SIZE
+        from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
 
         return AUTO_MIN_SIZE
 
     def batch(
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
     ) -> np.ndarray | None:
-        """Release a whole array through the vectorised fast path (:mod:`snapcore.fastpath`),
+        """Release a whole array through the vectorised fast path (:mod:`snapcore.pipeline._fastpath`),
         bit-identical to this backend's own primitives.
 
         Declines (returns None, before drawing anything) when the pipeline's arithmetic
@@ -170,7 +171,7 @@ class MPFRBackend(Backend):
         """
         if type(pipeline.arith) is not MPFRArithmetic:
             return None
-        from snapcore.fastpath import release_batch
+        from snapcore.pipeline._fastpath import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
@@ -182,7 +183,7 @@ class MPFRBackend(Backend):
         ``exact_floor`` elements fell back to the exact pipeline (docs/timing.md)."""
         if type(pipeline.arith) is not MPFRArithmetic:
             return None
-        from snapcore.fastpath import release_batch
+        from snapcore.pipeline._fastpath import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
         return out
@@ -191,14 +192,14 @@ class MPFRBackend(Backend):
         """The release of one double fused into one function: decoding
         (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,
         with the same operations as :meth:`Pipeline.run
-        <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
+        <snapcore.pipeline._stages.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
         between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
-        and the source decodes its bytes with :class:`~snapcore.sources.ByteSource`'s
+        and the source decodes its bytes with :class:`~snapcore.randomness._sources.ByteSource`'s
         own ``draw_raw``.
 
         This is the release a padded mechanism uses, so its integer sizes do not
         depend on the value: the centred value is taken over one fixed denominator
-        (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`)
+        (:meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`)
         and the grid output is computed for clamped indices too
         (``docs/timing.md``, "Uniform paths where they are cheap")."""
         return _exact_scalar(pipeline, source, uniform=True)
@@ -212,7 +213,7 @@ class MPFRBackend(Backend):
 
         Once the process has made enough such releases (:func:`compiled_scalar_after`),
         each release reads its draw's bytes and hands them, with the value, to the
-        compiled kernel of :mod:`snapcore.fastpath` (its double-double certificate,
+        compiled kernel of :mod:`snapcore.pipeline._fastpath` (its double-double certificate,
         ``docs/fastpath.md``); a draw the certificate leaves open (a near-tie, an
         exponent continuing past the first word, an uncertified output, a calibration
         outside the kernel's range) is finished by MPFR from the same bytes, without
@@ -239,7 +240,7 @@ class MPFRBackend(Backend):
             if not stay_exact:
                 stats.exact_untimed += 1
                 if stats.exact_untimed >= compiled_scalar_after():
-                    import snapcore.fastpath as fp
+                    import snapcore.pipeline._fastpath as fp
 
                     k, pr = fp.scalar_release_kernel(), fp.scalar_params(pipeline)
                     if k is None or pr is None:
@@ -255,7 +256,7 @@ class MPFRBackend(Backend):
         def release(v: float) -> float:
             if kernel is None:
                 return warm(v)
-            # The statuses are snapcore.fastpath's SCALAR_* (not imported here: that
+            # The statuses are snapcore.pipeline._fastpath's SCALAR_* (not imported here: that
             # module imports numba).
             with lock:
                 data = read(row)
@@ -338,7 +339,7 @@ def compiled_scalar_after() -> float:
         return math.inf
     if scalar_path_stats.loaded:
         return 0
-    fp = sys.modules.get("snapcore.fastpath")
+    fp = sys.modules.get("snapcore.pipeline._fastpath")
     if fp is not None and getattr(fp, "compiled_engine_loaded", lambda: False)():
         return min(COMPILED_SCALAR_AFTER, COMPILED_SCALAR_AFTER_WARM)
     return COMPILED_SCALAR_AFTER
@@ -426,8 +427,8 @@ def _exact_scalar(
 ) -> Callable[[float], float] | None:
     """The fused exact release of one double (:meth:`MPFRBackend.scalar`); with
     ``uniform``, that of a padded release: every stage from
-    :meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`,
-    :func:`uniform_ln` and :func:`~snapcore.sources._decode_raw_padded`."""
+    :meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`,
+    :func:`uniform_ln` and :func:`~snapcore.randomness._sources._decode_raw_padded`."""
     stages = pipeline.uniform_stages() if uniform else None
     parts = _fused_parts(pipeline, source, stages)
     if parts is None:
@@ -478,10 +479,10 @@ def _fused_parts(
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
     """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
     for the centred value ``x`` and one draw, as :meth:`Pipeline.run
-    <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
+    <snapcore.pipeline._stages.Pipeline.run>`, and ``source`` the byte source; None when the
     fused paths must decline.  With ``stages`` (:meth:`Pipeline.uniform_stages
-    <snapcore.pipeline.Pipeline.uniform_stages>`), those of a padded release."""
-    from snapcore.pipeline import add, snap
+    <snapcore.pipeline._stages.Pipeline.uniform_stages>`), those of a padded release."""
+    from snapcore.pipeline._stages import add, snap
 
     arith = pipeline.arith
     if (

@@ -26,14 +26,15 @@ import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
-from snapcore.backend import Arithmetic, Backend
-from snapcore.dyadic import is_p_bit
-from snapcore.hookspecs import hookimpl
+from snapcore.exact._dyadic import is_p_bit
+from snapcore.pipeline._arithmetic import Arithmetic
+from snapcore.pipeline._backend import Backend
+from snapcore.plugins._hookspecs import hookimpl
 
 from ._ziv import ziv_round
 
 if TYPE_CHECKING:
-    from snapcore.plugins import BackendRegistry
+    from snapcore.plugins._registries import BackendRegistry
 
 __all__ = ["MPMathArithmetic", "MPMathBackend", "ln_enclosure"]
 

@@ -1,4 +1,4 @@
-"""Throughput of the IEEE-754 snap (snapcore.ieee754) against references in the same run.
+"""Throughput of the IEEE-754 snap (snapcore.exact._ieee754) against references in the same run.
 
 Reports elements per second and ratios for:
 
@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from snapcore.ieee754 import snap_double, snap_doubles
-from snapcore.pipeline import snap
+from snapcore.exact._ieee754 import snap_double, snap_doubles
+from snapcore.pipeline._stages import snap
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 import snapcore
-from snapcore.exact import scaled_integers
+from snapcore.exact._sums import scaled_integers
 
 
 def best(fn: Callable[[], object], repeat: int = 5) -> float:

@@ -78,7 +78,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     try:
         import snapcore
         from snapcore import SnappingMechanism
-        from snapcore.plugins import get_registries
+        from snapcore.plugins._manager import get_registries
     except ImportError as exc:  # pragma: no cover
         return [Result("snapcore", "scalar", None, f"not installed ({exc})")]
     reg = get_registries()
@@ -88,7 +88,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         if name not in reg.backends.available():
             out.append(Result(f"snapcore {name} (exact)", "scalar", None, "not installed"))
             continue
-        # Timing padding (snapcore.timing, on by default for cryptographic sources) is a
+        # Timing padding (snapcore.mechanism._padding, on by default for cryptographic sources) is a
         # separate, deliberate cost: the scalar target is measured without it, and the
         # padded default is shown on its own row.
         m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds, backend=name, timing="off")
@@ -98,7 +98,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds)
     rate = best_rate(scalar_loop(m.release, 2000), args.seconds)
     out.append(Result("snapcore mpfr (exact, default timing padding)", "scalar", rate, ""))
-    from snapcore import fastpath as fp
+    from snapcore.pipeline import _fastpath as fp
 
     engine = "numba" if fp.numba_available() else "numpy"
 
@@ -122,7 +122,7 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     batch_row(
         f"snapcore default without timing padding (timing off, {engine})",
         m,
-        "the padding (snapcore.timing) is a separate cost",
+        "the padding (snapcore.mechanism._padding) is a separate cost",
     )
     for source in ("chacha20", "system"):
         m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds, backend="fast", source=source)
@@ -218,7 +218,7 @@ def startup_rows(rounds: int = 7) -> list[tuple[str, str, str, str, bool | None]
     Each is the best of ``rounds`` runs in turns (:func:`best_times`), from this
     interpreter's environment (the CLI finds its bundled example data itself);
     calibrated timing quanta come from the store the CLI keeps across runs
-    (``snapcore.timing.QuantaStore``), which the warm-up run fills if it is empty.
+    (``snapcore.mechanism._padding.QuantaStore``), which the warm-up run fills if it is empty.
     """
     py = sys.executable
     cli = os.path.join(os.path.dirname(py), "snapcore")

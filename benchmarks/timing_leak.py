@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 import snapcore
-import snapcore.timing
-from snapcore.sources import ByteSource, Draw, SystemSource, encode_draw
+import snapcore.mechanism._padding
+from snapcore.randomness._sources import ByteSource, Draw, SystemSource, encode_draw
 
 Call = Callable[[], object]
 
@@ -53,7 +53,7 @@ Call = Callable[[], object]
 #: Elements of a batch given a chosen draw in the "forced" class: as many exact fallbacks
 #: as the padding covers for the benchmark's batch length.
 BATCH = 4096
-FORCED = snapcore.timing.fallbacks_covered(BATCH)
+FORCED = snapcore.mechanism._padding.fallbacks_covered(BATCH)
 
 
 class PatternSource(ByteSource):
@@ -286,7 +286,7 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
         "1 - U* ≈ 2**-14.5": Draw(sign=-1, mantissa=window, exponent=-p),
         "U* ≈ 2**-40": draw_near(-40, p, rng),
         "U* ≈ 2**-100": draw_near(-100, p, rng),
-        "y at a snap tie": snapcore.timing.noise_draw(base, Fraction(3, 2) * lam_grid),
+        "y at a snap tie": snapcore.mechanism._padding.noise_draw(base, Fraction(3, 2) * lam_grid),
         UNCOVERED + "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
     }
     classes: dict[str, Call] = {}
@@ -328,10 +328,10 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     # a batch with F forced elements is covered, one made only of them is not.
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
     forced = FORCED
-    tie = snapcore.timing.noise_draw(m, Fraction(3, 2) * m.granularity)
+    tie = snapcore.mechanism._padding.noise_draw(m, Fraction(3, 2) * m.granularity)
     sources: dict[str, ByteSource] = {
         "draws decided": PatternSource(
-            snapcore.timing.noise_draw(m, Fraction(5, 4) * m.granularity)
+            snapcore.mechanism._padding.noise_draw(m, Fraction(5, 4) * m.granularity)
         ),
         f"{forced} draws force fallback": PatternSource(tie, m.precision, forced=True),
         "real draws on grid points": PatternSource(),
@@ -340,7 +340,7 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     for name, src in sources.items():
         mf = snapcore.SnappingMechanism(**kw, source=src)
         if timing == "off":
-            from snapcore.fastpath import release_batch
+            from snapcore.pipeline._fastpath import release_batch
 
             _, st = release_batch(mf._pipeline, grid, src, stats=True)
             print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")
@@ -406,14 +406,14 @@ def main() -> None:
         "--margin",
         type=float,
         default=None,
-        help="calibrate every quantum with this margin instead of snapcore.timing's "
+        help="calibrate every quantum with this margin instead of snapcore.mechanism._padding's "
         "(an experiment: how much slack a machine needs)",
     )
     args = ap.parse_args()
     if args.margin is not None:
-        snapcore.timing.SCALAR_MARGIN = args.margin
-        snapcore.timing.ARRAY_MARGIN = args.margin
-        snapcore.timing.STATISTIC_MARGIN = args.margin
+        snapcore.mechanism._padding.SCALAR_MARGIN = args.margin
+        snapcore.mechanism._padding.ARRAY_MARGIN = args.margin
+        snapcore.mechanism._padding.STATISTIC_MARGIN = args.margin
 
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
@@ -423,9 +423,9 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"margins: scalar {snapcore.timing.SCALAR_MARGIN:g}, "
-        f"array {snapcore.timing.ARRAY_MARGIN:g}, "
-        f"statistic {snapcore.timing.STATISTIC_MARGIN:g}"
+        f"margins: scalar {snapcore.mechanism._padding.SCALAR_MARGIN:g}, "
+        f"array {snapcore.mechanism._padding.ARRAY_MARGIN:g}, "
+        f"statistic {snapcore.mechanism._padding.STATISTIC_MARGIN:g}"
     )
     before = report_steadiness("before")
     modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
@@ -454,7 +454,7 @@ def main() -> None:
                     f"largest multiple {max(s.max_multiple for s in over)}"
                 )
             if g == "statistic" and mode == "constant":
-                print(f"statistic padding: {snapcore.timing.statistic_stats()}")
+                print(f"statistic padding: {snapcore.mechanism._padding.statistic_stats()}")
             print(f"({secs:.1f} s)")
             summary.append((g, mode, max(ts, default=0.0), max(unc, default=None), zs))
     if len(modes) == 2:

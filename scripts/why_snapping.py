@@ -2,7 +2,7 @@
 
     PYTHONSAFEPATH=1 python scripts/why_snapping.py [--trials N] [--out docs/why-snapping.md]
 
-It runs the exact audit (snapcore.auditing) on snapcore's sampler and on a double-precision
+It runs the exact audit (snapcore.analysis._audit) on snapcore's sampler and on a double-precision
 double-precision sampler, Mironov's attack on NumPy's Laplace and on snapcore, and
 searches for re-checkable witnesses of infinite privacy loss in NumPy's Laplace.
 """
@@ -20,8 +20,8 @@ import numpy as np
 
 import snapcore
 from snapcore import SeededSource, SnappingMechanism, audit
-from snapcore.attack import find_witness, run_numpy_attack, run_snapcore_attack
-from snapcore.plugins import get_registries
+from snapcore.analysis._attack import find_witness, run_numpy_attack, run_snapcore_attack
+from snapcore.plugins._manager import get_registries
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -188,7 +188,7 @@ def attack_section(trials: int) -> list[str]:
         "NumPy's `Generator.laplace` computes `loc ± scale·log(2U)` in doubles, with",
         "U = k·2^-53. For fixed `loc` the map k → output is monotone, so the draws that",
         "produce a given output form an interval found by bisection, and",
-        "P(output | loc) = (its size)/(2^53 − 1) exactly (`snapcore.attack`). The attacker",
+        "P(output | loc) = (its size)/(2^53 − 1) exactly (`snapcore.analysis._attack`). The attacker",
         "sees one output and knows the two candidate inputs; it picks the input under which",
         "the output is more likely, and is certain when the output is impossible under the",
         "other. Against snapcore the same attacker uses the exact distributions of the audit.",

@@ -28,48 +28,97 @@ from snapcore.errors import (
     SourceExhaustedError,
     WorkerError,
 )
-from snapcore.hookspecs import hookimpl
+from snapcore.plugins._hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from snapcore.api import Release, release
-    from snapcore.auditing import AuditResult, audit
-    from snapcore.backend import Arithmetic, Backend
-    from snapcore.budget import Budget
-    from snapcore.grouped import GroupedRelease
-    from snapcore.mechanism import SnappingMechanism
-    from snapcore.params import Calibration, PrivacyAnalysis
-    from snapcore.partials import Partial, merge, partial
-    from snapcore.sources import RandomSource, ReplaySource, SeededSource, SystemSource
-    from snapcore.statistic import Neighbouring, Prepared, Statistic
+    from snapcore import adapters as adapters
+    from snapcore import analysis as analysis
+    from snapcore import calibration as calibration
+    from snapcore import cli as cli
+    from snapcore import data as data
+    from snapcore import exact as exact
+    from snapcore import mechanism as mechanism
+    from snapcore import pipeline as pipeline
+    from snapcore import plots as plots
+    from snapcore import plugins as plugins
+    from snapcore import randomness as randomness
+    from snapcore import releases as releases
+    from snapcore import testing as testing
+    from snapcore.analysis._audit import AuditResult, audit
+    from snapcore.calibration._params import Calibration, PrivacyAnalysis
+    from snapcore.data._neighbouring import Neighbouring
+    from snapcore.mechanism._mechanism import SnappingMechanism
+    from snapcore.pipeline._arithmetic import Arithmetic
+    from snapcore.pipeline._backend import Backend
+    from snapcore.plugins._statistic import Prepared, Statistic
+    from snapcore.randomness._chacha import ChaCha20Source
+    from snapcore.randomness._sources import (
+        ByteSource,
+        Draw,
+        RandomSource,
+        ReplaySource,
+        SeededSource,
+        SystemSource,
+    )
+    from snapcore.releases._api import Release, release
+    from snapcore.releases._budget import Budget, LedgerBudget
+    from snapcore.releases._grouped import GroupedRelease
+    from snapcore.releases._ledger import Ledger
+    from snapcore.releases._partials import Partial, merge, partial
 
 #: Public names imported on first use (PEP 562), so ``import snapcore`` stays cheap:
 #: the modules behind them (numpy, gmpy2, the audit) load only when needed.
 _LAZY: dict[str, str] = {
-    "Release": "snapcore.api",
-    "release": "snapcore.api",
-    "AuditResult": "snapcore.auditing",
-    "audit": "snapcore.auditing",
-    "Arithmetic": "snapcore.backend",
-    "Backend": "snapcore.backend",
-    "Budget": "snapcore.budget",
-    "GroupedRelease": "snapcore.grouped",
-    "SnappingMechanism": "snapcore.mechanism",
-    "Calibration": "snapcore.params",
-    "PrivacyAnalysis": "snapcore.params",
-    "Partial": "snapcore.partials",
-    "merge": "snapcore.partials",
-    "partial": "snapcore.partials",
-    "RandomSource": "snapcore.sources",
-    "ReplaySource": "snapcore.sources",
-    "SeededSource": "snapcore.sources",
-    "SystemSource": "snapcore.sources",
-    "Neighbouring": "snapcore.statistic",
-    "Prepared": "snapcore.statistic",
-    "Statistic": "snapcore.statistic",
+    "Release": "snapcore.releases._api",
+    "release": "snapcore.releases._api",
+    "GroupedRelease": "snapcore.releases._grouped",
+    "Partial": "snapcore.releases._partials",
+    "merge": "snapcore.releases._partials",
+    "partial": "snapcore.releases._partials",
+    "Budget": "snapcore.releases._budget",
+    "LedgerBudget": "snapcore.releases._budget",
+    "Ledger": "snapcore.releases._ledger",
+    "AuditResult": "snapcore.analysis._audit",
+    "audit": "snapcore.analysis._audit",
+    "SnappingMechanism": "snapcore.mechanism._mechanism",
+    "Arithmetic": "snapcore.pipeline._arithmetic",
+    "Backend": "snapcore.pipeline._backend",
+    "Calibration": "snapcore.calibration._params",
+    "PrivacyAnalysis": "snapcore.calibration._params",
+    "ByteSource": "snapcore.randomness._sources",
+    "Draw": "snapcore.randomness._sources",
+    "RandomSource": "snapcore.randomness._sources",
+    "ReplaySource": "snapcore.randomness._sources",
+    "SeededSource": "snapcore.randomness._sources",
+    "SystemSource": "snapcore.randomness._sources",
+    "ChaCha20Source": "snapcore.randomness._chacha",
+    "Neighbouring": "snapcore.data._neighbouring",
+    "Prepared": "snapcore.plugins._statistic",
+    "Statistic": "snapcore.plugins._statistic",
 }
+#: The sub-packages, one per layer of docs/architecture.md, reachable as attributes.
+_SUBPACKAGES = frozenset(
+    {
+        "adapters",
+        "analysis",
+        "calibration",
+        "cli",
+        "data",
+        "exact",
+        "mechanism",
+        "pipeline",
+        "plots",
+        "plugins",
+        "randomness",
+        "releases",
+        "testing",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"snapcore.{name}")
     modname = _LAZY.get(name)
     if modname is None:
         raise AttributeError(f"module 'snapcore' has no attribute {name!r}")
@@ -79,7 +128,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES)
 
 
 __version__ = "0.1.0"
@@ -93,9 +142,14 @@ __all__ = [
     "BackendUnavailableError",
     "Budget",
     "BudgetExceededError",
+    "ByteSource",
     "Calibration",
+    "ChaCha20Source",
     "DataError",
+    "Draw",
     "GroupedRelease",
+    "Ledger",
+    "LedgerBudget",
     "LedgerError",
     "Neighbouring",
     "ParameterError",

@@ -224,8 +224,8 @@ class MissingValueError(DataError):
     """A data column contains missing values (None, NaN, pandas NA, NaT).
 
     The release refuses them unless a missing-value policy says otherwise
-    (``missing="drop"`` or ``"impute"``, :mod:`snapcore.missing`); the one place that
-    detects missing values is :func:`snapcore.values.check_missing`.
+    (``missing="drop"`` or ``"impute"``, :mod:`snapcore.data._missing`); the one place that
+    detects missing values is :func:`snapcore.data._values.check_missing`.
     """
 
 

@@ -1,4 +1,4 @@
-"""Pictures of the accuracy math (:mod:`snapcore.accuracy`), as matplotlib figures.
+"""Pictures of the accuracy math (:mod:`snapcore.analysis._accuracy`), as matplotlib figures.
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
 global state, no display needed); save it with ``fig.savefig("out.png")`` or ``.svg``.
@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from snapcore import accuracy
+from snapcore.analysis import _accuracy as accuracy
 from snapcore.errors import ParameterError, PlotDependencyError
 
 if TYPE_CHECKING:
@@ -239,8 +239,8 @@ def accuracy_vs_gamma(
     top panel shows the margin B − B′ next to the accuracy, both in user units.  The
     data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
     cap); what γ trades is the bias at the worst case f(D) = B′
-    (:func:`~snapcore.accuracy.bias` for that guess) and the probability that the clamp binds there
-    (:func:`~snapcore.accuracy.clamp_probability`, at most γ) against a wider interval.
+    (:func:`~snapcore.analysis._accuracy.bias` for that guess) and the probability that the clamp binds there
+    (:func:`~snapcore.analysis._accuracy.clamp_probability`, at most γ) against a wider interval.
     ``subject`` (what is released) goes into the title.
 
     Returns

@@ -14,23 +14,23 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 import numpy as np
 
-from snapcore.dataset import Dataset
+from snapcore.data._columns import Dataset
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.data._values import CategoryKey, category_key, is_missing, read_double
 from snapcore.errors import ParameterError, keyword, parameter_name, show
-from snapcore.exact import bin_counts, bin_index
-from snapcore.hookspecs import hookimpl
-from snapcore.statistic import (
+from snapcore.exact._sums import bin_counts, bin_index
+from snapcore.plugins._hookspecs import hookimpl
+from snapcore.plugins._statistic import (
     DataBounds,
-    Neighbouring,
     Prepared,
     State,
     Statistic,
     clamp_fraction,
     resolve_n,
 )
-from snapcore.values import CategoryKey, category_key, is_missing, read_double
 
 if TYPE_CHECKING:
-    from snapcore.plugins import StatisticRegistry
+    from snapcore.plugins._registries import StatisticRegistry
 
 __all__ = ["BinLabels", "Count", "Histogram", "bin_index"]
 

@@ -2,7 +2,7 @@
 covariance (docs/statistics.md).
 
 Every value is computed **exactly** from the data clamped to the bounds (the data are
-doubles, hence exact rationals; :mod:`snapcore.exact` sums them as integers) and
+doubles, hence exact rationals; :mod:`snapcore.exact._sums` sums them as integers) and
 handed to the mechanism as an exact :class:`fractions.Fraction`.  No floating-point
 rounding happens between the data and the mechanism, so each declared sensitivity
 is a theorem about the value the mechanism receives (Casacuberta et al. 2022).
@@ -16,18 +16,19 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from snapcore.dataset import Dataset
+from snapcore.data._columns import Dataset
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.data._values import Column
 from snapcore.errors import ParameterError, keyword
-from snapcore.exact import (
+from snapcore.exact._sums import (
     DOT_SCALE,
     SUM_SCALE,
     clamped_cross_moments,
     clamped_moments,
 )
-from snapcore.hookspecs import hookimpl
-from snapcore.statistic import (
+from snapcore.plugins._hookspecs import hookimpl
+from snapcore.plugins._statistic import (
     DataBounds,
-    Neighbouring,
     Prepared,
     State,
     Statistic,
@@ -35,10 +36,9 @@ from snapcore.statistic import (
     one_column_bounds,
     resolve_n,
 )
-from snapcore.values import Column
 
 if TYPE_CHECKING:
-    from snapcore.plugins import StatisticRegistry
+    from snapcore.plugins._registries import StatisticRegistry
 
 __all__ = ["Covariance", "Mean", "Sum", "Variance", "variance_range_bound"]
 

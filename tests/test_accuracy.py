@@ -1,6 +1,6 @@
 """Utility math (docs/accuracy.md) checked against independent references and simulation.
 
-References used here never call snapcore.accuracy's own machinery:
+References used here never call snapcore.analysis._accuracy's own machinery:
 - accuracy: mpmath at 300 bits from the mechanism's ε′, λ and Λ;
 - ideal output distribution and bias: brute-force sums over the grid cells of a real
   Laplace with mpmath (no geometric-series closed forms), and mpmath quadrature;
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore import accuracy
+from snapcore.analysis import _accuracy as accuracy
 from snapcore.errors import ParameterError
 
 MP = mpmath.MPContext()

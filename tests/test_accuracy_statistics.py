@@ -1,6 +1,6 @@
 """Planning a statistic's release without data matches the real release.
 
-Needs the statistic plugins and ``snapcore.release`` (snapcore.api); skipped, saying
+Needs the statistic plugins and ``snapcore.release`` (snapcore.releases._api); skipped, saying
 so, where they are not installed.
 """
 
@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 import snapcore
-from snapcore import accuracy
+from snapcore.analysis import _accuracy as accuracy
 from snapcore.errors import ParameterError
 
-api = pytest.importorskip("snapcore.api", reason="statistic plugins (snapcore.api) missing")
+api = pytest.importorskip(
+    "snapcore.releases._api", reason="statistic plugins (snapcore.releases._api) missing"
+)
 
 CASES = [
     ("mean", {"data_bounds": (0.0, 100.0)}, {}),

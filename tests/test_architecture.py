@@ -1,12 +1,15 @@
-"""Imports go one way (docs/architecture.md).
+"""The package's structure (docs/architecture.md), checked from its source with :mod:`ast`.
 
-Every module of the package is parsed with :mod:`ast`; its imports, including those
-inside functions and ``importlib.import_module("snapcore....")`` calls with a constant
-name, must go to the same or a lower layer, and the runtime imports must have no cycle.
-Imports under ``if TYPE_CHECKING:`` never run: they may not go up a layer either, but
-they are left out of the cycle check.  Third-party libraries outside the core
-dependencies may only be imported lazily (inside a function), and each such library is
-listed in docs/architecture.md.
+- Every module lives in the package of one layer (or is one of the few top-level
+  modules), and imports go only to its own layer or below: module-level imports, those
+  inside functions, ``importlib.import_module("snapcore....")`` with a constant name,
+  and those under ``if TYPE_CHECKING:`` alike.
+- No cycle among those imports, annotation-only ones included.
+- No module of the package imports the package root (the users' front door).
+- No module assigns another object's private attribute (``obj._x = ...`` where ``obj``
+  is not ``self`` or ``cls``, or the same through ``setattr``).
+- Third-party libraries outside the core dependencies are imported lazily (inside a
+  function), and each is listed in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -25,70 +28,34 @@ PACKAGES = {
     "snapcore.statistics": ROOT / "statistics",
 }
 
-#: The layers, bottom up; a module belongs to the first entry whose name is a prefix
-#: of the module's (``"snapcore.cli"`` covers ``snapcore.cli.release``).
+#: The layers, bottom up, by package: a module belongs to the entry whose name is the
+#: longest prefix of its own (``"snapcore.cli"`` covers ``snapcore.cli.release``).
 LAYERS: list[tuple[str, list[str]]] = [
-    ("errors", ["snapcore.errors"]),
-    (
-        "exact arithmetic helpers",
-        [
-            "snapcore.dyadic",
-            "snapcore.exact",
-            "snapcore.ieee754",
-            "snapcore.backends._intround",
-            "snapcore.display",
-            "snapcore.values",
-        ],
-    ),
-    ("calibration", ["snapcore.params", "snapcore.bounds", "snapcore.guarantee"]),
-    (
-        "pipeline, backends, sources",
-        [
-            "snapcore.backend",
-            "snapcore.pipeline",
-            "snapcore.fastpath",
-            "snapcore.backends",
-            "snapcore.sources",
-            "snapcore.chacha",
-            "snapcore.hookspecs",
-            "snapcore.plugins",
-            "snapcore.statistic",
-            "snapcore.dataset",
-            "snapcore.missing",
-            "snapcore.frames",
-            "snapcore.timing",
-        ],
-    ),
-    ("mechanism", ["snapcore.mechanism"]),
-    (
-        "statistics, release API, accuracy, audit",
-        [
-            "snapcore.statistics",
-            "snapcore.api",
-            "snapcore.grouped",
-            "snapcore.partials",
-            "snapcore.budget",
-            "snapcore.ledger",
-            "snapcore.accuracy",
-            "snapcore.auditing",
-            "snapcore.attack",
-        ],
-    ),
-    (
-        "cli, plots, compare, testing",
-        [
-            "snapcore.cli",
-            "snapcore.plots",
-            "snapcore.compare",
-            "snapcore.testing",
-            "snapcore.data",
-            "snapcore.opendp",
-            "snapcore.diffprivlib",
-        ],
-    ),
-]
-#: The package itself re-exports the front door (mechanism, release, audit, errors).
-ROOT_LAYER = 5
+    ("errors", ["snapcore.errors", "snapcore._display", "snapcore._lazy"]),
+    ("exact arithmetic", ["snapcore.exact"]),
+    ("data", ["snapcore.data"]),
+    ("calibration", ["snapcore.calibration"]),
+    ("randomness and time quanta", ["snapcore.randomness", "snapcore.padding"]),
+    ("pipeline", ["snapcore.pipeline"]),
+    ("plugins", ["snapcore.plugins"]),
+    ("mechanism and built-in plugins", [
+        "snapcore.mechanism", "snapcore.backends", "snapcore.statistics",
+    ]),
+    ("analysis", ["snapcore.analysis"]),
+    ("releases", ["snapcore.releases"]),
+    ("interfaces", ["snapcore.cli", "snapcore.plots", "snapcore.testing", "snapcore.adapters"]),
+]  # fmt: skip
+#: The package itself is the curated front door: it re-exports names of every layer
+#: and no module of the package imports it.
+ROOT_LAYER = len(LAYERS)
+#: The only modules directly in ``snapcore/``; everything else lives in a layer's package.
+TOP_LEVEL = {
+    "snapcore",
+    "snapcore.errors",
+    "snapcore._display",
+    "snapcore._lazy",
+    "snapcore.plots",
+}
 
 #: Third-party libraries every install has (pyproject's dependencies) and those the
 #: shipped conformance suite (snapcore.testing) needs by design.
@@ -100,7 +67,7 @@ TESTING_ONLY = {"pytest", "hypothesis"}
 #: Adapter modules: each exists to embed snapcore in one optional library, subclasses
 #: or wraps that library's classes, and so imports it (only it) at module level.  No
 #: module of the package imports an adapter, so the library stays optional.
-ADAPTERS = {"snapcore.opendp": "opendp", "snapcore.diffprivlib": "diffprivlib"}
+ADAPTERS = {"snapcore.adapters.opendp": "opendp", "snapcore.adapters.diffprivlib": "diffprivlib"}
 
 
 def module_files() -> dict[str, Path]:
@@ -213,11 +180,12 @@ def own(target: str) -> str | None:
 
 
 def graph() -> tuple[dict[str, set[str]], list[str]]:
-    """Runtime import edges between package modules, and the up-layer violations."""
+    """Import edges between package modules (those under ``if TYPE_CHECKING:`` too),
+    and the up-layer violations."""
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
     bad: list[str] = []
     for m in MODULES:
-        for target, line, type_only, _ in imports_of(m):
+        for target, line, _, _ in imports_of(m):
             if not (target == "snapcore" or target.startswith("snapcore.")):
                 continue
             dep = own(target)
@@ -226,14 +194,18 @@ def graph() -> tuple[dict[str, set[str]], list[str]]:
                 continue
             if dep == m:
                 continue
-            if layer_of(dep) > layer_of(m):
+            if dep == "snapcore" and m != "snapcore":
+                bad.append(
+                    f"{m}:{line} imports the package root, the front door for users: "
+                    "import from the module that defines the name"
+                )
+            elif layer_of(dep) > layer_of(m):
                 up = LAYERS[layer_of(dep)][0] if dep != "snapcore" else "the package root"
                 bad.append(
                     f"{m}:{line} (layer {LAYERS[layer_of(m)][0]!r}) imports {dep} "
                     f"(layer {up!r}): imports must not go up a layer"
                 )
-            if not type_only:
-                edges[m].add(dep)
+            edges[m].add(dep)
     return edges, bad
 
 
@@ -328,29 +300,164 @@ def _check_source(module: str, source: str, tmp_path: Path, monkeypatch) -> list
 @pytest.mark.parametrize(
     "source",
     [
-        "from snapcore.api import release\n",
+        "from snapcore.releases._api import release\n",
         "def f():\n    from snapcore import accuracy\n    return accuracy\n",
-        "import importlib\n\ndef f():\n    return importlib.import_module('snapcore.auditing')\n",
+        "import importlib\n\ndef f():\n    return importlib.import_module('snapcore.analysis._audit')\n",
     ],
     ids=["top-level", "inside-function", "importlib"],
 )
 def test_checker_catches_an_upward_import(source, tmp_path, monkeypatch):
-    bad = _check_source("snapcore.params", source, tmp_path, monkeypatch)
-    assert any("snapcore.params" in b and "up a layer" in b for b in bad), bad
+    bad = _check_source("snapcore.calibration._params", source, tmp_path, monkeypatch)
+    assert any("snapcore.calibration._params" in b and "up a layer" in b for b in bad), bad
 
 
 def test_checker_catches_a_cycle(tmp_path, monkeypatch):
     # errors -> dyadic would be upward; within one layer a back edge makes a cycle.
-    src = "def f():\n    from snapcore.sources import RandomSource\n"
+    src = "def f():\n    from snapcore.randomness._sources import RandomSource\n"
     path = tmp_path / "planted.py"
-    path.write_text(MODULES["snapcore.backend"].read_text(encoding="utf-8") + src)
-    monkeypatch.setitem(MODULES, "snapcore.backend", path)
+    path.write_text(MODULES["snapcore.pipeline._backend"].read_text(encoding="utf-8") + src)
+    monkeypatch.setitem(MODULES, "snapcore.pipeline._backend", path)
     plant = tmp_path / "planted2.py"
     plant.write_text(
-        MODULES["snapcore.sources"].read_text(encoding="utf-8")
-        + ("\n\ndef g():\n    from snapcore.backend import Backend\n")
+        MODULES["snapcore.randomness._sources"].read_text(encoding="utf-8")
+        + ("\n\ndef g():\n    from snapcore.pipeline._backend import Backend\n")
     )
-    monkeypatch.setitem(MODULES, "snapcore.sources", plant)
+    monkeypatch.setitem(MODULES, "snapcore.randomness._sources", plant)
     edges, _ = graph()
     cycle = find_cycle(edges)
-    assert cycle is not None and {"snapcore.backend", "snapcore.sources"} <= set(cycle)
+    assert cycle is not None and {
+        "snapcore.pipeline._backend",
+        "snapcore.randomness._sources",
+    } <= set(cycle)
+
+
+# -- no module writes another object's private attributes -----------------------------
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _owner_ok(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+def private_writes(source: str, module: str) -> list[str]:
+    """``module:line`` for each assignment to another object's private attribute."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        flat: list[ast.AST] = []
+        while targets:
+            tgt = targets.pop()
+            if isinstance(tgt, ast.Tuple | ast.List):
+                targets.extend(tgt.elts)
+            else:
+                flat.append(tgt)
+        for tgt in flat:
+            if (
+                isinstance(tgt, ast.Attribute)
+                and _is_private(tgt.attr)
+                and not _owner_ok(tgt.value)
+            ):
+                found.append(f"{module}:{tgt.lineno} writes {ast.unparse(tgt)}")
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = ast.unparse(f)
+            if name in ("setattr", "object.__setattr__", "delattr") and len(node.args) >= 2:
+                owner, attr = node.args[0], node.args[1]
+                if (
+                    isinstance(attr, ast.Constant)
+                    and isinstance(attr.value, str)
+                    and _is_private(attr.value)
+                    and not _owner_ok(owner)
+                ):
+                    found.append(
+                        f"{module}:{node.lineno} writes {ast.unparse(owner)}.{attr.value}"
+                    )
+    return found
+
+
+def test_no_module_writes_another_objects_private_attributes():
+    problems = [
+        w for m, path in MODULES.items() for w in private_writes(path.read_text("utf-8"), m)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(mech, s):\n    mech._source = s\n",
+        "def f(mech, s):\n    sib = copy(mech)\n    sib._source, sib._timing = s, None\n",
+        "def f(mech, s):\n    setattr(mech, '_scalar', s)\n",
+        "def f(r):\n    object.__setattr__(r, '_cache', 1)\n",
+        "def f(mech):\n    mech._count += 1\n",
+    ],
+    ids=["assign", "tuple", "setattr", "object-setattr", "augmented"],
+)
+def test_checker_catches_a_private_write(source):
+    assert private_writes(source, "planted"), source
+
+
+def test_checker_allows_own_private_attributes():
+    src = (
+        "class A:\n    def __init__(self):\n        self._x = 1\n"
+        "        object.__setattr__(self, '_y', 2)\n"
+        "    @classmethod\n    def make(cls):\n        cls._count = 0\n"
+        "def g(a):\n    a.public = 1\n    a.__dict__ = {}\n"
+    )
+    assert private_writes(src, "planted") == []
+
+
+# -- the layout: ls snapcore shows the layers ---------------------------------------
+
+
+def test_every_module_lives_in_a_layer_package():
+    loose = sorted(
+        m
+        for m in MODULES
+        if m.count(".") == 1 and m not in TOP_LEVEL and MODULES[m].name != "__init__.py"
+    )
+    assert not loose, f"modules outside a layer's package: {loose}"
+    packages = {m for m, path in MODULES.items() if path.name == "__init__.py"}
+    for pkg in packages - {"snapcore"}:
+        doc = ast.get_docstring(ast.parse(MODULES[pkg].read_text("utf-8")))
+        assert doc, f"{pkg} has no docstring saying what the layer is for"
+
+
+def test_checker_catches_an_annotation_cycle(tmp_path, monkeypatch):
+    # The release API and the group-by release naming each other's types only for
+    # the type checker is still a cycle.
+    api = tmp_path / "api.py"
+    api.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from snapcore.releases._grouped import GroupedRelease\n"
+    )
+    grouped = tmp_path / "grouped.py"
+    grouped.write_text("from snapcore.releases._api import Release\n")
+    monkeypatch.setitem(MODULES, "snapcore.releases._api", api)
+    monkeypatch.setitem(MODULES, "snapcore.releases._grouped", grouped)
+    edges, _ = graph()
+    cycle = find_cycle(edges)
+    assert cycle is not None
+    assert {"snapcore.releases._api", "snapcore.releases._grouped"} <= set(cycle)
+
+
+def test_checker_catches_an_import_of_the_root(tmp_path, monkeypatch):
+    bad = _check_source("snapcore.cli.plot", "import snapcore\n", tmp_path, monkeypatch)
+    assert any("package root" in b for b in bad), bad
+
+
+def test_checker_catches_a_loose_module(tmp_path, monkeypatch):
+    path = tmp_path / "timing.py"
+    path.write_text("X = 1\n")
+    monkeypatch.setitem(MODULES, "snapcore.timing", path)
+    with pytest.raises(AssertionError, match=r"snapcore\.timing"):
+        test_every_module_lives_in_a_layer_package()

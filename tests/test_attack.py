@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from snapcore import SeededSource, SnappingMechanism
-from snapcore.attack import (
+from snapcore.analysis._attack import (
     K_MAX,
     find_witness,
     naive_likelihood,

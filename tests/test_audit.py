@@ -1,4 +1,4 @@
-"""The exact privacy audit (snapcore.auditing): against brute force, against the
+"""The exact privacy audit (snapcore.analysis._audit): against brute force, against the
 analytic snapped-Laplace law, and over a grid of parameters for every backend."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tiny_mechanism import TinyMechanism, brute_force
 
 import snapcore
 from snapcore import SnappingMechanism
-from snapcore.auditing import (
+from snapcore.analysis._audit import (
     ExactOutputDistribution,
     UGrid,
     audit,
@@ -20,7 +20,7 @@ from snapcore.auditing import (
     exact_output_distribution,
 )
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
-from snapcore.plugins import get_registries
+from snapcore.plugins._manager import get_registries
 
 BACKENDS = get_registries().backends.available()
 
@@ -478,7 +478,7 @@ def test_clamped_outputs_are_the_user_endpoints():
 def test_direct_walk_gives_the_same_distribution_as_transform(kw, values, q):
     """The fast path (grid indices through Pipeline.snap_index, boundaries guessed with MPFR)
     gives exactly the distribution of the straightforward walk over ``transform``."""
-    from snapcore import auditing
+    from snapcore.analysis import _audit as auditing
 
     m = SnappingMechanism(**kw)
     for v in values:

@@ -19,10 +19,10 @@ import pluggy
 import pytest
 import tomllib
 
-from snapcore import hookspecs
-from snapcore.dyadic import round_ratio
 from snapcore.errors import BackendUnavailableError
-from snapcore.plugins import BUILTIN_PLUGINS, Registries, get_registries
+from snapcore.exact._dyadic import round_ratio
+from snapcore.plugins import _hookspecs as hookspecs
+from snapcore.plugins._manager import BUILTIN_PLUGINS, Registries, get_registries
 from snapcore.testing.checks import hard_ln_cases
 from snapcore.testing.reference import (
     ln_enclosure,
@@ -91,10 +91,10 @@ def test_missing_library_makes_backend_unavailable(monkeypatch, module, library,
     with pytest.raises(BackendUnavailableError, match=hint):
         reg.backends.create(name)
 
-    import snapcore.plugins
-    from snapcore.mechanism import SnappingMechanism
+    import snapcore.plugins._manager
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
-    monkeypatch.setattr(snapcore.plugins, "_registries", reg)
+    monkeypatch.setattr(snapcore.plugins._manager, "_registries", reg)
     with pytest.raises(BackendUnavailableError, match=hint):
         SnappingMechanism(epsilon=1.0, clamp_bound=1.0, backend=name)
 
@@ -262,7 +262,7 @@ def test_hard_cases_are_as_hard_as_claimed():
 
 def test_core_round_ratio_directed_modes_agree_with_mpfr():
     # The same regression for the directed roundings the calibration uses (λ = RU(1/ε′)).
-    from snapcore.dyadic import Rounding
+    from snapcore.exact._dyadic import Rounding
 
     modes = {
         Rounding.NEAREST: gmpy2.RoundToNearest,

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("cryptography")
 
-from snapcore.chacha import ChaCha20Source
 from snapcore.errors import BackendUnavailableError
+from snapcore.randomness._chacha import ChaCha20Source
 
 LIMIT = 1024  # re-key limit in these tests
 BLOCK = 256  # refill block in these tests
@@ -60,8 +60,8 @@ class KnownKeys:
 
 
 def fresh_source(mp: pytest.MonkeyPatch, seed: int) -> tuple[ChaCha20Source, KnownKeys]:
-    mp.setattr("snapcore.chacha.REKEY_BYTES", LIMIT)
-    mp.setattr("snapcore.chacha._BLOCK", BLOCK)
+    mp.setattr("snapcore.randomness._chacha.REKEY_BYTES", LIMIT)
+    mp.setattr("snapcore.randomness._chacha._BLOCK", BLOCK)
     fake = KnownKeys(seed)
     mp.setattr(os, "urandom", fake)
     return ChaCha20Source(), fake

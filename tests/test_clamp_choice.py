@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore.bounds import (
+from snapcore.calibration._clamp import (
     choose_clamp_bounds,
     given_clamp_bounds,
     ln_upper,

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import snapcore
 from snapcore.cli import main
-from snapcore.plugins import get_registries
+from snapcore.plugins._manager import get_registries
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -179,7 +179,7 @@ def test_plot_json(tmp_path: Path):
 
 def test_plot_from_a_release_plan(tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from snapcore.accuracy import plan_calibration
+    from snapcore.analysis._accuracy import plan_calibration
 
     out = tmp_path / "d.png"
     args = ("plot", "distribution", "--statistic", "mean", "--n", "442")
@@ -225,18 +225,18 @@ def test_budget_ledger_json(tmp_path: Path):
 
 
 def test_budget_refusal_is_exit_4_and_internal_is_1(monkeypatch):
-    import snapcore.api
+    import snapcore.releases._api
     from snapcore.errors import BudgetExceededError
 
     def refuse(*a, **k):
         raise BudgetExceededError("release refused: no budget left")
 
-    monkeypatch.setattr(snapcore.api, "release", refuse)
+    monkeypatch.setattr(snapcore.releases._api, "release", refuse)
     error_of(run("release", "count", "-e", "1", "--json"), EXIT_REFUSED, "privacy refused")
 
     def crash(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(snapcore.api, "release", crash)
+    monkeypatch.setattr(snapcore.releases._api, "release", crash)
     msg = error_of(run("release", "count", "-e", "1", "--json"), EXIT_INTERNAL, "internal")
     assert "RuntimeError" in msg

@@ -1,11 +1,11 @@
-"""`snapcore compare` and snapcore.compare.compare_backends (small sizes)."""
+"""`snapcore compare` and snapcore.testing._comparison.compare_backends (small sizes)."""
 
 from __future__ import annotations
 
 from click.testing import CliRunner
 
 from snapcore.cli import SUBCOMMANDS, main
-from snapcore.compare import (
+from snapcore.testing._comparison import (
     compare_backends,
     compare_statistics,
     format_statistics_table,

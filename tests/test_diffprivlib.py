@@ -19,10 +19,10 @@ from tiny_mechanism import TinyMechanism, brute_force
 
 import snapcore
 from snapcore import AuditLimitError, Budget, BudgetExceededError, ParameterError, ReplaySource
-from snapcore.auditing import exact_output_distribution
-from snapcore.diffprivlib import AccountantBudget, SnapcoreAccountant, Snapping
-from snapcore.ledger import Ledger
-from snapcore.sources import ByteSource, SystemSource
+from snapcore.adapters.diffprivlib import AccountantBudget, SnapcoreAccountant, Snapping
+from snapcore.analysis._audit import exact_output_distribution
+from snapcore.randomness._sources import ByteSource, SystemSource
+from snapcore.releases._ledger import Ledger
 
 
 class _Bytes(ByteSource):

@@ -1,4 +1,4 @@
-"""One short-decimal rule for every number a person reads (snapcore.display.short)."""
+"""One short-decimal rule for every number a person reads (snapcore._display.short)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snapcore import Budget
+from snapcore._display import DIGITS, short
 from snapcore.cli import main
-from snapcore.display import DIGITS, short
-from snapcore.mechanism import SnappingMechanism
+from snapcore.mechanism._mechanism import SnappingMechanism
 
 
 @given(

@@ -1,8 +1,8 @@
 """Rules that change ordinary outputs, each checked directly as a property.
 
 - **Ties to even** (docs/semantics.md, rounding ``RN``): every backend-independent
-  caller of the core's rounding (:func:`snapcore.dyadic.round_ratio`,
-  :func:`~snapcore.dyadic.round_fraction`, :func:`~snapcore.dyadic.round_dyadic`,
+  caller of the core's rounding (:func:`snapcore.exact._dyadic.round_ratio`,
+  :func:`~snapcore.exact._dyadic.round_fraction`, :func:`~snapcore.exact._dyadic.round_dyadic`,
   the *add* stage and the calibration's ``b = RN(B/Δ)``) is given exact ties and
   compared with the independent reference ``snapref.round_p``.
 - **The endpoint rule** (docs/semantics.md [S9]): a clamped ``z′ = ±b`` gives the user's endpoint
@@ -10,7 +10,7 @@
   Δ = 0.7, bounds (−2, 0) gives 0.0, not c + Δ·b ≈ −1.67e−36.
 - **The grid path needs no output clamp**: ``c + Δ·k·Λ`` for the outermost grid points
   strictly inside ``(−b, b)`` lies strictly inside the interval (the premise of the
-  proof in :meth:`snapcore.pipeline.Pipeline._grid_output`), and its double lies in
+  proof in :meth:`snapcore.pipeline._stages.Pipeline._grid_output`), and its double lies in
   ``[lower, upper]``.
 
 Reproduce a failure with the ``@reproduce_failure`` line hypothesis prints.
@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from snapref import RN, reference_calibration, reference_stages, round_p
 
 from snapcore import SnappingMechanism
-from snapcore.dyadic import round_dyadic, round_fraction, round_ratio, to_fraction
-from snapcore.params import derive_calibration
-from snapcore.pipeline import Pipeline, add
+from snapcore.calibration._params import derive_calibration
+from snapcore.exact._dyadic import round_dyadic, round_fraction, round_ratio, to_fraction
+from snapcore.pipeline._stages import Pipeline, add
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PRECISIONS = st.sampled_from([2, 3, 8, 24, 53, 64, 118, 119, 200])
@@ -207,7 +207,7 @@ def test_outermost_grid_points_lie_inside_the_interval(eps, delta, lo, width, ex
 def test_is_p_bit_matches_reference(m, p):
     from snapref import is_p_bit as ref_is_p_bit
 
-    from snapcore.dyadic import is_p_bit
+    from snapcore.exact._dyadic import is_p_bit
 
     assert is_p_bit(m, p) == (m == 0 or ref_is_p_bit(Fraction(m), p))
 
@@ -220,7 +220,7 @@ def test_is_p_bit_matches_reference(m, p):
     e2=st.integers(-300, 300),
 )
 def test_dyadic_cmp_and_to_fraction_are_exact(m1, e1, m2, e2):
-    from snapcore.dyadic import dyadic_cmp
+    from snapcore.exact._dyadic import dyadic_cmp
 
     a, b = Fraction(m1) * Fraction(2) ** e1, Fraction(m2) * Fraction(2) ** e2
     assert to_fraction(m1, e1) == a
@@ -245,7 +245,7 @@ def test_snap_is_floor_of_y_over_lambda_plus_half(m, e, L):
     """Stage *snap* ([S7]) for any dyadic y, also when y's exponent is at or above L."""
     import math
 
-    from snapcore.pipeline import snap
+    from snapcore.pipeline._stages import snap
 
     y = Fraction(m) * Fraction(2) ** e
     assert snap(m, e, L) == math.floor(y / Fraction(2) ** L + Fraction(1, 2))
@@ -261,7 +261,7 @@ def test_snap_is_floor_of_y_over_lambda_plus_half(m, e, L):
     ],
 )
 def test_run_many_equals_run_element_by_element(kw):
-    from snapcore.sources import SeededSource
+    from snapcore.randomness._sources import SeededSource
 
     mech = SnappingMechanism(**kw)
     cal = mech.calibration

@@ -1,4 +1,4 @@
-"""snapcore.exact: sums and dot products of doubles, exactly (against Fractions)."""
+"""snapcore.exact._sums: sums and dot products of doubles, exactly (against Fractions)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapcore.errors import ParameterError
-from snapcore.exact import (
+from snapcore.exact._sums import (
     DOT_SCALE,
     SUM_SCALE,
     clamped_cross_moments,

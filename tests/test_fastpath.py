@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.dyadic import round_fraction, to_fraction
-from snapcore.plugins import BUILTIN_PLUGINS, get_registries
-from snapcore.sources import ByteSource, Draw, ReplaySource, SeededSource
+from snapcore.exact._dyadic import round_fraction, to_fraction
+from snapcore.pipeline import _fastpath as fp
+from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries
+from snapcore.randomness._sources import ByteSource, Draw, ReplaySource, SeededSource
 
 ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 
@@ -587,7 +587,7 @@ def test_output_stage_computed_and_certified():
     k = np.arange(-eng.kmax - 3, eng.kmax + 4, max(1, eng.kmax // 5000), dtype=np.int64)
     k = np.concatenate([k, [-eng.kmax, eng.kmax, 0, 1, -1]])
     out, bad = eng.outputs(k, mech._pipeline)
-    from snapcore.pipeline import clamp
+    from snapcore.pipeline._stages import clamp
 
     L, b = mech.calibration.granularity_log2, mech.calibration.unit_clamp_bound_dyadic
     ref = np.array([mech._pipeline.output(clamp(int(kk), L, b)) for kk in k])
@@ -597,7 +597,7 @@ def test_output_stage_computed_and_certified():
 
 def test_system_source_large_reads():
     """Large reads bypass the buffer but keep the stream's byte accounting."""
-    from snapcore.sources import SystemSource
+    from snapcore.randomness._sources import SystemSource
 
     src = SystemSource()
     a = src.read(5)
@@ -611,7 +611,7 @@ def test_system_source_large_reads():
 
 
 def test_default_source_is_chacha20():
-    from snapcore.chacha import ChaCha20Source
+    from snapcore.randomness._chacha import ChaCha20Source
 
     m = SnappingMechanism(epsilon=1.0, clamp_bound=1.0)
     assert type(m.source) is ChaCha20Source and m.source.cryptographic
@@ -620,7 +620,7 @@ def test_default_source_is_chacha20():
 
 def test_chacha20_source():
     pytest.importorskip("cryptography")
-    from snapcore.chacha import ChaCha20Source
+    from snapcore.randomness._chacha import ChaCha20Source
 
     reg = get_registries()
     assert "chacha20" in reg.sources.names()
@@ -647,8 +647,8 @@ def test_mpfr_batch_declines_for_a_modified_arithmetic():
 
     from snapcore.backends.mpfr import MPFRArithmetic, MPFRBackend
 
-    from snapcore.pipeline import Pipeline
-    from snapcore.sources import ReplaySource
+    from snapcore.pipeline._stages import Pipeline
+    from snapcore.randomness._sources import ReplaySource
 
     class Modified(MPFRArithmetic):
         pass

@@ -36,9 +36,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.pipeline import clamp
-from snapcore.sources import SeededSource
+from snapcore.pipeline import _fastpath as fp
+from snapcore.pipeline._stages import clamp
+from snapcore.randomness._sources import SeededSource
 
 KW = dict(
     epsilon=2.0**-8 * (1 + 2**-40), clamp_bounds=(2.0**-100, 2.0**61), sensitivity=1 + 2**-52

@@ -19,8 +19,8 @@ import random
 import numpy as np
 import pytest
 
-from snapcore import fastpath as fp
-from snapcore.sources import decode_draw
+from snapcore.pipeline import _fastpath as fp
+from snapcore.randomness._sources import decode_draw
 from snapcore.testing.sources import FixedBytes
 
 #: Exponent words: 2**k − 1 and 2**k − 2**(k−54) − 1 round up to 2**k as doubles (for

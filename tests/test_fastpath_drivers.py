@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.pipeline import clamp
-from snapcore.sources import Draw, SeededSource
+from snapcore.pipeline import _fastpath as fp
+from snapcore.pipeline._stages import clamp
+from snapcore.randomness._sources import Draw, SeededSource
 from snapcore.testing.sources import FixedBytes
 
 ENGINES = ["numpy", *(["numba"] if fp.numba_available() else [])]

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.sources import SeededSource
+from snapcore.pipeline import _fastpath as fp
+from snapcore.randomness._sources import SeededSource
 
 ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 

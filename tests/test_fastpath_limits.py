@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.dyadic import to_fraction
-from snapcore.params import calibrate
-from snapcore.pipeline import Pipeline
-from snapcore.sources import SeededSource
+from snapcore.calibration._params import calibrate
+from snapcore.exact._dyadic import to_fraction
+from snapcore.pipeline import _fastpath as fp
+from snapcore.pipeline._stages import Pipeline
+from snapcore.randomness._sources import SeededSource
 
 ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 TWO = Fraction(2)

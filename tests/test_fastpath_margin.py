@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore import fastpath as fp
-from snapcore.dyadic import to_fraction
-from snapcore.sources import Draw, SeededSource
+from snapcore.exact._dyadic import to_fraction
+from snapcore.pipeline import _fastpath as fp
+from snapcore.randomness._sources import Draw, SeededSource
 
 PARAMS = [
     dict(epsilon=1.0, clamp_bounds=(0.0, 100.0)),

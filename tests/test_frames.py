@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import snapcore
+from snapcore.data._frames import to_columns
 from snapcore.errors import ParameterError
-from snapcore.frames import to_columns
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")

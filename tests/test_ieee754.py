@@ -1,8 +1,8 @@
-"""The IEEE-754 double algorithms (snapcore.ieee754) against exact references.
+"""The IEEE-754 double algorithms (snapcore.exact._ieee754) against exact references.
 
 References, all independent of the bit manipulation under test:
 
-* ``ref_exact``: the mechanism's exact integer snap :func:`snapcore.pipeline.snap` on
+* ``ref_exact``: the mechanism's exact integer snap :func:`snapcore.pipeline._stages.snap` on
   the ``(m, e)`` pair from :meth:`float.as_integer_ratio`, scaled back by ``ldexp``;
 * ``ref_fraction``: ``⌊Fraction(x)/Λ + 1/2⌋·Λ`` in rationals, written here;
 * ``ref_vec``: a NumPy port of the exact integer snap (``frexp`` → 53-bit int64
@@ -23,15 +23,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from snapcore.calibration._params import ceil_log2
 from snapcore.errors import ParameterError, SnapcoreError, SnapOverflowError
-from snapcore.ieee754 import (
+from snapcore.exact._ieee754 import (
     granularity_from_double,
     power_of_two_exponent,
     snap_double,
     snap_doubles,
 )
-from snapcore.params import ceil_log2
-from snapcore.pipeline import snap
+from snapcore.pipeline._stages import snap
 
 DBL_MAX = sys.float_info.max
 TINY = 5e-324  # 2**-1074
@@ -51,7 +51,7 @@ def from_bits(w: int) -> float:
 
 
 def ref_exact(x: float, L: int) -> float:
-    """``snapcore.pipeline.snap`` on x's exact pair; OverflowError if not a double."""
+    """``snapcore.pipeline._stages.snap`` on x's exact pair; OverflowError if not a double."""
     n, d = x.as_integer_ratio()
     k = snap(n, -(d.bit_length() - 1), L)
     if k == 0:

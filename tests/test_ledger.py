@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
-from snapcore.budget import LedgerBudget
+from snapcore._display import short
 from snapcore.cli import main
-from snapcore.display import short
 from snapcore.errors import LedgerError, ParameterError
-from snapcore.ledger import Ledger, parse_epsilon
+from snapcore.releases._budget import LedgerBudget
+from snapcore.releases._ledger import Ledger, parse_epsilon
 
 DATA = [float(v) for v in range(20)]
 SPAWN = multiprocessing.get_context("spawn")

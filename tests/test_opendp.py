@@ -14,14 +14,14 @@ from opendp.mod import OpenDPException
 
 import snapcore
 from snapcore import SeededSource, SnappingMechanism
-from snapcore.errors import ParameterError
-from snapcore.opendp import (
+from snapcore.adapters.opendp import (
     make_snapping,
     make_statistic,
     round_up,
     then_snapping,
     then_statistic,
 )
+from snapcore.errors import ParameterError
 
 FLOATS = (dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float))
 DATA = [float(v) for v in range(0, 100, 3)]
@@ -230,7 +230,7 @@ def pairs_data(n: int = 200, seed: int = 0) -> np.ndarray:
     return np.column_stack([x, (x - 5.0) * 0.8 + rng.normal(0.0, 1.0, n)])
 
 
-class DrawCounter(snapcore.sources.RandomSource):
+class DrawCounter(snapcore.randomness._sources.RandomSource):
     """A seeded source that counts every request for randomness."""
 
     name = "draw-counter"

@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError, WorkerError
-from snapcore.partials import _worker_partial
-from snapcore.plugins import get_registries
-from snapcore.statistic import accumulate
+from snapcore.plugins._manager import get_registries
+from snapcore.plugins._statistic import accumulate
+from snapcore.releases._partials import _worker_partial
 
 REPLACE = snapcore.Neighbouring.REPLACE
 
@@ -293,7 +293,7 @@ def test_bin_counts_against_exact_comparisons(engine, edges, xs, even, drop):
     them (clamped or dropped), and edges spanning the whole double range."""
     import bisect
 
-    from snapcore.exact import bin_counts
+    from snapcore.exact._sums import bin_counts
 
     case = _edges_and_pool(edges, xs, even)
     if case is None:
@@ -314,7 +314,7 @@ def test_bin_counts_against_exact_comparisons(engine, edges, xs, even, drop):
 
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_bin_counts_refuses_non_finite(engine):
-    from snapcore.exact import bin_counts
+    from snapcore.exact._sums import bin_counts
 
     for bad in (np.nan, np.inf, -np.inf):
         x = np.full(1000, 0.5)

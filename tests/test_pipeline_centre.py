@@ -19,9 +19,9 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from tiny_mechanism import TinyMechanism
 
-from snapcore.params import derive_calibration
-from snapcore.pipeline import Pipeline, add
-from snapcore.plugins import get_registries
+from snapcore.calibration._params import derive_calibration
+from snapcore.pipeline._stages import Pipeline, add
+from snapcore.plugins._manager import get_registries
 
 TWO = Fraction(2)
 

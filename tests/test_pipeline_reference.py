@@ -33,8 +33,8 @@ from snapref import (
 )
 
 from snapcore import ParameterError, SnappingMechanism
-from snapcore.display import short
-from snapcore.dyadic import Rounding, round_fraction, to_fraction
+from snapcore._display import short
+from snapcore.exact._dyadic import Rounding, round_fraction, to_fraction
 
 SETTINGS = settings(
     max_examples=400,
@@ -418,9 +418,9 @@ def test_tie_goes_to_plus_infinity():
 @given(kw=parameters(), data=st.data())
 def test_every_stage_matches_reference(kw, data):
     """Stage by stage (x, N, y, k, z′): a failure names the first stage that differs."""
-    from snapcore.dyadic import to_fraction
-    from snapcore.pipeline import Pipeline
-    from snapcore.sources import draw_from_u
+    from snapcore.exact._dyadic import to_fraction
+    from snapcore.pipeline._stages import Pipeline
+    from snapcore.randomness._sources import draw_from_u
 
     try:
         ref = reference_for(kw)
@@ -461,7 +461,7 @@ def test_centred_neighbours_are_at_most_one_apart(v, delta, lo):
     Rounding x to p bits first (rounding x as in a floating-point evaluation) could stretch this to
     1 + 2·b·η, which Mironov's bound does not cover; see docs/semantics.md.
     """
-    from snapcore.pipeline import Pipeline
+    from snapcore.pipeline._stages import Pipeline
 
     mech = SnappingMechanism(epsilon=1.0, sensitivity=delta, clamp_bounds=(lo, lo + 1e4))
     pipe = Pipeline(mech.calibration, mech.backend.arithmetic(mech.precision))
@@ -486,7 +486,7 @@ def test_centred_neighbours_are_at_most_one_apart(v, delta, lo):
 )
 def test_add_rounds_the_exact_sum_once(p, xn, xk, nm, ne, dyadic):
     """Stage *add*: ``y = RN_p(x + N)`` for exact ``x`` (dyadic or not) and p-bit ``N``."""
-    from snapcore.pipeline import add
+    from snapcore.pipeline._stages import add
 
     assume(nm == 0 or abs(nm).bit_length() <= p)
     x = (xn, 1 << -xk) if xk <= 0 else (xn << xk, 1)

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore import timing
-from snapcore.sources import SeededSource
+from snapcore.mechanism import _padding as timing
+from snapcore.randomness._sources import SeededSource
 
 CONFIGS: list[dict[str, Any]] = [
     {"epsilon": 1.0, "sensitivity": 0.1, "clamp_bounds": (0.0, 100.0)},  # Δ not dyadic
@@ -113,7 +113,7 @@ def test_uniform_index_output_is_index_output(cfg: dict[str, Any]) -> None:
     negative=st.booleans(),
 )
 def test_uniform_add_is_add(v: float, which: int, nm: int, ne: int, negative: bool) -> None:
-    from snapcore.pipeline import add
+    from snapcore.pipeline._stages import add
 
     pipe = _pipe(CONFIGS[which])
     centre, add_uniform, _ = pipe.uniform_stages()
@@ -189,7 +189,7 @@ def test_padded_decoding_reads_the_same_draws_from_the_same_bytes(p: int) -> Non
     same bytes (the padded one's extra reads are empty)."""
     import random
 
-    from snapcore.sources import Draw, _decode_raw, _decode_raw_padded, encode_draw
+    from snapcore.randomness._sources import Draw, _decode_raw, _decode_raw_padded, encode_draw
 
     rng = random.Random(p)
     draws = []

@@ -23,7 +23,7 @@ import pytest
 import tomllib
 
 import snapcore
-import snapcore.plugins
+import snapcore.plugins._manager
 from snapcore import (
     BackendUnavailableError,
     ParameterError,
@@ -31,9 +31,9 @@ from snapcore import (
     ReplaySource,
     SnappingMechanism,
     hookimpl,
-    hookspecs,
 )
-from snapcore.plugins import BUILTIN_PLUGINS, get_registries, make_plugin_manager
+from snapcore.plugins import _hookspecs as hookspecs
+from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries, make_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ REF_BACKEND = '''
 from fractions import Fraction
 
 import snapcore
-import snapcore.sources
+import snapcore.randomness._sources
 import snapref
 from snapcore import Arithmetic, Backend, hookimpl
 
@@ -105,7 +105,7 @@ class ConstantSource(snapcore.RandomSource):
     name = "{source}"
 
     def draw(self, precision):
-        return snapcore.sources.draw_from_u(Fraction(3, 4), -1, precision)
+        return snapcore.randomness._sources.draw_from_u(Fraction(3, 4), -1, precision)
 
 
 class CountStatistic:
@@ -164,7 +164,7 @@ def one_hook(hook: str, body: str) -> str:
     return textwrap.dedent(
         f"""
         from snapcore import Backend, hookimpl
-        import snapcore.sources
+        import snapcore.randomness._sources
 
 
         @hookimpl
@@ -197,7 +197,7 @@ class Distributions:
             sys.path.append(str(where))
         self.modules.append(module)
         importlib.invalidate_caches()
-        snapcore.plugins.reset()
+        snapcore.plugins._manager.reset()
         return where
 
     def cleanup(self) -> None:
@@ -207,13 +207,13 @@ class Distributions:
         for m in self.modules:
             sys.modules.pop(m, None)
         importlib.invalidate_caches()
-        snapcore.plugins.reset()
+        snapcore.plugins._manager.reset()
 
 
 @pytest.fixture
 def dists(tmp_path):
     d = Distributions(tmp_path)
-    snapcore.plugins.reset()
+    snapcore.plugins._manager.reset()
     yield d
     d.cleanup()
 
@@ -264,7 +264,7 @@ def test_discovery_goes_through_importlib_metadata(dists):
     assert eps["ghost"] == "snapcore_ghost_plugin"
     assert "ghost" in get_registries().backends
     # Without entry points only the built-ins are there.
-    from snapcore.plugins import Registries
+    from snapcore.plugins._manager import Registries
 
     assert "ghost" not in Registries(make_plugin_manager(entry_points=False)).backends
 
@@ -321,7 +321,7 @@ def test_duplicate_backend_name_names_both_plugins(dists):
 
 
 def test_duplicate_source_name_names_both_plugins(dists):
-    body = "registry.add('system', snapcore.sources.SystemSource)"
+    body = "registry.add('system', snapcore.randomness._sources.SystemSource)"
     dists.add(
         "snapcore-twin",
         "snapcore_twin",
@@ -358,7 +358,7 @@ def test_duplicate_statistic_between_two_third_party_plugins(dists):
 def test_third_party_entry_point_cannot_take_a_builtin_plugin_name(dists):
     """A third-party distribution declaring an entry point named like a built-in
     plugin ("sources") must not silently replace the built-in."""
-    body = "registry.add('other', snapcore.sources.SystemSource)"
+    body = "registry.add('other', snapcore.randomness._sources.SystemSource)"
     dists.add(
         "snapcore-squatter",
         "snapcore_squatter",
@@ -377,7 +377,7 @@ def test_third_party_entry_point_cannot_take_a_builtin_plugin_name(dists):
 
 def test_two_third_party_entry_points_with_one_name(dists):
     """pluggy would keep whichever comes first on sys.path and drop the other."""
-    body = "registry.add('x-{}', snapcore.sources.SystemSource)"
+    body = "registry.add('x-{}', snapcore.randomness._sources.SystemSource)"
     dists.add(
         "snapcore-one",
         "snapcore_one",
@@ -412,7 +412,7 @@ def test_selection_by_name_not_load_order(dists):
             sys.path.remove(p)
         sys.path[0:0] = order
         importlib.invalidate_caches()
-        snapcore.plugins.reset()
+        snapcore.plugins._manager.reset()
         reg = get_registries()
         loaded = [n for n, _ in reg.plugin_manager.list_name_plugin() if n in ("alpha", "beta")]
         seen.append(loaded)
@@ -538,7 +538,7 @@ def test_misspelt_hook_in_an_installed_plugin_fails_loudly(dists):
 def test_builtin_declarations_are_what_the_builtins_register():
     """BUILTIN_PROVIDES (names known without importing) against an eager load of every
     built-in through its hooks."""
-    from snapcore.plugins import BUILTIN_PROVIDES, Registries
+    from snapcore.plugins._manager import BUILTIN_PROVIDES, Registries
 
     reg = Registries(make_plugin_manager(entry_points=False))
     registered: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -558,12 +558,12 @@ def test_a_release_imports_only_the_plugins_it_uses():
         """
         import sys
         import snapcore
-        from snapcore.plugins import get_registries
+        from snapcore.plugins._manager import get_registries
         m = snapcore.SnappingMechanism(epsilon=1.0, clamp_bound=4.0, timing="off")
         m.release(1.0)
         reg = get_registries()
         names = (reg.backends.names(), reg.statistics.names(), reg.sources.names())
-        from snapcore.plugins import BUILTIN_PLUGINS
+        from snapcore.plugins._manager import BUILTIN_PLUGINS
         mods = lambda: sorted(m for m in BUILTIN_PLUGINS.values() if m in sys.modules)
         print(mods())
         print(names)
@@ -575,17 +575,20 @@ def test_a_release_imports_only_the_plugins_it_uses():
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    # snapcore.sources is a plugin module the mechanism itself imports.
-    assert out[0] == "['snapcore.backends.mpfr', 'snapcore.chacha', 'snapcore.sources']"
+    # the plugin modules loaded by the names a release uses.
+    assert (
+        out[0]
+        == "['snapcore.backends.mpfr', 'snapcore.plugins._chacha20', 'snapcore.plugins._sources']"
+    )
     assert "'arb'" in out[1] and "'histogram'" in out[1] and "'seeded'" in out[1]
     assert out[2] == (
-        "['snapcore.backends.mpfr', 'snapcore.backends.mpmath_backend', 'snapcore.chacha', "
-        "'snapcore.sources', 'snapcore.statistics.counting']"
+        "['snapcore.backends.mpfr', 'snapcore.backends.mpmath_backend', 'snapcore.plugins._chacha20', "
+        "'snapcore.plugins._sources', 'snapcore.statistics.counting']"
     )
 
 
 def test_a_declared_name_the_plugin_does_not_register_is_an_error():
-    from snapcore.plugins import Registries
+    from snapcore.plugins._manager import Registries
 
     pm = make_plugin_manager(entry_points=False, builtins=False)
     reg = Registries(pm, {"mpfr": ("snapcore.backends.mpfr", {"backends": ("mpfr", "ghost")})})
@@ -629,7 +632,7 @@ def standard_finders(monkeypatch):
 def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(
     dists, tmp_path, standard_finders
 ):
-    from snapcore.plugins import _check_entry_point_names, _declaring_distributions
+    from snapcore.plugins._manager import _check_entry_point_names, _declaring_distributions
 
     # Declaring and non-declaring distributions, names that group together after
     # normalization, another group whose text mentions snapcore, an *.egg-info folder
@@ -671,7 +674,7 @@ def test_narrow_scan_finds_what_importlib_metadata_finds_in_its_order(
 
 
 def test_narrow_scan_gives_the_full_scans_names_and_errors(dists, monkeypatch, standard_finders):
-    import snapcore.plugins as plugins
+    import snapcore.plugins._manager as plugins
 
     assert plugins._declaring_distributions() is not None
 
@@ -710,12 +713,12 @@ def test_a_plugin_named_like_a_built_in_is_refused_by_name(dists):
 
 def test_plugin_installed_after_a_scan_is_found(dists):
     where = dists.add("snapcore-early", "snapcore_early_mod", PLAIN_PLUGIN, ep_name="early")
-    assert "late" not in snapcore.plugins._check_entry_point_names()
+    assert "late" not in snapcore.plugins._manager._check_entry_point_names()
     get_registries()
     # Installed into a folder already on sys.path, after the registries were built.
     src = REF_BACKEND.format(backend="latecomer", source="late-src", statistic="late-count")
     assert dists.add("snapcore-late", "snapcore_late_mod", src, ep_name="late") == where
-    assert snapcore.plugins._check_entry_point_names()["late"] == "snapcore_late_mod"
+    assert snapcore.plugins._manager._check_entry_point_names()["late"] == "snapcore_late_mod"
     reg = get_registries()  # dists.add reset the process-wide registries
     assert "latecomer" in reg.backends and reg.backends.origin("latecomer") == "late"
 
@@ -735,7 +738,7 @@ class _OtherFinder:
 def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
     monkeypatch, tmp_path, standard_finders
 ):
-    from snapcore.plugins import _declaring_distributions
+    from snapcore.plugins._manager import _declaring_distributions
 
     assert _declaring_distributions() is not None
     standard = sys.meta_path
@@ -750,7 +753,7 @@ def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
         zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\n")
     monkeypatch.setattr(sys, "path", [*sys.path, str(archive)])
     assert _declaring_distributions() is None
-    assert snapcore.plugins._check_entry_point_names()["zipped"] == "zipped"
+    assert snapcore.plugins._manager._check_entry_point_names()["zipped"] == "zipped"
     monkeypatch.setattr(sys, "path", sys.path[:-1])
     assert _declaring_distributions() is not None
     from importlib.machinery import PathFinder

@@ -197,7 +197,7 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_statistic_object_and_registry():
-    from snapcore.plugins import get_registries
+    from snapcore.plugins._manager import get_registries
 
     reg = get_registries().statistics
     assert {"count", "sum", "mean", "variance", "covariance", "histogram"} <= set(reg.names())
@@ -211,7 +211,7 @@ def test_builtin_entry_points_agree():
 
     import tomllib
 
-    from snapcore.plugins import BUILTIN_PLUGINS
+    from snapcore.plugins._manager import BUILTIN_PLUGINS
 
     root = Path(__file__).resolve().parent.parent
     eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
@@ -222,7 +222,7 @@ def test_builtin_entry_points_agree():
 def test_release_record_carries_its_accuracy():
     """The record's accuracy is the mechanism's, computed from the record's own fields."""
     import snapcore
-    from snapcore.accuracy import accuracy
+    from snapcore.analysis._accuracy import accuracy
 
     r = snapcore.release("mean", [34, 51, 29, 62, 45], epsilon=1.0, data_bounds=(0, 100))
     m = snapcore.SnappingMechanism(

@@ -1,7 +1,7 @@
 """The core's p-bit rounding, each function checked directly against the reference.
 
-:func:`snapcore.dyadic.round_dyadic` (the *add* stage's rounding when ``x`` is dyadic)
-and :func:`~snapcore.dyadic.round_ratio` are compared with the independent
+:func:`snapcore.exact._dyadic.round_dyadic` (the *add* stage's rounding when ``x`` is dyadic)
+and :func:`~snapcore.exact._dyadic.round_ratio` are compared with the independent
 ``snapref.round_p`` (exact Fractions and ``math.floor``) on every kind of input:
 exact p-bit values, values just above and below the half-way point (rounding up
 from an even mantissa to an odd one, which a wrong carry test gets wrong), ties, and
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from snapref import RN, RU, RZ, round_p
 
-from snapcore.dyadic import Rounding, round_dyadic, round_ratio, to_fraction
+from snapcore.exact._dyadic import Rounding, round_dyadic, round_ratio, to_fraction
 
 PRECISIONS = st.sampled_from([2, 3, 5, 24, 53, 118, 200])
 

@@ -1,7 +1,7 @@
 """The sampler: byte format ``snapcore-draw-v1``, the sources, and the distributions.
 
 Decoding is checked against hand-made byte strings whose (S, e, m) are derived here,
-bit by bit, from the format's text (module docstring of :mod:`snapcore.sources`).
+bit by bit, from the format's text (module docstring of :mod:`snapcore.randomness._sources`).
 The stream of SeededSource is re-implemented here from ``hashlib`` (BLAKE2b counter mode).
 Distribution checks run at fixed seeds (deterministic); each statistical assertion
 has false-alarm rate ``ALPHA`` = 1e-6: a correct sampler fails one only for a seed
@@ -23,7 +23,7 @@ from stattests import ALPHA, binomial_two_sided, chi_square, counts
 import snapcore
 from snapcore import ReplaySource, SeededSource, SourceExhaustedError, SystemSource
 from snapcore.errors import ParameterError
-from snapcore.sources import ByteSource, Draw
+from snapcore.randomness._sources import ByteSource, Draw
 
 FAST, SLOW = 20_000, 1_000_000
 
@@ -465,7 +465,7 @@ def test_replay_draws_are_all_or_nothing():
     from fractions import Fraction
 
     from snapcore import ParameterError
-    from snapcore.sources import ReplaySource
+    from snapcore.randomness._sources import ReplaySource
 
     src = ReplaySource([(1, Fraction(1, 2)), (1, Fraction(1, 3)), (-1, Fraction(3, 4))])
     with pytest.raises(ParameterError, match=r"draws\[1\]\.u"):

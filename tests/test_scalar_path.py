@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore.sources import ByteSource, SeededSource, decode_draw
+from snapcore.randomness._sources import ByteSource, SeededSource, decode_draw
 
 
 class _Bytes(ByteSource):
@@ -158,9 +158,9 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from snapcore.backends import mpfr as mp  # noqa: E402
 
-from snapcore import fastpath as fp  # noqa: E402
-from snapcore.dyadic import to_fraction  # noqa: E402
-from snapcore.sources import Draw  # noqa: E402
+from snapcore.exact._dyadic import to_fraction  # noqa: E402
+from snapcore.pipeline import _fastpath as fp  # noqa: E402
+from snapcore.randomness._sources import Draw  # noqa: E402
 
 needs_numba = pytest.mark.skipif(not fp.numba_available(), reason="the kernel needs numba")
 
@@ -278,7 +278,7 @@ def _mode(m: SnappingMechanism) -> float:
 
 
 def test_the_status_codes_the_release_reads_are_the_kernels():
-    """backends/mpfr.py reads the statuses as literals (importing snapcore.fastpath
+    """backends/mpfr.py reads the statuses as literals (importing snapcore.pipeline._fastpath
     would import numba)."""
     assert (fp.SCALAR_DONE, fp.SCALAR_EXACT, fp.SCALAR_CONTINUATION, fp.SCALAR_OUTPUT) == (
         0,
@@ -503,9 +503,9 @@ def test_a_padded_mechanism_never_takes_the_compiled_kernel(compiled, monkeypatc
 def test_compiled_scalar_after_follows_the_documented_rule(monkeypatch):
     monkeypatch.setattr(mp, "scalar_path_stats", mp.ScalarPathStats())
     monkeypatch.setattr(mp, "COMPILED_SCALAR_AFTER", 1 << 16)
-    monkeypatch.setitem(sys.modules, "snapcore.fastpath", None)  # not imported
+    monkeypatch.setitem(sys.modules, "snapcore.pipeline._fastpath", None)  # not imported
     assert mp.compiled_scalar_after() == 1 << 16
-    monkeypatch.setitem(sys.modules, "snapcore.fastpath", fp)
+    monkeypatch.setitem(sys.modules, "snapcore.pipeline._fastpath", fp)
     monkeypatch.setattr(fp, "compiled_engine_loaded", lambda: True)
     assert mp.compiled_scalar_after() == mp.COMPILED_SCALAR_AFTER_WARM
     mp.scalar_path_stats.loaded = True
@@ -524,7 +524,7 @@ def test_import_and_one_release_do_not_import_numba():
         "for t in ('off', None):\n"
         "    m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), timing=t)\n"
         "    assert 0.0 <= m.release(42.0) <= 100.0\n"
-        "bad = sorted(n for n in ('numba', 'llvmlite', 'snapcore.fastpath') if n in sys.modules)\n"
+        "bad = sorted(n for n in ('numba', 'llvmlite', 'snapcore.pipeline._fastpath') if n in sys.modules)\n"
         "assert not bad, bad\n"
     )
     env = {**__import__("os").environ, "PYTHONSAFEPATH": "1", "SNAPCORE_TIMING_STORE": "off"}

@@ -1,6 +1,6 @@
 """``draw_from_u``: a given ``U*`` as the draw the sources produce (docs/semantics.md).
 
-A :class:`~snapcore.sources.Draw` has a mantissa of exactly ``p`` bits and an exponent
+A :class:`~snapcore.randomness._sources.Draw` has a mantissa of exactly ``p`` bits and an exponent
 ``<= -p``; ``draw_from_u`` must give that normalised form for every p-bit ``U*`` in
 (0, 1), whatever its own width, and accept ``U*`` down to the backends' exponent
 range ``2**-(MIN_U_LOG2 − 1)``, refusing what lies below.  Checked with exact
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapcore.errors import ParameterError
-from snapcore.sources import MIN_U_LOG2, Draw, decode_draw, draw_from_u, encode_draw
+from snapcore.randomness._sources import MIN_U_LOG2, Draw, decode_draw, draw_from_u, encode_draw
 
 TWO = Fraction(2)
 

@@ -17,8 +17,8 @@ import warnings
 
 import pytest
 
-from snapcore.chacha import ChaCha20Source
-from snapcore.sources import ByteSource, SystemSource
+from snapcore.randomness._chacha import ChaCha20Source
+from snapcore.randomness._sources import ByteSource, SystemSource
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -132,7 +132,7 @@ def test_chacha20_readinto_is_read():
 
 
 def test_chacha20_rekeys_after_the_limit(monkeypatch):
-    import snapcore.chacha as chacha
+    import snapcore.randomness._chacha as chacha
 
     monkeypatch.setattr(chacha, "REKEY_BYTES", 1 << 16)
     src = ChaCha20Source()

@@ -11,7 +11,7 @@ replaces while the source keys itself, then recomputes the keystream with the
 
 Each operation of a generated schedule (``read``, ``draw``, ``draw_raw``, ``draws``,
 ``draws_raw`` at several precisions, including ones whose draws are larger than a
-refill block) is compared with :func:`snapcore.sources.decode_draw` applied to the
+refill block) is compared with :func:`snapcore.randomness._sources.decode_draw` applied to the
 expected stream from a cursor.  Reproduce a failure with the ``@reproduce_failure``
 line hypothesis prints.
 """
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapcore.sources import ByteSource, Draw, SystemSource, decode_draw
+from snapcore.randomness._sources import ByteSource, Draw, SystemSource, decode_draw
 
 
 class Stream:
@@ -203,7 +203,7 @@ class FakeUrandom:
 
 
 def chacha_with_known_key(monkeypatch: pytest.MonkeyPatch, seed: int):
-    from snapcore.chacha import ChaCha20Source
+    from snapcore.randomness._chacha import ChaCha20Source
 
     fake = FakeUrandom(seed)
     monkeypatch.setattr(os, "urandom", fake)
@@ -224,7 +224,7 @@ def key_nonce(key: bytes, nonce96: bytes) -> tuple[bytes, bytes]:
 def test_chacha20_decodes_its_keystream_once_in_order(block, seed, ops):
     with pytest.MonkeyPatch.context() as mp:
         if block is not None:  # refill more often than the production block of 1 MiB
-            mp.setattr("snapcore.chacha._BLOCK", block)
+            mp.setattr("snapcore.randomness._chacha._BLOCK", block)
         src, fake = chacha_with_known_key(mp, seed)
         key, nonce = key_nonce(*fake.given)
         ks = b""
@@ -257,8 +257,8 @@ def test_chacha20_rekey_starts_a_fresh_keystream(seed, sizes):
     byte repeated or skipped at the seams."""
     limit = 1000
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("snapcore.chacha.REKEY_BYTES", limit)
-        mp.setattr("snapcore.chacha._BLOCK", 256)
+        mp.setattr("snapcore.randomness._chacha.REKEY_BYTES", limit)
+        mp.setattr("snapcore.randomness._chacha._BLOCK", 256)
         src, fake = chacha_with_known_key(mp, seed)
         served = b"".join(src.read(n) for n in sizes)
         keys = [key_nonce(fake.given[i], fake.given[i + 1]) for i in range(0, len(fake.given), 2)]
@@ -298,7 +298,7 @@ def test_replay_source_scalar_draws_in_order_then_exhausted():
 
 def test_random_source_defaults_draw_one_at_a_time():
     """A source that only implements ``draw`` gets ``draws``/``draw_raw`` in stream order."""
-    from snapcore.sources import RandomSource
+    from snapcore.randomness._sources import RandomSource
 
     class Counting(RandomSource):
         name = "counting"

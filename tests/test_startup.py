@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import snapcore
-from snapcore.api import SYSTEM_SOURCE_MAX_VALUES
-from snapcore.sources import SeededSource
-from snapcore.timing import resolve_mode
+from snapcore.mechanism._padding import resolve_mode
+from snapcore.randomness._sources import SeededSource
+from snapcore.releases._api import SYSTEM_SOURCE_MAX_VALUES
 
 XS = [float(x) for x in np.random.default_rng(5).uniform(0, 100, 200)]
 
@@ -65,7 +65,7 @@ def test_the_os_source_is_padded_by_default_as_chacha20_is():
 NOT_IMPORTED = (
     "pyarrow",
     "pandas",
-    "snapcore.accuracy",
+    "snapcore.analysis._accuracy",
     "narwhals",
     "numba",
     "llvmlite",
@@ -73,13 +73,14 @@ NOT_IMPORTED = (
     "mpmath",
     "flint",
     "matplotlib",
-    "snapcore.chacha",
+    "snapcore.randomness._chacha",
+    "snapcore.plugins._chacha20",
     "snapcore.backends.mpmath_backend",
     "snapcore.backends.arb",
     "snapcore.backends.fast",
     "snapcore.statistics.counting",
-    "snapcore.ledger",
-    "snapcore.partials",
+    "snapcore.releases._ledger",
+    "snapcore.releases._partials",
 )
 
 
@@ -157,7 +158,7 @@ def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
 def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
     from fractions import Fraction
 
-    from snapcore.accuracy import accuracy
+    from snapcore.analysis._accuracy import accuracy
 
     kw = dict(kw)
     if isinstance(kw["epsilon"], str):
@@ -174,7 +175,7 @@ def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
 
 
 def test_a_record_without_noise_has_no_accuracy_either_way():
-    from snapcore.accuracy import accuracy
+    from snapcore.analysis._accuracy import accuracy
 
     r = snapcore.release("count", XS, n=len(XS), relation="replace", epsilon=1, timing="off")
     assert r.clamp_bounds is None

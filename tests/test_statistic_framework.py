@@ -1,6 +1,6 @@
-"""The statistic protocol's own checks (``snapcore.statistic``), against the rules.
+"""The statistic protocol's own checks (``snapcore.plugins._statistic``), against the rules.
 
-A :class:`~snapcore.statistic.Prepared` is what the mechanism trusts: its validators
+A :class:`~snapcore.plugins._statistic.Prepared` is what the mechanism trusts: its validators
 must refuse a sensitivity below 0, a range with ``lo > hi``, a budget share outside
 (0, 1], values that are not exact numbers and labels that do not match.  The request
 helpers (``check_n``, ``resolve_n``, ``one_column_bounds``, ``check_data_bounds``,
@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum
 
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.statistic import (
-    Neighbouring,
+from snapcore.plugins._statistic import (
     Prepared,
     Statistic,
     accumulate,

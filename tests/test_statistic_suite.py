@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from snapcore.statistic import Neighbouring
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.testing import RegisteredStatisticsConformance
 from snapcore.testing.statistic_checks import (
     Case,

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from snapcore.statistics.counting import Count, Histogram
 
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.statistic import Neighbouring
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE

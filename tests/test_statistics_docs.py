@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import snapcore
-from snapcore.plugins import get_registries
-from snapcore.statistic import Neighbouring
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.plugins._manager import get_registries
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "statistics.md"
 

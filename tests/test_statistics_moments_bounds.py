@@ -16,9 +16,9 @@ from fractions import Fraction
 import pytest
 from snapcore.statistics.moments import Sum, variance_range_bound
 
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.statistic import Neighbouring
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE

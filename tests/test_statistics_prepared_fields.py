@@ -16,9 +16,9 @@ import pytest
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum, Variance
 
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.statistic import Neighbouring
 
 REPLACE = Neighbouring.REPLACE
 ADD_REMOVE = Neighbouring.ADD_REMOVE

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import snapcore
 import snapcore.cli
-from snapcore import plugins
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError
+from snapcore.plugins import _manager as plugins
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "snapcore-rangecount"
 

@@ -1,4 +1,4 @@
-"""The mechanics of constant-time releases (snapcore.timing).
+"""The mechanics of constant-time releases (snapcore.mechanism._padding).
 
 These tests check what makes the padding work: a padded call never returns before its
 quantum, an overrun ends at the next multiple, quanta depend only on public properties
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import snapcore
-from snapcore import timing
 from snapcore.errors import ParameterError
-from snapcore.sources import Draw, ReplaySource, SeededSource, SystemSource
+from snapcore.mechanism import _padding as timing
+from snapcore.randomness._sources import Draw, ReplaySource, SeededSource, SystemSource
 
 MS = 1_000_000
 
@@ -435,7 +435,7 @@ def test_fallbacks_covered_leave_at_most_the_stated_risk() -> None:
 def test_array_calibration_includes_the_covered_exact_fallbacks(
     epsilon: float, bounds: tuple[float, float], stub_calibration: list[list[Any]]
 ) -> None:
-    from snapcore.fastpath import AUTO_MIN_SIZE, release_batch
+    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE, release_batch
 
     m = snapcore.SnappingMechanism(
         epsilon=epsilon, clamp_bounds=bounds, source=SystemSource(), timing="constant"
@@ -459,7 +459,7 @@ def test_array_calibration_includes_the_covered_exact_fallbacks(
 def test_short_arrays_and_exact_backends_get_no_fallback_class(
     stub_calibration: list[list[Any]],
 ) -> None:
-    from snapcore.fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
 
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SystemSource(), timing="constant"
@@ -480,7 +480,7 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
     draws chosen around ``1 − 2**-16`` (random draws land there once in 2**16)."""
     from snapcore.backends.mpfr import _exact_scalar
 
-    from snapcore.sources import encode_draw
+    from snapcore.randomness._sources import encode_draw
     from snapcore.testing.sources import FixedBytes
 
     m = snapcore.SnappingMechanism(
@@ -512,7 +512,7 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     """A padded array release runs ``fallbacks_covered(n)`` exact computations in all:
     the elements that fell back, and dummies on public inputs for the rest; an
     unpadded one runs only the fallbacks.  Outputs are the same either way."""
-    from snapcore.fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
 
     n = max(AUTO_MIN_SIZE, 4096)
     floor = timing.fallbacks_covered(n)

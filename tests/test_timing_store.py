@@ -1,4 +1,4 @@
-"""Calibrated quanta kept across processes (snapcore.timing.QuantaStore).
+"""Calibrated quanta kept across processes (snapcore.mechanism._padding.QuantaStore).
 
 A quantum is measured on public, synthetic inputs; the store only saves the command
 line from measuring it again on every run.  These tests check that a stored quantum is
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from snapcore import timing
+from snapcore.mechanism import _padding as timing
 
 
 @pytest.fixture(autouse=True)

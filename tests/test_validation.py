@@ -23,8 +23,8 @@ from snapcore import (
     SnappingMechanism,
     SourceExhaustedError,
 )
-from snapcore.params import calibrate
-from snapcore.sources import Draw, RandomSource
+from snapcore.calibration._params import calibrate
+from snapcore.randomness._sources import Draw, RandomSource
 
 NAN, INF = float("nan"), float("inf")
 
@@ -520,9 +520,9 @@ def test_u_below_the_backends_exponent_range_is_refused():
 
 
 def test_pipeline_refuses_an_arithmetic_of_another_precision():
-    from snapcore.params import calibrate
-    from snapcore.pipeline import Pipeline
-    from snapcore.plugins import get_registries
+    from snapcore.calibration._params import calibrate
+    from snapcore.pipeline._stages import Pipeline
+    from snapcore.plugins._manager import get_registries
 
     cal = calibrate(epsilon=1.0, clamp_bound=8.0)
     arith = get_registries().backends.create("mpfr").arithmetic(cal.precision + 1)

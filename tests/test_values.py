@@ -1,7 +1,7 @@
 """The one rule for values that enter (docs/semantics.md, "Values that enter").
 
 Independent references: exact ``Fraction``s built from each type by hand (not by
-``snapcore.values``), the scalar release path on the same draws, and exact audits.
+``snapcore.data._values``), the scalar release path on the same draws, and exact audits.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 import snapcore
 from snapcore import SnappingMechanism, audit
-from snapcore.dataset import as_dataset
+from snapcore.data._columns import as_dataset
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.data._values import category_key, exact_ratio, format_number
 from snapcore.errors import MissingValueError, ParameterError, SourceExhaustedError, show
-from snapcore.sources import Draw, RandomSource, ReplaySource, SeededSource
-from snapcore.statistic import Neighbouring
-from snapcore.values import category_key, exact_ratio, format_number
+from snapcore.randomness._sources import Draw, RandomSource, ReplaySource, SeededSource
 
 LD = np.longdouble
 
@@ -78,7 +78,7 @@ EXACT = [
 def test_accepted_types_are_read_exactly(v):
     n, d = exact_ratio(v)
     assert Fraction(n, d) == ref_fraction(v) and d > 0
-    assert snapcore.params.check_real("x", v) == ref_fraction(v)
+    assert snapcore.calibration._params.check_real("x", v) == ref_fraction(v)
 
 
 REFUSED = [
@@ -267,7 +267,7 @@ def test_container_release_equals_scalar_release(values, container, seed):
 
 def test_fast_path_list_of_mixed_doubles_equals_scalar():
     """Large enough for the vectorised path (mpfr backend): still the scalar outputs."""
-    from snapcore.fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
 
     rng = np.random.default_rng(5)
     base = rng.normal(0, 100, AUTO_MIN_SIZE + 10)

@@ -56,7 +56,7 @@ SCRIPT = textwrap.dedent(
         (0, 12345, 0),                          # subnormal
         (1, (1 << 63) | 0xABCDEF, 16383 + 200), # large
     ]
-    from snapcore.values import read_value, read_values
+    from snapcore.data._values import read_value, read_values
     exact = []
     for sign, mant, biased in cases:
         e = (biased or 1) - 16383 - 63

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from snapcore import Neighbouring, ParameterError, Prepared, Statistic, hookimpl
-from snapcore.statistic import resolve_n
+from snapcore.plugins._statistic import resolve_n
 
 
 def _endpoint(name: str, value: Any) -> float:

@@ -22,7 +22,7 @@ Exit status (the same with and without ``--json``):
   above ε).
 
 Calibrated timing quanta are kept across runs in a small SQLite file (see
-``snapcore.timing.QuantaStore``; ``SNAPCORE_TIMING_STORE`` names another file, or
+``snapcore.mechanism._padding.QuantaStore``; ``SNAPCORE_TIMING_STORE`` names another file, or
 ``off``).
 """
 
@@ -175,10 +175,10 @@ def main(ctx: click.Context) -> None:
 def _quanta_store() -> Any:
     """Keep calibrated timing quanta across runs (docs/timing.md): each run of a one-shot
     command would otherwise measure them again.  ``SNAPCORE_TIMING_STORE`` names the
-    file, or ``off``; the default is ``snapcore.timing.default_store_path()``."""
+    file, or ``off``; the default is ``snapcore.mechanism._padding.default_store_path()``."""
     import os
 
-    from snapcore import timing
+    from snapcore.mechanism import _padding as timing
 
     where = os.environ.get("SNAPCORE_TIMING_STORE", "")
     if where.lower() == "off":

@@ -68,8 +68,8 @@ def audit_command(
     Exit status: 0 if the loss is <= ε, 4 (privacy refused) if it is not, 2 on bad
     parameters, 1 if the audit finds the mechanism inconsistent.
     """
-    from snapcore.auditing import DEFAULT_MAX_OUTPUTS, audit
-    from snapcore.mechanism import SnappingMechanism
+    from snapcore.analysis._audit import DEFAULT_MAX_OUTPUTS, audit
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
     if neighbour is None:
         neighbour = value + sensitivity

@@ -6,7 +6,7 @@
     snapcore release mean --column age --bounds 0 100 --epsilon 0.25 --ledger budget.ledger
     snapcore budget show budget.ledger
 
-See :mod:`snapcore.ledger` for what the ledger guarantees.
+See :mod:`snapcore.releases._ledger` for what the ledger guarantees.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def budget() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the new ledger as JSON.")
 def init(ledger: str, epsilon: str, as_json: bool) -> None:
     """Create the ledger LEDGER holding a total ε (never overwrites a file)."""
-    from snapcore.display import short
-    from snapcore.ledger import Ledger, parse_epsilon
+    from snapcore._display import short
+    from snapcore.releases._ledger import Ledger, parse_epsilon
 
     # errors reach the command line's handler: exit status and --json (snapcore.cli)
     led = Ledger.init(ledger, parse_epsilon(epsilon))
@@ -50,8 +50,8 @@ def init(ledger: str, epsilon: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON (exact p/q too).")
 def show(ledger: str, as_json: bool) -> None:
     """Show the totals and the history of LEDGER (after checking it whole)."""
-    from snapcore.display import short
-    from snapcore.ledger import SCHEMA_VERSION, Ledger
+    from snapcore._display import short
+    from snapcore.releases._ledger import SCHEMA_VERSION, Ledger
 
     led = Ledger(ledger)
     st = led.state()

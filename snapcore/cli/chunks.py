@@ -3,7 +3,7 @@
 The file is never held in memory: pyarrow's streaming CSV reader (or a Parquet file's
 row batches) yields one block of records at a time, only the columns the statistic
 reads are converted, and each block is folded into the statistic's exact partial
-state (:mod:`snapcore.partials`).  Peak memory is a few blocks, whatever the file's
+state (:mod:`snapcore.releases._partials`).  Peak memory is a few blocks, whatever the file's
 size; the state, hence the release for the same draws, is the one of the whole file
 read at once.
 """
@@ -23,9 +23,9 @@ import numpy as np
 from snapcore.errors import DataError, ParameterError, keyword
 
 if TYPE_CHECKING:
-    from snapcore.missing import MissingPolicy
-    from snapcore.partials import Partial
-    from snapcore.statistic import Statistic
+    from snapcore.data._missing import MissingPolicy
+    from snapcore.plugins._statistic import Statistic
+    from snapcore.releases._partials import Partial
 
 __all__ = ["BLOCK_BYTES", "cell", "pyarrow_available", "stream_group_partials", "stream_partial"]
 
@@ -222,9 +222,9 @@ def _block_partial(
     options: dict[str, Any],
     policy: MissingPolicy | None,
 ) -> Partial:
-    from snapcore.dataset import Dataset
-    from snapcore.missing import apply_missing
-    from snapcore.partials import partial
+    from snapcore.data._columns import Dataset
+    from snapcore.data._missing import apply_missing
+    from snapcore.releases._partials import partial
 
     block = {c: block[c] for c in cols}
     if policy is not None and policy.kind != "error" and stat.columns:
@@ -263,7 +263,7 @@ def stream_partial(
     policy : MissingPolicy, optional
         A missing-value policy (``drop`` or ``impute``, checked against the relation by
         the caller) applied to each block before its partial state, exactly as a
-        release applies it to data held in memory (:func:`snapcore.missing.apply_missing`).
+        release applies it to data held in memory (:func:`snapcore.data._missing.apply_missing`).
 
     Raises
     ------
@@ -282,7 +282,7 @@ def stream_partial(
         options=options,
         block_bytes=block_bytes,
     )
-    from snapcore.partials import merge, partial
+    from snapcore.releases._partials import merge, partial
 
     merged: Partial | None = None
     try:
@@ -333,7 +333,7 @@ def stream_group_partials(
     """
     import pyarrow as pa
 
-    from snapcore.values import category_key, is_missing
+    from snapcore.data._values import category_key, is_missing
 
     file_columns, cols, batches = _open_batches(
         stat,
@@ -346,7 +346,7 @@ def stream_group_partials(
         by=by,
     )
     index = {category_key(k): i for i, k in enumerate(keys)}
-    from snapcore.partials import merge, partial
+    from snapcore.releases._partials import merge, partial
 
     merged: list[Partial | None] = [None] * len(keys)
     try:

@@ -81,7 +81,7 @@ def compare(
     neighbours, and random neighbouring pairs released end to end from frozen draws).
     The exit status is 1 (internal error) if any backend or statistic fails.
     """
-    from snapcore.compare import compare_backends, format_table
+    from snapcore.testing._comparison import compare_backends, format_table
 
     if progress is None:
         progress = sys.stderr.isatty() and not as_json
@@ -109,7 +109,7 @@ def compare(
         )
         stats: list[Any] = []
         if not no_statistics:
-            from snapcore.compare import compare_statistics
+            from snapcore.testing._comparison import compare_statistics
 
             if bar is not None:
                 bar.set_postfix_str("statistics")
@@ -139,7 +139,7 @@ def compare(
     )
     click.echo(format_table(rows, markdown=markdown))
     if stats:
-        from snapcore.compare import format_statistics_table
+        from snapcore.testing._comparison import format_statistics_table
 
         click.echo("")
         click.echo(format_statistics_table(stats, markdown=markdown))

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from snapcore.cli._output import SpelledCommand, emit_json
-from snapcore.plugins import get_registries
+from snapcore.plugins._manager import get_registries
 
 if TYPE_CHECKING:
-    from snapcore.mechanism import SnappingMechanism
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
 __all__ = ["info"]
 
@@ -89,7 +89,7 @@ def info(
 def _mechanism(
     epsilon: float | None, clamp_bounds: tuple[float, float] | None, sensitivity: float
 ) -> SnappingMechanism:
-    from snapcore.mechanism import SnappingMechanism
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
     if epsilon is None or clamp_bounds is None:
         raise click.UsageError("the calibration needs both --epsilon and --clamp-bounds LO HI")

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from snapcore._display import short
+from snapcore.calibration._params import parse_epsilon
 from snapcore.cli._output import SpelledCommand, emit_json
 from snapcore.cli.chunks import cell
-from snapcore.display import short
 from snapcore.errors import DataError
-from snapcore.params import parse_epsilon
 
 if TYPE_CHECKING:
-    from snapcore.statistic import Statistic
+    from snapcore.plugins._statistic import Statistic
 
 __all__ = ["release"]
 
@@ -394,10 +394,10 @@ def release(
       snapcore release count --n 100000 --epsilon 1
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
-    from snapcore.api import release as do_release
-    from snapcore.missing import check_missing_policy
-    from snapcore.sources import SeededSource
-    from snapcore.statistic import resolve_relation, resolve_statistic
+    from snapcore.data._missing import check_missing_policy
+    from snapcore.plugins._statistic import resolve_relation, resolve_statistic
+    from snapcore.randomness._sources import SeededSource
+    from snapcore.releases._api import release as do_release
 
     options: dict[str, Any] = {}
     if bins is not None:
@@ -437,7 +437,7 @@ def release(
     eps = parse_epsilon(epsilon)  # before a long read
     budget = None
     if ledger is not None:
-        from snapcore.budget import Budget
+        from snapcore.releases._budget import Budget
 
         budget = Budget.from_ledger(ledger)
     impute_value = None if impute is None else cell(impute)

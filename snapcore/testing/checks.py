@@ -21,9 +21,10 @@ from typing import Any
 
 import attrs
 
-from snapcore.backend import Arithmetic, Backend
 from snapcore.errors import ConformanceError
-from snapcore.sources import Draw, SeededSource
+from snapcore.pipeline._arithmetic import Arithmetic
+from snapcore.pipeline._backend import Backend
+from snapcore.randomness._sources import Draw, SeededSource
 from snapcore.testing.reference import (
     ReferenceBackend,
     ln_nearest,
@@ -82,7 +83,7 @@ def resolve_backend(backend: Any) -> Backend:
             )
         return backend()
     if isinstance(backend, str):
-        from snapcore.plugins import get_registries
+        from snapcore.plugins._manager import get_registries
 
         return get_registries().backends.create(backend)
     raise TypeError(f"backend must be a Backend, a Backend subclass or a name, got {backend!r}")
@@ -287,7 +288,7 @@ def _reference_outputs(case: str, n: int, seed: int) -> tuple[float, ...]:
 
 
 def _transform_all(backend: Backend, kwargs: dict[str, Any], n: int, seed: int) -> list[float]:
-    from snapcore.mechanism import SnappingMechanism
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
     mech = SnappingMechanism(**kwargs, backend=backend, source=SeededSource(seed))
     vals = pipeline_values(kwargs, seed)
@@ -307,8 +308,8 @@ def _stages_all(
     backend: Backend, kwargs: dict[str, Any], n: int, seed: int
 ) -> list[tuple[Any, ...]]:
     """``(noise, y, k, z)`` of every draw, exact and canonical."""
-    from snapcore.params import calibrate
-    from snapcore.pipeline import Pipeline
+    from snapcore.calibration._params import calibrate
+    from snapcore.pipeline._stages import Pipeline
 
     cal = calibrate(**kwargs)
     pipe = Pipeline(cal, backend.arithmetic(cal.precision))
@@ -339,8 +340,8 @@ def check_batch(
     """
     import numpy as np
 
-    from snapcore.params import calibrate
-    from snapcore.pipeline import Pipeline
+    from snapcore.calibration._params import calibrate
+    from snapcore.pipeline._stages import Pipeline
 
     kwargs = dict(PIPELINE_GRID)[case]
     cal = calibrate(**kwargs)
@@ -397,8 +398,8 @@ def check_scalar(
     ``SeededSource(seed)``, and must then be at the same place in the stream.  Returns
     whether the backend answered.
     """
-    from snapcore.params import calibrate
-    from snapcore.pipeline import Pipeline
+    from snapcore.calibration._params import calibrate
+    from snapcore.pipeline._stages import Pipeline
 
     kwargs = dict(PIPELINE_GRID)[case]
     cal = calibrate(**kwargs)
@@ -448,14 +449,14 @@ def check_pipeline(backend: Backend, case: str, n: int, seed: int = 0, name: str
         if g != w:
             raise ConformanceError(
                 f"[{name}] pipeline {case}: draw {i}: stages (noise, y, k, z) got {g}, "
-                f"expected {w}; reproduce: snapcore.pipeline.Pipeline(calibrate(**{kwargs!r}), "
+                f"expected {w}; reproduce: snapcore.pipeline._stages.Pipeline(calibrate(**{kwargs!r}), "
                 f"backend.arithmetic(p)).stages(value, pipeline_draws(p, {m}, {seed})[{i}])"
             )
     want = _reference_outputs(case, n, seed)
     got = _transform_all(backend, kwargs, n, seed)
     bad = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
     if bad:
-        from snapcore.mechanism import SnappingMechanism
+        from snapcore.mechanism._mechanism import SnappingMechanism
 
         i = bad[0]
         p = SnappingMechanism(**kwargs, backend=backend).precision

@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapcore.backend import Backend
+from snapcore.pipeline._backend import Backend
 from snapcore.testing.checks import (
     BATCH_VALUES,
     EXPONENT_LIMIT,
@@ -361,7 +361,7 @@ class BackendConformance:
 def registered_backend_params() -> list[Any]:
     """One ``pytest.param`` per registered backend (id = name); unavailable ones are
     skipped with their install hint."""
-    from snapcore.plugins import get_registries
+    from snapcore.plugins._manager import get_registries
 
     reg = get_registries().backends
     params = []
@@ -385,7 +385,7 @@ class RegisteredBackendsConformance(BackendConformance):
     @pytest.fixture(scope="class", params=registered_backend_params())
     @classmethod
     def conformance_backend(cls, request: Any) -> Backend:
-        from snapcore.plugins import get_registries
+        from snapcore.plugins._manager import get_registries
 
         return get_registries().backends.create(request.param)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from snapcore.errors import SourceExhaustedError
-from snapcore.sources import ByteSource
+from snapcore.randomness._sources import ByteSource
 
 __all__ = ["FixedBytes"]
 

@@ -1,6 +1,6 @@
 """The statistic conformance checks as plain functions (no pytest or hypothesis needed).
 
-A statistic's privacy claim is what its :class:`~snapcore.statistic.Prepared` declares:
+A statistic's privacy claim is what its :class:`~snapcore.plugins._statistic.Prepared` declares:
 the sensitivity Δ, the value range (B′) and the share of ε per coordinate.  These
 functions check the claim on the values the statistic really hands the mechanism, as a
 gray-box audit does (Cebere et al., "Privacy in Theory, Bugs in Practice", PETS 2026):
@@ -41,9 +41,10 @@ from typing import Any, Protocol, cast
 import attrs
 import numpy as np
 
+from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError, SnapcoreError, StatisticConformanceError
-from snapcore.sources import ReplaySource
-from snapcore.statistic import Neighbouring, Prepared, Statistic, resolve_statistic
+from snapcore.plugins._statistic import Prepared, Statistic, resolve_statistic
+from snapcore.randomness._sources import ReplaySource
 
 __all__ = [
     "BUILTIN_SETTINGS",
@@ -721,7 +722,7 @@ def _pandas_containers(
 
 def _holds_exactly(given: list[Any], held: list[Any]) -> bool:
     """Whether a container kept every record as the same exact value (or kind)."""
-    from snapcore.values import category_key
+    from snapcore.data._values import category_key
 
     if len(given) != len(held):
         return False
@@ -789,7 +790,7 @@ def _polars_containers(columns: int, names: list[str], col_arg: Any) -> list[Con
 
 
 def _stat_expr(stat: Statistic) -> str:
-    from snapcore.plugins import get_registries
+    from snapcore.plugins._manager import get_registries
 
     reg = get_registries().statistics
     if stat.name in reg.names() and type(reg.get(stat.name)) is type(stat):
@@ -880,7 +881,7 @@ def prepare(
 @functools.lru_cache(maxsize=4)
 def frozen_draws(count: int = 512, seed: int = 19) -> tuple[tuple[int, Fraction], ...]:
     """Draws ``(sign, U*)`` with 12-bit ``U*`` (valid at every precision) for a
-    :class:`~snapcore.sources.ReplaySource`."""
+    :class:`~snapcore.randomness._sources.ReplaySource`."""
     rng = random.Random(seed)
     return tuple(
         (rng.choice((1, -1)), Fraction(2 * rng.randrange(1 << 11) + 1, 1 << 12))
@@ -1038,7 +1039,7 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
     rel = out.release
     if rel is None or prep.sensitivity == 0:
         return
-    from snapcore.mechanism import SnappingMechanism
+    from snapcore.mechanism._mechanism import SnappingMechanism
 
     if rel.epsilon_per_value != rel.epsilon_spent * prep.epsilon_share:
         raise _fail(
@@ -1170,7 +1171,7 @@ def settings_for(stat: Statistic, settings: Sequence[Setting] | None = None) -> 
     if settings is not None:
         return list(settings)
     if stat.name in BUILTIN_SETTINGS:
-        from snapcore.plugins import get_registries
+        from snapcore.plugins._manager import get_registries
 
         reg = get_registries().statistics
         if stat.name in reg.names() and type(reg.get(stat.name)) is type(stat):

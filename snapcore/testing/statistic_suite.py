@@ -37,7 +37,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapcore.statistic import Neighbouring, Statistic
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.plugins._statistic import Statistic
 from snapcore.testing.statistic_checks import (
     Case,
     Setting,
@@ -252,7 +253,7 @@ class StatisticConformance:
 
 def registered_statistic_params(names: Sequence[str] | None = None) -> list[Any]:
     """One ``pytest.param`` per (registered statistic, setting, relation)."""
-    from snapcore.plugins import get_registries
+    from snapcore.plugins._manager import get_registries
 
     reg = get_registries().statistics
     out: list[Any] = []

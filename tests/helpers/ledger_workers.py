@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 import snapcore
-from snapcore.sources import SeededSource
+from snapcore.randomness._sources import SeededSource
 
 DATA = [float(v) for v in range(20)]
 

@@ -21,7 +21,7 @@ from snapcore.statistics.counting import Count
 from snapcore.statistics.moments import Mean, Sum
 
 from snapcore import ParameterError
-from snapcore.exact import scaled_integers
+from snapcore.exact._sums import scaled_integers
 
 __all__ = [
     "PLANTED",

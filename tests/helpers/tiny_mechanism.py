@@ -5,9 +5,9 @@ rounding needs them, and the privacy analysis assumes them).  The audit's own
 correctness, however, does not depend on p: it relies only on monotonicity and on
 ``P(U* <= u) = u + ulp_p(u)``.  At p = 6..10 every grid point of ``U*`` down to the
 clamp tail can be enumerated, so the audit can be checked against brute force.
-:class:`TinyMechanism` builds the same :class:`~snapcore.params.Calibration`
+:class:`TinyMechanism` builds the same :class:`~snapcore.calibration._params.Calibration`
 formulas (docs/semantics.md [S1]–[S3]) without the precision floor and the upper
-condition, and runs the real :class:`~snapcore.pipeline.Pipeline` on a registered
+condition, and runs the real :class:`~snapcore.pipeline._stages.Pipeline` on a registered
 backend.  It is **not private** at these precisions and must never be used outside
 tests.
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from snapcore.auditing import tail_exponent
-from snapcore.params import Calibration, derive_calibration
-from snapcore.pipeline import Pipeline
-from snapcore.plugins import get_registries
-from snapcore.sources import draw_from_u
+from snapcore.analysis._audit import tail_exponent
+from snapcore.calibration._params import Calibration, derive_calibration
+from snapcore.pipeline._stages import Pipeline
+from snapcore.plugins._manager import get_registries
+from snapcore.randomness._sources import draw_from_u
 
 __all__ = ["TinyMechanism", "brute_force", "tiny_calibration"]
 

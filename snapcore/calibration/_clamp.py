@@ -1,0 +1,234 @@
+"""Choosing the clamp interval B from B′ and γ (docs/bounds-and-gamma.md).
+
+The rule sets ``B = B′ + (k/2)(1 + 2 ln(1/γ))`` in sensitivity units, with
+``k = (2 + 24·2**-52)/(ε − 2**-117)`` an upper bound on the granularity Λ′ that holds
+whenever ``B·η <= 2**-52`` and ``η <= 2**-118`` (the precision rule, docs/semantics.md [S0],
+guarantees both).  Then, for any f(D) in ``[−B′, B′]``, the clamp binds with
+probability at most γ.
+
+snapcore applies the same argument to the statistic's range ``[lo, hi]`` (B′ is
+``max(|lo|, |hi|)``): centred at ``(lo + hi)/2`` the statistic lies within the
+half-width ``(hi − lo)/2``, so the interval
+``[lo − M, hi + M]`` with margin ``M = Δ·(k/2)(1 + 2 ln(1/γ))`` has the same
+guarantee, and is never wider than the symmetric ``[−B, B]`` (equal when
+``lo = −hi``).  ``ln(1/γ)`` is bounded above with MPFR (directed rounding), the
+rest is exact, and the endpoints are rounded outward to doubles: the chosen B is a
+double never below the formula.  (The margin is first rounded up to 8 significant
+bits, so that for ordinary ranges both ends are exact doubles and the interval stays
+centred on the range: at most 1/128 more margin, for a readable output grid.)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from snapcore.calibration._params import check_real
+from snapcore.data._values import format_number, read_double_pair
+from snapcore.errors import ParameterError, parameter_name, show
+
+__all__ = [
+    "DEFAULT_GAMMA",
+    "ClampChoice",
+    "check_gamma",
+    "choose_clamp_bounds",
+    "given_clamp_bounds",
+    "granularity_bound",
+    "ln_upper",
+    "round_down_double",
+    "round_up_double",
+]
+
+#: γ used when neither ``gamma`` nor clamp bounds are given.
+DEFAULT_GAMMA = 0.05
+
+_TWO_POW_M117 = Fraction(1, 1 << 117)
+
+
+@attrs.frozen(kw_only=True)
+class ClampChoice:
+    """The clamp interval of a release and why it was chosen.
+
+    Attributes
+    ----------
+    lower, upper : float
+        The clamp interval (exact doubles); outputs lie in it.
+    half_width : Fraction
+        ``B = (upper − lower)/2`` in the data's units.
+    gamma : Fraction or None
+        The γ used, or None when the interval was given directly.
+    margin : Fraction or None
+        ``M >= Δ·(k/2)(1 + 2 ln(1/γ))`` added to each side of the statistic's range.
+    k : Fraction or None
+        The bound on Λ′, ``(2 + 24·2**-52)/(ε − 2**-117)``.
+    reason : str
+        One or two sentences for people.
+    """
+
+    lower: float
+    upper: float
+    half_width: Fraction
+    gamma: Fraction | None = None
+    margin: Fraction | None = None
+    k: Fraction | None = None
+    reason: str
+
+
+def round_up_double(q: Fraction) -> float:
+    """The least double ``>= q``: ``inf`` when ``q`` exceeds the largest finite double.
+
+    This is the one directed rounding of an exact value to a double in snapcore (the
+    accuracy guarantees and the clamp interval both use it).
+    """
+    try:
+        r = q.numerator / q.denominator  # correctly rounded to nearest (or overflow)
+    except OverflowError:
+        return math.inf if q > 0 else -sys.float_info.max
+    if Fraction(r) < q:
+        r = math.nextafter(r, math.inf)
+    return r
+
+
+def round_down_double(q: Fraction) -> float:
+    """The greatest double ``<= q``: ``-inf`` when ``q`` is below the lowest finite double."""
+    return -round_up_double(-q)
+
+
+def ln_upper(q: Fraction) -> Fraction:
+    """An upper bound on ``ln(q)`` for rational ``q >= 1``, within ``2**-120`` relative.
+
+    MPFR rounds upward twice (``q``, then ``ln``); ``ln`` is increasing, so the result
+    is ``>= ln(q)``.  ``ln(1)`` is exactly 0.
+    """
+    if q == 1:
+        return Fraction(0)
+    import gmpy2
+
+    ctx = gmpy2.context(precision=128, round=gmpy2.RoundUp)
+    x = ctx.log(ctx.div(gmpy2.mpz(q.numerator), gmpy2.mpz(q.denominator)))
+    num, den = x.as_integer_ratio()
+    return Fraction(int(num), int(den))
+
+
+def granularity_bound(epsilon: Fraction) -> Fraction:
+    """``k = (2 + 24·2**-52)/(ε − 2**-117)``, exactly (ε > 2**-117)."""
+    if not epsilon > _TWO_POW_M117:
+        raise ParameterError(
+            f"epsilon must be > 2**-117 to choose the clamp interval from gamma, got "
+            f"{format_number(epsilon)}; give the clamp bounds directly"
+        )
+    return (2 + 24 * Fraction(1, 1 << 52)) / (epsilon - _TWO_POW_M117)
+
+
+def _round_up_bits(q: Fraction, bits: int) -> Fraction:
+    """The least number ``>= q > 0`` with at most ``bits`` significant bits."""
+    s = q.numerator.bit_length() - q.denominator.bit_length() - bits
+    unit = Fraction(2) ** s
+    return -((-q) // unit) * unit
+
+
+def _outward(lo: Fraction, hi: Fraction, margin: Fraction) -> tuple[float, float]:
+    """Doubles ``lower <= lo − margin`` and ``upper >= hi + margin``.
+
+    The margin is first rounded up to 8 significant bits; when ``lo − M`` and
+    ``hi + M`` are then exact doubles they are used as they are, which keeps the
+    centre of the clamp interval at the centre of ``[lo, hi]`` (so outputs sit on a
+    readable grid).  Otherwise each end is rounded outward on its own.
+    """
+    if margin > 0:
+        m = _round_up_bits(margin, 8)
+        a, b = lo - m, hi + m
+        try:
+            if Fraction(float(a)) == a and Fraction(float(b)) == b:
+                return float(a), float(b)
+        except OverflowError:
+            pass
+    return round_down_double(lo - margin), round_up_double(hi + margin)
+
+
+def check_gamma(gamma: Any) -> Fraction:
+    """γ as an exact Fraction in (0, 1], else a ParameterError."""
+    g = check_real("gamma", gamma)
+    if not 0 < g <= 1:
+        raise ParameterError(
+            f"{parameter_name('gamma')} must be a number in (0, 1], got {show(gamma)}",
+            parameter="gamma",
+        )
+    return g
+
+
+def choose_clamp_bounds(
+    value_range: tuple[Fraction, Fraction],
+    sensitivity: Fraction,
+    epsilon: Fraction,
+    gamma: Any,
+) -> ClampChoice:
+    """The clamp interval from the statistic's range and γ (docs/bounds-and-gamma.md).
+
+    Parameters
+    ----------
+    value_range : (Fraction, Fraction)
+        ``[lo, hi]`` containing every possible f(D).
+    sensitivity : Fraction
+        Δ > 0.
+    epsilon : Fraction
+        The ε of the mechanism that releases this value.
+    gamma : real
+        γ in (0, 1]: the clamp binds with probability at most γ.
+
+    Returns
+    -------
+    ClampChoice
+        ``lower = RD(lo − M)``, ``upper = RU(hi + M)`` as doubles.
+
+    Raises
+    ------
+    ParameterError
+        On an invalid γ or ε, or if the interval does not fit in doubles.
+    """
+    g = check_gamma(gamma)
+    k = granularity_bound(epsilon)
+    units = k / 2 * (1 + 2 * ln_upper(1 / g))
+    margin = sensitivity * units
+    lo, hi = value_range
+    lower, upper = _outward(lo, hi, margin)
+    if math.isinf(lower) or math.isinf(upper):
+        raise ParameterError(
+            "the clamp interval chosen from gamma does not fit in doubles; narrow the "
+            "data bounds or raise epsilon or gamma"
+        )
+    b_prime = max(abs(lo), abs(hi))
+    used = min(lo - Fraction(lower), Fraction(upper) - hi)
+    reason = (
+        f"chosen from gamma = {float(g)!r}: the statistic lies in [{float(lo)!r}, "
+        f"{float(hi)!r}] (B′ = {float(b_prime)!r}); each side gets the margin "
+        f"Δ·(k/2)(1 + 2 ln(1/γ)) = {float(margin)!r} with k = (2 + 24·2**-52)/(ε − 2**-117) "
+        f"= {float(k)!r} (docs/bounds-and-gamma.md), rounded up (margin used: "
+        f"{float(used)!r}), so the "
+        f"clamp binds with probability at most {float(g)!r}"
+    )
+    return ClampChoice(
+        lower=lower,
+        upper=upper,
+        half_width=(Fraction(upper) - Fraction(lower)) / 2,
+        gamma=g,
+        margin=margin,
+        k=k,
+        reason=reason,
+    )
+
+
+def given_clamp_bounds(clamp_bounds: Any) -> ClampChoice:
+    """A clamp interval given directly: finite exact doubles, ``lower < upper``
+    (:func:`snapcore.data._values.read_double_pair`)."""
+    lo, hi = read_double_pair("clamp_bounds", clamp_bounds)
+    return ClampChoice(
+        lower=float(lo),
+        upper=float(hi),
+        half_width=(hi - lo) / 2,
+        reason="given directly (clamp_bounds); not derived from gamma",
+    )

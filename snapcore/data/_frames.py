@@ -1,0 +1,100 @@
+"""Data frames of any library as snapcore data: pandas, polars, pyarrow and more.
+
+pandas objects, NumPy arrays, Python sequences and mappings are read by
+:func:`snapcore.data._columns.as_dataset` directly.  Every other data frame that narwhals
+(Gorelli et al., a dependency-free layer over pandas, polars, pyarrow, modin, cuDF
+and others) recognises is turned into a mapping of column name to NumPy array:
+lazy frames (polars ``LazyFrame``) are narrowed to the columns the statistic reads
+and collected, and each column becomes a NumPy array without a copy where the
+library allows it (a numeric column without missing values, in one chunk).  The
+values are then read by the same rules as every other input, so the same data in
+any library give the same dataset and, for the same draws, the same release.
+
+Dask data frames are not read here: :mod:`snapcore.releases._partials` computes one partial
+state per partition on the workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from snapcore.data._columns import Dataset, as_dataset, column_keys
+from snapcore.errors import ParameterError
+
+__all__ = ["is_dask", "read_dataset", "to_columns"]
+
+# Libraries read directly by as_dataset (no conversion).
+_DIRECT = ("pandas", "numpy", "builtins")
+
+
+def _library(obj: Any) -> str:
+    return type(obj).__module__.split(".", 1)[0]
+
+
+def is_dask(obj: Any) -> bool:
+    """Whether ``obj`` is a Dask collection (read partition by partition)."""
+    return _library(obj) in ("dask", "dask_expr") and hasattr(obj, "to_delayed")
+
+
+def to_columns(data: Any, column: Any = None) -> Any:
+    """``data`` itself if :func:`~snapcore.data._columns.as_dataset` reads it, otherwise a
+    mapping of column name to NumPy array (only the named columns, if ``column`` is
+    given), or a NumPy array for a one-column series.
+
+    Raises
+    ------
+    ParameterError
+        If the object is not a data frame or series narwhals recognises, or a named
+        column is missing.
+    """
+    if isinstance(data, np.ndarray | Mapping | Sequence) or _library(data) in _DIRECT:
+        return data
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals is a dependency
+        return data
+    frame = nw.from_native(data, allow_series=True, pass_through=True)
+    if frame is data:
+        return data  # not a frame narwhals knows: as_dataset says what it accepts
+    if isinstance(frame, nw.Series):
+        return np.asarray(frame.to_numpy())
+    keys = column_keys(column)
+    names = list(frame.columns)
+    if keys is not None:
+        missing = [k for k in keys if k not in names]
+        if missing:
+            raise ParameterError(f"column {missing[0]!r} not found; available columns: {names}")
+        frame = frame.select(keys)
+        names = keys
+    if isinstance(frame, nw.LazyFrame):
+        frame = frame.collect()
+    out = {name: np.asarray(frame.get_column(name).to_numpy()) for name in names}
+    if not names:  # a frame without columns still has a number of records
+        return _Sized(len(frame))
+    return out
+
+
+class _Sized(dict[str, Any]):
+    """An empty mapping that remembers a number of records."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+
+def read_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
+    """:func:`~snapcore.data._columns.as_dataset` for any data frame (see the module)."""
+    if is_dask(data):
+        raise ParameterError(
+            "a Dask collection is released partition by partition: pass it to "
+            "snapcore.release or snapcore.partial"
+        )
+    table = to_columns(data, column)
+    if isinstance(table, _Sized):
+        if columns:
+            raise ParameterError(f"this statistic reads {columns} column(s); the table has 0")
+        return Dataset([], [], table.size)
+    return as_dataset(table, column=column, columns=columns)

@@ -1,0 +1,641 @@
+"""Exact accumulation of doubles, for statistic plugins.
+
+Casacuberta et al. (2022) showed that a floating-point sum of clamped values can
+move by more than its declared sensitivity when one record changes: rounding errors
+depend on every other record.  The functions here never round.  A finite double is
+the integer ``m * 2**e`` (``|m| < 2**53``), so a column of doubles is a column of
+integers ``X_i`` times one common power of two ``2**e0``; sums and dot products of
+those integers are Python integers, exact at any size, and the result is an exact
+:class:`fractions.Fraction`.
+
+>>> from snapcore.exact._sums import exact_sum
+>>> exact_sum([1e16, 1.0, -1e16])
+Fraction(1, 1)
+>>> sum([1e16, 1.0, -1e16])
+0.0
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, cast
+
+import numpy as np
+
+from snapcore.errors import ParameterError
+
+__all__ = [
+    "DOT_SCALE",
+    "ENGINES",
+    "SUM_SCALE",
+    "ScaledIntegers",
+    "bin_counts",
+    "bin_index",
+    "clamped_cross_moments",
+    "clamped_moments",
+    "dot_scaled",
+    "exact_dot",
+    "exact_sum",
+    "numba_available",
+    "scaled_integers",
+    "sum_scaled",
+]
+
+
+class ScaledIntegers:
+    """A finite float64 column as exact integers: ``x[i] == ints[i] * 2**exponent``.
+
+    Attributes
+    ----------
+    ints : numpy.ndarray
+        int64 array when every integer fits in 62 bits (the common case: sums and
+        products are then done in int64 whenever they provably cannot overflow),
+        otherwise an object array of Python ints.
+    exponent : int
+        The common binary exponent ``e0``.
+    """
+
+    __slots__ = ("exponent", "ints")
+
+    def __init__(self, ints: np.ndarray, exponent: int) -> None:
+        self.ints = ints
+        self.exponent = exponent
+
+    def _small(self) -> int | None:
+        """A bound ``2**k > max|ints|`` if the ints are an int64 array, else None."""
+        if self.ints.dtype != np.int64 or not len(self.ints):
+            return None
+        return int(np.max(np.abs(self.ints))).bit_length()
+
+    def total(self) -> Fraction:
+        """``sum(x)``, exactly."""
+        k = self._small()
+        if k is not None and k + len(self.ints).bit_length() <= 62:
+            s = int(self.ints.sum())  # |sum| < 2**62: no int64 overflow
+        else:
+            s = int(self.ints.astype(object).sum()) if len(self.ints) else 0
+        return _scaled(s, self.exponent)
+
+    def dot(self, other: ScaledIntegers) -> Fraction:
+        """``sum(x[i] * y[i])``, exactly."""
+        if len(self.ints) != len(other.ints):
+            raise ValueError("dot: columns have different lengths")
+        k1, k2 = self._small(), other._small()
+        if k1 is not None and k2 is not None and k1 + k2 + len(self.ints).bit_length() <= 62:
+            s = int(np.dot(self.ints, other.ints))  # every partial sum < 2**62
+        elif len(self.ints):
+            s = int(np.dot(self.ints.astype(object), other.ints.astype(object)))
+        else:
+            s = 0
+        return _scaled(s, self.exponent + other.exponent)
+
+
+def _scaled(m: int, e: int) -> Fraction:
+    return Fraction(m << e) if e >= 0 else Fraction(m, 1 << -e)
+
+
+def scaled_integers(values: Sequence[float] | np.ndarray) -> ScaledIntegers:
+    """Write a column of finite doubles as exact integers times a common power of two.
+
+    Parameters
+    ----------
+    values : sequence of float or numpy.ndarray
+        Finite doubles (a ValueError otherwise).
+
+    Returns
+    -------
+    ScaledIntegers
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if not np.isfinite(x).all():
+        raise ValueError("scaled_integers: values must be finite")
+    mant, exp = np.frexp(x)  # x = mant * 2**exp, 0.5 <= |mant| < 1 (or 0)
+    m = np.ldexp(mant, 53).astype(np.int64)  # exact: a double has 53 significant bits
+    e = exp.astype(np.int64) - 53
+    nonzero = m != 0
+    if not nonzero.any():
+        return ScaledIntegers(np.zeros(len(x), dtype=np.int64), 0)
+    # Strip trailing zeros so the integers stay small for ordinary data (exact:
+    # the shifted-out bits are zero).
+    tz = np.zeros(len(m), dtype=np.int64)
+    tz[nonzero] = _trailing_zeros(m[nonzero])
+    m = m >> tz
+    e = e + tz
+    e0 = int(e[nonzero].min())
+    shifts = np.where(nonzero, e - e0, 0)
+    if int(shifts.max()) + 53 <= 62:
+        ints = m << shifts  # |ints| < 2**62: still int64
+    else:
+        ints = m.astype(object) << shifts.astype(object)
+    return ScaledIntegers(ints, e0)
+
+
+def _trailing_zeros(m: np.ndarray) -> np.ndarray:
+    a = np.abs(m)
+    low = a & -a  # lowest set bit, a power of two <= 2**52
+    out: np.ndarray = np.log2(low.astype(np.float64)).astype(np.int64)  # exact: powers of 2
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Superaccumulators: exact sums of doubles and of products of doubles.
+#
+# Every finite double is x = ±m · 2**(k − 1074) with an integer 0 <= m < 2**53 and
+# a shift 0 <= k <= 2045 (k = max(E, 1) − 1 for the 11-bit exponent field E; m has
+# the implicit bit when E > 0).  So x · 2**1074 is the integer ±m · 2**k, and a sum
+# of doubles times 2**1074 is a sum of such integers.  Following Neal (2015, "Fast
+# exact summation using small and large superaccumulators"), the engines keep one
+# int64 bucket per shift: bucket k collects the low 32 bits of every m with shift k,
+# bucket k + 32 its high 21 bits.  One record adds less than 2**33 to any bucket,
+# so ``_BLOCK`` records cannot overflow int64; the buckets are folded into one
+# Python int (``Σ bucket[k] · 2**k``) after each block.  Products use the same
+# buckets on ``x·y·2**2148 = ±(mx·my) · 2**(kx + ky)``, with each 53-bit mantissa
+# split into 26- and 27-bit halves so that the three partial products
+# (``hx·hy``, ``hx·ly + lx·hy``, ``lx·ly``) stay below 2**54 before their own
+# 32-bit split (the numpy engine adds the three; the compiled one first combines them
+# into ``mx·my = hi·2**52 + lo``, two words, see ``_compile``).  Nothing is rounded;
+# the result is the same integer whatever the order of the records or the engine.
+
+#: ``exact_sum(x) == Fraction(sum_scaled(x), 2**SUM_SCALE)``.
+SUM_SCALE = 1074
+#: ``exact_dot(x, y) == Fraction(dot_scaled(x, y), 2**DOT_SCALE)``.
+DOT_SCALE = 2 * SUM_SCALE
+#: Records per int64 block: each adds < 2**33 to a bucket, 2**28 · 2**33 < 2**63.
+_BLOCK = 1 << 28
+_SUM_BUCKETS = 2046 + 32
+_DOT_BUCKETS = 2 * 2045 + 52 + 32 + 1
+_M32 = np.uint64(0xFFFFFFFF)
+_M26 = np.int64((1 << 26) - 1)
+
+#: Engines of :func:`sum_scaled` and :func:`dot_scaled`.
+ENGINES = ("auto", "numpy", "numba")
+#: With engine "auto", numba is compiled (about a second, once per process) only for
+#: arrays at least this long; after that it is used for every size.
+NUMBA_MIN_SIZE = 1 << 16
+
+
+def _fold(acc: np.ndarray) -> int:
+    """``Σ acc[k] · 2**k`` as a Python int."""
+    total = 0
+    for k in np.flatnonzero(acc).tolist():
+        total += int(acc[k]) << k
+    return total
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sign (bool), shift k (intp) and mantissa m (int64) of finite doubles."""
+    bits = x.view(np.uint64)
+    field = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    frac = (bits & np.uint64((1 << 52) - 1)).astype(np.int64)
+    normal = field != 0
+    m = np.where(normal, frac | np.int64(1 << 52), frac)
+    k = np.where(normal, field.astype(np.intp) - 1, 0)
+    return bits >> np.uint64(63) != 0, k, m
+
+
+def _bucket_add(acc: np.ndarray, k: np.ndarray, t: np.ndarray, neg: np.ndarray) -> None:
+    """``acc[k] += ±(t & 2**32−1)``, ``acc[k + 32] += ±(t >> 32)`` for 0 <= t < 2**54."""
+    lo = t & np.int64(0xFFFFFFFF)
+    hi = t >> np.int64(32)
+    size = len(acc)
+    # bincount adds float64 weights: exact, since every partial sum is an integer
+    # below 2**53 (chunks of _NP_CHUNK records of < 2**32 each).
+    for shift, part in ((0, lo), (32, hi)):
+        w = np.where(neg, -part, part).astype(np.float64)
+        acc += np.bincount(k + shift, weights=w, minlength=size)[:size].astype(np.int64)
+
+
+_NP_CHUNK = 1 << 20  # 2**20 records of < 2**32: bincount's float sums stay < 2**52
+
+
+def _sum_numpy(x: np.ndarray) -> int:
+    total = 0
+    for start in range(0, len(x), _NP_CHUNK):
+        neg, k, m = _split(x[start : start + _NP_CHUNK])
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        _bucket_add(acc, k, m, neg)
+        total += _fold(acc)
+    return total
+
+
+def _dot_numpy(x: np.ndarray, y: np.ndarray) -> int:
+    total = 0
+    for start in range(0, len(x), _NP_CHUNK):
+        nx, kx, mx = _split(x[start : start + _NP_CHUNK])
+        ny, ky, my = _split(y[start : start + _NP_CHUNK])
+        neg = nx != ny
+        k = kx + ky
+        hx, lx = mx >> np.int64(26), mx & _M26
+        hy, ly = my >> np.int64(26), my & _M26
+        acc = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        _bucket_add(acc, k + 52, hx * hy, neg)  # < 2**54 each
+        _bucket_add(acc, k + 26, hx * ly + lx * hy, neg)  # < 2**54
+        _bucket_add(acc, k, lx * ly, neg)  # < 2**52
+        total += _fold(acc)
+    return total
+
+
+_numba_lock = threading.Lock()
+_numba_kernels: tuple[Any, Any, Any] | None = None
+_numba_checked = False
+
+
+def numba_available() -> bool:
+    """Whether the compiled engine can be used (numba importable)."""
+    return _get_numba() is not None
+
+
+def _get_numba() -> tuple[Any, Any, Any] | None:
+    global _numba_kernels, _numba_checked
+    with _numba_lock:
+        if _numba_checked:
+            return _numba_kernels
+        _numba_checked = True
+        try:
+            numba: Any = importlib.import_module("numba")
+        except ImportError:
+            return None
+        _numba_kernels = _compile(numba)
+        return _numba_kernels
+
+
+def _compile(numba: Any) -> tuple[Any, Any, Any]:
+    """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
+
+    One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
+    (low 32 bits at bucket ``k``, the rest at ``k + 32``, signed).  A product
+    ``mx·my`` is formed exactly as ``hi·2**52 + lo`` (``lo < 2**53``, ``hi < 2**55``)
+    from 26/27-bit halves and added the same way at ``kx + ky`` and ``kx + ky + 52``.
+    One record adds less than 2**32 to any bucket, so ``_BLOCK`` records cannot
+    overflow int64.
+    """
+    inline = numba.njit(inline="always", error_model="numpy")
+    m26 = np.int64((1 << 26) - 1)
+    m32 = np.int64(0xFFFFFFFF)
+    inf = np.uint64(0x7FF0000000000000)
+
+    def _split(b: np.uint64) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+        """``(−sign, k, m)`` with ``x·2**1074 = ±m·2**k``; −sign is 0 or −1."""
+        field = np.int64((b >> np.uint64(52)) & np.uint64(0x7FF))
+        m = np.int64(b & np.uint64(0xFFFFFFFFFFFFF))
+        if field != 0:  # normal: the implicit bit; subnormals have k = 0
+            m |= np.int64(1 << 52)
+            field -= 1
+        return -np.int64(b >> np.uint64(63)), field, m
+
+    def _product(mx: np.int64, my: np.int64) -> tuple[np.int64, np.int64]:  # pragma: no cover
+        """``(hi, lo)`` with ``mx·my = hi·2**52 + lo`` exactly, for 0 <= mx, my < 2**53."""
+        hx, lx = mx >> np.int64(26), mx & m26
+        hy, ly = my >> np.int64(26), my & m26
+        mid = hx * ly + lx * hy  # < 2**54
+        return hx * hy + (mid >> np.int64(26)), lx * ly + ((mid & m26) << np.int64(26))
+
+    def _add(acc: np.ndarray, k: np.int64, t: np.int64, s: np.int64) -> None:  # pragma: no cover
+        """``acc[k] ±= t & (2**32 − 1)``, ``acc[k + 32] ±= t >> 32`` (− when s = −1)."""
+        acc[k] += ((t & m32) ^ s) - s
+        acc[k + 32] += ((t >> np.int64(32)) ^ s) - s
+
+    split = inline(_split)
+    product = inline(_product)
+    add = inline(_add)
+
+    def moments1(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        acc: np.ndarray,
+        sq: np.ndarray,
+        squares: bool,
+        flag: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v, b = x[i], xb[i]
+            if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
+                bad = np.uint64(1)
+                continue
+            s, k, m = split(lob if v < lo else hib if v > hi else b)
+            add(acc, k, m, s)
+            if squares:
+                ph, pl = product(m, m)
+                add(sq, k + k, pl, np.int64(0))
+                add(sq, k + k + 52, ph, np.int64(0))
+        flag[0] = bad
+
+    def moments2(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        y: np.ndarray,
+        yb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        ax: np.ndarray,
+        ay: np.ndarray,
+        axy: np.ndarray,
+        flag: np.ndarray,
+    ) -> None:
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            u, ub, v, vb = x[i], xb[i], y[i], yb[i]
+            if (ub & inf) == inf or (vb & inf) == inf:
+                bad = np.uint64(1)
+                continue
+            sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
+            sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+            add(ax, kx, mx, sx)
+            add(ay, ky, my, sy)
+            ph, pl = product(mx, my)
+            s = sx ^ sy
+            add(axy, kx + ky, pl, s)
+            add(axy, kx + ky + 52, ph, s)
+        flag[0] = bad
+
+    def bins(  # pragma: no cover
+        x: np.ndarray, e: np.ndarray, drop: bool, counts: np.ndarray, flag: np.ndarray
+    ) -> None:
+        k = e.shape[0] - 1
+        e0, ek = e[0], e[k]
+        scale = k / (ek - e0)  # a guess only (inf if the width overflows)
+        bad = np.uint64(0)
+        for i in range(x.shape[0]):
+            v = x[i]
+            if v - v != 0.0:  # NaN or ±inf
+                bad = np.uint64(1)
+                continue
+            if v < e0 or v > ek:
+                if drop:
+                    continue
+                v = e0 if v < e0 else ek
+            g = (v - e0) * scale
+            j = np.int64(g) if 0.0 <= g < k else np.int64(0) if not g >= 0.0 else k - 1
+            # the guess is checked by exact comparisons with the edges, then corrected
+            if e[j] <= v and (j == k - 1 or v < e[j + 1]):
+                counts[j] += 1
+                continue
+            lo, hi = np.int64(0), np.int64(k)  # e[lo] <= v < e[hi] (or v == e[k])
+            while hi - lo > 1:
+                mid = (lo + hi) >> 1
+                if e[mid] <= v:
+                    lo = mid
+                else:
+                    hi = mid
+            counts[lo] += 1
+        flag[0] = bad
+
+    jit = numba.njit(nogil=True, error_model="numpy")
+    return jit(moments1), jit(moments2), jit(bins)
+
+
+def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    box = np.array(bounds, dtype=np.float64)
+    return box, box.view(np.uint64)
+
+
+def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    s = q = 0
+    for start in range(0, len(x), _BLOCK):
+        part = x[start : start + _BLOCK]
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        sq = np.zeros(_DOT_BUCKETS if squares else 1, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag)
+        if flag[0]:
+            raise _not_finite("values")
+        s += _fold(acc)
+        q += _fold(sq) if squares else 0
+    return s, q
+
+
+def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box(bounds)
+    sx = sy = sxy = 0
+    for start in range(0, len(x), _BLOCK):
+        px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
+        ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag)
+        if flag[0]:
+            raise _not_finite("x and y")
+        sx += _fold(ax)
+        sy += _fold(ay)
+        sxy += _fold(axy)
+    return sx, sy, sxy
+
+
+_numba_warm: set[str] = set()
+
+
+def _engine(engine: str, size: int, kernel: str = "moments") -> str:
+    """The engine to run: "numba" for engine "auto" once ``kernel`` has been compiled
+    in this process or when the array is large enough to repay compiling it."""
+    if engine not in ENGINES:
+        raise ParameterError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    if engine == "numba":
+        if _get_numba() is None:
+            raise ParameterError("engine 'numba' needs numba: pip install numba")
+        return "numba"
+    if engine == "numpy" or not (kernel in _numba_warm or size >= NUMBA_MIN_SIZE):
+        return "numpy"
+    if _get_numba() is None:
+        return "numpy"
+    _numba_warm.add(kernel)
+    return "numba"
+
+
+def _not_finite(name: str) -> ParameterError:
+    return ParameterError(f"{name} must contain only finite doubles")
+
+
+def _doubles(values: Any, name: str, *, check: bool = True) -> np.ndarray:
+    """A flat float64 view (strided columns are not copied) or copy; finiteness is
+    checked here (numpy engine) or in the compiled loop (numba engine), in both cases
+    before any result is returned."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    if check and not np.isfinite(x).all():
+        raise _not_finite(name)
+    return x
+
+
+_ALL = (-math.inf, math.inf)
+
+
+def clamped_moments(
+    values: Sequence[float] | np.ndarray,
+    lower: float = -math.inf,
+    upper: float = math.inf,
+    *,
+    squares: bool = False,
+    engine: str = "auto",
+) -> tuple[int, int]:
+    """Exact sum (and sum of squares) of the values clamped to ``[lower, upper]``.
+
+    Parameters
+    ----------
+    values : sequence of float or numpy.ndarray
+        Finite doubles.
+    lower, upper : float
+        The clamp interval (each value is clamped before it is added; a clamp only
+        compares, so it is exact).
+    squares : bool
+        Also the sum of squares (otherwise 0 is returned for it).
+    engine : {"auto", "numpy", "numba"}
+        The vectorised numpy engine or the compiled numba engine (same integers).
+
+    Returns
+    -------
+    (int, int)
+        ``Σ c_i · 2**SUM_SCALE`` and ``Σ c_i² · 2**DOT_SCALE`` for the clamped values
+        ``c_i``: integers, because every double is a multiple of ``2**-1074``.
+
+    Raises
+    ------
+    ParameterError
+        On NaN or ±inf (the message does not say which element).
+    """
+    x = _doubles(values, "values", check=False)
+    if _engine(engine, len(x)) == "numba":
+        return _moments1_numba(x, lower, upper, squares)
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
+    c = np.clip(x, lower, upper)
+    return _sum_numpy(c), _dot_numpy(c, c) if squares else 0
+
+
+def clamped_cross_moments(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    bounds: Sequence[float] = (-math.inf, math.inf, -math.inf, math.inf),
+    *,
+    engine: str = "auto",
+) -> tuple[int, int, int]:
+    """Exact ``Σ cx_i``, ``Σ cy_i`` and ``Σ cx_i · cy_i`` of two clamped columns.
+
+    ``bounds`` is ``(a, b, c, d)``: x is clamped to ``[a, b]``, y to ``[c, d]``.  The
+    sums are scaled by ``2**SUM_SCALE``, ``2**SUM_SCALE`` and ``2**DOT_SCALE`` (see
+    :func:`clamped_moments`).
+    """
+    a, b = _doubles(x, "x", check=False), _doubles(y, "y", check=False)
+    if len(a) != len(b):
+        raise ParameterError(f"x and y must have the same length, got {len(a)} and {len(b)}")
+    if _engine(engine, len(a)) == "numba":
+        return _moments2_numba(a, b, bounds)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise _not_finite("x and y")
+    ca, cb = np.clip(a, bounds[0], bounds[1]), np.clip(b, bounds[2], bounds[3])
+    return _sum_numpy(ca), _sum_numpy(cb), _dot_numpy(ca, cb)
+
+
+def sum_scaled(values: Sequence[float] | np.ndarray, *, engine: str = "auto") -> int:
+    """``Σ x_i · 2**1074`` exactly: the sum of finite doubles as an integer.
+
+    See :func:`clamped_moments` (with no clamp).
+    """
+    return clamped_moments(values, engine=engine)[0]
+
+
+def dot_scaled(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, engine: str = "auto"
+) -> int:
+    """``Σ x_i · y_i · 2**2148`` exactly, as an integer (see :func:`clamped_cross_moments`)."""
+    return clamped_cross_moments(x, y, engine=engine)[2]
+
+
+def exact_sum(values: Sequence[float] | np.ndarray | Any, *, engine: str = "auto") -> Fraction:
+    """The exact sum of finite doubles, as a Fraction (no rounding at any step)."""
+    return Fraction(sum_scaled(values, engine=engine), 1 << SUM_SCALE)
+
+
+def exact_dot(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, engine: str = "auto"
+) -> Fraction:
+    """The exact ``sum(x[i] * y[i])`` of finite doubles, as a Fraction."""
+    return Fraction(dot_scaled(x, y, engine=engine), 1 << DOT_SCALE)
+
+
+def bin_counts(
+    edges: np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    *,
+    drop: bool = False,
+    engine: str = "auto",
+) -> np.ndarray:
+    """Counts of finite doubles in the bins ``[e_i, e_{i+1})`` (the last one closed).
+
+    Each value's bin is decided by exact comparisons of doubles with the edges: the
+    result is ``searchsorted(edges, x, "right") − 1`` (capped at ``k − 1``) for every
+    value; a floating-point guess from evenly spaced edges only says where to compare
+    first, and a value it misses is placed by binary search.
+
+    Parameters
+    ----------
+    edges : numpy.ndarray
+        ``k + 1`` finite, strictly increasing float64 edges.
+    values : sequence of float or numpy.ndarray
+        Finite doubles (a ParameterError otherwise).
+    drop : bool
+        Values outside ``[e_0, e_k]`` are not counted (otherwise they are clamped into
+        the first or last bin).
+    engine : {"auto", "numpy", "numba"}
+        Same counts from either engine.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k`` int64 counts.
+    """
+    e = np.ascontiguousarray(edges, dtype=np.float64)
+    x = _doubles(values, "values", check=False)
+    k = len(e) - 1
+    if _engine(engine, len(x), "bins") == "numba":
+        kernels = _get_numba()
+        assert kernels is not None
+        out = np.zeros(k, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        kernels[2](x, e, drop, out, flag)
+        if flag[0]:
+            raise _not_finite("values")
+        return out
+    if not np.isfinite(x).all():
+        raise _not_finite("values")
+    if drop:
+        x = x[(x >= e[0]) & (x <= e[-1])]
+    counts: np.ndarray = np.bincount(bin_index(e, np.clip(x, e[0], e[-1])), minlength=k)
+    return counts
+
+
+def bin_index(edges: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The bin of each ``x`` in ``[e_0, e_k]``: ``i`` with ``e_i <= x < e_{i+1}`` (the
+    last bin closed), decided by exact comparisons.
+
+    A floating-point guess (exact for evenly spaced edges up to one bin) is corrected
+    by comparing with the edges; values the guess missed by more than two bins are
+    placed by binary search.  The result is ``searchsorted(edges, x, "right") − 1``
+    capped at ``k − 1``, only faster.
+    """
+    k = len(edges) - 1
+    with np.errstate(all="ignore"):
+        guess = np.floor((x - edges[0]) * (k / (edges[-1] - edges[0])))
+    guess[~np.isfinite(guess)] = 0
+    idx = np.clip(guess, 0, k - 1).astype(np.intp)
+    for _ in range(2):
+        idx -= (x < edges[idx]) & (idx > 0)
+        idx += (x >= edges[idx + 1]) & (idx < k - 1)
+    bad = (x < edges[idx]) | ((x >= edges[idx + 1]) & (idx < k - 1))
+    if bad.any():
+        idx[bad] = np.minimum(np.searchsorted(edges, x[bad], side="right") - 1, k - 1)
+    return cast(np.ndarray, idx)

@@ -1,0 +1,513 @@
+"""Randomness sources and the decoding of random bytes into draws ``(S, U*)``.
+
+A *draw* is a sign ``S`` in {-1, +1} and ``U*``, a p-bit float in (0, 1) drawn so
+that each value has probability equal to its unit in the last place at p bits
+(docs/semantics.md): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
+``U* = (2**(p-1) + m) * 2**(-(p-1) - e)``.  Then ``P(U* <= u) = u + ulp_p(u)``.
+
+Byte format ``snapcore-draw-v1`` (stable; changing it is a breaking change)
+-----------------------------------------------------------------------------
+Bytes are consumed in order from the source's stream; integers are big-endian.
+For one draw at precision ``p``:
+
+1. Read 8 bytes as an integer ``w``.  ``S = -1`` if bit 63 of ``w`` is set, else
+   ``+1``.  The low 63 bits are the first fair bits of the geometric exponent,
+   most significant first: ``e = 1 + (number of leading zero bits)``.
+2. If those 63 bits are all zero (probability ``2**-63``), read further 8-byte words
+   until one is non-zero; each all-zero word adds 64 to ``e``, and the first
+   non-zero word ``v`` adds ``64 - v.bit_length()``.  Bits after the first one are
+   discarded.
+3. Read ``ceil((p - 1) / 8)`` bytes as an integer ``t``; the mantissa bits are its
+   top ``p - 1`` bits: ``m = t >> (8 * ceil((p - 1) / 8) - (p - 1))``.
+
+At ``p = 118`` a draw takes 23 bytes (in all but a ``2**-63`` fraction of draws).
+The exponent is unbounded; the backends' exponent ranges (at least ``2**30``) are
+wider than anything a real stream produces.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import attrs
+
+from snapcore.errors import ParameterError, SourceExhaustedError, show
+
+__all__ = [
+    "ByteSource",
+    "Draw",
+    "RandomSource",
+    "ReplaySource",
+    "SeededSource",
+    "SystemSource",
+    "decode_draw",
+    "draw_from_u",
+    "encode_draw",
+    "require_draws",
+]
+
+_LOW63 = (1 << 63) - 1
+#: U* below 2**-(MIN_U_LOG2 - 1) is refused by transform (backends' exponent range
+#: is at least 2**30); a source would need 2**29 zero bits in a row to draw one.
+MIN_U_LOG2 = (1 << 29) + 1
+
+
+@attrs.frozen
+class Draw:
+    """One draw ``(S, U*)``: ``U* = mantissa * 2**exponent``.
+
+    ``mantissa`` has exactly ``p`` bits (``2**(p-1) <= mantissa < 2**p``) and
+    ``exponent <= -p``, so ``U*`` is a p-bit float in (0, 1).
+    """
+
+    sign: int
+    mantissa: int
+    exponent: int
+
+    @property
+    def u(self) -> Fraction:
+        """``U*`` as an exact Fraction."""
+        return Fraction(self.mantissa, 1 << -self.exponent)
+
+
+def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "u") -> Draw:
+    """Check that ``u`` is a p-bit float in (0, 1) and ``sign`` is ±1; return the Draw.
+
+    Raises
+    ------
+    ParameterError
+        If ``u`` is not a Fraction or float, not in (0, 1), or needs more than
+        ``precision`` bits; or if ``sign`` is not the int ``1`` or ``-1``.
+    """
+    if type(sign) is not int or sign not in (1, -1):
+        raise ParameterError(f"sign must be the int 1 or -1, got {sign!r}")
+    if isinstance(u, bool) or not isinstance(u, Fraction | float):
+        raise ParameterError(
+            f"{name} must be a fractions.Fraction or float in (0, 1), "
+            f"got {type(u).__name__} {show(u)}"
+        )
+    if isinstance(u, float) and (u != u or u in (float("inf"), float("-inf"))):
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
+    q = Fraction(u) if isinstance(u, float) else u
+    if not 0 < q < 1:
+        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
+    den = q.denominator
+    if den.bit_length() > MIN_U_LOG2:
+        raise ParameterError(
+            f"{name} must be >= 2**-{MIN_U_LOG2 - 1} (the backends' exponent range), got {show(u)}"
+        )
+    if den & (den - 1):
+        raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {show(u)}")
+    num = q.numerator
+    # num is odd (Fraction is reduced), so its bit length is its significant width.
+    if num.bit_length() > precision:
+        raise ParameterError(
+            f"{name} must be a p-bit float with p = {precision}, got {show(u)} "
+            f"which needs {num.bit_length()} bits"
+        )
+    shift = precision - num.bit_length()
+    mantissa = num << shift
+    exponent = -(den.bit_length() - 1) - shift
+    return Draw(sign=sign, mantissa=mantissa, exponent=exponent)
+
+
+class RandomSource(abc.ABC):
+    """A source of draws ``(S, U*)`` at a requested precision."""
+
+    #: Registered name of the source kind.
+    name: ClassVar[str]
+    #: Whether releases made with it are suitable for publication.
+    cryptographic: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def draw(self, precision: int) -> Draw:
+        """One draw at ``precision`` bits."""
+
+    def draws(self, count: int, precision: int) -> list[Draw]:
+        """``count`` independent draws, in stream order."""
+        return [self.draw(precision) for _ in range(count)]
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        """One draw as a plain ``(sign, mantissa, exponent)`` tuple (the hot path)."""
+        d = self.draw(precision)
+        return (d.sign, d.mantissa, d.exponent)
+
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether the next ``count`` draws at ``precision`` can be supplied.
+
+        A vector release asks this before drawing anything, so that it draws all its
+        noise or none.  The default, True, is right for unbounded streams; a source
+        that can run out (a replay, a finite pool) must override it.
+        """
+        return True
+
+    def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
+        """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order.
+
+        Optional capability: the default is built from :meth:`draws`; a source may
+        override it to skip building :class:`Draw` objects.  Contract: the same draws,
+        in the same order, as :meth:`draws` would give.
+        """
+        return [(d.sign, d.mantissa, d.exponent) for d in self.draws(count, precision)]
+
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """A context in which no other thread draws from this source.
+
+        Bulk readers (the vectorised fast path) hold it while they read a batch, so
+        that the batch's draws are contiguous in the stream, exactly as
+        :meth:`draws` would return them.  The base class has no shared state to
+        guard and returns a null context; :class:`ByteSource` returns its lock.
+        """
+        return contextlib.nullcontext()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def require_draws(source: RandomSource, count: int, precision: int) -> None:
+    """Raise, before anything is drawn, unless ``source`` can supply ``count`` draws.
+
+    The one check behind "a release draws all its noise or none" (vectors, arrays and
+    grouped releases alike).
+
+    Raises
+    ------
+    SourceExhaustedError
+        If ``source.can_draw(count, precision)`` is false; nothing is drawn.
+    """
+    if not source.can_draw(count, precision):
+        left = getattr(source, "remaining", None)
+        have = "" if left is None else f" ({left} draws left)"
+        raise SourceExhaustedError(
+            f"the source cannot supply {count} draws{have}; nothing was drawn (a release "
+            "draws all its noise or none)"
+        )
+
+
+def decode_draw(read: Callable[[int], bytes], precision: int) -> Draw:
+    """Decode one draw from ``read(n) -> bytes`` per format ``snapcore-draw-v1``."""
+    return Draw(*_decode_raw(read, precision))
+
+
+def encode_draw(draw: Draw, precision: int) -> bytes:
+    """The ``snapcore-draw-v1`` bytes of ``draw``: what :func:`decode_draw` reads back
+    as ``draw`` (for crafting chosen draws: calibration, tests, benchmarks).
+
+    The geometric exponent ``e = −exponent − (p − 1) >= 1`` is a stream of zero bits
+    ending in a one: in the first word's 63 low bits (after the sign bit) when
+    ``e <= 63``, else over whole following words; the unused bits are zero.
+    """
+    p = precision
+    nbytes = (p + 6) >> 3
+    e = -draw.exponent - (p - 1)
+    if e < 1 or draw.mantissa >> (p - 1) != 1:
+        raise ParameterError(f"draw must be a p-bit U* in (0, 1) at p = {p}, got {draw!r}")
+    out = ((1 << 63 if draw.sign < 0 else 0) | (1 << (63 - e) if e <= 63 else 0)).to_bytes(
+        8, "big"
+    )
+    if e > 63:
+        zeros, bit = divmod(e - 64, 64)
+        out += bytes(8 * zeros) + (1 << (63 - bit)).to_bytes(8, "big")
+    tail = (draw.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
+    return out + tail.to_bytes(nbytes, "big")
+
+
+def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
+    nbytes = (precision + 6) >> 3  # ceil((p - 1) / 8)
+    block = read(8 + nbytes)
+    whole = int.from_bytes(block, "big")
+    w = whole >> (8 * nbytes)
+    r = w & _LOW63
+    if r:  # all but a 2**-63 fraction of draws
+        e = 64 - r.bit_length()
+        t = whole & ((1 << (8 * nbytes)) - 1)
+    else:
+        extra, t = _past_first_word(block[8:], read, nbytes, True)
+        e = 64 + extra
+    m = t >> (8 * nbytes - (precision - 1))
+    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
+
+
+def _past_first_word(
+    rest: bytes, read: Callable[[int], bytes], nbytes: int, more: bool
+) -> tuple[int, int]:
+    """The part of a draw after its first word, when the exponent continues there
+    (``more``): words of 8 bytes until one is not zero, then the mantissa's ``nbytes``,
+    taken first from ``rest`` (bytes read but not yet used), reading only what is
+    missing.  Returns ``(exponent bits past the first word, mantissa integer)``.
+
+    Without ``more`` (the exponent ended in the first word) it runs the same steps on
+    the bytes at hand, with an empty read for the mantissa's, and returns ``(0, 0)``:
+    a padded release's decoding (:func:`_decode_raw_padded`).
+    """
+    e = 0
+    while True:
+        if len(rest) < 8:
+            rest += read(8 - len(rest)) if more else bytes(8 - len(rest))
+        v = int.from_bytes(rest[:8], "big")
+        rest = rest[8:]
+        if not more:
+            break
+        if v:
+            e += 64 - v.bit_length()
+            break
+        e += 64
+    if not more:
+        read(0)
+        return 0, 0
+    if len(rest) < nbytes:
+        rest += read(nbytes - len(rest))
+    return e, int.from_bytes(rest[:nbytes], "big")
+
+
+def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
+    """:func:`_decode_raw` for a release padded to a time quantum: the same draw from
+    the same bytes, with the same steps whether the exponent ends in the first word
+    (all but a ``2**-63`` fraction of draws) or continues for one more
+    (:func:`_past_first_word` runs in both cases).  The quantum covers one
+    continuation word; two or more (a fraction ``2**-127``) are not covered
+    (docs/timing.md)."""
+    nbytes = (precision + 6) >> 3
+    block = read(8 + nbytes)
+    whole = int.from_bytes(block, "big")
+    w = whole >> (8 * nbytes)
+    r = w & _LOW63
+    extra, t = _past_first_word(block[8:], read, nbytes, r == 0)
+    if r:
+        e = 64 - r.bit_length()
+        t = whole & ((1 << (8 * nbytes)) - 1)
+    else:
+        e = 64 + extra
+    m = t >> (8 * nbytes - (precision - 1))
+    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
+
+
+class ByteSource(RandomSource):
+    """A source defined by a byte stream, decoded per ``snapcore-draw-v1``.
+
+    Subclasses implement :meth:`read`.  Decoding holds a lock, so one source may be
+    shared by several threads; each draw's bytes are contiguous in the stream.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @abc.abstractmethod
+    def read(self, n: int) -> bytes:
+        """The next ``n`` bytes of the stream."""
+
+    def readinto(self, buffer: Any) -> None:
+        """Fill a writable buffer (``bytearray``, ``memoryview``, uint8 array) with
+        the next ``len(buffer)`` bytes of the stream, exactly as :meth:`read` would
+        return them.  Sources that can write in place (ChaCha20) override it to save
+        a copy; callers hold :meth:`exclusive`."""
+        mv = memoryview(buffer).cast("B")
+        mv[:] = self.read(len(mv))
+
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """The lock that serialises this source's draws (see
+        :meth:`RandomSource.exclusive`)."""
+        return self._lock
+
+    def draw(self, precision: int) -> Draw:
+        with self._lock:
+            return Draw(*_decode_raw(self.read, precision))
+
+    def draws(self, count: int, precision: int) -> list[Draw]:
+        with self._lock:
+            return [Draw(*_decode_raw(self.read, precision)) for _ in range(count)]
+
+    def draw_raw(self, precision: int) -> tuple[int, int, int]:
+        with self._lock:
+            return _decode_raw(self.read, precision)
+
+    def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
+        """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order."""
+        read = self.read
+        with self._lock:
+            return [_decode_raw(read, precision) for _ in range(count)]
+
+
+class SystemSource(ByteSource):
+    """The operating system's CSPRNG (``os.urandom``); the default.
+
+    Bytes are read in blocks and buffered in this process; every buffer is dropped
+    in a forked child (``os.register_at_fork``), so parent and child never share
+    noise.
+
+    Parameters
+    ----------
+    reader : callable, optional
+        ``reader(n)`` returns ``n`` fresh bytes from the operating system; the default,
+        and the only choice for releases, is ``os.urandom``.  Tests pass a reader that
+        records or chooses the bytes, to check at the value level that every byte the
+        OS returns is decoded once and in order.
+    """
+
+    name = "system"
+    cryptographic = True
+    _BLOCK = 4096
+    _instances: ClassVar[weakref.WeakSet[SystemSource]] = weakref.WeakSet()
+
+    def __init__(self, reader: Callable[[int], bytes] = os.urandom) -> None:
+        super().__init__()
+        self._reader = reader
+        self._buf = b""
+        self._pos = 0
+        SystemSource._instances.add(self)
+
+    def _drop_buffer(self) -> None:
+        self._buf, self._pos = b"", 0
+
+    def read(self, n: int) -> bytes:
+        end = self._pos + n
+        if end > len(self._buf):
+            rest = self._buf[self._pos :]
+            if n - len(rest) >= self._BLOCK:  # a large read: no copy through the buffer
+                self._buf, self._pos = b"", 0
+                return rest + self._reader(n - len(rest))
+            self._buf = rest + self._reader(max(self._BLOCK, n - len(rest)))
+            self._pos, end = 0, n
+        out = self._buf[self._pos : end]
+        self._pos = end
+        return out
+
+
+def _after_fork_in_child() -> None:
+    for src in list(SystemSource._instances):
+        src._lock = threading.Lock()
+        src._drop_buffer()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class SeededSource(ByteSource):
+    """A deterministic stream from a seed, for reproducible tests and simulations.
+
+    **Not for production releases**: anyone who knows its seed knows the noise.
+    The stream is BLAKE2b in counter mode: block ``i`` (64 bytes) is
+    ``blake2b(i.to_bytes(16, "big"), key=K)`` with the 64-byte key
+    ``K = blake2b(b"snapcore-seeded-v1" + raw)``, where ``raw`` is ``b"i"`` followed
+    by the int seed in big-endian bytes (as few as possible, at least one), or
+    ``b"s"`` followed by the UTF-8 text, or ``b"b"`` followed by the bytes.  The
+    blocks are concatenated and decoded per ``snapcore-draw-v1``.  It is stable
+    across versions and platforms.
+
+    Parameters
+    ----------
+    seed : int, bytes or str
+        A non-negative int, or bytes, or text (UTF-8 encoded).
+    """
+
+    name = "seeded"
+
+    def __init__(self, seed: int | bytes | str) -> None:
+        super().__init__()
+        if isinstance(seed, bool) or not isinstance(seed, int | bytes | str):
+            raise ParameterError(f"seed must be a non-negative int, bytes or str, got {seed!r}")
+        if isinstance(seed, int):
+            if seed < 0:
+                raise ParameterError(f"seed must be a non-negative int, bytes or str, got {seed}")
+            raw = b"i" + seed.to_bytes((seed.bit_length() + 7) // 8 or 1, "big")
+        elif isinstance(seed, str):
+            raw = b"s" + seed.encode("utf-8")
+        else:
+            raw = b"b" + seed
+        self.seed = seed
+        import hashlib  # here: a process that never seeds does not load OpenSSL's bindings
+
+        self._key = hashlib.blake2b(b"snapcore-seeded-v1" + raw, digest_size=64).digest()
+        self._counter = 0
+        self._buf = b""
+        self._pos = 0
+
+    def _blocks(self, count: int) -> list[bytes]:
+        """Blocks ``counter, ..., counter + count − 1`` (copies of one keyed state: the
+        same digests as keying each, in two thirds of the time)."""
+        import hashlib
+
+        keyed = hashlib.blake2b(key=self._key)
+        out: list[bytes] = []
+        append = out.append
+        start = self._counter
+        for i in range(start, start + count):
+            h = keyed.copy()
+            h.update(i.to_bytes(16, "big"))
+            append(h.digest())
+        self._counter = start + count
+        return out
+
+    def read(self, n: int) -> bytes:
+        end = self._pos + n
+        if end > len(self._buf):
+            rest = self._buf[self._pos :]
+            self._buf = b"".join([rest, *self._blocks(-(-(n - len(rest)) // 64))])
+            self._pos, end = 0, n
+        out = self._buf[self._pos : end]
+        self._pos = end
+        return out
+
+    def __repr__(self) -> str:
+        return f"<SeededSource seed={self.seed!r}>"
+
+
+class ReplaySource(RandomSource):
+    """Replays given draws, in order; for tests.
+
+    Parameters
+    ----------
+    draws : iterable of (sign, u)
+        ``sign`` is ±1 and ``u`` a Fraction or float that is a p-bit float in (0, 1)
+        at the precision the draws are requested at (checked when drawn).
+    """
+
+    name = "replay"
+
+    def __init__(self, draws: Iterable[tuple[int, Fraction | float]]) -> None:
+        self._pending = list(draws)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int:
+        """Draws not yet replayed."""
+        return len(self._pending) - self._next
+
+    def can_draw(self, count: int, precision: int) -> bool:
+        """Whether ``count`` draws remain (:meth:`draws` also refuses invalid ones
+        without consuming any)."""
+        return self.remaining >= count
+
+    def draw(self, precision: int) -> Draw:
+        with self._lock:
+            if self._next >= len(self._pending):
+                raise SourceExhaustedError("replay source has no draws left")
+            sign, u = self._pending[self._next]
+            d = draw_from_u(u, sign, precision, name=f"draws[{self._next}].u")
+            self._next += 1
+            return d
+
+    def draws(self, count: int, precision: int) -> list[Draw]:
+        """The next ``count`` draws, all or nothing: an exhausted source or an invalid
+        draw raises without consuming any."""
+        with self._lock:
+            if self.remaining < count:
+                raise SourceExhaustedError(
+                    f"replay source has {self.remaining} draws left, {count} requested"
+                )
+            start = self._next
+            out = [
+                draw_from_u(u, sign, precision, name=f"draws[{start + i}].u")
+                for i, (sign, u) in enumerate(self._pending[start : start + count])
+            ]
+            self._next = start + count
+            return out

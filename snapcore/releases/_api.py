@@ -1,0 +1,869 @@
+"""The release call: a statistic of private data, ε-differentially private, in one call.
+
+>>> import snapcore
+>>> r = snapcore.release("mean", [31, 45, 52, 28, 60], epsilon=1.0, data_bounds=(0, 100),
+...                      source=snapcore.SeededSource(3))
+>>> r.statistic, r.relation.value, float(r.sensitivity), r.epsilon_spent
+('mean', 'replace', 20.0, Fraction(1, 1))
+>>> r.clamp_bounds[0] <= r.value <= r.clamp_bounds[1]
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, overload
+
+import attrs
+import numpy as np
+
+from snapcore._display import short
+from snapcore.calibration._clamp import (
+    DEFAULT_GAMMA,
+    ClampChoice,
+    check_gamma,
+    choose_clamp_bounds,
+    given_clamp_bounds,
+)
+from snapcore.calibration._guarantee import calibration_accuracy
+from snapcore.calibration._params import check_real, record_calibration
+from snapcore.data._frames import is_dask, read_dataset
+from snapcore.data._missing import MissingPolicy, apply_missing, check_missing_policy
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.data._values import type_name
+from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
+from snapcore.mechanism._mechanism import SnappingMechanism
+from snapcore.mechanism._padding import padded_statistic
+from snapcore.pipeline._backend import Backend
+from snapcore.plugins._statistic import (
+    DataBounds,
+    Prepared,
+    Statistic,
+    check_data_bounds,
+    check_n,
+    resolve_relation,
+    resolve_statistic,
+)
+from snapcore.randomness._sources import RandomSource, require_draws
+
+if TYPE_CHECKING:
+    from snapcore.releases._budget import Budget
+    from snapcore.releases._grouped import GroupedRelease
+
+__all__ = ["Release", "release"]
+
+
+def _frac_str(q: Fraction | None) -> str | None:
+    return None if q is None else str(q)
+
+
+@attrs.frozen(kw_only=True)
+class Release:
+    """The result of :func:`release`: the private value and everything about how.
+
+    Attributes
+    ----------
+    statistic : str
+        The statistic released.
+    value : float, int or tuple
+        The released value; one per coordinate (a tuple) for vector statistics.  An
+        integer-valued statistic (count, histogram) comes back as ``int`` when every
+        output is an integer: an integral :attr:`grid_step` between integral clamp
+        bounds.
+    labels : sequence of str
+        Coordinate labels (for a histogram, the bins, written when read); a tuple or an
+        immutable sequence equal to one.
+    epsilon_spent : Fraction
+        The total ε this release spent (what a :class:`~snapcore.Budget` was charged).
+    epsilon_per_value : Fraction
+        The ε of the mechanism releasing each coordinate.
+    composition : str
+        How the budget was divided over the coordinates, and why.
+    relation : Neighbouring
+        The neighbouring relation the guarantee is for.
+    sensitivity : Fraction
+        Δ per coordinate (data units).
+    value_range : (Fraction, Fraction)
+        Where f(D) can lie given the data bounds; ``b_prime = max(|lo|, |hi|)``.
+    clamp_bounds : (float, float) or None
+        The clamp interval ``[c − B, c + B]``; outputs lie in it.  None when nothing
+        was noised (Δ = 0).
+    half_width : Fraction or None
+        B, the half-width of the clamp interval.
+    clamp_reason : str
+        How the clamp interval was chosen (γ and the formula, or given directly).
+    gamma : Fraction or None
+        The γ used, if the interval was chosen from γ.
+    precision : int or None
+        Working precision p in bits.
+    granularity : Fraction or None
+        Λ, the smallest power of two ``>= λ``, in sensitivity units (as on
+        :class:`~snapcore.mechanism._mechanism.SnappingMechanism`).
+    grid_step : Fraction or None
+        Δ·Λ, the output grid's spacing in data units: outputs are multiples of it from
+        the centre of the clamp interval.
+    backend : str or None
+        The arithmetic backend.
+    source : str or None
+        The randomness source's name (``"seeded"`` is not for production).
+    data_bounds : tuple of (float, float), or None
+        The bounds the data were clamped to.
+    n : int or None
+        The public n used (or the public cap on n under add-remove).
+    derivation : str
+        Where Δ and the range come from.
+    notes : tuple of str
+        Anything else worth knowing.
+    """
+
+    statistic: str
+    value: float | tuple[float, ...]
+    labels: Sequence[str]
+    epsilon_spent: Fraction
+    epsilon_per_value: Fraction
+    composition: str
+    relation: Neighbouring
+    sensitivity: Fraction
+    value_range: tuple[Fraction, Fraction]
+    clamp_bounds: tuple[float, float] | None
+    half_width: Fraction | None
+    clamp_reason: str
+    gamma: Fraction | None
+    precision: int | None
+    granularity: Fraction | None
+    grid_step: Fraction | None
+    backend: str | None
+    source: str | None
+    data_bounds: DataBounds | None
+    n: int | None
+    derivation: str
+    notes: tuple[str, ...]
+
+    @property
+    def b_prime(self) -> Fraction:
+        """B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
+        return max(abs(self.value_range[0]), abs(self.value_range[1]))
+
+    def accuracy(self, alpha: Any) -> float:
+        """The data-independent accuracy at confidence ``alpha``: each released value is
+        within this of the exact statistic with probability at least ``1 - alpha``
+        (:func:`snapcore.analysis._accuracy.accuracy` of this record: the guarantee of the
+        calibration recomputed from its public parameters; a test checks the two agree).
+
+        Raises
+        ------
+        ParameterError
+            If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
+        """
+        return calibration_accuracy(record_calibration(self), alpha).bound
+
+    @property
+    def grid_explanation(self) -> str:
+        """What the output grid means, in one paragraph, and how to get a finer one."""
+        if self.grid_step is None:
+            return "no grid: nothing was noised (Δ = 0), the value is exact"
+        step = short(self.grid_step)
+        acc = self.accuracy(0.05)
+        return (
+            f"outputs lie on a grid of step {step} (data units), centred on the clamp "
+            "interval: the noise is rounded to a multiple of it, so repeated releases "
+            f"take few distinct values and one can equal the exact value; that is not "
+            f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
+            "two at or above the noise scale λ ≈ 1/ε (ε per value); the clamp interval "
+            f"does not change it. A finer grid: {self.finer_grid}"
+        )
+
+    @property
+    def finer_grid(self) -> str:
+        """How to make the output grid finer, for this release: the ε that halves the
+        step (Λ halves when ε per value passes the power of two ``2/Λ``; ε′ is a hair
+        below ε, so ε = 1 gives Λ = 2 and ε = 1.001 gives Λ = 1), and whether a
+        smaller Δ is in the user's hands (narrower data bounds) or fixed."""
+        if self.grid_step is None or self.granularity is None:
+            return "no grid: nothing was noised"
+        lam = self.granularity  # Λ = 2**L
+        per_value = 2 / lam  # ε per value must pass this for Λ/2
+        total = per_value * self.epsilon_spent / self.epsilon_per_value
+        ask = total * Fraction(1001, 1000)
+        text = (
+            f"{keyword('epsilon', float(ask))} (ε per value above {short(per_value)}) "
+            f"halves the step to {short(self.grid_step / 2)}"
+        )
+        if self.data_bounds is None:
+            return text + f"; Δ = {short(self.sensitivity)} is fixed for {self.statistic!r}"
+        return (
+            text + f"; or a smaller Δ (now {short(self.sensitivity)}): narrower "
+            f"{parameter_name('data_bounds')}, or, where Δ shrinks with n (a mean, a "
+            "variance), more records"
+        )
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The released values as a tuple (one element for a scalar statistic)."""
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
+
+        def f(q: Fraction | None) -> float | None:
+            return None if q is None else float(q)
+
+        return {
+            "statistic": self.statistic,
+            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
+            "labels": list(self.labels),
+            "epsilon_spent": f(self.epsilon_spent),
+            "epsilon_spent_exact": _frac_str(self.epsilon_spent),
+            "epsilon_per_value": f(self.epsilon_per_value),
+            "composition": self.composition,
+            "relation": self.relation.value,
+            "relation_description": self.relation.description,
+            "sensitivity": f(self.sensitivity),
+            "sensitivity_exact": _frac_str(self.sensitivity),
+            "value_range": [f(self.value_range[0]), f(self.value_range[1])],
+            "b_prime": f(self.b_prime),
+            "clamp_bounds": None if self.clamp_bounds is None else list(self.clamp_bounds),
+            "half_width": f(self.half_width),
+            "clamp_reason": self.clamp_reason,
+            "gamma": f(self.gamma),
+            "precision": self.precision,
+            "granularity": f(self.granularity),
+            "granularity_exact": _frac_str(self.granularity),
+            "grid_step": f(self.grid_step),
+            "grid_step_exact": _frac_str(self.grid_step),
+            "grid_explanation": self.grid_explanation,
+            "backend": self.backend,
+            "source": self.source,
+            "data_bounds": None
+            if self.data_bounds is None
+            else [list(p) for p in self.data_bounds],
+            "n": self.n,
+            "derivation": self.derivation,
+            "notes": list(self.notes),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class _Plan:
+    """Everything a release needs, checked, before any noise is drawn."""
+
+    stat: Statistic
+    prep: Prepared
+    eps: Fraction
+    mech: SnappingMechanism | None
+    choice: ClampChoice | None
+    common: dict[str, Any]
+
+
+#: A statistic release that draws fewer values than this, with no ``source=`` given, reads
+#: its noise from the OS CSPRNG (``"system"``); a longer one uses the mechanism's default,
+#: ChaCha20 keyed from the OS.  Below it the values take the element-wise path, where a
+#: fresh ``os.urandom`` buffer is at least as fast as a fresh ChaCha20 stream, and a
+#: one-shot process need not import ``cryptography`` for a few dozen bytes
+#: (docs/sources.md, "Which source a release uses").
+SYSTEM_SOURCE_MAX_VALUES = 1024
+
+
+def _default_source(source: str | RandomSource | None, count: int) -> str | RandomSource | None:
+    """The source a release of ``count`` values uses: the one given, else ``"system"``
+    for fewer than :data:`SYSTEM_SOURCE_MAX_VALUES` values, else the mechanism's default."""
+    if source is None and count < SYSTEM_SOURCE_MAX_VALUES:
+        return "system"
+    return source
+
+
+def _plan(
+    stat: Statistic,
+    prep: Prepared,
+    *,
+    eps: Fraction,
+    rel: Neighbouring,
+    checked_bounds: DataBounds | None,
+    given: ClampChoice | None,
+    gamma: Any,
+    backend: str | Backend,
+    source: str | RandomSource | None,
+    precision: int | None,
+    timing: str | None,
+) -> _Plan:
+    if not isinstance(prep, Prepared) or prep.relation is not rel:
+        raise SnapcoreError(
+            f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
+            f"{rel.value!r}; expected a Prepared for that relation"
+        )
+    common: dict[str, Any] = {
+        "statistic": stat.name,
+        "labels": prep.labels,
+        "relation": rel,
+        "sensitivity": prep.sensitivity,
+        "value_range": prep.value_range,
+        "data_bounds": checked_bounds,
+        "n": prep.n,
+        "derivation": prep.derivation,
+    }
+    if prep.sensitivity == 0:
+        return _Plan(stat=stat, prep=prep, eps=Fraction(0), mech=None, choice=None, common=common)
+    eps_each = eps * prep.epsilon_share
+    choice: ClampChoice = (
+        given
+        if given is not None
+        else choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+    )
+    mech = SnappingMechanism(
+        epsilon=eps_each,
+        sensitivity=prep.sensitivity,
+        clamp_bounds=(choice.lower, choice.upper),
+        backend=backend,
+        source=_default_source(source, len(prep.values)),
+        precision=precision,
+        timing=timing,
+    )
+    return _Plan(stat=stat, prep=prep, eps=eps, mech=mech, choice=choice, common=common)
+
+
+def _integral(stat: Statistic, choice: ClampChoice, grid_step: Fraction) -> bool:
+    """Whether every output is an integer: an integer-valued statistic on an integral
+    grid between integral clamp bounds (outputs are grid points or a clamp bound)."""
+    lo, hi = float(choice.lower), float(choice.upper)
+    return (
+        stat.integer_valued
+        and grid_step.denominator == 1
+        and lo.is_integer()
+        and hi.is_integer()
+        and (int(lo) + int(hi)) % 2 == 0  # an integral centre
+    )
+
+
+def _draw(plan: _Plan) -> Release:
+    prep, mech, choice = plan.prep, plan.mech, plan.choice
+    if mech is None or choice is None:
+        # f(D) is the same for every neighbour: it is public, released exactly.
+        exact = tuple(
+            int(v) if plan.stat.integer_valued and Fraction(v).denominator == 1 else float(v)
+            for v in prep.values
+        )
+        return Release(
+            value=exact if prep.is_vector else exact[0],
+            epsilon_spent=Fraction(0),
+            epsilon_per_value=Fraction(0),
+            composition="nothing to compose: the value does not depend on any one record",
+            clamp_bounds=None,
+            half_width=None,
+            clamp_reason="no clamp: nothing was noised (Δ = 0)",
+            gamma=None,
+            precision=None,
+            granularity=None,
+            grid_step=None,
+            backend=None,
+            source=None,
+            notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
+            **plan.common,
+        )
+    outs = _release_values(
+        mech, prep.values, integral=_integral(plan.stat, choice, mech.grid_step)
+    )
+    notes = list(prep.notes)
+    if mech.source.name == "seeded":
+        notes.append("seeded source: deterministic noise, NOT for production releases")
+    return Release(
+        value=outs if prep.is_vector else outs[0],
+        epsilon_spent=plan.eps,
+        epsilon_per_value=plan.eps * prep.epsilon_share,
+        composition=prep.composition,
+        clamp_bounds=(choice.lower, choice.upper),
+        half_width=choice.half_width,
+        clamp_reason=choice.reason,
+        gamma=choice.gamma,
+        precision=mech.precision,
+        granularity=mech.granularity,
+        grid_step=mech.grid_step,
+        backend=mech.backend.name,
+        source=mech.source.name,
+        notes=tuple(notes),
+        **plan.common,
+    )
+
+
+@overload
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    by: None = None,
+    keys: None = None,
+    group_sizes: None = None,
+    **kwargs: Any,
+) -> Release: ...
+
+
+@overload
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    by: str,
+    keys: Iterable[Any],
+    group_sizes: Mapping[Any, int] | None = None,
+    **kwargs: Any,
+) -> GroupedRelease: ...
+
+
+def release(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any = None,
+    gamma: Any = None,
+    clamp_bounds: Any = None,
+    n: int | None = None,
+    relation: str | Neighbouring | None = None,
+    column: str | tuple[str, ...] | None = None,
+    by: str | None = None,
+    keys: Iterable[Any] | None = None,
+    group_sizes: Mapping[Any, int] | None = None,
+    missing: str = "error",
+    impute: Any = None,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    budget: Budget | None = None,
+    precision: int | None = None,
+    timing: str | None = None,
+    **options: Any,
+) -> Release | GroupedRelease:
+    """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
+
+    Parameters
+    ----------
+    statistic : str or Statistic
+        A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
+        ``covariance``, ``histogram``, or a plugin's) or a statistic object.
+    data : sequence, array, data frame, mapping, Dask data frame, or Partial
+        The private data: a sequence, NumPy array, mapping of columns, or a data frame
+        of pandas, polars (eager or lazy), pyarrow or any library narwhals reads
+        (:mod:`snapcore.data._frames`); a Dask data frame (one partial state per partition,
+        computed on the workers, :mod:`snapcore.releases._partials`); or a merged
+        :class:`~snapcore.releases._partials.Partial` (its data bounds and options are used).
+        With ``by=``: a data frame or mapping held in memory, or ``{key: Partial}``
+        with the merged partial state of every key's records (read in chunks).
+    epsilon : real
+        The total ε this release spends.
+    data_bounds : (lower, upper), or one pair per column
+        Data bounds: every value is clamped to them before the statistic is computed.
+    gamma : real in (0, 1], optional
+        Choose the clamp interval so that it binds with probability at most γ
+        (docs/bounds-and-gamma.md).  The default, when ``clamp_bounds`` is not given,
+        is 0.05.
+    clamp_bounds : (lower, upper), optional
+        The clamp interval for the statistic, given directly instead of ``gamma``.
+    n : int, optional
+        Public n: under ``replace`` the number of records (taken from the data when
+        omitted); under ``add-remove`` a public upper bound on it (for ``count``:
+        required, a cap such as the population size).  With ``by=``, per group.
+    relation : {"replace", "add-remove"}, optional
+        The neighbouring relation; default: the statistic's first, or ``add-remove``
+        with ``by=`` and no ``group_sizes=`` when the statistic supports it.
+    column : str or tuple of str, optional
+        Column name(s) in a DataFrame or mapping.
+    by : str, optional
+        Group by this column: one release per key in ``keys``, a
+        :class:`~snapcore.releases._grouped.GroupedRelease` (docs/statistics.md, "Group-by").
+    keys : iterable, optional
+        The public key set (required with ``by``): every key is released, present in
+        the data or not; records with other keys are left out and never revealed.
+    group_sizes : mapping key -> int, optional
+        Public group sizes; needed under ``replace`` with ``by`` (each record's key is
+        then public and a neighbour replaces one record within its group).
+    missing : {"error", "drop", "impute"}
+        What missing values (None, NaN) in the data do: refuse (the default); drop
+        their records (only under ``add-remove``, where removing a record is a
+        neighbour); or replace them by the public constant ``impute``.
+    impute : real or value, optional
+        The public constant for ``missing="impute"``.
+    backend : str or Backend
+        Arithmetic backend (default ``"mpfr"``).
+    source : str or RandomSource, optional
+        Randomness.  Default: the OS CSPRNG (``"system"``) for a release of fewer than
+        :data:`SYSTEM_SOURCE_MAX_VALUES` values, else ChaCha20 keyed from the OS
+        (``"chacha20"``, the mechanism's default); docs/sources.md.
+    budget : Budget, optional
+        Charged ``epsilon`` (sequential composition); checked before any noise.
+    precision : int, optional
+        Working precision, at least the required one.
+    timing : {None, "constant", "off"}
+        ``"constant"`` pads the whole call to a whole number of time quanta that depend
+        only on the statistic, its public parameters and the public n
+        (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
+        cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
+        release pads each group's mechanism releases.
+    **options
+        The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
+        ``other``, ``out_of_range``).
+
+    Returns
+    -------
+    Release or GroupedRelease
+
+    Raises
+    ------
+    ParameterError
+        On invalid arguments or data (never naming a record or value), before noise.
+    BudgetExceededError
+        If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
+    """
+    if by is not None or keys is not None or group_sizes is not None:
+        return _release_grouped(
+            statistic,
+            data,
+            epsilon=epsilon,
+            data_bounds=data_bounds,
+            gamma=gamma,
+            clamp_bounds=clamp_bounds,
+            n=n,
+            relation=relation,
+            column=column,
+            by=by,
+            keys=keys,
+            group_sizes=group_sizes,
+            missing=missing,
+            impute=impute,
+            backend=backend,
+            source=source,
+            budget=budget,
+            precision=precision,
+            timing=timing,
+            options=options,
+        )
+    return _release_single(
+        statistic,
+        data,
+        epsilon=epsilon,
+        data_bounds=data_bounds,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        n=n,
+        relation=relation,
+        column=column,
+        missing=missing,
+        impute=impute,
+        backend=backend,
+        source=source,
+        budget=budget,
+        precision=precision,
+        timing=timing,
+        **options,
+    )
+
+
+def _common_checks(
+    stat: Statistic,
+    *,
+    epsilon: Any,
+    relation: Any,
+    gamma: Any,
+    clamp_bounds: Any,
+    budget: Any,
+    options: dict[str, Any],
+) -> tuple[Fraction, Neighbouring, ClampChoice | None, Any]:
+    eps = check_real("epsilon", epsilon, positive=True)
+    rel = resolve_relation(stat, relation)
+    if gamma is not None and clamp_bounds is not None:
+        raise ParameterError(
+            f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
+            parameter="clamp_bounds",
+        )
+    given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
+    if given is None:
+        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
+    unknown = sorted(set(options) - set(stat.options))
+    if unknown:
+        valid = sorted(stat.options) or "none"
+        raise ParameterError(
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
+            parameter=unknown[0],
+        )
+    if budget is not None and not _is_budget(budget):
+        raise ParameterError(
+            f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
+        )
+    return eps, rel, given, gamma
+
+
+@padded_statistic
+def _release_single(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any = None,
+    gamma: Any = None,
+    clamp_bounds: Any = None,
+    n: int | None = None,
+    relation: str | Neighbouring | None = None,
+    column: str | tuple[str, ...] | None = None,
+    missing: str = "error",
+    impute: Any = None,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    budget: Budget | None = None,
+    precision: int | None = None,
+    timing: str | None = None,
+    **options: Any,
+) -> Release:
+    stat = resolve_statistic(statistic)
+    eps, rel, given, gamma = _common_checks(
+        stat,
+        epsilon=epsilon,
+        relation=relation,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        budget=budget,
+        options=options,
+    )
+    policy = check_missing_policy(missing, impute, rel)
+    n_pub = check_n(n)
+    prep, checked_bounds = _prepare(stat, data, data_bounds, column, n_pub, rel, options, policy)
+    plan = _plan(
+        stat,
+        prep,
+        eps=eps,
+        rel=rel,
+        checked_bounds=checked_bounds,
+        given=given,
+        gamma=gamma,
+        backend=backend,
+        source=source,
+        precision=precision,
+        timing=timing,
+    )
+    _check_can_draw([plan])
+    with _reserve(budget, plan.eps, stat.name):
+        return _draw(plan)
+
+
+def _release_grouped(
+    statistic: str | Statistic,
+    data: Any,
+    *,
+    epsilon: Any,
+    data_bounds: Any,
+    gamma: Any,
+    clamp_bounds: Any,
+    n: Any,
+    relation: Any,
+    column: Any,
+    by: Any,
+    keys: Any,
+    group_sizes: Any,
+    missing: str,
+    impute: Any,
+    backend: str | Backend,
+    source: str | RandomSource | None,
+    budget: Budget | None,
+    precision: int | None,
+    timing: str | None,
+    options: dict[str, Any],
+) -> GroupedRelease:
+    from snapcore.releases._grouped import plan_groups
+    from snapcore.releases._partials import Partial
+
+    stat = resolve_statistic(statistic)
+    if (
+        relation is None
+        and by is not None
+        and group_sizes is None
+        and Neighbouring.ADD_REMOVE in stat.relations
+    ):
+        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
+    eps, rel, given, gamma = _common_checks(
+        stat,
+        epsilon=epsilon,
+        relation=relation,
+        gamma=gamma,
+        clamp_bounds=clamp_bounds,
+        budget=budget,
+        options=options,
+    )
+    policy = check_missing_policy(missing, impute, rel)
+    checked_bounds = check_data_bounds(data_bounds, stat)
+
+    def plan_one(ds: Any, n_pub: int | None) -> _Plan:
+        if isinstance(ds, Partial):  # a group's records, read in chunks
+            prep, _ = _prepare(stat, ds, data_bounds, None, n_pub, rel, options, policy)
+        else:
+            prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
+        return _plan(
+            stat,
+            prep,
+            eps=eps,
+            rel=rel,
+            checked_bounds=checked_bounds,
+            given=given,
+            gamma=gamma,
+            backend=backend,
+            source=source,
+            precision=precision,
+            timing=timing,
+        )
+
+    grouped, plans = plan_groups(
+        stat,
+        data,
+        by=by,
+        keys=keys,
+        group_sizes=group_sizes,
+        n=n,
+        column=column,
+        policy=policy,
+        rel=rel,
+        eps=eps,
+        plan=plan_one,
+    )
+    spent = max((p.eps for p in plans), default=Fraction(0))
+    _check_can_draw(plans)
+    with _reserve(budget, spent, f"{stat.name} by {by}"):
+        return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
+
+
+def _prepare(
+    stat: Statistic,
+    data: Any,
+    data_bounds: Any,
+    column: Any,
+    n: int | None,
+    relation: Neighbouring,
+    options: dict[str, Any],
+    policy: MissingPolicy,
+) -> tuple[Prepared, DataBounds | None]:
+    """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    if not _is_partial(data) and not is_dask(data):
+        checked = check_data_bounds(data_bounds, stat)
+        ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
+        prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **options)
+        return prep, checked
+    from snapcore.releases._partials import Partial, dask_state, freeze_options
+
+    if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
+        raise ParameterError(
+            f"{keyword('missing', policy.kind)} applies to data held in memory; for a "
+            "partial state or a Dask data frame, drop or impute missing values before the "
+            "partial states",
+            parameter="missing",
+        )
+    if isinstance(data, Partial):
+        if data.statistic != stat.name:
+            raise ParameterError(
+                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}"
+            )
+        checked = data.data_bounds
+        if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
+            raise ParameterError(
+                f"{parameter_name('data_bounds')} must be those the partial state was "
+                f"computed with ({checked!r}), or omitted",
+                parameter="data_bounds",
+            )
+        if options and freeze_options(options) != data.options:
+            raise ParameterError(
+                "the statistic's options must be those the partial state was computed "
+                "with, or omitted"
+            )
+        opts = dict(data.options)
+        if stat.needs_data_bounds and checked is None:
+            check_data_bounds(None, stat)  # the usual error
+        state = data.state
+    else:
+        opts = options  # a Dask data frame
+        checked = check_data_bounds(data_bounds, stat)
+        if not stat.mergeable:
+            raise ParameterError(
+                f"statistic {stat.name!r} does not implement partial() and finalize(), "
+                "so it cannot be released from a Dask data frame"
+            )
+        state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
+    return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
+
+
+def _is_budget(obj: Any) -> bool:
+    from snapcore.releases._budget import Budget  # here: a release without a budget never needs it
+
+    return isinstance(obj, Budget)
+
+
+def _is_partial(data: Any) -> bool:
+    """Whether ``data`` is a :class:`~snapcore.releases._partials.Partial` (a Partial exists only
+    once its module is imported, so a release of data in memory never imports it)."""
+    partials = sys.modules.get("snapcore.releases._partials")
+    return partials is not None and isinstance(data, partials.Partial)
+
+
+def _check_can_draw(plans: Sequence[_Plan]) -> None:
+    """All or nothing: each source can supply the draws of every plan it serves (all the
+    coordinates, of every group), checked together before anything is drawn and before
+    the budget is charged."""
+    need: dict[int, tuple[RandomSource, int, int]] = {}
+    for p in plans:
+        if p.mech is None:
+            continue
+        src = p.mech.source
+        _, count, precision = need.get(id(src), (src, 0, 0))
+        need[id(src)] = (src, count + len(p.prep.values), max(precision, p.mech.precision))
+    for src, count, precision in need.values():
+        require_draws(src, count, precision)
+
+
+def _release_values(
+    mech: SnappingMechanism, values: tuple[Any, ...], *, integral: bool
+) -> tuple[float, ...] | tuple[int, ...]:
+    """Release every coordinate: through the mechanism's array release when the values
+    are integers or exact doubles (bit-identical to one scalar release per value, with
+    the draws in the same order), one by one otherwise (exact Fractions).  With
+    ``integral`` (every output lies on an integral grid), outputs that are all integers
+    come back as ints."""
+    outs: tuple[float, ...]
+    if len(values) == 1:  # a scalar statistic: the scalar release, exact for any real
+        outs = (float(mech.release(values[0])),)
+    else:
+        arr = _as_array(values) if values else None
+        if arr is not None:
+            out = mech.release(arr)
+            whole = integral and bool(np.all(np.floor(out) == out))
+            if whole and float(np.max(np.abs(out))) < 2.0**62:  # exact in int64
+                return tuple(out.astype(np.int64).tolist())
+            outs = tuple(out.tolist())
+        else:
+            # A list is read element by element, exactly (Fractions included).
+            outs = tuple(float(o) for o in mech.release(list(values)))
+    if integral and all(o.is_integer() for o in outs):
+        return tuple(int(o) for o in outs)
+    return outs
+
+
+def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
+    """The values as an int64 array (all Python ints in range) or a float64 array (all
+    floats), exactly; None otherwise."""
+    try:
+        arr = np.array(values)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    types = set(map(type, values))
+    if arr.dtype == np.int64 and types == {int}:
+        return arr
+    if arr.dtype == np.float64 and types == {float}:
+        return arr
+    ints = [int(v) if isinstance(v, Fraction) and v.denominator == 1 else None for v in values]
+    if all(i is not None and -(1 << 62) < i < 1 << 62 for i in ints):
+        return np.array(ints, dtype=np.int64)
+    return None
+
+
+def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
+    # A release that spends nothing (an exact, noise-free value of sensitivity 0)
+    # does not touch the budget, which refuses zero epsilon.
+    if budget is None or eps == 0:
+        return contextlib.nullcontext()
+    return budget.reserve(eps, label=label)

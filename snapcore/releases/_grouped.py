@@ -1,0 +1,327 @@
+"""Group-by with a public key set: one release per key, parallel composition.
+
+>>> import snapcore
+>>> data = {"sex": [1, 2, 2, 1, 2], "age": [31, 45, 52, 28, 60]}
+>>> g = snapcore.release("count", data, by="sex", keys=[1, 2, 3], n=100, epsilon=1,
+...                      source=snapcore.SeededSource(1))
+>>> list(g.keys), g.epsilon_spent
+([1, 2, 3], Fraction(1, 1))
+
+Each record belongs to at most one group (the one its key names), so a neighbour
+changes the data of one group only, and the whole grouped release is ε-DP when each
+group's release is (parallel composition; McSherry 2009).  Under ``add-remove`` the
+group sizes stay private: each group gets the public cap ``n``.  Under ``replace`` the
+key column and the group sizes are declared public (``group_sizes=``) and a neighbour
+replaces the other values of one record within its group (docs/statistics.md,
+"Group-by").  Every key of the key set is released, present in the data or not; records
+whose key is not in the key set (or is missing) are left out and never revealed.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from snapcore.data._columns import _column_of, _is_frame, as_dataset
+from snapcore.data._missing import MissingPolicy, apply_missing, take_groups
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.data._values import category_key, is_missing
+from snapcore.errors import ParameterError, keyword, parameter_name
+from snapcore.plugins._statistic import Statistic, check_n
+
+if TYPE_CHECKING:
+    from snapcore.data._columns import Dataset
+    from snapcore.releases._api import Release, _Plan
+
+__all__ = ["GroupedRelease"]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class GroupedRelease:
+    """One :class:`~snapcore.releases._api.Release` per public key: ``g[key]``, ``g.items()``.
+
+    Attributes
+    ----------
+    statistic : str
+        The statistic released in every group.
+    by : str
+        The column the groups are keyed by.
+    keys : tuple
+        The public key set, as given (every key is released).
+    releases : tuple of Release
+        One release per key, in the order of ``keys``.
+    epsilon_spent : Fraction
+        The total ε: each record is in one group, so by parallel composition it is
+        the ε of one group's release, not the sum.
+    relation : Neighbouring
+        The neighbouring relation of the whole dataset.
+    composition : str
+        Why the total is what it is.
+    group_sizes : str
+        Whether the group sizes are public (declared) or private.
+    """
+
+    statistic: str
+    by: str
+    keys: tuple[Any, ...]
+    releases: tuple[Release, ...] = ()
+    epsilon_spent: Fraction = Fraction(0)
+    relation: Neighbouring
+    composition: str
+    group_sizes: str
+
+    def with_releases(self, releases: tuple[Release, ...], spent: Fraction) -> GroupedRelease:
+        """This record with its releases filled in."""
+        return attrs.evolve(self, releases=releases, epsilon_spent=spent)
+
+    def __getitem__(self, key: Any) -> Release:
+        want = category_key(key)
+        for k, r in zip(self.keys, self.releases, strict=True):
+            if category_key(k) == want:
+                return r
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def items(self) -> Iterator[tuple[Any, Release]]:
+        """``(key, release)`` pairs in key-set order."""
+        return zip(self.keys, self.releases, strict=True)
+
+    @property
+    def values(self) -> dict[Any, Any]:
+        """``{key: released value}``."""
+        return {k: r.value for k, r in self.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the grouping, the total ε, and each group's record."""
+        return {
+            "statistic": self.statistic,
+            "by": self.by,
+            "keys": [_json_key(k) for k in self.keys],
+            "epsilon_spent": float(self.epsilon_spent),
+            "epsilon_spent_exact": str(self.epsilon_spent),
+            "relation": self.relation.value,
+            "composition": self.composition,
+            "group_sizes": self.group_sizes,
+            # one released value per key, in key-set order (each group's record below)
+            "values": [
+                list(r.value) if isinstance(r.value, tuple) else r.value for r in self.releases
+            ],
+            "groups": [
+                {"key": _json_key(k), **r.to_dict()}
+                for k, r in zip(self.keys, self.releases, strict=True)
+            ],
+        }
+
+
+def _json_key(k: Any) -> Any:
+    if isinstance(k, bool | np.bool_):
+        return bool(k)
+    if isinstance(k, numbers.Integral):
+        return int(k)
+    if isinstance(k, numbers.Real):
+        return float(k)
+    return k if isinstance(k, str) else str(k)
+
+
+def _check_keys(keys: Any) -> tuple[Any, ...]:
+    if keys is None:
+        raise ParameterError(
+            f"{keyword('by')} needs {keyword('keys')}, the public key set (every key is "
+            "released; other keys never are)",
+            parameter="keys",
+        )
+    name = parameter_name("keys")
+    if isinstance(keys, str | bytes) or not isinstance(keys, Iterable):
+        raise ParameterError(
+            f"{name} must be a sequence of key values, got {keys!r}", parameter="keys"
+        )
+    out = tuple(keys)
+    if not out:
+        raise ParameterError(f"{name} must not be empty", parameter="keys")
+    seen: dict[Any, int] = {}
+    for i, k in enumerate(out):
+        if is_missing(k):
+            raise ParameterError(f"{name}[{i}] is a missing value", parameter="keys")
+        try:
+            kk = category_key(k)
+        except ParameterError as exc:
+            raise ParameterError(f"{name}[{i}]: {exc}", parameter="keys") from None
+        if kk in seen:
+            raise ParameterError(
+                f"{name} must be distinct under exact-value matching: {name}[{seen[kk]}] = "
+                f"{out[seen[kk]]!r} and {name}[{i}] = {k!r} are one key",
+                parameter="keys",
+            )
+        seen[kk] = i
+    return out
+
+
+def _per_key(name: str, value: Any, keys: tuple[Any, ...]) -> list[Any]:
+    if isinstance(value, Mapping):
+        table = {category_key(k): v for k, v in value.items()}
+        missing = [k for k in keys if category_key(k) not in table]
+        if missing:
+            raise ParameterError(
+                f"{parameter_name(name)} has no entry for key(s) {missing!r}", parameter=name
+            )
+        extra = set(table) - {category_key(k) for k in keys}
+        if extra:
+            raise ParameterError(
+                f"{parameter_name(name)} has entries for keys not in {parameter_name('keys')}",
+                parameter=name,
+            )
+        return [table[category_key(k)] for k in keys]
+    return [value] * len(keys)
+
+
+def plan_groups(
+    stat: Statistic,
+    data: Any,
+    *,
+    by: str | None,
+    keys: Any,
+    group_sizes: Mapping[Any, int] | None,
+    n: Any,
+    column: Any,
+    policy: MissingPolicy,
+    rel: Neighbouring,
+    eps: Fraction,
+    plan: Callable[[Any, int | None], _Plan],
+) -> tuple[GroupedRelease, list[_Plan]]:
+    """Check and plan one release per key, before any noise is drawn.
+
+    ``data`` is a DataFrame or a mapping of columns, or a mapping ``{key: Partial}``
+    with the partial state of every key of the key set (the records of each group,
+    read in chunks; :func:`snapcore.releases._partials.partial`): ``plan`` then gets the Partial.
+    """
+    from snapcore.releases._partials import Partial
+
+    if not isinstance(by, str):
+        raise ParameterError(
+            f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
+        )
+    key_set = _check_keys(keys)
+    partials = (
+        isinstance(data, Mapping)
+        and len(data) > 0
+        and all(isinstance(v, Partial) for v in data.values())
+    )
+    if isinstance(data, str | bytes) or not (_is_frame(data) or isinstance(data, Mapping)):
+        raise ParameterError(
+            f"{keyword('by', by)} needs a DataFrame or a mapping of columns, got "
+            f"{type(data).__name__}",
+            parameter="by",
+        )
+    if rel is Neighbouring.REPLACE and group_sizes is None:
+        why = (
+            f"{keyword('by', by)} under the replace relation needs "
+            f"{keyword('group_sizes')} (public group sizes: the key of each record is then "
+            "public and a neighbour replaces a record within its group)"
+        )
+        if Neighbouring.ADD_REMOVE in stat.relations:
+            why += f"; or use {keyword('relation', 'add-remove')}, where group sizes stay private"
+        else:
+            why += (
+                f"; statistic {stat.name!r} has no add-remove form, so its group sizes must "
+                "be declared public"
+            )
+        raise ParameterError(why, parameter="group_sizes")
+    if rel is Neighbouring.ADD_REMOVE and group_sizes is not None:
+        raise ParameterError(
+            f"{keyword('group_sizes')} declares public group sizes, which only the replace "
+            f"relation uses; under add-remove give {keyword('n')}, a public cap per group",
+            parameter="group_sizes",
+        )
+    if partials:
+        groups: list[Any] = _per_key("data", data, key_set)  # {key: Partial}
+    else:
+        groups = _split(stat, data, by=by, key_set=key_set, column=column, policy=policy)
+    if rel is Neighbouring.REPLACE:
+        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
+        ns: list[int | None] = list(sizes)
+        if n is not None:
+            raise ParameterError(
+                f"under replace with {keyword('by')}, give {keyword('group_sizes')} and leave "
+                f"{parameter_name('n')} unset",
+                parameter="n",
+            )
+        sizes_note = f"public (declared with {keyword('group_sizes')})"
+    else:
+        ns = [check_n(v) for v in _per_key("n", n, key_set)]
+        sizes_note = "private (each group is capped at its public n)"
+    plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
+    return _record(stat, by, key_set, rel, sizes_note, eps), plans
+
+
+def _split(
+    stat: Statistic,
+    data: Any,
+    *,
+    by: str,
+    key_set: tuple[Any, ...],
+    column: Any,
+    policy: MissingPolicy,
+) -> list[Dataset]:
+    """The records of each key of ``key_set``, the missing-value policy applied."""
+    by_col = _column_of(data, by, "by")
+    ds = as_dataset(data, column=column, columns=stat.columns)
+    by_arr = (
+        by_col.to_numpy(dtype=object)
+        if hasattr(by_col, "to_numpy")
+        else np.asarray(list(by_col), dtype=object)
+    ).reshape(-1)
+    if by_arr.size != ds.size:
+        raise ParameterError(
+            f"column {by!r} must have as many records as the data", parameter="by"
+        )
+    index = {category_key(k): i for i, k in enumerate(key_set)}
+    group = np.full(by_arr.size, -1, dtype=np.int64)
+    for j, v in enumerate(by_arr):
+        if is_missing(v):
+            continue
+        try:
+            group[j] = index.get(category_key(v), -1)
+        except ParameterError:
+            group[j] = -1  # an unmatchable key is not in the key set
+    return [apply_missing(sub, policy) for sub in take_groups(ds, group, len(key_set))]
+
+
+def _record(
+    stat: Statistic,
+    by: str,
+    key_set: tuple[Any, ...],
+    rel: Neighbouring,
+    sizes_note: str,
+    eps: Fraction,
+) -> GroupedRelease:
+    if rel is Neighbouring.ADD_REMOVE:
+        comp = (
+            f"parallel composition over the groups of {by!r}: adding or removing one record "
+            "changes only its own group (or none, if its key is not in the key set), so the "
+            "grouped release spends the ε of one group"
+        )
+    else:
+        comp = (
+            f"parallel composition over the groups of {by!r}: with the key column and group "
+            "sizes public, a neighbour replaces one record within its group, changing one "
+            "group only, so the grouped release spends the ε of one group"
+        )
+    return GroupedRelease(
+        statistic=stat.name,
+        by=by,
+        keys=key_set,
+        relation=rel,
+        composition=comp,
+        group_sizes=sizes_note,
+        epsilon_spent=eps,
+    )

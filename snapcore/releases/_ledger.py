@@ -1,0 +1,563 @@
+"""A durable privacy-budget ledger shared by processes: it loses nothing.
+
+A :class:`Ledger` is one SQLite file (the standard library's :mod:`sqlite3`; no
+server, no lock files of its own) holding a total ε and the history of every spend.
+It gives the guarantees an in-memory :class:`~snapcore.Budget` cannot:
+
+**Write-ahead.**  A spend is committed to disk *before* any noise is drawn.  The
+record is written and ``COMMIT`` returns (with ``synchronous=FULL``, after SQLite's
+fsyncs) before the ``with`` block of :meth:`Ledger.reserve` runs, so a release killed
+at any point after that, even by ``SIGKILL`` or a power cut, is counted as spent.
+
+**No refunds.**  Once committed, ε stays spent whether the release completes, raises
+or is killed: the ledger cannot know whether noise was drawn, and a draw that was
+never published may still have left the process (a log line, a core dump, a timing).
+Every check snapcore makes on a release's arguments and data runs before the ledger
+is touched, so a release refused for bad input costs nothing.  The entry's status
+(``committed``, then ``completed`` or ``failed``) is informational only; a release
+that was killed stays ``committed``.  (The in-memory :class:`~snapcore.Budget` does
+return a failed block's reservation; this is the one deliberate difference.)
+
+**No overspending across processes.**  A spend is one ``BEGIN IMMEDIATE``
+transaction: it takes SQLite's write lock, re-checks the whole ledger, compares ε
+with what remains, appends the entry and commits.  Concurrent processes queue on
+the lock (up to a timeout), so they cannot both see the same remaining budget.
+
+**Refuse, never reset.**  Every open and every spend checks the file: the SQLite
+header's application id and schema version, ``PRAGMA integrity_check``, the
+``meta`` table, the file's size against its page count, canonical ``p/q``
+fractions, contiguous entry numbers, the totals re-derived from the history (each
+entry's running total and the stored total must equal the exact sums), and a SHA-256
+chain over the total and every entry, recorded by snapcore with each spend, so that
+an edit made with another tool (raising the total, rewriting an entry consistently)
+is refused too.  The chain catches damage and edits made outside snapcore; it is not
+a defence against someone who can write the file and recompute it.  A file failing any check raises
+:class:`~snapcore.errors.LedgerError` and is left byte-for-byte untouched.
+
+**Durability settings.**  ``journal_mode=DELETE`` with ``synchronous=FULL`` (and
+``fullfsync`` on macOS): a commit fsyncs the rollback journal, then the database,
+then deletes the journal, so a committed spend survives a crash or power loss and
+an interrupted one rolls back cleanly on the next open.  DELETE rather than WAL:
+writes are rare (one per release), the ledger stays a single file that is safe to
+copy, and it works on network file systems, where WAL's shared memory does not.
+
+ε is stored exactly, as the text ``"p/q"``; it is shown as a short decimal.
+
+>>> import tempfile, os
+>>> from fractions import Fraction
+>>> from snapcore.releases._ledger import Ledger
+>>> path = os.path.join(tempfile.mkdtemp(), "budget.ledger")
+>>> led = Ledger.init(path, Fraction(1))
+>>> led.spend(Fraction(1, 3), label="mean age")
+>>> led.spent, led.remaining
+(Fraction(1, 3), Fraction(2, 3))
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import re
+import sqlite3
+import warnings
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from snapcore._display import short
+from snapcore.calibration._params import check_real, parse_epsilon
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerState",
+    "parse_epsilon",
+]
+
+#: Version of the ledger's tables; a file of another version is refused.
+SCHEMA_VERSION = 1
+#: ``PRAGMA application_id`` of a snapcore ledger (the bytes "Snap").
+APPLICATION_ID = 0x536E6170
+#: Seconds a spend waits for another process's transaction before giving up.
+LOCK_TIMEOUT = 60.0
+
+_STATUSES = ("committed", "completed", "failed")
+_FRACTION = re.compile(r"(0|[1-9][0-9]*)/([1-9][0-9]*)")
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE entries ("
+    " id INTEGER PRIMARY KEY,"
+    " time TEXT NOT NULL,"
+    " label TEXT NOT NULL,"
+    " epsilon TEXT NOT NULL,"
+    " cumulative TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('committed', 'completed', 'failed')),"
+    " pid INTEGER NOT NULL)",
+)
+
+
+def _to_text(q: Fraction) -> str:
+    return f"{q.numerator}/{q.denominator}"
+
+
+def _from_text(what: str, text: object) -> Fraction:
+    if not isinstance(text, str) or _FRACTION.fullmatch(text) is None:
+        raise LedgerError(f"{what} is not an exact fraction 'p/q' ({text!r})")
+    num, den = (int(t) for t in text.split("/"))
+    q = Fraction(num, den)
+    if q.numerator != num or q.denominator != den:
+        raise LedgerError(f"{what} is not in lowest terms ({text!r})")
+    return q
+
+
+def _digest_start(total_text: str, created: str) -> str:
+    data = "\0".join(("snapcore-ledger", str(SCHEMA_VERSION), total_text, created))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
+    data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+@attrs.frozen(kw_only=True)
+class LedgerEntry:
+    """One spend recorded in a ledger.
+
+    Attributes
+    ----------
+    index : int
+        1, 2, ... in the order the spends were committed.
+    time : str
+        When it was committed (UTC, ISO 8601).
+    label : str
+        What was released.
+    epsilon : Fraction
+        The ε spent (exact).
+    cumulative : Fraction
+        ε spent by this entry and all before it.
+    status : str
+        ``committed`` (spent; the release had not finished, or was killed),
+        ``completed`` or ``failed``.  Every status counts as spent.
+    pid : int
+        The process that committed it.
+    """
+
+    index: int
+    time: str
+    label: str
+    epsilon: Fraction
+    cumulative: Fraction
+    status: str
+    pid: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (ε exact as ``"p/q"`` and as a float)."""
+        return {
+            "index": self.index,
+            "time": self.time,
+            "label": self.label,
+            "epsilon": float(self.epsilon),
+            "epsilon_exact": str(self.epsilon),
+            "cumulative": float(self.cumulative),
+            "cumulative_exact": str(self.cumulative),
+            "status": self.status,
+            "pid": self.pid,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class LedgerState:
+    """A consistent snapshot of a ledger: its total, what is spent, and the history."""
+
+    total: Fraction
+    spent: Fraction
+    entries: tuple[LedgerEntry, ...]
+    created: str
+    digest: str
+
+    @property
+    def remaining(self) -> Fraction:
+        """ε not yet spent."""
+        return self.total - self.spent
+
+
+def _fail(path: str, problem: str) -> LedgerError:
+    return LedgerError(
+        f"budget ledger {path!r} refused: {problem}. The file was not modified and is "
+        "never reset automatically; restore it from a backup, or investigate it with "
+        "the sqlite3 tool"
+    )
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    if not os.path.exists(path):
+        raise LedgerError(
+            f"budget ledger {path!r} does not exist; create it with "
+            f"'snapcore budget init {path} --epsilon TOTAL'"
+        )
+    if not os.path.isfile(path):
+        raise LedgerError(f"budget ledger {path!r} is not a regular file")
+    if os.path.getsize(path) == 0:
+        raise _fail(path, "it is empty (0 bytes): truncated, or never initialised")
+    # mode=rw: never create a file (an empty new database would look like a ledger
+    # that lost its history).  isolation_level=None: transactions are explicit.
+    uri = "file:" + Path(path).resolve().as_posix().replace("?", "%3f").replace("#", "%23")
+    conn = sqlite3.connect(uri + "?mode=rw", uri=True, timeout=LOCK_TIMEOUT, isolation_level=None)
+    try:
+        # Per-connection settings; none of them writes to the file.
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA fullfsync=ON")
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.execute("PRAGMA cell_size_check=ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
+    """Check the whole ledger inside the caller's transaction; raise LedgerError."""
+    try:
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app != APPLICATION_ID:
+            raise _fail(path, "it is not a snapcore budget ledger (wrong application id)")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            raise _fail(
+                path,
+                f"its schema version is {version}, this snapcore reads version {SCHEMA_VERSION}",
+            )
+        # Under the read lock now held, the file must be exactly the pages its header
+        # declares: a truncated tail (even of bytes SQLite would not miss) is refused.
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = os.path.getsize(path)
+        if size != page_size * page_count:
+            raise _fail(
+                path,
+                f"its size is {size} bytes, its header declares {page_count} pages of "
+                f"{page_size} bytes (truncated or extended)",
+            )
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "delete":
+            raise _fail(path, f"its journal mode is {mode!r}, a ledger uses 'delete'")
+        check = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        if check != ["ok"]:
+            raise _fail(path, "SQLite's integrity check failed: " + "; ".join(check[:3]))
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        rows = conn.execute(
+            "SELECT id, time, label, epsilon, cumulative, status, pid FROM entries ORDER BY id"
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
+    expected = {"schema_version", "total", "spent", "entries", "created", "digest"}
+    if set(meta) != expected:
+        raise _fail(path, f"its meta table has keys {sorted(meta)}, expected {sorted(expected)}")
+    if meta["schema_version"] != str(SCHEMA_VERSION):
+        raise _fail(path, f"its meta schema version is {meta['schema_version']!r}")
+    try:
+        total = _from_text("the total", meta["total"])
+        stored_spent = _from_text("the stored spent total", meta["spent"])
+        entries: list[LedgerEntry] = []
+        running = Fraction(0)
+        for k, (idx, time, label, eps_text, cum_text, status, pid) in enumerate(rows, 1):
+            if not isinstance(idx, int) or idx != k:
+                raise LedgerError(f"entry numbers are not 1, 2, ...: entry {k} is {idx}")
+            eps = _from_text(f"entry {k}'s epsilon", eps_text)
+            running += eps
+            cumulative = _from_text(f"entry {k}'s running total", cum_text)
+            if cumulative != running:
+                raise LedgerError(
+                    f"entry {k}'s running total {cum_text} differs from the sum of the "
+                    f"history, {_to_text(running)}"
+                )
+            if (
+                status not in _STATUSES
+                or not isinstance(label, str)
+                or not isinstance(pid, int)
+                or not isinstance(time, str)
+            ):
+                raise LedgerError(f"entry {k} has an invalid status, label, time or pid")
+            entries.append(
+                LedgerEntry(
+                    index=idx,
+                    time=str(time),
+                    label=label,
+                    epsilon=eps,
+                    cumulative=cumulative,
+                    status=status,
+                    pid=int(pid),
+                )
+            )
+    except LedgerError as exc:
+        raise _fail(path, str(exc)) from None
+    if total <= 0:
+        raise _fail(path, f"its total epsilon is {meta['total']}, not > 0")
+    if meta["entries"] != str(len(entries)):
+        raise _fail(
+            path,
+            f"it records {meta['entries']!r} entries but its history has {len(entries)} "
+            "(truncated or tampered with)",
+        )
+    if stored_spent != running:
+        raise _fail(
+            path,
+            f"its stored spent total {meta['spent']} differs from the sum of its history, "
+            f"{_to_text(running)} (tampered with)",
+        )
+    if running > total:
+        raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
+    digest = _digest_start(meta["total"], meta["created"])
+    for e in entries:
+        digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid)
+    if meta["digest"] != digest:
+        raise _fail(
+            path,
+            "its total or history does not match the digest snapcore recorded with it "
+            "(edited outside snapcore)",
+        )
+    return LedgerState(
+        total=total,
+        spent=running,
+        entries=tuple(entries),
+        created=meta["created"],
+        digest=digest,
+    )
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class Ledger:
+    """A privacy budget on disk, shared by processes (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An existing ledger (create one with :meth:`init`).  It is checked at once.
+
+    Raises
+    ------
+    LedgerError
+        If the file is missing or fails any check; the file is not modified.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.state()
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], total_epsilon: Any) -> Ledger:
+        """Create a new ledger holding ``total_epsilon``; never overwrites a file.
+
+        The ledger is built under a temporary name in the same directory and linked
+        into place atomically, so no process ever sees a half-made ledger.
+
+        Raises
+        ------
+        LedgerError
+            If ``path`` already exists (whatever it holds).
+        ParameterError
+            If ``total_epsilon`` is not a finite number > 0.
+        """
+        total = check_real("total_epsilon", total_epsilon, positive=True)
+        target = os.fspath(path)
+        if os.path.lexists(target):
+            raise LedgerError(f"budget ledger {target!r} already exists; refusing to overwrite")
+        folder = os.path.dirname(os.path.abspath(target))
+        tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.init")
+        try:
+            with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
+                conn.execute("PRAGMA journal_mode=DELETE")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                created = _now()
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [
+                        ("schema_version", str(SCHEMA_VERSION)),
+                        ("total", _to_text(total)),
+                        ("spent", "0/1"),
+                        ("entries", "0"),
+                        ("created", created),
+                        ("digest", _digest_start(_to_text(total), created)),
+                    ],
+                )
+                conn.execute("COMMIT")
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise LedgerError(
+                    f"budget ledger {target!r} already exists; refusing to overwrite"
+                ) from None
+            if hasattr(os, "O_DIRECTORY"):
+                dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+        except (sqlite3.Error, OSError) as exc:
+            raise LedgerError(f"budget ledger {target!r} cannot be created: {exc}") from None
+        finally:
+            for leftover in (tmp, tmp + "-journal"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+        return cls(target)
+
+    def state(self) -> LedgerState:
+        """Read and check the whole ledger in one read transaction."""
+        with closing(_connect(self.path)) as conn:
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.DatabaseError as exc:
+                raise _fail(self.path, f"it cannot be read ({exc})") from None
+            try:
+                return _verify(conn, self.path)
+            finally:
+                conn.execute("ROLLBACK")
+
+    @property
+    def total(self) -> Fraction:
+        """The total ε."""
+        return self.state().total
+
+    @property
+    def spent(self) -> Fraction:
+        """ε committed so far (every entry, whatever its status)."""
+        return self.state().spent
+
+    @property
+    def remaining(self) -> Fraction:
+        """ε not yet spent."""
+        return self.state().remaining
+
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """The history, oldest first."""
+        return self.state().entries
+
+    def _commit_spend(self, eps: Fraction, label: str) -> int:
+        with closing(_connect(self.path)) as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                raise _fail(self.path, f"it cannot be locked for writing ({exc})") from None
+            try:
+                st = _verify(conn, self.path)
+                left = st.remaining
+                if eps > left:
+                    raise BudgetExceededError(
+                        f"release refused by ledger {self.path!r}: it needs epsilon = "
+                        f"{short(eps)} but the ledger has {short(left)} "
+                        f"left (total {short(st.total)}, spent "
+                        f"{short(st.spent)}); nothing was drawn or spent"
+                    )
+                index = len(st.entries) + 1
+                spent = st.spent + eps
+                time, pid = _now(), os.getpid()
+                conn.execute(
+                    "INSERT INTO entries (id, time, label, epsilon, cumulative, status, pid) "
+                    "VALUES (?, ?, ?, ?, ?, 'committed', ?)",
+                    (index, time, label, _to_text(eps), _to_text(spent), pid),
+                )
+                digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            # The write-ahead point: once COMMIT returns, the spend is on disk.
+            conn.execute("COMMIT")
+            return index
+
+    def _mark(self, index: int, status: str) -> None:
+        try:
+            with closing(_connect(self.path)) as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "UPDATE entries SET status = ? WHERE id = ? AND status = 'committed'",
+                    (status, index),
+                )
+                conn.execute("COMMIT")
+        except (sqlite3.Error, LedgerError) as exc:
+            warnings.warn(
+                f"budget ledger {self.path!r}: entry {index} is spent but could not be "
+                f"marked {status!r} ({exc})",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    @contextmanager
+    def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
+        """Commit ``epsilon`` as spent, durably, then run the ``with`` block.
+
+        The ε stays spent whatever the block does (see "No refunds" above).
+
+        Raises
+        ------
+        BudgetExceededError
+            If ``epsilon`` exceeds what remains; nothing is recorded, the block does
+            not run.
+        LedgerError
+            If the ledger fails its checks; nothing is recorded.
+        ParameterError
+            If ``epsilon`` is not a finite number >= 0 or ``label`` not a str.
+        """
+        eps = check_real("epsilon", epsilon)
+        if eps < 0:
+            raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
+        if not isinstance(label, str):
+            raise ParameterError(f"label must be a str, got {type(label).__name__}")
+        index = self._commit_spend(eps, label)
+        try:
+            yield eps
+        except BaseException:
+            self._mark(index, "failed")
+            raise
+        self._mark(index, "completed")
+
+    def spend(self, epsilon: Any, *, label: str = "") -> None:
+        """Record ``epsilon`` as spent (for releases made outside snapcore)."""
+        with self.reserve(epsilon, label=label):
+            pass
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ledger as a JSON-ready dict (exact values as ``"p/q"`` too)."""
+        st = self.state()
+        return {
+            "path": self.path,
+            "schema_version": SCHEMA_VERSION,
+            "created": st.created,
+            "total": float(st.total),
+            "total_exact": str(st.total),
+            "spent": float(st.spent),
+            "spent_exact": str(st.spent),
+            "remaining": float(st.remaining),
+            "remaining_exact": str(st.remaining),
+            "entries": [e.to_dict() for e in st.entries],
+        }
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.path!r})"
