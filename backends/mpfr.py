@@ -396,7 +396,7 @@ def uniform_ln(precision: int) -> Callable[[int, int], Any]:
     correctly rounded ``ln U*``, otherwise (``ln U*`` within ``ε`` of a rounding
     boundary: at most about ``2**-19`` for ``U* = 1 − 2**-p``, ``2**-130`` averaged over
     fresh draws) MPFR's own ``log`` at ``p`` bits gives it.  Bit-identical to
-    :meth:`MPFRArithmetic.ln` either way (tests/test_pipeline_uniform.py).
+    :meth:`MPFRArithmetic.ln` either way (tests/pipeline/test_uniform.py).
     """
     ctxs = _WideContexts(precision)
     p_wide = 2 * precision + UNIFORM_LN_GUARD

@@ -32,12 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The tests that matter for each module: a failure in any of them kills a mutant.
-REF = "tests/test_pipeline_reference.py"
-FAST = "tests/test_fastpath.py"
+REF = "tests/pipeline/test_reference.py"
+FAST = "tests/pipeline/fastpath/test_release.py"
 TESTS: dict[str, list[str]] = {
     "dyadic": [
-        "tests/test_dyadic_rules.py",
-        "tests/test_rounding_direct.py",
+        "tests/exact/test_dyadic.py",
+        "tests/exact/test_rounding.py",
         f"{REF}::test_round_fraction_matches_reference",
         f"{REF}::test_add_rounds_the_exact_sum_once",
         f"{REF}::test_reference_rounding_hand_cases",
@@ -45,20 +45,20 @@ TESTS: dict[str, list[str]] = {
     "params": [
         f"{REF}::test_transform_matches_reference",
         f"{REF}::test_extreme_draws",
-        "tests/test_validation.py",
-        "tests/test_dyadic_rules.py",
+        "tests/mechanism/test_validation.py",
+        "tests/exact/test_dyadic.py",
     ],
     "pipeline": [
         REF,
-        "tests/test_dyadic_rules.py",
-        "tests/test_pipeline_centre.py",
+        "tests/exact/test_dyadic.py",
+        "tests/pipeline/test_centre.py",
     ],
-    "budget": ["tests/test_budget.py", "tests/test_budget_schedules.py"],
+    "budget": ["tests/releases/test_budget.py", "tests/releases/test_budget_schedules.py"],
     "sources": [
-        "tests/test_sources_values.py",
-        "tests/test_sources_draw_from_u.py",
+        "tests/randomness/test_sources.py",
+        "tests/randomness/test_draw_from_u.py",
         *(
-            f"tests/test_sampler.py::{name}"
+            f"tests/randomness/test_sampler.py::{name}"
             for name in (
                 "test_hand_vectors",
                 "test_continuation_over_many_zero_words",
@@ -74,38 +74,38 @@ TESTS: dict[str, list[str]] = {
                 "test_replay_draws_are_all_or_nothing",
             )
         ),
-        "tests/test_validation.py",
+        "tests/mechanism/test_validation.py",
     ],
     "chacha": [
-        "tests/test_sources_values.py",
-        "tests/test_sources_fork.py",
-        "tests/test_chacha_stream.py",
+        "tests/randomness/test_sources.py",
+        "tests/randomness/test_fork.py",
+        "tests/randomness/test_chacha.py",
     ],
     "statistic": [
-        "tests/test_statistic_framework.py",
-        "tests/test_statistics_builtin.py",
-        "tests/test_thirdparty_statistic.py",
+        "tests/plugins/test_statistic.py",
+        "tests/statistics/test_builtin.py",
+        "tests/plugins/test_thirdparty_statistic.py",
     ],
     "counting": [
-        "tests/test_statistics_counting.py",
-        "tests/test_statistics_builtin.py",
-        "tests/test_statistic_suite.py",
-        "tests/test_statistics_prepared_fields.py",
+        "tests/statistics/test_counting.py",
+        "tests/statistics/test_builtin.py",
+        "tests/statistics/test_suite.py",
+        "tests/plugins/test_prepared.py",
     ],
     "moments": [
-        "tests/test_statistics_moments_bounds.py",
-        "tests/test_statistics_builtin.py",
-        "tests/test_statistic_suite.py",
-        "tests/test_statistics_prepared_fields.py",
+        "tests/statistics/test_moments.py",
+        "tests/statistics/test_builtin.py",
+        "tests/statistics/test_suite.py",
+        "tests/plugins/test_prepared.py",
     ],
     "fastpath": [
         FAST,
-        "tests/test_fastpath_margin.py",
-        "tests/test_fastpath_far.py",
-        "tests/test_fastpath_limits.py",
-        "tests/test_fastpath_certificate.py",
-        "tests/test_fastpath_decode.py",
-        "tests/test_fastpath_drivers.py",
+        "tests/pipeline/fastpath/test_margin.py",
+        "tests/pipeline/fastpath/test_far.py",
+        "tests/pipeline/fastpath/test_limits.py",
+        "tests/pipeline/fastpath/test_certificate.py",
+        "tests/pipeline/fastpath/test_decode.py",
+        "tests/pipeline/fastpath/test_drivers.py",
     ],
 }
 
@@ -142,35 +142,35 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "snapcore/releases/_budget.py",
         "left = self.total - self._spent - self._reserved",
         "left = self.total - self._spent",
-        ["tests/test_budget_schedules.py"],
+        ["tests/releases/test_budget_schedules.py"],
     ),
     (
         "budget accepts a negative epsilon",
         "snapcore/releases/_budget.py",
         'eps = check_real("epsilon", epsilon, positive=True)',
         'eps = check_real("epsilon", epsilon)',
-        ["tests/test_budget_schedules.py"],
+        ["tests/releases/test_budget_schedules.py"],
     ),
     (
         "SystemSource re-serves a byte to the next read",
         "snapcore/randomness/_sources.py",
         "        self._pos = end\n        return out\n\n\ndef _after_fork",
         "        self._pos = end - 1\n        return out\n\n\ndef _after_fork",
-        ["tests/test_sources_values.py"],
+        ["tests/randomness/test_sources.py"],
     ),
     (
         "SystemSource keeps stale bytes across a refill",
         "snapcore/randomness/_sources.py",
         "self._buf = rest + self._reader(",
         "self._buf = self._buf[-8:] + self._reader(",
-        ["tests/test_sources_values.py"],
+        ["tests/randomness/test_sources.py"],
     ),
     (
         "ChaCha20 re-serves a byte after a refill",
         "snapcore/randomness/_chacha.py",
         "        self._pos = n\n        return self._buf[:n]",
         "        self._pos = n - 1\n        return self._buf[:n]",
-        ["tests/test_sources_values.py"],
+        ["tests/randomness/test_sources.py"],
     ),
     (
         "granularity doubles when lambda is a power of two",
@@ -191,28 +191,28 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "snapcore/exact/_dyadic.py",
         "if twice > d2 or (twice == d2 and q & 1):",
         "if twice >= d2:",
-        ["tests/test_dyadic_rules.py"],
+        ["tests/exact/test_dyadic.py"],
     ),
     (
         "round_dyadic ties away from zero",
         "snapcore/exact/_dyadic.py",
         "if r > half or (r == half and q & 1):",
         "if r >= half:",
-        ["tests/test_dyadic_rules.py"],
+        ["tests/exact/test_dyadic.py"],
     ),
     (
         "no endpoint rule for a clamped z'",
         "snapcore/pipeline/_stages.py",
         "if zm and dyadic_cmp(abs(zm), ze, bm, be) == 0:",
         "if False:",
-        ["tests/test_dyadic_rules.py"],
+        ["tests/exact/test_dyadic.py"],
     ),
     (
         "fast path's safety factor halved",
         "snapcore/pipeline/_fastpath.py",
         "err = 2.0 * (eln",
         "err = 1.0 * (eln",
-        ["tests/test_fastpath_margin.py"],
+        ["tests/pipeline/fastpath/test_margin.py"],
     ),
     # The fast path's kernel is a closure built once at import (and compiled by
     # numba), so mutmut never runs its mutants: these are its defects, planted.
@@ -235,14 +235,14 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "snapcore/pipeline/_fastpath.py",
         "eln = ERR_LN_ABS + ERR_LN_PER_E * (e + 2.0)",
         "eln = ERR_LN_ABS",
-        ["tests/test_fastpath_margin.py"],
+        ["tests/pipeline/fastpath/test_margin.py"],
     ),
     (
         "fast path's ln error constant halved",
         "snapcore/pipeline/_fastpath.py",
         "ERR_LN_ABS = 2.0**-73",
         "ERR_LN_ABS = 2.0**-74",
-        ["tests/test_fastpath_margin.py"],
+        ["tests/pipeline/fastpath/test_margin.py"],
     ),
     (
         "fast path's bound without its exponent cap",
@@ -256,35 +256,35 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
         "snapcore/pipeline/_fastpath.py",
         "exact_sum = (u2 == 0.0) and (t2 == 0.0)",
         "exact_sum = (u2 == 0.0) or (t2 == 0.0)",
-        ["tests/test_fastpath_certificate.py"],
+        ["tests/pipeline/fastpath/test_certificate.py"],
     ),
     (
         "fused output stage's half gap 2**106 too wide",
         "snapcore/pipeline/_fastpath.py",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex + 53)",
-        ["tests/test_fastpath_certificate.py"],
+        ["tests/pipeline/fastpath/test_certificate.py"],
     ),
     (
         "fused output stage's half gap below a power of two too wide",
         "snapcore/pipeline/_fastpath.py",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
         "half_gap = math.ldexp(0.5, ex - 53)",
-        ["tests/test_fastpath_certificate.py"],
+        ["tests/pipeline/fastpath/test_certificate.py"],
     ),
     (
         "fused output stage certifies an inexact sum that rounds to zero",
         "snapcore/pipeline/_fastpath.py",
         "cert = cert and (r != 0.0 or exact_sum)",
         "cert = cert",
-        ["tests/test_fastpath_certificate.py"],
+        ["tests/pipeline/fastpath/test_certificate.py"],
     ),
     (
         "fast path's far test one-sided",
         "snapcore/pipeline/_fastpath.py",
         "fr = abs(d1) > far",
         "fr = d1 > far",
-        ["tests/test_fastpath_far.py"],
+        ["tests/pipeline/fastpath/test_far.py"],
     ),
     (
         "TwoSum drops b's rounding error",

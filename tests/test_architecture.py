@@ -301,7 +301,7 @@ def _check_source(module: str, source: str, tmp_path: Path, monkeypatch) -> list
     "source",
     [
         "from snapcore.releases._api import release\n",
-        "def f():\n    from snapcore import accuracy\n    return accuracy\n",
+        "def f():\n    from snapcore.analysis import _accuracy\n    return _accuracy\n",
         "import importlib\n\ndef f():\n    return importlib.import_module('snapcore.analysis._audit')\n",
     ],
     ids=["top-level", "inside-function", "importlib"],

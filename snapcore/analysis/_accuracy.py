@@ -38,7 +38,8 @@ from snapcore.calibration._guarantee import Accuracy, calibration_accuracy, chec
 from snapcore.calibration._params import Calibration, calibrate, check_real, record_calibration
 from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError, parameter_name
-from snapcore.plugins._statistic import check_data_bounds, resolve_relation, resolve_statistic
+from snapcore.plugins._manager import resolve_statistic
+from snapcore.plugins._statistic import check_data_bounds, resolve_relation
 
 __all__ = [
     "Bias",

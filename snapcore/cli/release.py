@@ -395,7 +395,8 @@ def release(
       snapcore release count --by region --keys north,south --n 10000 -e 1
     """
     from snapcore.data._missing import check_missing_policy
-    from snapcore.plugins._statistic import resolve_relation, resolve_statistic
+    from snapcore.plugins._manager import resolve_statistic
+    from snapcore.plugins._statistic import resolve_relation
     from snapcore.randomness._sources import SeededSource
     from snapcore.releases._api import release as do_release
 

@@ -1110,7 +1110,7 @@ def padded_statistic(fn: F) -> F:
 def _calibrate_statistic(
     fn: Callable[..., Any], statistic: Any, data: Any, out: Any, kw: dict[str, Any]
 ) -> int:
-    from snapcore.plugins._statistic import resolve_statistic
+    from snapcore.plugins._manager import resolve_statistic
 
     stat = resolve_statistic(statistic)
     src = kw.get("source")

@@ -279,7 +279,7 @@ class Pipeline:
         ``b = RN_p(B/Δ)`` is within ``u/2`` of ``B/Δ``, so ``z < B/Δ``; likewise for
         ``z < 0``.  Hence ``c + Δ·z`` lies strictly inside ``(lower, upper)``, whose
         ends are doubles, and rounding to nearest is monotone: the double lies in
-        ``[lower, upper]``.  ``tests/test_dyadic_rules.py`` checks the premise and the
+        ``[lower, upper]``.  ``tests/exact/test_dyadic.py`` checks the premise and the
         conclusion on the outermost grid points.
         """
         cn, cd = self._c

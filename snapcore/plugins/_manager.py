@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 
 import pluggy
 
-from snapcore.errors import PluginError
+from snapcore.data._values import type_name
+from snapcore.errors import ParameterError, PluginError, show
 from snapcore.plugins import _hookspecs as hookspecs
 from snapcore.plugins._registries import (
     BackendRegistry,
@@ -32,6 +33,7 @@ from snapcore.plugins._registries import (
     SourceRegistry,
     StatisticRegistry,
 )
+from snapcore.plugins._statistic import Statistic
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -41,6 +43,7 @@ __all__ = [
     "lazy_registries",
     "make_plugin_manager",
     "reset",
+    "resolve_statistic",
 ]
 
 #: Built-in plugins: entry-point name -> module.  ``pyproject.toml`` declares the
@@ -355,3 +358,21 @@ def reset() -> None:
     global _registries
     with _lock:
         _registries = None
+
+
+def resolve_statistic(statistic: Any) -> Statistic:
+    """``statistic`` itself, an instance of a Statistic subclass, or the registered
+    statistic of that name."""
+    if isinstance(statistic, Statistic):
+        return statistic
+    if isinstance(statistic, type) and issubclass(statistic, Statistic):
+        return statistic()
+    reg = get_registries().statistics
+    if isinstance(statistic, str):
+        st: Statistic = reg.get(statistic)
+        return st
+    raise ParameterError(
+        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
+        f"{type_name(statistic)} {show(statistic)}",
+        parameter="statistic",
+    )

@@ -34,7 +34,6 @@ import numpy as np
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import read_double_pair, type_name
 from snapcore.errors import ParameterError, keyword, parameter_name, show
-from snapcore.plugins._manager import get_registries
 
 if TYPE_CHECKING:
     from snapcore.data._columns import Dataset
@@ -51,7 +50,6 @@ __all__ = [
     "one_column_bounds",
     "resolve_n",
     "resolve_relation",
-    "resolve_statistic",
 ]
 
 #: Data bounds as given to :meth:`Statistic.prepare`: one ``(lower, upper)`` pair of
@@ -399,24 +397,6 @@ def clamp_fraction(q: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
 
 
 # -- resolving a release request (shared by snapcore.releases._api and snapcore.analysis._accuracy) ------
-
-
-def resolve_statistic(statistic: Any) -> Statistic:
-    """``statistic`` itself, an instance of a Statistic subclass, or the registered
-    statistic of that name."""
-    if isinstance(statistic, Statistic):
-        return statistic
-    if isinstance(statistic, type) and issubclass(statistic, Statistic):
-        return statistic()
-    reg = get_registries().statistics
-    if isinstance(statistic, str):
-        st: Statistic = reg.get(statistic)
-        return st
-    raise ParameterError(
-        f"statistic must be a statistic name {reg.names()} or a Statistic, got "
-        f"{type_name(statistic)} {show(statistic)}",
-        parameter="statistic",
-    )
 
 
 def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:

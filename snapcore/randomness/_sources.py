@@ -363,6 +363,12 @@ class SystemSource(ByteSource):
         self._pos = 0
         SystemSource._instances.add(self)
 
+    def _after_fork(self) -> None:
+        """In a forked child: a new lock (another thread may have held the old one at
+        fork time) and no bytes the parent may also have used."""
+        self._lock = threading.Lock()
+        self._drop_buffer()
+
     def _drop_buffer(self) -> None:
         self._buf, self._pos = b"", 0
 
@@ -382,8 +388,7 @@ class SystemSource(ByteSource):
 
 def _after_fork_in_child() -> None:
     for src in list(SystemSource._instances):
-        src._lock = threading.Lock()
-        src._drop_buffer()
+        src._after_fork()
 
 
 if hasattr(os, "register_at_fork"):

@@ -38,6 +38,7 @@ from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_na
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.mechanism._padding import padded_statistic
 from snapcore.pipeline._backend import Backend
+from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import (
     DataBounds,
     Prepared,
@@ -45,7 +46,6 @@ from snapcore.plugins._statistic import (
     check_data_bounds,
     check_n,
     resolve_relation,
-    resolve_statistic,
 )
 from snapcore.randomness._sources import RandomSource, require_draws
 

@@ -30,14 +30,8 @@ import numpy as np
 from snapcore.data._columns import column_keys
 from snapcore.data._frames import is_dask, read_dataset
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
-from snapcore.plugins._statistic import (
-    DataBounds,
-    State,
-    Statistic,
-    accumulate,
-    check_data_bounds,
-    resolve_statistic,
-)
+from snapcore.plugins._manager import resolve_statistic
+from snapcore.plugins._statistic import DataBounds, State, Statistic, accumulate, check_data_bounds
 
 __all__ = ["Partial", "dask_state", "merge", "partial"]
 

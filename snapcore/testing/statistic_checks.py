@@ -43,7 +43,8 @@ import numpy as np
 
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError, SnapcoreError, StatisticConformanceError
-from snapcore.plugins._statistic import Prepared, Statistic, resolve_statistic
+from snapcore.plugins._manager import resolve_statistic
+from snapcore.plugins._statistic import Prepared, Statistic
 from snapcore.randomness._sources import ReplaySource
 
 __all__ = [
@@ -857,11 +858,11 @@ def prepare(
     ParameterError
         Whatever the release raises before drawing.
     """
-    import snapcore
+    from snapcore.releases._api import release
 
     rec = _Recorder(resolve_statistic(statistic), stop=True)
     try:
-        snapcore.release(
+        release(
             rec,
             data,
             epsilon=1,
@@ -940,7 +941,7 @@ def evaluate(
     StatisticConformanceError
         If anything but a ParameterError escapes, or a refusal came after a draw.
     """
-    import snapcore
+    from snapcore.releases._api import release
 
     built = container.build(records)
     if built is None:
@@ -958,7 +959,7 @@ def evaluate(
     total = src.remaining
     try:
         if release:
-            rel = snapcore.release(
+            rel = release(
                 rec,
                 data,
                 epsilon=epsilon,

@@ -19,7 +19,7 @@ from planted_statistics import PLANTED
 from snapcore.testing import run_statistic_conformance
 from snapcore.testing.statistic_checks import Setting
 
-HELPERS = Path(__file__).parent / "helpers"
+HELPERS = Path(__file__).parents[1] / "helpers"
 
 F32_01 = 0.10000000149011612  # float(np.float32(0.1))
 SETTINGS = {

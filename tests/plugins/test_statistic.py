@@ -27,6 +27,7 @@ from snapcore.statistics.moments import Covariance, Mean, Sum
 from snapcore.data._columns import as_dataset
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
+from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import (
     Prepared,
     Statistic,
@@ -37,7 +38,6 @@ from snapcore.plugins._statistic import (
     one_column_bounds,
     resolve_n,
     resolve_relation,
-    resolve_statistic,
 )
 
 REPLACE = Neighbouring.REPLACE

@@ -20,7 +20,7 @@ from fresh_pytest import run_fresh_pytest
 from snapcore.testing import run_conformance
 from snapcore.testing.checks import check_ln, hard_ln_cases, random_operands
 
-HELPERS = Path(__file__).parent / "helpers"
+HELPERS = Path(__file__).parents[1] / "helpers"
 
 
 @pytest.mark.parametrize("backend", BROKEN, ids=lambda b: b.name)

@@ -25,7 +25,7 @@ from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError
 from snapcore.plugins import _manager as plugins
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "snapcore-rangecount"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "snapcore-rangecount"
 
 
 @pytest.fixture

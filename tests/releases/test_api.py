@@ -213,7 +213,7 @@ def test_builtin_entry_points_agree():
 
     from snapcore.plugins._manager import BUILTIN_PLUGINS
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
     for name in ("counting", "moments"):
         assert eps["snapcore"][name] == BUILTIN_PLUGINS[name]

@@ -11,7 +11,7 @@ import snapcore
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.plugins._manager import get_registries
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "statistics.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 
 
 def test_every_builtin_statistic_and_relation_documented():

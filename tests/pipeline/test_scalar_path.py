@@ -392,7 +392,7 @@ def test_draws_at_and_next_to_a_snapping_tie_take_the_exact_path(kw, points, com
 
 @needs_numba
 def test_an_uncertified_output_is_computed_exactly(compiled):
-    """``k = 2**51`` under tests/test_fastpath_certificate.py's calibration: its output
+    """``k = 2**51`` under tests/pipeline/fastpath/test_certificate.py's calibration: its output
     sum lies ``2**-101`` above a midpoint between doubles, so the double-double output
     is not certified; the kernel decides k (``y/Λ + 1/2`` is about ``2**51 + 0.5``) and
     the exact output stage finishes."""

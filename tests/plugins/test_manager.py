@@ -35,7 +35,7 @@ from snapcore import (
 from snapcore.plugins import _hookspecs as hookspecs
 from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries, make_plugin_manager
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A correctly rounded backend on exact rationals, built on the independent reference's
 # rounding and Ziv-checked logarithm: a genuine second implementation of Arithmetic.

@@ -189,7 +189,7 @@ def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     assert src.read(64) == ref.read(64)
 
 
-#: The computed output stage's near-midpoint case (tests/test_fastpath_certificate.py):
+#: The computed output stage's near-midpoint case (tests/pipeline/fastpath/test_certificate.py):
 #: ``Δ = 1 + 2**-52``, ``Λ = 2**8``, centre ``2**60 + 2**-101``; ``k = 2**51`` is decided
 #: but its double-double output is not certified.
 KW_CERT = dict(

@@ -31,7 +31,7 @@ from snapcore.testing.reference import (
     round_nearest,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _canon(a, p):

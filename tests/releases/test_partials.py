@@ -211,7 +211,7 @@ def test_rangecount_example_is_mergeable():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "examples" / "snapcore-rangecount"
+    path = Path(__file__).resolve().parents[2] / "examples" / "snapcore-rangecount"
     spec = importlib.util.spec_from_file_location(
         "snapcore_rangecount_t", path / "snapcore_rangecount.py"
     )

@@ -14,7 +14,7 @@ from snapcore.data._columns import Dataset
 from snapcore.data._missing import check_missing_policy, take, take_groups
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import BudgetExceededError, ParameterError
-from snapcore.plugins._statistic import resolve_statistic
+from snapcore.plugins._manager import resolve_statistic
 from snapcore.releases._grouped import GroupedRelease, plan_groups
 
 SEX = [1, 2, 2.0, 1, 9, "1", 2]

@@ -22,7 +22,7 @@ import snapcore
 from snapcore.cli import main
 from snapcore.cli.release import release as release_command
 from snapcore.errors import ParameterError, keyword, parameter_name, spelling
-from snapcore.plugins._statistic import resolve_statistic
+from snapcore.plugins._manager import resolve_statistic
 
 #: A data value that must never appear in a message.
 SECRET = "73.0625"
