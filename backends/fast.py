@@ -54,18 +54,18 @@ class FastBackend(Backend):
         arith: Arithmetic = self._mpfr.arithmetic(precision)
         return arith
 
-    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
-        """MPFR's fused release of one double (:meth:`MPFRBackend.scalar
-        <snapcore.backends.mpfr.MPFRBackend.scalar>`): the arithmetic is MPFR's."""
-        return self._mpfr.scalar(pipeline, source)
-
-    def scalar_untimed(
+    def scalar_padded(
         self, pipeline: Pipeline, source: RandomSource
     ) -> Callable[[float], float] | None:
+        """MPFR's fused release of one double (:meth:`MPFRBackend.scalar_padded
+        <snapcore.backends.mpfr.MPFRBackend.scalar_padded>`): the arithmetic is MPFR's."""
+        return self._mpfr.scalar_padded(pipeline, source)
+
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """MPFR's release of one double without timing padding
-        (:meth:`MPFRBackend.scalar_untimed
-        <snapcore.backends.mpfr.MPFRBackend.scalar_untimed>`)."""
-        return self._mpfr.scalar_untimed(pipeline, source)
+        (:meth:`MPFRBackend.scalar
+        <snapcore.backends.mpfr.MPFRBackend.scalar>`)."""
+        return self._mpfr.scalar(pipeline, source)
 
     def batch(
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource

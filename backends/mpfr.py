@@ -188,7 +188,9 @@ class MPFRBackend(Backend):
         out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
         return out
 
-    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
+    def scalar_padded(
+        self, pipeline: Pipeline, source: RandomSource
+    ) -> Callable[[float], float] | None:
         """The release of one double fused into one function: decoding
         (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,
         with the same operations as :meth:`Pipeline.run
@@ -204,9 +206,7 @@ class MPFRBackend(Backend):
         (``docs/timing.md``, "Uniform paths where they are cheap")."""
         return _exact_scalar(pipeline, source, uniform=True)
 
-    def scalar_untimed(
-        self, pipeline: Pipeline, source: RandomSource
-    ) -> Callable[[float], float] | None:
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """:meth:`scalar` for a mechanism without timing padding: the same contract
         (bit-identical to the pipeline, one draw per release, the same bytes), with a
         running time that may depend on the draw.
@@ -281,7 +281,7 @@ class MPFRBackend(Backend):
 
 
 class ScalarPathStats:
-    """Process-wide counters of :meth:`MPFRBackend.scalar_untimed` (diagnostics).
+    """Process-wide counters of :meth:`MPFRBackend.scalar` (diagnostics).
 
     Attributes
     ----------
@@ -425,7 +425,7 @@ def uniform_ln(precision: int) -> Callable[[int, int], Any]:
 def _exact_scalar(
     pipeline: Pipeline, source: RandomSource, uniform: bool
 ) -> Callable[[float], float] | None:
-    """The fused exact release of one double (:meth:`MPFRBackend.scalar`); with
+    """The fused exact release of one double (:meth:`MPFRBackend.scalar_padded`); with
     ``uniform``, that of a padded release: every stage from
     :meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`,
     :func:`uniform_ln` and :func:`~snapcore.randomness._sources._decode_raw_padded`."""

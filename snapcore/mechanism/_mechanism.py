@@ -143,12 +143,12 @@ class SnappingMechanism:
         # mechanism keeps the backend's uniform exact release: a path whose time
         # depends on the draw (a certificate with a rare exact fallback) would need a
         # quantum covering its slowest case.  Without padding, a backend may offer a
-        # faster one (``scalar_untimed``, the same contract; MPFR's loads a compiled
+        # faster one (``scalar``, the same contract; MPFR's loads a compiled
         # kernel once the process has made enough scalar releases).
         if self._timing is None:
-            fused = self._backend.scalar_untimed(self._pipeline, self._source)
-        else:
             fused = self._backend.scalar(self._pipeline, self._source)
+        else:
+            fused = self._backend.scalar_padded(self._pipeline, self._source)
         self._scalar: tuple[RandomSource, Callable[[float], float]] | None = (
             None if fused is None else (self._source, fused)
         )

@@ -736,7 +736,7 @@ def _sibling(mech: Any) -> Any:
     sib._timing = _NullPadding()
     # The backend's fused release bound to the calibration source, as the padded
     # mechanism's own is bound to its source: the calibration times that path.
-    fused = mech.backend.scalar(mech._pipeline, src)
+    fused = mech.backend.scalar_padded(mech._pipeline, src)
     sib._scalar = None if fused is None else (src, fused)
     return sib
 

@@ -39,10 +39,23 @@ class Backend(abc.ABC):
     plugin with ``registry.add(MyBackend)`` inside the ``snapcore_register_backends``
     hook.  A subclass that defines ``__init__`` calls ``super().__init__()``.
 
-    Optional capability: *batch release*.  A backend may override :meth:`batch` (and
-    :attr:`batch_min_size`) to release a whole array at once; the defaults decline,
-    and the mechanism then releases element by element.
+    Optional capabilities, one family declared here with defaults that decline (or
+    fall back to their sibling): a backend may release a whole array at once
+    (:meth:`batch`, for arrays of at least :attr:`batch_min_size` elements) or one
+    double in one fused call (:meth:`scalar`), each with a ``_padded`` form for a
+    mechanism padded to a time quantum (:meth:`batch_padded`, :meth:`scalar_padded`).
+    When a backend declines, the mechanism runs the pipeline itself.  :data:`CAPABILITIES`
+    names them; the conformance suite tests each one a backend offers.
     """
+
+    #: The optional capabilities, overridden by a backend that offers them.
+    CAPABILITIES: ClassVar[tuple[str, ...]] = (
+        "batch",
+        "batch_padded",
+        "batch_min_size",
+        "scalar",
+        "scalar_padded",
+    )
 
     #: Name under which users select the backend (``backend="mpfr"``).
     name: ClassVar[str]
@@ -119,27 +132,29 @@ class Backend(abc.ABC):
         """
         return self.batch(pipeline, values, source)
 
-    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
-        """Optional capability: a fused release of one finite double, or decline.
+    def scalar_padded(
+        self, pipeline: Pipeline, source: RandomSource
+    ) -> Callable[[float], float] | None:
+        """Optional capability: a fused release of one finite double whose time does not
+        depend on the value or the draw, for a mechanism padded to a time quantum; or
+        decline.
 
-        Called once when a mechanism is built.  Contract: returns ``f`` with ``f(v)``
-        bit-identical to ``pipeline.run(pipeline.centre_ratio(*v.as_integer_ratio()),
+        Called once when a padded mechanism is built.  Contract: returns ``f`` with
+        ``f(v)`` bit-identical to ``pipeline.run(pipeline.centre_ratio(*v.as_integer_ratio()),
         source.draw_raw(p))`` for every finite double ``v``, drawing exactly that one
         draw; or None, and the mechanism takes that composition itself.  The default
         declines.
         """
         return None
 
-    def scalar_untimed(
-        self, pipeline: Pipeline, source: RandomSource
-    ) -> Callable[[float], float] | None:
-        """Optional capability: :meth:`scalar` for a mechanism without timing padding.
+    def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
+        """Optional capability: :meth:`scalar_padded` for a mechanism without timing padding.
 
-        Same contract as :meth:`scalar`; its running time may depend on the draw (a
-        certificate with a rare exact fallback), which is why a padded mechanism never
-        asks for it (docs/timing.md).  The default is :meth:`scalar`.
+        Same contract as :meth:`scalar_padded`; its running time may depend on the draw
+        (a certificate with a rare exact fallback), which is why a padded mechanism never
+        asks for it (docs/timing.md).  The default is :meth:`scalar_padded`.
         """
-        return self.scalar(pipeline, source)
+        return self.scalar_padded(pipeline, source)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -381,17 +381,17 @@ def check_batch(
 
 
 def offers_scalar(backend: Backend) -> bool:
-    """Whether ``backend`` overrides :meth:`Backend.scalar` (the optional capability)."""
-    return type(backend).scalar is not Backend.scalar
+    """Whether ``backend`` overrides :meth:`Backend.scalar_padded` (the optional capability)."""
+    return type(backend).scalar_padded is not Backend.scalar_padded
 
 
 def check_scalar(
-    backend: Backend, case: str, n: int, seed: int = 0, name: str = "?", untimed: bool = False
+    backend: Backend, case: str, n: int, seed: int = 0, name: str = "?", padded: bool = False
 ) -> bool:
     """``backend.scalar`` agrees bit for bit with the pipeline, draw for draw, or declines.
 
-    With ``untimed``, the same for ``backend.scalar_untimed`` (the release a mechanism
-    without timing padding uses).
+    With ``padded``, the same for ``backend.scalar_padded`` (the release a mechanism
+    padded to a time quantum uses).
 
     The reference runs the pipeline of ``backend`` on ``SeededSource(seed).draws_raw(n,
     p)``; the fused release gets the same values one by one and a fresh
@@ -408,7 +408,7 @@ def check_scalar(
     vals = [float(v) for v in pipeline_values(kwargs, seed)]
     vals = [vals[i % len(vals)] for i in range(n)]
     src = SeededSource(seed)
-    fused = (backend.scalar_untimed if untimed else backend.scalar)(pipe, src)
+    fused = (backend.scalar_padded if padded else backend.scalar)(pipe, src)
     if fused is None:
         return False
     ref = SeededSource(seed)
@@ -419,7 +419,7 @@ def check_scalar(
             raise ConformanceError(
                 f"[{name}] scalar {case}: release {i} of value {v!r} gave {got!r}, the "
                 f"pipeline {want!r}; reproduce: check_scalar(backend, {case!r}, {n}, {seed}, "
-                f"untimed={untimed})"
+                f"padded={padded})"
             )
     if src.draw_raw(p) != ref.draw_raw(p):
         raise ConformanceError(f"[{name}] scalar {case}: drew more or less than one draw each")

@@ -330,20 +330,18 @@ class BackendConformance:
         )
 
     @pytest.mark.parametrize("case", _GRID_IDS)
-    def test_scalar(self, conformance_backend: Backend, case: str) -> None:
+    def test_scalar_padded(self, conformance_backend: Backend, case: str) -> None:
         """The optional fused scalar release, when offered, agrees bit for bit with the
         pipeline, draw for draw."""
         if not offers_scalar(conformance_backend):
             pytest.skip(f"backend {conformance_backend.name!r} offers no fused scalar release")
-        check_scalar(conformance_backend, case, 500, 0, conformance_backend.name)
+        check_scalar(conformance_backend, case, 500, 0, conformance_backend.name, padded=True)
 
     @pytest.mark.parametrize("case", _GRID_IDS)
-    def test_scalar_untimed(self, conformance_backend: Backend, case: str) -> None:
+    def test_scalar(self, conformance_backend: Backend, case: str) -> None:
         """The scalar release for mechanisms without timing padding (by default the
-        fused one) agrees bit for bit with the pipeline, draw for draw."""
-        if not check_scalar(
-            conformance_backend, case, 500, 0, conformance_backend.name, untimed=True
-        ):
+        padded one) agrees bit for bit with the pipeline, draw for draw."""
+        if not check_scalar(conformance_backend, case, 500, 0, conformance_backend.name):
             pytest.skip(f"backend {conformance_backend.name!r} offers no fused scalar release")
 
     @pytest.mark.slow

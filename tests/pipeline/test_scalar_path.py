@@ -1,4 +1,4 @@
-"""The fused release of one double (``Backend.scalar``; MPFR's in backends/mpfr.py)
+"""The fused release of one double (``Backend.scalar_padded``; MPFR's in backends/mpfr.py)
 against the exact composition ``transform(value, U*, S)`` on the same decoded draws,
 and against an independent backend (mpmath) reading the same bytes."""
 
@@ -144,7 +144,7 @@ def test_a_copy_with_another_source_draws_from_its_own(exact_fused):
 
 
 # ----------------------------------------------------------------------------------
-# The compiled release of one value (MPFRBackend.scalar_untimed, timing off): the
+# The compiled release of one value (MPFRBackend.scalar, timing off): the
 # fast path's certificate on one draw row, MPFR from the same bytes where it leaves
 # the draw open.  Every release is compared with the exact composition on the bytes
 # the source delivered, and must consume exactly those bytes.
