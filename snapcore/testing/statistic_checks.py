@@ -941,7 +941,7 @@ def evaluate(
     StatisticConformanceError
         If anything but a ParameterError escapes, or a refusal came after a draw.
     """
-    from snapcore.releases._api import release
+    from snapcore.releases._api import release as release_statistic
 
     built = container.build(records)
     if built is None:
@@ -959,7 +959,7 @@ def evaluate(
     total = src.remaining
     try:
         if release:
-            rel = release(
+            rel = release_statistic(
                 rec,
                 data,
                 epsilon=epsilon,
