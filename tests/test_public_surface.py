@@ -88,7 +88,7 @@ def test_internal_modules_are_private():
     public = []
     for package in SUBPACKAGES:
         if package in ("cli", "testing", "adapters"):
-            continue  # interfaces: the command's modules, the shipped suite, one module per adapter
+            continue  # interfaces: the command's modules, the suite, one module per adapter
         for path in (PACKAGE / package).glob("*.py"):
             if path.name != "__init__.py" and not path.name.startswith("_"):
                 public.append(f"snapcore.{package}.{path.stem}")
