@@ -7,14 +7,16 @@ Pages are MyST Markdown files ``docs/*.md``; each has one H1.  The table of cont
 is assembled here from the pages that exist (a glob over ``docs/*.md``): known pages
 go into their section in a fixed order, any other page lands in "More", and a page
 that is not written yet is simply absent, so a new page never needs an edit here and
-a missing one never breaks the build.  The API reference is generated the same way
-from the modules of the ``snapcore`` package.
+a missing one never breaks the build.  The API reference (``api.md`` and one page per
+package in ``api/``) is generated from the packages' ``__all__``: see below.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import re
 import sys
 import types
 from pathlib import Path
@@ -83,9 +85,6 @@ SECTIONS: list[tuple[str, list[str]]] = [
     ("Reference", ["api"]),
 ]
 
-#: Modules left out of the generated API reference (command-line glue).
-API_EXCLUDE_PREFIXES = ("snapcore.cli",)
-
 
 def _pages() -> list[str]:
     return sorted(p.stem for p in HERE.glob("*.md") if p.stem != "index")
@@ -111,37 +110,291 @@ def _toctree(caption: str, pages: list[str]) -> str:
     return f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 2\n\n{body}\n```\n"
 
 
-def api_modules() -> list[str]:
-    """Every importable module of the snapcore package, sorted, minus the CLI."""
-    import snapcore.backends
-    import snapcore.statistics
+# -- API reference -------------------------------------------------------------------
+#
+# One page per public package or module (docs/api/<package>.md: a heading and a
+# placeholder), generated from its ``__all__`` and those of its public modules.  A
+# name exported in several places is documented once, under its shortest public path
+# that leads to where it is defined (``snapcore.release``, not
+# ``snapcore.releases.release``); the other places give it an entry that links there.
+# Private (underscored) modules get no section.
 
-    names = {"snapcore"}
-    # The plugin packages are walked on their own: an editable install maps them from
-    # other folders, so walking snapcore.__path__ alone would miss them.
-    for pkg in (snapcore, snapcore.backends, snapcore.statistics):
-        names.add(pkg.__name__)
-        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-            if not info.name.startswith(API_EXCLUDE_PREFIXES):
-                names.add(info.name)
-    return sorted(names)
+API = HERE / "api"
+#: Reading order of the API pages: the front door, then the layers top down; a page
+#: not listed here comes last.
+API_ORDER = [
+    "snapcore",
+    "snapcore.releases",
+    "snapcore.analysis",
+    "snapcore.mechanism",
+    "snapcore.statistics",
+    "snapcore.backends",
+    "snapcore.plugins",
+    "snapcore.pipeline",
+    "snapcore.padding",
+    "snapcore.randomness",
+    "snapcore.calibration",
+    "snapcore.data",
+    "snapcore.exact",
+    "snapcore.errors",
+    "snapcore.testing",
+    "snapcore.adapters",
+    "snapcore.plots",
+    "snapcore.cli",
+]
+#: The front door's names by topic, in reading order; a name ``snapcore`` exports
+#: that is not listed here lands in "More".
+ROOT_SECTIONS: list[tuple[str, list[str]]] = [
+    ("Releasing", ["release", "Release", "GroupedRelease", "partial", "merge", "Partial"]),
+    ("The mechanism", ["SnappingMechanism", "Calibration", "PrivacyAnalysis", "Neighbouring"]),
+    ("Budgets", ["Budget", "LedgerBudget", "Ledger"]),
+    (
+        "Randomness sources",
+        [
+            "ChaCha20Source",
+            "SystemSource",
+            "SeededSource",
+            "ReplaySource",
+            "RandomSource",
+            "ByteSource",
+            "Draw",
+        ],
+    ),
+    ("Audit", ["audit", "AuditResult"]),
+    ("Plugin contracts", ["Statistic", "Prepared", "Backend", "Arithmetic", "hookimpl"]),
+    (
+        "Errors",
+        [
+            "SnapcoreError",
+            "ParameterError",
+            "DataError",
+            "BudgetExceededError",
+            "LedgerError",
+            "BackendUnavailableError",
+            "PlotDependencyError",
+            "PluginError",
+            "SourceExhaustedError",
+            "SnapOverflowError",
+            "WorkerError",
+            "AuditError",
+            "AuditLimitError",
+        ],
+    ),
+    ("Version", ["__version__"]),
+]
+#: Packages whose public modules get no section (command-line glue, described in
+#: the quickstart and by ``snapcore --help``).
+API_NO_SUBMODULES = {"snapcore.cli"}
+#: Kinds of names, in the order a section shows them: (heading, directive).
+KINDS = [
+    ("Functions", "autofunction"),
+    ("Classes", "autoclass"),
+    ("Exceptions", "autoexception"),
+    ("Constants and types", "data"),
+]
 
 
-def _api_blocks() -> str:
-    out = []
-    for name in api_modules():
-        importlib.import_module(name)  # fail loudly, not as an empty section
-        # The package itself only re-exports: its docstring, not its members again.
-        members = "" if name == "snapcore" else "   :members:\n"
-        out.append(f"## `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n{members}```\n")
+def _in_api_order(names: set[str]) -> list[str]:
+    rank = {n: i for i, n in enumerate(API_ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+def api_pages() -> list[str]:
+    """The packages with a page in docs/api/, in reading order."""
+    return _in_api_order({p.stem for p in API.glob("*.md")})
+
+
+def _public_modules(package: str) -> list[str]:
+    """The public modules of a package (its sections), sorted; none for a module."""
+    mod = importlib.import_module(package)
+    if package in API_NO_SUBMODULES or not hasattr(mod, "__path__"):
+        return []
+    return [
+        info.name
+        for info in pkgutil.iter_modules(mod.__path__, package + ".")
+        if not info.ispkg and not info.name.rpartition(".")[2].startswith("_")
+    ]
+
+
+def _imported_from(module: str) -> dict[str, str]:
+    """name -> the module it is imported from, read from the module's source (the
+    lazy packages name their sources only in their ``if TYPE_CHECKING:`` block)."""
+    mod = importlib.import_module(module)
+    tree = ast.parse(Path(mod.__file__ or "").read_text(encoding="utf-8"))
+    return {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+        for alias in node.names
+    }
+
+
+def _kind(obj: Any) -> str:
+    if isinstance(obj, type):
+        return "autoexception" if issubclass(obj, BaseException) else "autoclass"
+    if isinstance(obj, types.FunctionType | types.BuiltinFunctionType):
+        return "autofunction"
+    return "data"
+
+
+class _Exports:
+    """Every public name of every API page and section, with where it is defined,
+    and for each the one path it is documented under."""
+
+    def __init__(self, pages: list[str]) -> None:
+        self.modules = [m for page in pages for m in (page, *_public_modules(page))]
+        self.names: dict[str, list[str]] = {}
+        self.key: dict[tuple[str, str], tuple[str, str]] = {}
+        exporters: dict[tuple[str, str], list[str]] = {}
+        for module in self.modules:
+            mod = importlib.import_module(module)
+            origin = _imported_from(module)
+            self.names[module] = list(getattr(mod, "__all__", []))
+            for name in self.names[module]:
+                obj = getattr(mod, name)
+                defined = getattr(obj, "__module__", None) if _kind(obj) != "data" else None
+                key = (defined or origin.get(name, module), name)
+                self.key[module, name] = key
+                exporters.setdefault(key, []).append(module)
+        self.home: dict[tuple[str, str], str] = {}
+        for key, where in exporters.items():
+            leads = [m for m in where if key[0] == m or key[0].startswith(m + ".")]
+            self.home[key] = min(leads, key=len) if leads else where[0]
+
+    def home_of(self, module: str, name: str) -> str:
+        return self.home[self.key[module, name]]
+
+
+def _data_directive(module: str, name: str, obj: Any, defined: str) -> str:
+    """A ``py:data`` entry with the ``#:`` comment of its definition (autodoc would
+    show the docstring of the value's type for a re-exported constant)."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    try:
+        docs = ModuleAnalyzer.for_module(defined).find_attr_docs()
+    except Exception:  # no source to read: the entry has no description
+        docs = {}
+    lines = [f".. py:data:: {name}"]
+    value = repr(obj)
+    if len(value) <= 60 and not value.startswith("<"):  # a readable value, not <object>
+        lines.append(f"   :value: {value}")
+    lines.append("")
+    lines.extend(f"   {line}" if line else "" for line in docs.get(("", name), []))
+    return "\n".join(lines) + "\n"
+
+
+def _directive(module: str, name: str, exports: _Exports) -> str:
+    obj = getattr(importlib.import_module(module), name)
+    kind = _kind(obj)
+    if kind == "data":
+        return _data_directive(module, name, obj, exports.key[module, name][0])
+    options = "   :members:\n" if kind == "autoclass" else ""
+    if kind == "autoexception":
+        options = "   :members:\n   :show-inheritance:\n"
+    return f".. {kind}:: {module}.{name}\n{options}"
+
+
+def _pointer(module: str, name: str, home: str) -> str:
+    """An entry for a name documented under another path: a target of its own (so a
+    docstring naming it from here resolves) that links to the full description."""
+    kind = _kind(getattr(importlib.import_module(module), name))
+    directive, role = {
+        "autofunction": ("function", "func"),
+        "autoclass": ("class", "class"),
+        "autoexception": ("exception", "exc"),
+        "data": ("data", "data"),
+    }[kind]
+    return f".. py:{directive}:: {module}.{name}\n\n   Documented as :{role}:`{home}.{name}`.\n"
+
+
+def _section(module: str, names: list[str], exports: _Exports) -> str:
+    """The docstring of ``module`` and an entry for each of ``names``, grouped by kind:
+    in full where this is its home, else as a link to it."""
+    parent, _, last = module.rpartition(".")
+    # A module named like a name its package exports (a function and the module that
+    # holds it) cannot be a second target of that name.
+    clash = last in exports.names.get(parent, [])
+    rst = [f".. automodule:: {module}\n" + ("   :no-index:\n" if clash else "")]
+    objects = {n: getattr(importlib.import_module(module), n) for n in names}
+    for heading, directive in KINDS:
+        entries = []
+        for name in (n for n in names if _kind(objects[n]) == directive):
+            home = exports.home_of(module, name)
+            if home == module:
+                entries.append(_directive(module, name, exports))
+            else:
+                entries.append(_pointer(module, name, home))
+        if entries:
+            rst.append(f".. rubric:: {heading}\n")
+            rst.extend(entries)
+    return "```{eval-rst}\n" + "\n".join(rst) + "```\n"
+
+
+def _root_section(exports: _Exports) -> str:
+    names = exports.names["snapcore"]
+    placed = {n for _, ns in ROOT_SECTIONS for n in ns}
+    unknown = sorted(placed - set(names))
+    if unknown:
+        raise RuntimeError(
+            f"docs/conf.py ROOT_SECTIONS names what snapcore does not export: {unknown}"
+        )
+    out = ["```{eval-rst}\n.. automodule:: snapcore\n```\n"]
+    more = [n for n in names if n not in placed]
+    for heading, wanted in [*ROOT_SECTIONS, ("More", more)]:
+        if wanted:
+            rst = "\n".join(_directive("snapcore", n, exports) for n in wanted)
+            out.append(f"## {heading}\n\n```{{eval-rst}}\n{rst}```\n")
     return "\n".join(out)
+
+
+def _api_page(package: str, exports: _Exports) -> str:
+    if package == "snapcore":
+        return _root_section(exports)
+    out = [_section(package, exports.names[package], exports)]
+    for module in _public_modules(package):
+        body = _section(module, exports.names[module], exports)
+        out.append(f"## `{module}`\n\n{body}")
+    return "\n".join(out)
+
+
+_ROLE = re.compile(r":[\w:]+:`(~?)([^`]+)`")
+
+
+def _as_code(match: re.Match[str]) -> str:
+    """A reST role as Markdown code: ``:class:`~a.B``` -> ```B```."""
+    tilde, target = match.groups()
+    return f"`{target.rpartition('.')[2] if tilde else target}`"
+
+
+def _api_index() -> str:
+    """The API pages as a table (package, first line of its docstring) and a toctree."""
+    rows = ["| Package | What it holds |", "|---------|---------------|"]
+    for package in api_pages():
+        doc = (importlib.import_module(package).__doc__ or "").strip()
+        first = _ROLE.sub(_as_code, " ".join(doc.split("\n\n")[0].split()))
+        rows.append(f"| {{doc}}`{package} <api/{package}>` | {first} |")
+    body = "\n".join(f"api/{p}" for p in api_pages())
+    toc = f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{body}\n```\n"
+    return "\n".join(rows) + "\n\n" + toc
+
+
+_EXPORTS: list[_Exports] = []
+
+
+def _exports() -> _Exports:
+    if not _EXPORTS:
+        _EXPORTS.append(_Exports(api_pages()))
+    return _EXPORTS[0]
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
     if docname == "index":
         source[0] = source[0].replace("<!-- snapcore-toctree -->", _toctrees())
     elif docname == "api":
-        source[0] = source[0].replace("<!-- snapcore-api -->", _api_blocks())
+        source[0] = source[0].replace("<!-- snapcore-api-pages -->", _api_index())
+    elif docname.startswith("api/"):
+        page = _api_page(docname.removeprefix("api/"), _exports())
+        source[0] = source[0].replace("<!-- snapcore-api -->", page)
 
 
 def _optdoc_role(
@@ -172,18 +425,7 @@ def _optdoc_role(
     return [nodes.emphasis(rawtext, f"{title} (not written yet)")], []
 
 
-def _skip_type_aliases(
-    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
-) -> bool | None:
-    """Leave module-level type aliases (``X = tuple[...]``) out of the API pages: autodoc
-    cannot format a generic alias's signature, and they document nothing new."""
-    if what == "module" and isinstance(obj, types.GenericAlias | types.UnionType):
-        return True
-    return None
-
-
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _source_read)
-    app.connect("autodoc-skip-member", _skip_type_aliases)
     app.add_role("optdoc", _optdoc_role)
     return {"parallel_read_safe": True}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import doctest
 import importlib.util
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -92,10 +93,42 @@ def test_docs_build_without_warnings(tmp_path):
     for page in PAGES:  # every page is reachable from the table of contents
         if page.stem != "index":
             assert f'href="{page.stem}.html"' in index, page.name
-    api = (html / "api.html").read_text(encoding="utf-8")
-    assert "snapcore.analysis._accuracy.epsilon_for_accuracy" in api
+    _check_api_pages(html)
     for img in ("accuracy-vs-epsilon.png", "output-distribution.png", "accuracy-vs-gamma.png"):
         assert (html / "_images" / img).is_file() or (html / "_static" / img).is_file()
+
+
+def public_packages() -> set[str]:
+    """The packages and modules an API page is for: ``snapcore``, each public module
+    or package directly in it, and the built-in plugin packages."""
+    import snapcore
+
+    names = {"snapcore", "snapcore.backends", "snapcore.statistics"}
+    for info in pkgutil.iter_modules(snapcore.__path__, "snapcore."):
+        if not info.name.rpartition(".")[2].startswith("_"):
+            names.add(info.name)
+    return names
+
+
+def test_every_public_package_has_an_api_page():
+    pages = {p.stem for p in (DOCS / "api").glob("*.md")}
+    assert pages == public_packages(), "add or remove docs/api/<package>.md"
+
+
+def _check_api_pages(html: Path) -> None:
+    index = (html / "api.html").read_text(encoding="utf-8")
+    for package in public_packages():
+        assert f'href="api/{package}.html"' in index, package
+    root = (html / "api" / "snapcore.html").read_text(encoding="utf-8")
+    # The front door opens on release(), then Release.
+    first = re.findall(r'<dt class="sig sig-object py" id="([^"]+)"', root)
+    assert first[:2] == ["snapcore.release", "snapcore.Release"], first[:5]
+    analysis = (html / "api" / "snapcore.analysis.html").read_text(encoding="utf-8")
+    assert 'id="snapcore.analysis.epsilon_for_accuracy"' in analysis
+    for page in (html / "api").glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        private = re.findall(r'id="(?:module-)?(snapcore[\w.]*\._[a-z][\w.]*)"', text)
+        assert not private, f"{page.name} documents private paths: {private[:5]}"
 
 
 def test_every_hook_is_documented_in_the_plugin_guide():
