@@ -1,8 +1,13 @@
 """Test-suite settings (this is tests/conftest.py; the repository root has none, so the
 root folder ``statistics/`` never lands on ``sys.path``)."""
 
+import json
 import os
+import random
+from typing import Any
 
+import pytest
+from click.testing import CliRunner, Result
 from hypothesis import settings
 
 # No per-example deadline: exact arithmetic at hundreds of bits is slow on a loaded
@@ -27,10 +32,6 @@ os.environ["SNAPCORE_TIMING_STORE"] = "off"
 # its reduced size.  The choice is seeded; the seed is printed in the header and the
 # sampled test ids in the summary, and ``SNAPCORE_SLOW_SAMPLE_SEED=<seed>`` replays
 # the same choice.  ``SNAPCORE_SLOW_SAMPLE=0`` turns the sample off.
-
-import random  # noqa: E402
-
-import pytest  # noqa: E402
 
 SLOW_SAMPLE_EXAMPLES = 20
 
@@ -86,6 +87,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _CHOSEN = pytest.StashKey[list]()
+
+
+# -- the command line, run in-process ----------------------------------------------
+
+
+class SnapcoreCli:
+    """``snapcore ARGS`` run in-process by click's ``CliRunner``, with standard output
+    and standard error kept apart (``result.stdout``, ``result.stderr``)."""
+
+    def __call__(self, *args: str, input: str | bytes | None = None) -> Result:
+        """Run ``snapcore ARGS`` (``input``: its standard input); click's result."""
+        from snapcore.cli import main
+
+        try:  # click < 8.2 mixes stderr into stdout unless told not to
+            runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+        except TypeError:
+            runner = CliRunner()
+        return runner.invoke(main, list(args), input=input)
+
+    def json(self, *args: str, input: str | bytes | None = None) -> Any:
+        """Run ``snapcore ARGS`` (ARGS include ``--json``) and parse its output; the
+        test fails unless it exits with status 0."""
+        result = self(*args, input=input)
+        assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli() -> SnapcoreCli:
+    """``cli(*args, input=None)``: ``snapcore ARGS`` run in-process (click's result);
+    ``cli.json(*args)``: the parsed ``--json`` output of a run that succeeds."""
+    return SnapcoreCli()
 
 
 @pytest.fixture

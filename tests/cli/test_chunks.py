@@ -11,10 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import snapcore
-from snapcore.cli import main
 from snapcore.plugins._manager import get_registries
 
 pa = pytest.importorskip("pyarrow")
@@ -53,7 +51,7 @@ CASES = [
 ]
 
 
-def _streamed_json(monkeypatch, argv):
+def _streamed_json(cli, monkeypatch, argv):
     """``snapcore release ARGV -e 1 --seed s --block-size 1024 --json``, read block by
     block (the in-memory reader must not be used): the parsed JSON record."""
     import snapcore.cli.release as cli_release
@@ -63,9 +61,7 @@ def _streamed_json(monkeypatch, argv):
 
     monkeypatch.setattr(cli_release, "_csv_table", whole_file)
     tail = ["-e", "1", "--seed", "s", "--block-size", "1024", "--json"]
-    r = CliRunner().invoke(main, ["release", *argv, *tail])
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout[r.stdout.index("{") :])
+    return cli.json("release", *argv, *tail)
 
 
 @pytest.mark.parametrize(("name", "column", "kw", "options"), CASES, ids=[c[0] for c in CASES])
@@ -86,13 +82,7 @@ def test_streamed_state_equals_the_whole_in_memory(frame, name, column, kw, opti
         assert got == whole
 
 
-def _run(args, stdin=None):
-    r = CliRunner().invoke(main, ["release", *args], input=stdin)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout[r.stdout.index("{") :])
-
-
-def test_csv_path_stdin_and_parquet_release_like_pandas(frame, tmp_path: Path):
+def test_csv_path_stdin_and_parquet_release_like_pandas(cli, frame, tmp_path: Path):
     csv_path = tmp_path / "d.csv"
     csv_path.write_bytes(_csv_bytes(frame))
     pq_path = tmp_path / "d.parquet"
@@ -122,25 +112,26 @@ def test_csv_path_stdin_and_parquet_release_like_pandas(frame, tmp_path: Path):
         source=snapcore.SeededSource("4"),
     )
     outs = [
-        _run(["mean", str(csv_path), "--block-size", "4096", *args]),
-        _run(["mean", "-", "--block-size", "4096", *args], stdin=csv_path.read_bytes()),
-        _run(["mean", str(pq_path), *args]),
-        _run(["mean", "-", "--format", "parquet", *args], stdin=pq_path.read_bytes()),
+        cli.json("release", "mean", str(csv_path), "--block-size", "4096", *args),
+        cli.json(
+            "release", "mean", "-", "--block-size", "4096", *args, input=csv_path.read_bytes()
+        ),
+        cli.json("release", "mean", str(pq_path), *args),
+        cli.json("release", "mean", "-", "--format", "parquet", *args, input=pq_path.read_bytes()),
     ]
     for out in outs:
         assert out["value"] == want.value and out["n"] == len(frame)
 
 
-def test_bad_values_in_a_chunk_are_refused_by_column_not_value(tmp_path: Path):
+def test_bad_values_in_a_chunk_are_refused_by_column_not_value(cli, tmp_path: Path):
     p = tmp_path / "d.csv"
     p.write_text("x,y\n" + "1.25,2\n" * 3000 + "oops,2\n")
-    r = CliRunner().invoke(
-        main,
-        ["release", "mean", str(p), "-c", "x", "-b", "0", "2", "-e", "1", "--block-size", "1024"],
+    r = cli(
+        "release", "mean", str(p), "-c", "x", "-b", "0", "2", "-e", "1", "--block-size", "1024"
     )
     assert r.exit_code == 3  # a data error (snapcore.cli's exit codes)
-    assert "column 'x': every record must be a finite real number" in r.output
-    assert "oops" not in r.output
+    assert "column 'x': every record must be a finite real number" in r.stderr
+    assert "oops" not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize(
@@ -157,7 +148,7 @@ def test_bad_values_in_a_chunk_are_refused_by_column_not_value(tmp_path: Path):
         ),
     ],
 )
-def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwargs):
+def test_missing_policies_read_in_chunks(cli, tmp_path: Path, monkeypatch, args, kwargs):
     """--missing drop/impute no longer read the whole file: each chunk gets the policy,
     and the release equals the in-memory one (pandas, the same seed)."""
     rng = np.random.default_rng(5)
@@ -169,7 +160,9 @@ def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwar
     text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
     p = tmp_path / "m.csv"
     p.write_text("\n".join(text) + "\n")
-    got = _streamed_json(monkeypatch, [args[0], str(p), "-c", "bmi", "-b", "15", "45", *args[1:]])
+    got = _streamed_json(
+        cli, monkeypatch, [args[0], str(p), "-c", "bmi", "-b", "15", "45", *args[1:]]
+    )
     df = pd.read_csv(p)
     assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and nan cells (0 is both kinds)
     want = snapcore.release(
@@ -184,26 +177,23 @@ def test_missing_policies_read_in_chunks(tmp_path: Path, monkeypatch, args, kwar
     assert got["value"] == want.value and got["n"] == want.n
 
 
-def test_missing_policy_checked_before_reading(tmp_path: Path):
+def test_missing_policy_checked_before_reading(cli, tmp_path: Path):
     p = tmp_path / "m.csv"
     p.write_text("bmi\n1\n\n2\n")
-    r = CliRunner().invoke(
-        main,
-        [
-            "release",
-            "mean",
-            str(p),
-            "-c",
-            "bmi",
-            "-b",
-            "0",
-            "5",
-            "-e",
-            "1",
-            "--missing",
-            "drop",
-            "--json",
-        ],
+    r = cli(
+        "release",
+        "mean",
+        str(p),
+        "-c",
+        "bmi",
+        "-b",
+        "0",
+        "5",
+        "-e",
+        "1",
+        "--missing",
+        "drop",
+        "--json",
     )
     err = json.loads(r.stdout)["error"]
     assert err["parameter"] == "--missing" and r.exit_code == 2
@@ -226,7 +216,7 @@ def test_missing_policy_checked_before_reading(tmp_path: Path):
         ),
     ],
 )
-def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, keys):
+def test_group_by_reads_in_chunks(cli, tmp_path: Path, monkeypatch, args, kwargs, keys):
     """--by reads the file block by block, one partial state per key: the same release
     as the whole table in memory (the same seed), keys matched by exact value (a field
     1.0 is the key 1), blank keys and keys outside the key set in no group."""
@@ -248,7 +238,9 @@ def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, key
         p.write_text("g,bmi\n" + "".join(f"{g[i]},{cells[i]}\n" for i in keep))
         args = [*args[:-1], ",".join(f"{k}={sizes[k]}" for k in key_list)]
         kwargs = {"column": "bmi", "data_bounds": (15, 45), "group_sizes": sizes}
-    got = _streamed_json(monkeypatch, [args[0], str(p), *args[1:], "--by", "g", "--keys", keys])
+    got = _streamed_json(
+        cli, monkeypatch, [args[0], str(p), *args[1:], "--by", "g", "--keys", keys]
+    )
     want = snapcore.release(
         args[0],
         table,
@@ -262,36 +254,32 @@ def test_group_by_reads_in_chunks(tmp_path: Path, monkeypatch, args, kwargs, key
     assert [grp["n"] for grp in got["groups"]] == [want[k].n for k in key_list]
 
 
-def test_group_by_parquet_equals_csv(tmp_path: Path):
+def test_group_by_parquet_equals_csv(cli, tmp_path: Path):
     df = pd.DataFrame({"g": [1.0, 2.0, 2.0, 3.0, None, 1.0] * 50, "x": np.arange(300) % 17 * 1.0})
     df.to_parquet(tmp_path / "t.parquet")
     df.to_csv(tmp_path / "t.csv", index=False)
     out = []
     for name in ("t.parquet", "t.csv"):
-        r = CliRunner().invoke(
-            main,
-            [
-                "release",
-                "sum",
-                str(tmp_path / name),
-                "-c",
-                "x",
-                "-b",
-                "0",
-                "20",
-                "--by",
-                "g",
-                "--keys",
-                "1,2,4",
-                "--n",
-                "400",
-                "-e",
-                "1",
-                "--seed",
-                "p",
-                "--json",
-            ],
+        got = cli.json(
+            "release",
+            "sum",
+            str(tmp_path / name),
+            "-c",
+            "x",
+            "-b",
+            "0",
+            "20",
+            "--by",
+            "g",
+            "--keys",
+            "1,2,4",
+            "--n",
+            "400",
+            "-e",
+            "1",
+            "--seed",
+            "p",
+            "--json",
         )
-        assert r.exit_code == 0, r.output
-        out.append(json.loads(r.stdout[r.stdout.index("{") :])["values"])
+        out.append(got["values"])
     assert out[0] == out[1]

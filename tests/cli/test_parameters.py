@@ -16,10 +16,8 @@ from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner
 
 import snapcore
-from snapcore.cli import main
 from snapcore.cli.release import release as release_command
 from snapcore.errors import ParameterError, keyword, parameter_name, spelling
 from snapcore.plugins._manager import resolve_statistic
@@ -160,13 +158,6 @@ def csv_file(tmp_path: Path) -> Path:
     return p
 
 
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told not to
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
 def _spelled_in_python(message: str, kw: str) -> bool:
     return re.search(rf"(?<![\w-]){kw}(?![\w-])", message) is not None
 
@@ -194,10 +185,10 @@ def test_python_error_names_the_keyword(kw: str):
 
 @pytest.mark.parametrize("kw", sorted(CASES))
 @pytest.mark.parametrize("as_json", [False, True])
-def test_cli_error_names_the_flag(kw: str, as_json: bool, csv_file: Path):
+def test_cli_error_names_the_flag(cli, kw: str, as_json: bool, csv_file: Path):
     args, _ = CASES[kw]
     argv = ["release", args[0], str(csv_file), *args[1:]] + (["--json"] if as_json else [])
-    r = _runner().invoke(main, argv)
+    r = cli(*argv)
     assert r.exit_code in (2, 3), (r.exit_code, r.stdout, r.stderr)
     flag = FLAGS[kw]
     if as_json:
@@ -244,9 +235,9 @@ def test_parameter_survives_pickling():
         (("mean", "-c", "x", "-b", "0", "1", "-e", "1", "-o", "k"), "--option"),
     ],
 )
-def test_cli_own_usage_errors_name_the_flag(args, flag, csv_file: Path):
+def test_cli_own_usage_errors_name_the_flag(cli, args, flag, csv_file: Path):
     argv = ["release", args[0], str(csv_file), *args[1:], "--json"]
-    r = _runner().invoke(main, argv)
+    r = cli(*argv)
     err = json.loads(r.stdout)["error"]
     assert r.exit_code == 2 and err["parameter"] == flag and flag in err["message"], err
     assert err["type"] == "UsageError"

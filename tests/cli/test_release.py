@@ -9,21 +9,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from snapcore.cli import main
 from snapcore.data import example_path
-
-
-def _runner() -> CliRunner:
-    try:  # click < 8.2 mixes stderr into stdout unless told not to
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
-
-
-def run(*args: str):
-    return _runner().invoke(main, ["release", *args])
 
 
 def example_column(name: str) -> list[str]:
@@ -31,8 +18,8 @@ def example_column(name: str) -> list[str]:
         return [row[name] for row in csv.DictReader(fh)]
 
 
-def test_bundled_data_mean():
-    r = run("mean", "--column", "age", "--data-bounds", "0", "100", "--epsilon", "1")
+def test_bundled_data_mean(cli):
+    r = cli("release", "mean", "--column", "age", "--data-bounds", "0", "100", "--epsilon", "1")
     assert r.exit_code == 0, r.stdout + r.stderr
     out = r.stdout
     for label in (
@@ -61,9 +48,9 @@ def test_example_data_is_realistic():
     assert set(example_column("education")) == {"primary", "secondary", "tertiary"}
 
 
-def test_json_and_seed_reproducible():
+def test_json_and_seed_reproducible(cli):
     args = ("sum", "-c", "hours_per_week", "-b", "0", "80", "-e", "0.5", "--seed", "7", "--json")
-    a, b = run(*args), run(*args)
+    a, b = cli("release", *args), cli("release", *args)
     assert a.exit_code == 0, a.stderr
     assert "NOT for production" in a.stderr
     da, db = json.loads(a.stdout), json.loads(b.stdout)
@@ -74,14 +61,23 @@ def test_json_and_seed_reproducible():
     assert lo <= da["value"] <= hi
 
 
-def test_histogram_categories_and_bins():
-    r = run(
-        "histogram", "-c", "region", "--categories", "north,south,east,west", "-e", "1", "--json"
+def test_histogram_categories_and_bins(cli):
+    r = cli(
+        "release",
+        "histogram",
+        "-c",
+        "region",
+        "--categories",
+        "north,south,east,west",
+        "-e",
+        "1",
+        "--json",
     )
     d = json.loads(r.stdout)
     assert d["labels"] == ["north", "south", "east", "west"] and len(d["value"]) == 4
     assert d["epsilon_per_value"] == 0.5
-    r = run(
+    r = cli(
+        "release",
         "histogram",
         "-c",
         "age",
@@ -98,8 +94,9 @@ def test_histogram_categories_and_bins():
     assert "≥ 60" in r.stdout and "parallel composition" in r.stdout
 
 
-def test_covariance_two_columns():
-    r = run(
+def test_covariance_two_columns(cli):
+    r = cli(
+        "release",
         "covariance",
         "-c",
         "age",
@@ -120,10 +117,11 @@ def test_covariance_two_columns():
     assert Fraction(d["sensitivity_exact"]) == Fraction(72 * 400000, 1000)
 
 
-def test_csv_file(tmp_path: Path):
+def test_csv_file(cli, tmp_path: Path):
     p = tmp_path / "d.csv"
     p.write_text("x,y\n1,a\n2,b\n3.5,a\n")
-    r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1", "--clamp", "0", "4", "--json")
+    args = ("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1", "--clamp", "0", "4", "--json")
+    r = cli("release", *args)
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["n"] == 3 and d["clamp_bounds"] == [0.0, 4.0] and 0 <= d["value"] <= 4
@@ -162,9 +160,9 @@ def test_csv_file(tmp_path: Path):
         (("mean", "-c", "nope", "-b", "0", "1", "-e", "1", "--seed", "3"), "not found", 3),
     ],
 )
-def test_bad_arguments_one_line(args, needle, code):
+def test_bad_arguments_one_line(cli, args, needle, code):
     # exit status 2 for usage errors, 3 for data errors (snapcore.cli documents them)
-    r = run(*args)
+    r = cli("release", *args)
     assert r.exit_code == code, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
@@ -172,19 +170,19 @@ def test_bad_arguments_one_line(args, needle, code):
     assert "Traceback" not in r.stderr + r.stdout and r.stdout == ""
 
 
-def test_non_finite_csv(tmp_path: Path):
+def test_non_finite_csv(cli, tmp_path: Path):
     p = tmp_path / "d.csv"
     p.write_text("x\n1\nnan\n3\n")
-    r = run("mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1")
+    r = cli("release", "mean", str(p), "-c", "x", "-b", "0", "4", "-e", "1")
     assert r.exit_code == 3  # a data error
     assert r.stderr.strip().startswith("Error: column 'x' contains missing values")
     assert "--missing" in r.stderr
 
 
-def test_listed_in_help():
-    r = CliRunner().invoke(main, ["--help"])
+def test_listed_in_help(cli):
+    r = cli("--help")
     assert "release" in r.stdout
-    r = CliRunner().invoke(main, ["release", "--help"])
+    r = cli("release", "--help")
     assert r.exit_code == 0 and "--epsilon" in r.stdout and "--seed" in r.stdout
 
 
