@@ -425,7 +425,16 @@ def _optdoc_role(
     return [nodes.emphasis(rawtext, f"{title} (not written yet)")], []
 
 
+def _always_reread(
+    app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]
+) -> list[str]:
+    """The pages whose tables of contents list the other pages: read them again on
+    every build, so an incremental build sees a page added or removed."""
+    return ["index", "api"]
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("source-read", _source_read)
+    app.connect("env-get-outdated", _always_reread)
     app.add_role("optdoc", _optdoc_role)
     return {"parallel_read_safe": True}

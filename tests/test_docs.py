@@ -131,6 +131,37 @@ def _check_api_pages(html: Path) -> None:
         assert not private, f"{page.name} documents private paths: {private[:5]}"
 
 
+def drawn_tree() -> set[str]:
+    """The paths drawn in the tree of docs/architecture.md ("## The tree"): each line
+    is a name after four columns of tree drawing per level."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    block = re.search(r"^## The tree\n.*?^```text\n(.*?)^```", text, re.S | re.M)
+    assert block, "docs/architecture.md has no tree (a text block under '## The tree')"
+    paths: set[str] = set()
+    stack: list[str] = []
+    for line in block.group(1).splitlines():
+        name = line.lstrip("│├└─ ")
+        depth = (len(line) - len(name)) // 4
+        stack[depth:] = [name.split()[0].rstrip("/")]
+        paths.add("/".join(stack))
+    return paths
+
+
+def test_architecture_draws_the_tree():
+    root = DOCS.parent
+    files = {
+        str(p.relative_to(root))
+        for folder in ("snapcore", "backends", "statistics")
+        for p in (root / folder).rglob("*.py")
+        if p.name != "__init__.py" or p.parent.name == "snapcore"
+    }
+    folders = {str(Path(f).parent) for f in files}
+    missing = (files | folders) - drawn_tree()
+    assert not missing, f"not drawn in docs/architecture.md: {sorted(missing)}"
+    stale = {d for d in drawn_tree() if d.endswith(".py") and d not in files}
+    assert not stale, f"drawn in docs/architecture.md but not in the package: {sorted(stale)}"
+
+
 def test_every_hook_is_documented_in_the_plugin_guide():
     from snapcore.plugins import _hookspecs as hookspecs
 
