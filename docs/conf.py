@@ -304,7 +304,10 @@ def _pointer(module: str, name: str, home: str) -> str:
         "autoexception": ("exception", "exc"),
         "data": ("data", "data"),
     }[kind]
-    return f".. py:{directive}:: {module}.{name}\n\n   Documented as :{role}:`{home}.{name}`.\n"
+    return (
+        f".. py:{directive}:: {name}\n   :module: {module}\n\n"
+        f"   Documented as :{role}:`{home}.{name}`.\n"
+    )
 
 
 def _section(module: str, names: list[str], exports: _Exports) -> str:
