@@ -1,4 +1,5 @@
-"""Pictures of the accuracy math (:mod:`snapcore.analysis._accuracy`), as matplotlib figures.
+"""Pictures of the accuracy math (:mod:`snapcore.analysis._guarantees` and
+:mod:`snapcore.analysis._estimates`), as matplotlib figures.
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
 global state, no display needed); save it with ``fig.savefig("out.png")`` or ``.svg``.
@@ -12,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from snapcore.analysis import _accuracy as accuracy
+from snapcore.analysis import _estimates, _guarantees
 from snapcore.errors import ParameterError, PlotDependencyError
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ def accuracy_vs_epsilon(
     width = None
     for e in eps_list:
         try:
-            d = accuracy.accuracy_details(
-                accuracy.plan_calibration(
+            d = _guarantees.accuracy_details(
+                _guarantees.plan_calibration(
                     epsilon=e,
                     sensitivity=sensitivity,
                     clamp_bounds=clamp_bounds,
@@ -164,14 +165,14 @@ def output_distribution_figure(
     -------
     matplotlib.figure.Figure
     """
-    cal = accuracy.plan_calibration(
+    cal = _guarantees.plan_calibration(
         epsilon=epsilon,
         sensitivity=sensitivity,
         clamp_bounds=clamp_bounds,
         clamp_bound=clamp_bound,
     )
-    dist = accuracy.ideal_output_distribution(cal, guess, window=window)
-    a = accuracy.accuracy(cal, alpha) if alpha is not None else 0.0
+    dist = _estimates.ideal_output_distribution(cal, guess, window=window)
+    a = _guarantees.accuracy(cal, alpha) if alpha is not None else 0.0
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     lo, hi = float(cal.lower), float(cal.upper)
@@ -239,8 +240,9 @@ def accuracy_vs_gamma(
     top panel shows the margin B − B′ next to the accuracy, both in user units.  The
     data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
     cap); what γ trades is the bias at the worst case f(D) = B′
-    (:func:`~snapcore.analysis._accuracy.bias` for that guess) and the probability that the clamp binds there
-    (:func:`~snapcore.analysis._accuracy.clamp_probability`, at most γ) against a wider interval.
+    (:func:`~snapcore.analysis._estimates.bias` for that guess) and the probability that
+    the clamp binds there (:func:`~snapcore.analysis._estimates.clamp_probability`, at most
+    γ) against a wider interval.
     ``subject`` (what is released) goes into the title.
 
     Returns
@@ -252,15 +254,15 @@ def accuracy_vs_gamma(
         raise ParameterError("gammas must not be empty")
     acc, big_b, b_plus, b_ideal, p_clamp = [], [], [], [], []
     for g in g_list:
-        cal = accuracy.plan_calibration(
+        cal = _guarantees.plan_calibration(
             epsilon=epsilon, sensitivity=sensitivity, b_prime=b_prime, gamma=g
         )
-        acc.append(accuracy.accuracy(cal, alpha))
+        acc.append(_guarantees.accuracy(cal, alpha))
         big_b.append(float(cal.half_width))
-        r = accuracy.bias(cal, b_prime)
+        r = _estimates.bias(cal, b_prime)
         b_plus.append(abs(r.bias_plus))
         b_ideal.append(abs(r.ideal))
-        p_clamp.append(accuracy.clamp_probability(cal, b_prime))
+        p_clamp.append(_estimates.clamp_probability(cal, b_prime))
     fig = _figure(figsize=(7.0, 8.0), layout="constrained")
     ax1, ax2, ax3 = fig.subplots(3, 1, sharex=True)
     # The margin B − B′ is what γ changes (B′ may be decades larger: a count's n).

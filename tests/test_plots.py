@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from snapcore.analysis import _accuracy as accuracy
+from snapcore.analysis import _guarantees as accuracy
 from snapcore.cli import main
 from snapcore.errors import PlotDependencyError
 

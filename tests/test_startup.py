@@ -65,7 +65,8 @@ def test_the_os_source_is_padded_by_default_as_chacha20_is():
 NOT_IMPORTED = (
     "pyarrow",
     "pandas",
-    "snapcore.analysis._accuracy",
+    "snapcore.analysis._guarantees",
+    "snapcore.analysis._estimates",
     "narwhals",
     "numba",
     "llvmlite",
@@ -158,7 +159,7 @@ def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
 def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
     from fractions import Fraction
 
-    from snapcore.analysis._accuracy import accuracy
+    from snapcore.analysis._guarantees import accuracy
 
     kw = dict(kw)
     if isinstance(kw["epsilon"], str):
@@ -175,7 +176,7 @@ def test_a_records_accuracy_is_the_accuracy_of_its_calibration(kw):
 
 
 def test_a_record_without_noise_has_no_accuracy_either_way():
-    from snapcore.analysis._accuracy import accuracy
+    from snapcore.analysis._guarantees import accuracy
 
     r = snapcore.release("count", XS, n=len(XS), relation="replace", epsilon=1, timing="off")
     assert r.clamp_bounds is None

@@ -37,7 +37,7 @@ Where the contract differs, and why:
   :class:`~snapcore.AuditLimitError` before any work rather than switch silently to
   another quantity (docs/embedding.md argues the choice).  ``exact=False`` gives
   the ideal mechanism's values instead (its bias exactly,
-  :func:`snapcore.analysis._accuracy.bias`; its variance as an upper bound tight to double
+  :func:`snapcore.analysis._estimates.bias`; its variance as an upper bound tight to double
   precision), at a cost independent of ``B/Λ``.  Like
   diffprivlib's, these methods take a ``value``: pass a guess, never private data.
 * Input: a non-number raises ``TypeError`` (as in diffprivlib); NaN and ±inf raise
@@ -250,7 +250,7 @@ class Snapping(DPMechanism):  # type: ignore[misc]
             rationals from its exact output distribution
             (:func:`snapcore.analysis._audit.exact_output_distribution`), rounded to the
             nearest double.  False: the ideal mechanism's
-            (:func:`snapcore.analysis._accuracy.bias`).
+            (:func:`snapcore.analysis._estimates.bias`).
 
         Raises
         ------
@@ -268,7 +268,7 @@ class Snapping(DPMechanism):  # type: ignore[misc]
         if exact:
             mean, _ = self._exact_moments(x)
             return float(mean - x)
-        from snapcore.analysis._accuracy import bias
+        from snapcore.analysis._estimates import bias
 
         return bias(self._mech, x).ideal
 
@@ -285,7 +285,7 @@ class Snapping(DPMechanism):  # type: ignore[misc]
         if exact:
             _, var = self._exact_moments(x)
             return float(var)
-        from snapcore.analysis._accuracy import ideal_output_distribution
+        from snapcore.analysis._estimates import ideal_output_distribution
 
         d = ideal_output_distribution(self._mech, x, window=40)
         mean = float(x) + self.bias(value, exact=False)

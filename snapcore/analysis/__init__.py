@@ -1,6 +1,7 @@
-"""Layer 9, analysis: publishable accuracy guarantees and planning, estimates from a
-guess (never from private data), the exact privacy audit of the mechanism as it runs,
-and the floating-point attack that motivates snapping.
+"""Layer 9, analysis: publishable accuracy guarantees and planning (``_guarantees``),
+estimates from a guess of f(D), never from private data (``_estimates``), the exact
+privacy audit of the mechanism as it runs (``_audit``), and the floating-point attack
+that motivates snapping (``_attack``).
 """
 
 from __future__ import annotations
@@ -10,26 +11,6 @@ from typing import TYPE_CHECKING
 from snapcore._lazy import attach
 
 if TYPE_CHECKING:
-    from snapcore.analysis._accuracy import (
-        Bias,
-        IdealOutputDistribution,
-        LaplaceComparison,
-        LaplaceDistance,
-        StatisticPlan,
-        accuracy,
-        accuracy_details,
-        bias,
-        bound_for_gamma,
-        clamp_probability,
-        compare_with_laplace,
-        epsilon_for_accuracy,
-        guess_accuracy,
-        ideal_output_distribution,
-        laplace_distance,
-        plan_accuracy,
-        plan_calibration,
-        plan_statistic,
-    )
     from snapcore.analysis._attack import (
         AttackReport,
         Witness,
@@ -42,29 +23,53 @@ if TYPE_CHECKING:
         audit,
         exact_output_distribution,
     )
+    from snapcore.analysis._estimates import (
+        Bias,
+        IdealOutputDistribution,
+        LaplaceDistance,
+        bias,
+        clamp_probability,
+        guess_accuracy,
+        ideal_output_distribution,
+        laplace_distance,
+    )
+    from snapcore.analysis._guarantees import (
+        LaplaceComparison,
+        StatisticPlan,
+        accuracy,
+        accuracy_details,
+        bound_for_gamma,
+        compare_with_laplace,
+        epsilon_for_accuracy,
+        plan_accuracy,
+        plan_calibration,
+        plan_statistic,
+    )
 
 __getattr__, __dir__ = attach(
     __name__,
     {
-        "_accuracy": [
-            "Bias",
-            "IdealOutputDistribution",
+        "_guarantees": [
             "LaplaceComparison",
-            "LaplaceDistance",
             "StatisticPlan",
             "accuracy",
             "accuracy_details",
-            "bias",
             "bound_for_gamma",
-            "clamp_probability",
             "compare_with_laplace",
             "epsilon_for_accuracy",
-            "guess_accuracy",
-            "ideal_output_distribution",
-            "laplace_distance",
             "plan_accuracy",
             "plan_calibration",
             "plan_statistic",
+        ],
+        "_estimates": [
+            "Bias",
+            "IdealOutputDistribution",
+            "LaplaceDistance",
+            "bias",
+            "clamp_probability",
+            "guess_accuracy",
+            "ideal_output_distribution",
+            "laplace_distance",
         ],
         "_audit": ["AuditResult", "ExactOutputDistribution", "audit", "exact_output_distribution"],
         "_attack": ["AttackReport", "Witness", "attack", "find_witness"],

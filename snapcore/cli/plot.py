@@ -44,7 +44,7 @@ def _planned(
         if n is not None or data_bounds is not None:
             raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
         return epsilon, sensitivity, _interval(clamp_bounds, clamp_bound)
-    from snapcore.analysis._accuracy import plan_calibration
+    from snapcore.analysis._guarantees import plan_calibration
 
     if n is None:
         raise click.UsageError("--statistic needs --n, the public number of records")
@@ -294,7 +294,7 @@ def gamma_cmd(
             )
         eps_each, bp = epsilon, b_prime
     else:
-        from snapcore.analysis._accuracy import plan_statistic
+        from snapcore.analysis._guarantees import plan_statistic
 
         if b_prime is not None:
             raise click.UsageError("--statistic plans B′ itself: leave out --b-prime")

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
         to_fraction,
     )
     from snapcore.exact._ieee754 import (
+        double_bits,
+        double_from_bits,
         granularity_from_double,
         power_of_two_exponent,
         snap_double,
@@ -61,6 +63,8 @@ __getattr__, __dir__ = attach(
             "scaled_integers",
         ],
         "_ieee754": [
+            "double_bits",
+            "double_from_bits",
             "granularity_from_double",
             "power_of_two_exponent",
             "snap_double",
@@ -75,6 +79,8 @@ __all__ = [
     "add_nearest",
     "bin_counts",
     "bin_index",
+    "double_bits",
+    "double_from_bits",
     "dyadic_cmp",
     "exact_dot",
     "exact_sum",

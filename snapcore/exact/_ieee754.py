@@ -8,7 +8,9 @@ for binary64 doubles (docs/ieee754.md), reading and writing the IEEE-754 fields 
 * :func:`snap_double` — ``x`` rounded to the nearest multiple of a power of
   two ``Λ``, **ties toward +∞** (docs/semantics.md [S7]), in four cases;
 * :func:`snap_doubles` — the same algorithm vectorised over a ``uint64`` view of a
-  NumPy array, bit-identical to :func:`snap_double` elementwise.
+  NumPy array, bit-identical to :func:`snap_double` elementwise;
+* :func:`double_bits` and :func:`double_from_bits` — a double's binary64 word as an
+  unsigned integer, and back.
 
 A double is ``(-1)**s · (1.m1…m52)₂ · 2**(E − 1023)`` for an exponent field
 ``1 <= E <= 2046``, or ``(-1)**s · (0.m1…m52)₂ · 2**−1022`` for ``E = 0`` (zero and the
@@ -42,6 +44,8 @@ from snapcore.errors import ParameterError, SnapOverflowError
 __all__ = [
     "MAX_GRANULARITY_LOG2",
     "MIN_GRANULARITY_LOG2",
+    "double_bits",
+    "double_from_bits",
     "granularity_from_double",
     "power_of_two_exponent",
     "snap_double",
@@ -66,12 +70,19 @@ _PACK_D = struct.Struct("<d")
 _PACK_Q = struct.Struct("<Q")
 
 
-def _bits(x: float) -> int:
+def double_bits(x: float) -> int:
+    """The IEEE-754 binary64 word of ``x`` as an unsigned integer (sign bit 63).
+
+    For doubles ``>= +0.0`` the word is increasing in ``x``, and consecutive doubles
+    have consecutive words: a search over positive doubles can bisect their words.
+    """
     word: int = _PACK_Q.unpack(_PACK_D.pack(x))[0]
     return word
 
 
-def _from_bits(word: int) -> float:
+def double_from_bits(word: int) -> float:
+    """The double whose IEEE-754 binary64 word is ``word`` (``0 <= word < 2**64``):
+    the inverse of :func:`double_bits`."""
     value: float = _PACK_D.unpack(_PACK_Q.pack(word))[0]
     return value
 
@@ -128,7 +139,7 @@ def power_of_two_exponent(granularity: float) -> int:
     (-2, -1074)
     """
     g = _as_double("granularity", granularity)
-    word = _bits(g)
+    word = double_bits(g)
     exp_field, frac = word >> _FRAC_BITS, word & _FRAC_MASK
     if g > 0.0 and frac == 0:  # a normal power of two
         return exp_field - _BIAS
@@ -179,18 +190,18 @@ def granularity_from_double(lam: float) -> float:
     f = _as_double("lam", lam)
     if not f > 0.0:
         raise ParameterError(f"lam must be a finite double > 0, got {f!r}")
-    word = _bits(f)
+    word = double_bits(f)
     exp_field, frac = word >> _FRAC_BITS, word & _FRAC_MASK
     if frac == 0:  # a (normal) power of two: Λ = λ
         return f
     if exp_field == 0:  # subnormal: the word is λ / 2**-1074
-        return f if frac & (frac - 1) == 0 else _from_bits(1 << frac.bit_length())
+        return f if frac & (frac - 1) == 0 else double_from_bits(1 << frac.bit_length())
     if exp_field + 1 == _EXP_MAX:
         raise ParameterError(
             f"lam must be <= 2**{MAX_GRANULARITY_LOG2} so that Lambda (the smallest power "
             f"of two >= lam) is a finite double, got {f!r} (Lambda would be 2**1024)"
         )
-    return _from_bits((exp_field + 1) << _FRAC_BITS)
+    return double_from_bits((exp_field + 1) << _FRAC_BITS)
 
 
 def snap_double(x: float, granularity: float) -> float:
@@ -250,7 +261,7 @@ def snap_double(x: float, granularity: float) -> float:
     """
     xf = _as_double("x", x)
     L = power_of_two_exponent(granularity)
-    word = _bits(xf)
+    word = double_bits(xf)
     neg = word >> 63
     mag = word & _MAG_MASK
     if mag == 0:  # ±0.0
@@ -275,11 +286,11 @@ def snap_double(x: float, granularity: float) -> float:
                 f"snap_double({xf!r}, 2**{L}): the nearest multiple of the granularity is "
                 f"{'-' if neg else ''}2**1024, not a finite double"
             )
-        return _from_bits(neg << 63 | mag)
+        return double_from_bits(neg << 63 | mag)
     if y == -1:  # case 3: |x|/Λ in [1/2, 1)
         if neg and mag & _FRAC_MASK == 0:  # x = -Λ/2 exactly: tie toward +∞
             return 0.0
-        return _from_bits(neg << 63 | _bits(math.ldexp(1.0, L)))
+        return double_from_bits(neg << 63 | double_bits(math.ldexp(1.0, L)))
     return 0.0  # case 4: |x| < Λ/2
 
 
@@ -368,7 +379,7 @@ def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.floa
         # Case 3, y = −1 (normal x only): Λ, except the exact negative tie x = −Λ/2.
         case3 = (t == _FRAC_BITS + 1) & (exp_field >= 1)
         case3 &= ~((neg == u64(1)) & ((mag & u64(_FRAC_MASK)) == u64(0)))
-        out[case3] = _bits(math.ldexp(1.0, L))
+        out[case3] = double_bits(math.ldexp(1.0, L))
     over = out >= u64(_INF_WORD)
     if over.any():
         i = int(np.flatnonzero(over.ravel())[0])

@@ -396,7 +396,7 @@ def clamp_fraction(q: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
     return lo if q < lo else hi if q > hi else q
 
 
-# -- resolving a release request (shared by snapcore.releases._api and snapcore.analysis._accuracy) ------
+# -- resolving a release request (snapcore.releases._api, snapcore.analysis._guarantees) --
 
 
 def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:

@@ -167,7 +167,7 @@ def test_plot_json(cli, tmp_path: Path):
 
 def test_plot_from_a_release_plan(cli, tmp_path: Path):
     pytest.importorskip("matplotlib")
-    from snapcore.analysis._accuracy import plan_calibration
+    from snapcore.analysis._guarantees import plan_calibration
 
     out = tmp_path / "d.png"
     args = ("plot", "distribution", "--statistic", "mean", "--n", "442")

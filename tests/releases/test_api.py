@@ -222,7 +222,7 @@ def test_builtin_entry_points_agree():
 def test_release_record_carries_its_accuracy():
     """The record's accuracy is the mechanism's, computed from the record's own fields."""
     import snapcore
-    from snapcore.analysis._accuracy import accuracy
+    from snapcore.analysis._guarantees import accuracy
 
     r = snapcore.release("mean", [34, 51, 29, 62, 45], epsilon=1.0, data_bounds=(0, 100))
     m = snapcore.SnappingMechanism(

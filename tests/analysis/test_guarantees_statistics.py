@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import snapcore
-from snapcore.analysis import _accuracy as accuracy
+from snapcore.analysis import _guarantees as guarantees
 from snapcore.errors import ParameterError
 
 api = pytest.importorskip(
@@ -48,26 +48,26 @@ def test_planned_accuracy_equals_the_release_records(name, plan, options):
         source=snapcore.SeededSource(1),
         **options,
     )
-    planned = accuracy.plan_calibration(
+    planned = guarantees.plan_calibration(
         epsilon=eps, gamma=gamma, statistic=name, n=n, options=options, **plan
     )
     assert (float(planned.lower), float(planned.upper)) == tuple(rec.clamp_bounds)
     assert planned.sensitivity == rec.sensitivity
     assert planned.epsilon == rec.epsilon_per_value
-    assert accuracy.plan_accuracy(
+    assert guarantees.plan_accuracy(
         alpha, epsilon=eps, gamma=gamma, statistic=name, n=n, options=options, **plan
-    ) == accuracy.accuracy(rec, alpha)
+    ) == guarantees.accuracy(rec, alpha)
 
 
 def test_epsilon_for_accuracy_of_a_statistic():
     plan = {"statistic": "mean", "n": 1000, "data_bounds": (0.0, 100.0), "gamma": 0.05}
-    eps = accuracy.epsilon_for_accuracy(1.0, 0.05, **plan)
-    assert accuracy.plan_accuracy(0.05, epsilon=eps, **plan) <= 1.0
-    assert accuracy.plan_accuracy(0.05, epsilon=eps * (1 - 2**-50), **plan) > 1.0
+    eps = guarantees.epsilon_for_accuracy(1.0, 0.05, **plan)
+    assert guarantees.plan_accuracy(0.05, epsilon=eps, **plan) <= 1.0
+    assert guarantees.plan_accuracy(0.05, epsilon=eps * (1 - 2**-50), **plan) > 1.0
 
 
 def test_statistic_plan_errors():
     with pytest.raises(ParameterError, match="needs n="):
-        accuracy.plan_calibration(epsilon=1.0, statistic="mean", gamma=0.1)
+        guarantees.plan_calibration(epsilon=1.0, statistic="mean", gamma=0.1)
     with pytest.raises(ParameterError, match="statistic"):
-        accuracy.plan_calibration(epsilon=1.0, statistic="nope", n=10, gamma=0.1)
+        guarantees.plan_calibration(epsilon=1.0, statistic="nope", n=10, gamma=0.1)
