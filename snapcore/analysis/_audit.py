@@ -34,7 +34,7 @@ import gmpy2
 from snapcore.calibration._params import Calibration
 from snapcore.data._values import format_number, read_value
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
-from snapcore.exact._dyadic import dyadic_cmp
+from snapcore.exact._dyadic import dyadic_add, dyadic_cmp, dyadic_normalise, to_fraction
 
 if TYPE_CHECKING:
     from snapcore.pipeline._stages import Pipeline
@@ -761,7 +761,7 @@ def exact_output_distribution(
             "epsilon"
         )
     tail_index = grid.index_of_power(K)
-    acc: dict[float, tuple[int, int]] = {}  # output -> (n, k): mass n / 2**k
+    acc: dict[float, tuple[int, int]] = {}  # output -> (m, e): mass m·2**e
     by_key: dict[Any, tuple[int, int]] = {}  # output, or grid index k (direct) -> mass
     evaluations = 0
     direct = _DirectRun.of(mechanism, v, q) if fast else None
@@ -795,9 +795,9 @@ def exact_output_distribution(
                 below = low - 1
                 ln_, lk = below_cdf = cdf(below)
             k = max(hk, lk)
-            mass = _dy_norm((hn << (k - hk)) - (ln_ << (k - lk)), k + 1)
+            mass = dyadic_normalise((hn << (k - hk)) - (ln_ << (k - lk)), -(k + 1))
             old = by_key.get(key)
-            by_key[key] = mass if old is None else _dy_add(old, mass)
+            by_key[key] = mass if old is None else dyadic_add(*old, *mass)
             if progress is not None:
                 progress(1)
         evaluations += walker.evaluations
@@ -808,54 +808,19 @@ def exact_output_distribution(
         for key, mass in by_key.items():
             o = out(key)
             old = acc.get(o)
-            acc[o] = mass if old is None else _dy_add(old, mass)
-    # The exact sum, in increasing k: the running numerator has about k bits at each
-    # step (shifting every term to the largest k, the tail's, would cost K bits each).
-    tn, tk = 0, 0
-    for n, k in sorted(acc.values(), key=lambda nk: nk[1]):
-        tn, tk = (tn << (k - tk)) + n, k
-    total = _dy_norm(tn, tk)
+            acc[o] = mass if old is None else dyadic_add(*old, *mass)
+    # The exact sum m·2**e, in decreasing e: the running mantissa has about −e bits at
+    # each step (shifting every term to the smallest e, the tail's, would cost K bits
+    # each).
+    tm, te = 0, 0
+    for m, e in sorted(acc.values(), key=lambda me: -me[1]):
+        tm, te = (tm << (te - e)) + m, e
+    total = dyadic_normalise(tm, te)
     if total != (1, 0):
-        t = Fraction(total[0], 1 << total[1])
+        t = to_fraction(*total)
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
-    pmf = tuple(sorted((o, _dyadic_fraction(n, k)) for o, (n, k) in acc.items()))
+    pmf = tuple(sorted((o, to_fraction(m, e)) for o, (m, e) in acc.items()))
     return ExactOutputDistribution(value=vf, pmf=pmf, evaluations=evaluations)
-
-
-def _dyadic_fraction(n: int, k: int) -> Fraction:
-    """``n / 2**k`` for a normalised pair (``n`` odd, or ``k == 0``) as a Fraction, built
-    without the gcd that ``Fraction(n, 2**k)`` computes: the pair is already in lowest
-    terms, and ``math.gcd`` takes about a millisecond at 14,000 bits, where the masses
-    of a wide audit's far outputs are."""
-    if not (n & 1 or k == 0):
-        return Fraction(n, 1 << k)
-    return _coprime_fraction(n, 1 << k)
-
-
-def _coprime_fraction_311(n: int, d: int) -> Fraction:
-    f: Any = Fraction
-    return f(n, d, _normalize=False)  # type: ignore[no-any-return]
-
-
-#: ``Fraction(n, d)`` for coprime ``n``, ``d > 0`` without a gcd (Python >= 3.12 has a
-#: constructor for it; 3.10 and 3.11 a keyword).
-_coprime_fraction: Callable[[int, int], Fraction] = getattr(
-    Fraction, "_from_coprime_ints", _coprime_fraction_311
-)
-
-
-def _dy_norm(n: int, k: int) -> tuple[int, int]:
-    """``n / 2**k`` with ``n`` odd (or ``(0, 0)``)."""
-    if not n:
-        return (0, 0)
-    tz = (n & -n).bit_length() - 1
-    return n >> tz, k - tz
-
-
-def _dy_add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    """The sum of two ``(n, k) = n / 2**k`` values, normalised."""
-    k = max(a[1], b[1])
-    return _dy_norm((a[0] << (k - a[1])) + (b[0] << (k - b[1])), k)
 
 
 def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:

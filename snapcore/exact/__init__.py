@@ -14,7 +14,9 @@ from snapcore._lazy import attach
 if TYPE_CHECKING:
     from snapcore.exact._dyadic import (
         Rounding,
+        dyadic_add,
         dyadic_cmp,
+        dyadic_normalise,
         is_p_bit,
         round_fraction,
         round_ratio,
@@ -47,7 +49,9 @@ __getattr__, __dir__ = attach(
     {
         "_dyadic": [
             "Rounding",
+            "dyadic_add",
             "dyadic_cmp",
+            "dyadic_normalise",
             "is_p_bit",
             "round_fraction",
             "round_ratio",
@@ -81,7 +85,9 @@ __all__ = [
     "bin_index",
     "double_bits",
     "double_from_bits",
+    "dyadic_add",
     "dyadic_cmp",
+    "dyadic_normalise",
     "exact_dot",
     "exact_sum",
     "fits",

@@ -4,17 +4,22 @@ A *dyadic* is a pair ``(m, e)`` of Python integers standing for ``m * 2**e``.
 Every finite double and every p-bit float is one.  The functions here round an
 exact rational to ``p`` significant bits in a named direction; they are the single
 place where snapcore's core (not a backend) rounds, so every backend sees the same
-bits for the quantities docs/semantics.md marks "rounded once".
+bits for the quantities docs/semantics.md marks "rounded once".  The others work on
+dyadics exactly: normalise, add, compare, and turn one into a Fraction.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 __all__ = [
     "Rounding",
+    "dyadic_add",
     "dyadic_cmp",
+    "dyadic_normalise",
     "is_p_bit",
     "round_fraction",
     "round_ratio",
@@ -118,8 +123,43 @@ def round_fraction(
 
 
 def to_fraction(m: int, e: int) -> Fraction:
-    """The exact value ``m * 2**e`` as a Fraction."""
-    return Fraction(m << e) if e >= 0 else Fraction(m, 1 << -e)
+    """The exact value ``m * 2**e`` as a Fraction.
+
+    For odd ``m`` (a normalised pair, :func:`dyadic_normalise`) the pair is already in
+    lowest terms and the Fraction is built without the gcd ``Fraction(m, 2**-e)``
+    computes: about a millisecond at 14,000 bits, where the exact audit's masses are.
+    """
+    if e >= 0:
+        return Fraction(m << e)
+    if m & 1:
+        return _coprime_fraction(m, 1 << -e)
+    return Fraction(m, 1 << -e)
+
+
+def _coprime_fraction_311(n: int, d: int) -> Fraction:
+    f: Any = Fraction
+    return f(n, d, _normalize=False)  # type: ignore[no-any-return]
+
+
+#: ``Fraction(n, d)`` for coprime ``n``, ``d > 0`` without a gcd (Python >= 3.12 has a
+#: constructor for it; 3.10 and 3.11 a keyword).
+_coprime_fraction: Callable[[int, int], Fraction] = getattr(
+    Fraction, "_from_coprime_ints", _coprime_fraction_311
+)
+
+
+def dyadic_normalise(m: int, e: int) -> tuple[int, int]:
+    """``m * 2**e`` as the pair with an odd mantissa, or ``(0, 0)`` for zero."""
+    if not m:
+        return (0, 0)
+    tz = (m & -m).bit_length() - 1
+    return m >> tz, e + tz
+
+
+def dyadic_add(m1: int, e1: int, m2: int, e2: int) -> tuple[int, int]:
+    """The exact sum ``m1*2**e1 + m2*2**e2``, normalised (:func:`dyadic_normalise`)."""
+    e = min(e1, e2)
+    return dyadic_normalise((m1 << (e1 - e)) + (m2 << (e2 - e)), e)
 
 
 def dyadic_cmp(m1: int, e1: int, m2: int, e2: int) -> int:

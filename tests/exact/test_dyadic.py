@@ -223,9 +223,31 @@ def test_dyadic_cmp_and_to_fraction_are_exact(m1, e1, m2, e2):
     from snapcore.exact._dyadic import dyadic_cmp
 
     a, b = Fraction(m1) * Fraction(2) ** e1, Fraction(m2) * Fraction(2) ** e2
-    assert to_fraction(m1, e1) == a
+    got = to_fraction(m1, e1)
+    assert (got.numerator, got.denominator) == (a.numerator, a.denominator)  # lowest terms
     assert dyadic_cmp(m1, e1, m2, e2) == (a > b) - (a < b)
     assert dyadic_cmp(m1, e1, m1, e1) == 0
+
+
+#: Mantissas of every kind: any size and sign, and multiples of large powers of two.
+MANTISSAS = st.integers(-(2**80), 2**80) | st.builds(
+    lambda k, s: k << s, st.integers(-9, 9), st.integers(0, 300)
+)
+
+
+@SETTINGS
+@given(m1=MANTISSAS, e1=st.integers(-300, 300), m2=MANTISSAS, e2=st.integers(-300, 300))
+@example(m1=0, e1=-7, m2=0, e2=5)
+@example(m1=3, e1=-2, m2=-3, e2=-2)  # the sum is zero
+@example(m1=1, e1=-1, m2=1, e2=-1)  # the sum carries into a new power of two
+def test_dyadic_normalise_and_add_are_exact(m1, e1, m2, e2):
+    from snapcore.exact._dyadic import dyadic_add, dyadic_normalise
+
+    a, b = Fraction(m1) * Fraction(2) ** e1, Fraction(m2) * Fraction(2) ** e2
+    for (m, e), want in ((dyadic_normalise(m1, e1), a), (dyadic_add(m1, e1, m2, e2), a + b)):
+        assert Fraction(m) * Fraction(2) ** e == want
+        # the normal form: an odd mantissa, or (0, 0) for zero
+        assert (m, e) == (0, 0) if want == 0 else m % 2 == 1
 
 
 @pytest.mark.parametrize("e", [-5, 0, 7])
