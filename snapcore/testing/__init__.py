@@ -1,4 +1,7 @@
-"""The conformance suites, shipped with snapcore for every backend and statistic author.
+"""The conformance suites, shipped with snapcore for every backend and statistic
+author, and test doubles for randomness.
+
+The backend suite:
 
 * :mod:`snapcore.testing.reference` — independent exact references (integer
   rounding; MPFR at far higher precision with a Ziv check for LN);
@@ -8,35 +11,87 @@
   :class:`RegisteredBackendsConformance`, :func:`conformance_suite` (needs pytest and
   hypothesis).
 
-* :mod:`snapcore.testing.statistic_checks` — the statistic checks as plain functions
-  (exact sensitivity, ε split, value range and data independence on generated
-  neighbours) and :func:`run_statistic_conformance` (no pytest needed);
-* :mod:`snapcore.testing.statistic_suite` — the pytest suite for statistics:
+The statistic suite, in the same shape:
+
+* :mod:`snapcore.testing.statistic_settings` — what a statistic is checked with
+  (:class:`Setting`);
+* :mod:`snapcore.testing.statistic_datasets` — extremal datasets, their neighbours and
+  random neighbouring pairs;
+* :mod:`snapcore.testing.statistic_containers` — every container snapcore accepts;
+* :mod:`snapcore.testing.statistic_evaluation` — a statistic run on one dataset in one
+  container, with a one-line reproduction;
+* :mod:`snapcore.testing.statistic_checks` — the checks as plain functions (exact
+  sensitivity, ε split, value range and data independence) and
+  :func:`run_statistic_conformance` (no pytest needed);
+* :mod:`snapcore.testing.statistic_conformance` — the pytest suite:
   :class:`StatisticConformance`, :class:`RegisteredStatisticsConformance`,
   :func:`statistic_suite`.
+
+:mod:`snapcore.testing.sources` holds test doubles of the randomness layer (a fixed
+byte stream, a counting source, a source that must not be drawn from).
 
 Run a suite with one line in a test module::
 
     TestMyBackend = snapcore.testing.conformance_suite(MyBackend)
     TestMyStatistic = snapcore.testing.statistic_suite(MyStatistic)
+
+Every name is loaded on first use, so that the checks (used by ``snapcore compare``)
+work without pytest and hypothesis installed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from snapcore.errors import ConformanceError
-from snapcore.testing.checks import (
-    PRECISIONS,
-    ConformanceReport,
-    hard_ln_cases,
-    run_conformance,
-)
-from snapcore.testing.statistic_checks import (
-    Setting,
-    StatisticConformanceError,
-    StatisticReport,
-    run_statistic_conformance,
+from snapcore._lazy import attach
+from snapcore.errors import ConformanceError, StatisticConformanceError
+
+if TYPE_CHECKING:
+    from snapcore.testing.checks import (
+        PRECISIONS,
+        ConformanceReport,
+        hard_ln_cases,
+        run_conformance,
+    )
+    from snapcore.testing.conformance import (
+        BackendConformance,
+        RegisteredBackendsConformance,
+        conformance_suite,
+        registered_backend_params,
+    )
+    from snapcore.testing.statistic_checks import (
+        StatisticReport,
+        run_statistic_conformance,
+    )
+    from snapcore.testing.statistic_conformance import (
+        RegisteredStatisticsConformance,
+        StatisticConformance,
+        registered_statistic_params,
+        statistic_suite,
+    )
+    from snapcore.testing.statistic_settings import (
+        Setting,
+    )
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "checks": ["PRECISIONS", "ConformanceReport", "hard_ln_cases", "run_conformance"],
+        "conformance": [
+            "BackendConformance",
+            "RegisteredBackendsConformance",
+            "conformance_suite",
+            "registered_backend_params",
+        ],
+        "statistic_settings": ["Setting"],
+        "statistic_checks": ["StatisticReport", "run_statistic_conformance"],
+        "statistic_conformance": [
+            "RegisteredStatisticsConformance",
+            "StatisticConformance",
+            "registered_statistic_params",
+            "statistic_suite",
+        ],
+    },
 )
 
 __all__ = [
@@ -53,37 +108,8 @@ __all__ = [
     "conformance_suite",
     "hard_ln_cases",
     "registered_backend_params",
+    "registered_statistic_params",
     "run_conformance",
     "run_statistic_conformance",
     "statistic_suite",
 ]
-
-_PYTEST_NAMES = {
-    "BackendConformance",
-    "RegisteredBackendsConformance",
-    "conformance_suite",
-    "registered_backend_params",
-}
-_STATISTIC_PYTEST_NAMES = {
-    "RegisteredStatisticsConformance",
-    "StatisticConformance",
-    "registered_statistic_params",
-    "statistic_suite",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # The pytest suite is imported on first use, so that snapcore.testing.checks
-    # (used by `snapcore compare`) works without pytest and hypothesis installed.
-    if name in _PYTEST_NAMES:
-        from snapcore.testing import conformance
-
-        return getattr(conformance, name)
-    if name in _STATISTIC_PYTEST_NAMES:
-        import importlib
-
-        # Not `from snapcore.testing import statistic_suite`: the module and its
-        # factory share the name, and that form would ask this very function.
-        suite_module = importlib.import_module("snapcore.testing.statistic_suite")
-        return getattr(suite_module, name)
-    raise AttributeError(f"module 'snapcore.testing' has no attribute {name!r}")

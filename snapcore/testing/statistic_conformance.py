@@ -13,7 +13,7 @@ or, equivalently, by subclassing::
         statistic = MyStatistic      # a Statistic subclass, an instance or a registered name
 
 Each test runs once per setting (data bounds and options, see
-:class:`~snapcore.testing.statistic_checks.Setting`) and per relation the statistic
+:class:`~snapcore.testing.statistic_settings.Setting`) and per relation the statistic
 declares.  The checks are those of :mod:`snapcore.testing.statistic_checks`: exact
 sensitivity and ε split on neighbours, the value range on extremal datasets, the data
 independence of every field fixed before noise, and the release path under frozen
@@ -27,8 +27,6 @@ Requires pytest and hypothesis (``pip install snapcore[test]``).
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -38,22 +36,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapcore.data._neighbouring import Neighbouring
+from snapcore.errors import ParameterError, StatisticConformanceError
+from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import Statistic
-from snapcore.testing.statistic_checks import (
-    Case,
-    Setting,
-    StatisticConformanceError,
-    check_dataset,
-    check_pair,
-    containers,
+from snapcore.testing.statistic_checks import check_dataset, check_pair
+from snapcore.testing.statistic_containers import containers
+from snapcore.testing.statistic_datasets import (
     draw_pair,
-    evaluate,
     extremal_datasets,
     extremal_pairs,
     range_cases,
-    resolve_statistic,
-    settings_for,
 )
+from snapcore.testing.statistic_evaluation import evaluate
+from snapcore.testing.statistic_settings import Case, Setting, default_settings, settings_for
 
 __all__ = [
     "RegisteredStatisticsConformance",
@@ -66,7 +61,7 @@ Target = tuple[Statistic, Setting, Neighbouring]
 
 
 class _HypothesisChooser:
-    """The :class:`~snapcore.testing.statistic_checks.Chooser` of a hypothesis example."""
+    """The :class:`~snapcore.testing.statistic_datasets.Chooser` of a hypothesis example."""
 
     def __init__(self, data: Any) -> None:
         self._data = data
@@ -283,7 +278,7 @@ def statistic_suite(statistic: Any, **options: Any) -> type[StatisticConformance
     statistic : Statistic subclass, instance or registered name
     **options
         Class attributes to override: ``settings`` (a sequence of
-        :class:`~snapcore.testing.statistic_checks.Setting`), ``max_examples``,
+        :class:`~snapcore.testing.statistic_settings.Setting`), ``max_examples``,
         ``slow_max_examples``, ``max_size``, ``epsilon``; or ``option_sets`` (a
         sequence of option mappings, each combined with a few data bounds if the
         statistic needs them).
@@ -296,8 +291,6 @@ def statistic_suite(statistic: Any, **options: Any) -> type[StatisticConformance
     stat = resolve_statistic(statistic)
     option_sets: Sequence[Mapping[str, Any]] | None = options.pop("option_sets", None)
     if option_sets is not None:
-        from snapcore.testing.statistic_checks import default_settings
-
         options["settings"] = default_settings(stat, option_sets)
     unknown = set(options) - {
         "settings",
@@ -307,20 +300,6 @@ def statistic_suite(statistic: Any, **options: Any) -> type[StatisticConformance
         "epsilon",
     }
     if unknown:
-        from snapcore.errors import ParameterError
-
         raise ParameterError(f"statistic_suite got unknown option(s) {sorted(unknown)}")
     attrs = {"statistic": statistic, **options}
     return type(f"TestStatistic_{stat.name}", (StatisticConformance,), attrs)
-
-
-class _CallableModule(types.ModuleType):
-    """``snapcore.testing.statistic_suite`` names both this module and its factory:
-    once the module is imported, the package attribute is the module, so calling it
-    calls the factory."""
-
-    def __call__(self, statistic: Any, **options: Any) -> type[StatisticConformance]:
-        return statistic_suite(statistic, **options)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -1,7 +1,7 @@
 """Deliberately broken statistics: the statistic conformance suite must fail each.
 
 Each one is a correct built-in with one planted bug of the kind the suite exists to
-catch (tests/testing/test_statistic_suite_catches.py runs the packaged suite on them):
+catch (tests/testing/test_statistic_conformance.py runs the packaged suite on them):
 
 - :class:`HalvedSensitivitySum` declares half the true Δ of the sum;
 - :class:`ShortRangeCount` declares a value range (B′) one record too small;

@@ -16,8 +16,7 @@ import pytest
 from fresh_pytest import run_fresh_pytest
 from planted_statistics import PLANTED
 
-from snapcore.testing import run_statistic_conformance
-from snapcore.testing.statistic_checks import Setting
+from snapcore.testing import Setting, run_statistic_conformance
 
 HELPERS = Path(__file__).parents[1] / "helpers"
 
@@ -39,8 +38,7 @@ def outcomes(tmp_path_factory):
     lines = [
         "from planted_statistics import *",
         "from snapcore.statistics.moments import Sum",
-        "from snapcore.testing import statistic_suite",
-        "from snapcore.testing.statistic_checks import Setting",
+        "from snapcore.testing import Setting, statistic_suite",
     ]
     for cls, sets in SETTINGS.items():
         lines.append(f"Test{cls} = statistic_suite({cls}, settings={sets!r}, max_examples=10)")
