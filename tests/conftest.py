@@ -27,11 +27,14 @@ os.environ["SNAPCORE_TIMING_STORE"] = "off"
 # Tests marked ``slow`` guard exactness at sizes too large for every run (the nightly
 # run is ``pytest -m slow``, see docs/testing.md).  So that none of them rots unseen,
 # the default run (``-m "not slow"``) also runs **one randomly chosen case** of each
-# slow test function, at a reduced size: hypothesis-driven ones with at most
-# ``SLOW_SAMPLE_EXAMPLES`` examples, and those that take a ``slow_size`` fixture with
-# its reduced size.  The choice is seeded; the seed is printed in the header and the
-# sampled test ids in the summary, and ``SNAPCORE_SLOW_SAMPLE_SEED=<seed>`` replays
-# the same choice.  ``SNAPCORE_SLOW_SAMPLE=0`` turns the sample off.
+# slow test function, at a reduced size: those that take a ``slow_size`` fixture with
+# its reduced size, and hypothesis-driven ones with at most ``SLOW_SAMPLE_EXAMPLES``
+# examples (their ``max_examples`` is ``slow_examples(full)`` from
+# tests/helpers/slow_sample.py, which reads the hypothesis profile "slow-sample"
+# registered here when the default run samples).  The choice is seeded; the seed is
+# printed in the header and the sampled test ids in the summary, and
+# ``SNAPCORE_SLOW_SAMPLE_SEED=<seed>`` replays the same choice.
+# ``SNAPCORE_SLOW_SAMPLE=0`` turns the sample off.
 
 SLOW_SAMPLE_EXAMPLES = 20
 
@@ -52,14 +55,21 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"snapcore slow-test sample: SNAPCORE_SLOW_SAMPLE_SEED={_SEED}"
 
 
-def _slow_excluded(config: pytest.Config) -> bool:
+def _samples_slow_tests(config: pytest.Config) -> bool:
+    """Whether this run deselects the slow tests (``-m "not slow"``) and samples them."""
     expr = (config.getoption("markexpr") or "").replace(" ", "")
-    return expr == "notslow"
+    return expr == "notslow" and os.environ.get("SNAPCORE_SLOW_SAMPLE") != "0"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module is imported: slow hypothesis tests read it at decoration.
+    if _samples_slow_tests(config):
+        settings.register_profile("slow-sample", max_examples=SLOW_SAMPLE_EXAMPLES)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("SNAPCORE_SLOW_SAMPLE") == "0" or not _slow_excluded(config):
+    if not _samples_slow_tests(config):
         return
     groups: dict[tuple[str, str], list[pytest.Function]] = {}
     for item in items:
@@ -74,14 +84,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("slow"):  # marked on a class or module: leave it
             continue
         item.add_marker(pytest.mark.slow_sample)
-        inner = getattr(item.obj, "hypothesis", None)
-        wrapped = item.obj
-        current = getattr(wrapped, "_hypothesis_internal_use_settings", None)
-        if inner is not None and current is not None:
-            from hypothesis import settings as _settings
-
-            small = min(current.max_examples, SLOW_SAMPLE_EXAMPLES)
-            wrapped._hypothesis_internal_use_settings = _settings(current, max_examples=small)
         chosen.append(item.nodeid)
     config.stash[_CHOSEN] = chosen
 

@@ -20,6 +20,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
+from slow_sample import slow_examples
 from snapref import (
     RN,
     RU,
@@ -442,7 +443,7 @@ def test_every_stage_matches_reference(kw, data):
 
 
 @pytest.mark.slow
-@settings(SETTINGS, max_examples=5000)
+@settings(SETTINGS, max_examples=slow_examples(5000))
 @given(kw=parameters(), data=st.data())
 def test_transform_matches_reference_large(kw, data):
     """The bit-for-bit comparison with many more examples (run with -m slow)."""

@@ -15,6 +15,7 @@ import pytest
 import snapstat_helpers as H
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from slow_sample import slow_examples
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum, Variance, variance_range_bound
 
@@ -327,7 +328,7 @@ def test_small_n_refused():
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=slow_examples(1500), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_replace_sensitivity_large_slow(data):
     """The default-size sensitivity test, with many more examples and records."""
