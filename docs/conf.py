@@ -313,11 +313,7 @@ def _pointer(module: str, name: str, home: str) -> str:
 def _section(module: str, names: list[str], exports: _Exports) -> str:
     """The docstring of ``module`` and an entry for each of ``names``, grouped by kind:
     in full where this is its home, else as a link to it."""
-    parent, _, last = module.rpartition(".")
-    # A module named like a name its package exports (a function and the module that
-    # holds it) cannot be a second target of that name.
-    clash = last in exports.names.get(parent, [])
-    rst = [f".. automodule:: {module}\n" + ("   :no-index:\n" if clash else "")]
+    rst = [f".. automodule:: {module}\n"]
     objects = {n: getattr(importlib.import_module(module), n) for n in names}
     for heading, directive in KINDS:
         entries = []
