@@ -213,7 +213,7 @@ def test_reference_rounding_agrees_with_mpfr():
 
 
 def test_core_round_ratio_agrees_with_reference():
-    # Regression: round_ratio once rounded (p+1)-bit quotients at the wrong bit.
+    # Quotients of every bit length, (p+1)-bit ones included, rounded at the right bit.
     rng = random.Random(12)
     for _ in range(3000):
         p = rng.choice([2, 53, 118, 200])
@@ -261,7 +261,7 @@ def test_hard_cases_are_as_hard_as_claimed():
 
 
 def test_core_round_ratio_directed_modes_agree_with_mpfr():
-    # The same regression for the directed roundings the calibration uses (λ = RU(1/ε′)).
+    # The same for the directed roundings the calibration uses (λ = RU(1/ε′)).
     from snapcore.exact._dyadic import Rounding
 
     modes = {

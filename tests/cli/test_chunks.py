@@ -149,7 +149,7 @@ def test_bad_values_in_a_chunk_are_refused_by_column_not_value(cli, tmp_path: Pa
     ],
 )
 def test_missing_policies_read_in_chunks(cli, tmp_path: Path, monkeypatch, args, kwargs):
-    """--missing drop/impute no longer read the whole file: each chunk gets the policy,
+    """--missing drop/impute read the file block by block: each chunk gets the policy,
     and the release equals the in-memory one (pandas, the same seed)."""
     rng = np.random.default_rng(5)
     bmi = rng.uniform(15, 45, 800)

@@ -215,7 +215,7 @@ def test_spelling_is_context_local_and_restored():
         assert parameter_name("precision") == "precision"  # not a flag: Python's name
         assert ParameterError("x", parameter="n").shown_as == "--n"
     assert keyword("n") == "n=" and parameter_name("n") == "n"
-    assert ParameterError("x").parameter is None  # backward compatible
+    assert ParameterError("x").parameter is None  # parameter= is optional
 
 
 def test_parameter_survives_pickling():

@@ -115,7 +115,7 @@ def test_refused_types_name_the_type(v, kind):
     assert info.value.__context__ is None
 
 
-# -- issue 11, violation 1: no silent rounding, arrays = scalars ------------------------
+# -- no silent rounding; arrays release what scalars do ---------------------------------
 
 
 def _scalar_outputs(mech_kw, values, seed):
@@ -282,7 +282,7 @@ def test_fast_path_list_of_mixed_doubles_equals_scalar():
     assert out == _scalar_outputs(kw, vals, 3)
 
 
-# -- issue 11, violation 2 and issue 19: categories by exact value -------------------------
+# -- categories matched by exact value -----------------------------------------------------
 
 DATUMS = [
     1,

@@ -3,7 +3,7 @@
 A child forked while another thread of the parent holds a source's lock must still
 be able to draw (the lock is replaced in the child), and parent and child must never
 produce the same bytes (the child re-keys or drops its buffer).  Every wait has a
-timeout, so a regression fails instead of hanging.
+timeout, so a deadlock fails the test instead of hanging it.
 """
 
 from __future__ import annotations
