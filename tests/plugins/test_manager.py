@@ -1,6 +1,8 @@
-"""The plugin system: real entry-point discovery, duplicates, selection by name,
-built-ins declared like third-party plugins, hookspecs documented and implemented,
-unavailable backends.
+"""The plugin manager (``snapcore.plugins._manager``): real entry-point discovery,
+duplicates, selection by name, built-ins declared like third-party plugins, misspelt
+hooks, unavailable backends, lazy registries, and a third-party statistic
+(examples/snapcore-rangecount) found, released, run from the command line and passing
+the statistic suite.
 
 Third-party plugins are written here as real distributions: a module and a
 ``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt`` in a temporary
@@ -12,15 +14,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import inspect
+import shutil
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import tomllib
+from fresh_pytest import run_fresh_pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import snapcore
 import snapcore.plugins._manager
@@ -32,7 +38,7 @@ from snapcore import (
     SnappingMechanism,
     hookimpl,
 )
-from snapcore.plugins import _hookspecs as hookspecs
+from snapcore.data._columns import as_dataset
 from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries, make_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -460,54 +466,7 @@ def test_builtin_modules_import_and_register_under_their_names():
         assert pm2.get_plugin(name) is importlib.import_module(modname)
 
 
-# -- hookspecs: documented and implemented (after datasette) ---------------------------
-
-HOOKSPECS = sorted(
-    name
-    for name, obj in vars(hookspecs).items()
-    if name.startswith("snapcore_") and hasattr(obj, "snapcore_spec")
-)
-
-
-def test_hookspecs_found():
-    assert HOOKSPECS == [
-        "snapcore_register_backends",
-        "snapcore_register_sources",
-        "snapcore_register_statistics",
-    ]
-
-
-@pytest.mark.parametrize("hook", HOOKSPECS)
-def test_hookspec_is_documented(hook):
-    fn = getattr(hookspecs, hook)
-    doc = inspect.getdoc(fn) or ""
-    summary = doc.splitlines()[0] if doc else ""
-    assert summary.endswith("."), f"{hook} needs a one-line summary"
-    for param in inspect.signature(fn).parameters:
-        assert f":param {param}:" in doc, f"{hook} does not document {param}"
-    assert "registry.add(" in doc, f"{hook} must say how to register"
-    assert hook in (hookspecs.__doc__ or "") or "registry" in (hookspecs.__doc__ or "")
-
-
-def _builtin_impls() -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for name, modname in BUILTIN_PLUGINS.items():
-        mod = importlib.import_module(modname)
-        for attr, obj in vars(mod).items():
-            if attr.startswith("snapcore_") and hasattr(obj, "snapcore_impl"):
-                out.setdefault(attr, []).append(name)
-    return out
-
-
-@pytest.mark.parametrize("hook", HOOKSPECS)
-def test_hookspec_is_implemented_by_a_builtin(hook):
-    assert hook in _builtin_impls()
-
-
-def test_every_builtin_hookimpl_has_a_spec():
-    make_plugin_manager(entry_points=False)  # runs check_pending
-    for hook, _ in _builtin_impls().items():
-        assert hook in HOOKSPECS
+# -- misspelt hooks ------------------------------------------------------------------
 
 
 def test_misspelt_hook_in_a_plugin_object_fails_loudly():
@@ -582,8 +541,9 @@ def test_a_release_imports_only_the_plugins_it_uses():
     )
     assert "'arb'" in out[1] and "'histogram'" in out[1] and "'seeded'" in out[1]
     assert out[2] == (
-        "['snapcore.backends.mpfr', 'snapcore.backends.mpmath_backend', 'snapcore.plugins._chacha20', "
-        "'snapcore.plugins._sources', 'snapcore.statistics.counting']"
+        "['snapcore.backends.mpfr', 'snapcore.backends.mpmath_backend', "
+        "'snapcore.plugins._chacha20', 'snapcore.plugins._sources', "
+        "'snapcore.statistics.counting']"
     )
 
 
@@ -760,3 +720,101 @@ def test_narrow_scan_defers_to_importlib_metadata_when_it_cannot_follow_it(
 
     monkeypatch.delattr(PathFinder, "find_distributions")  # importlib.metadata finds none
     assert _declaring_distributions() is None
+
+
+# -- a third-party statistic: examples/snapcore-rangecount -------------------------------
+# Copied into a temporary directory with a ``*.dist-info`` declaring its entry point,
+# that directory put on ``sys.path`` and the registries rebuilt: exactly what
+# ``pip install`` of the plugin gives.
+
+EXAMPLE = ROOT / "examples" / "snapcore-rangecount"
+
+
+@pytest.fixture
+def installed_plugin(tmp_path: Path):
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy(EXAMPLE / "snapcore_rangecount.py", site)
+    dist = site / "snapcore_rangecount-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: snapcore-rangecount\nVersion: 0.1.0\n"
+    )
+    (dist / "entry_points.txt").write_text("[snapcore]\nrangecount = snapcore_rangecount\n")
+    sys.path.insert(0, str(site))
+    snapcore.plugins._manager.reset()
+    try:
+        yield get_registries()
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("snapcore_rangecount", None)
+        snapcore.plugins._manager.reset()
+
+
+def test_third_party_statistic_discovered_through_entry_point(installed_plugin):
+    reg = installed_plugin.statistics
+    assert "range_count" in reg.names()
+    assert reg.origin("range_count") == "rangecount"  # the entry-point name
+    assert {"count", "mean", "histogram"} <= set(reg.names())  # built-ins still there
+
+
+def test_release_with_the_third_party_statistic(installed_plugin):
+    ages = [15.0, 22.0, 29.0, 30.0, 31.0, 64.0, 18.0]
+    r = snapcore.release(
+        "range_count", ages, epsilon=1, low=18, high=30, source=snapcore.SeededSource(5)
+    )
+    assert r.statistic == "range_count" and r.sensitivity == 1 and r.value_range == (0, 7)
+    lo, hi = r.clamp_bounds
+    assert lo <= r.value <= hi
+    with pytest.raises(ParameterError, match="unknown option"):
+        snapcore.release("range_count", ages, epsilon=1, low=1, high=2, width=3)
+    with pytest.raises(ParameterError, match="needs both options"):
+        snapcore.release("range_count", ages, epsilon=1, low=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    xs=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=40),
+    new=st.floats(allow_nan=False, allow_infinity=False),
+    i=st.integers(0, 39),
+    low=st.floats(-1e6, 1e6),
+    width=st.floats(0, 1e6),
+)
+def test_plugin_sensitivity_property(xs, new, i, low, width):
+    # The plugin is ordinary code: import it from the example directory.
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        import snapcore_rangecount as rc
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    stat = rc.RangeCount()
+    ys = list(xs)
+    ys[i % len(xs)] = new
+    hi = low + width
+    for rel, n in ((snapcore.Neighbouring.REPLACE, None), (snapcore.Neighbouring.ADD_REMOVE, 30)):
+        p = stat.prepare(as_dataset(xs), data_bounds=None, n=n, relation=rel, low=low, high=hi)
+        q = stat.prepare(as_dataset(ys), data_bounds=None, n=n, relation=rel, low=low, high=hi)
+        assert abs(Fraction(p.values[0]) - Fraction(q.values[0])) <= p.sensitivity == 1
+        assert 0 <= p.values[0] <= p.b_prime
+        if rel is snapcore.Neighbouring.REPLACE:
+            assert p.values[0] == sum(low <= x <= hi for x in xs)
+
+
+def test_plugin_from_the_cli(cli, installed_plugin):
+    r = cli("release", "range_count", "-c", "age", "-o", "low=18", "-o", "high=30", "-e", "1")
+    assert r.exit_code == 0, r.stderr
+    assert "range_count" in r.stdout and "released value" in r.stdout
+
+
+def test_the_plugin_passes_the_statistic_suite_from_its_own_tests(tmp_path):
+    # The example's tests/ holds one line, `TestRangeCount = statistic_suite(RangeCount)`;
+    # run them as the plugin's author would, in a fresh pytest.
+    junit = tmp_path / "out.xml"
+    proc = run_fresh_pytest(
+        EXAMPLE, EXAMPLE, EXAMPLE / "tests", junit, tmp_path, "-m", "not slow", timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    # 6 default tests x 2 option sets x 2 relations (the slow one deselected)
+    assert len(cases) == 6 * 2 * 2, [c.get("name") for c in cases]
+    assert not [c for c in cases if len(c)], "a test did not pass"
