@@ -22,6 +22,7 @@ from snapcore.adapters.opendp import (
     then_statistic,
 )
 from snapcore.errors import ParameterError
+from snapcore.testing.sources import CountingSource
 
 FLOATS = (dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float))
 DATA = [float(v) for v in range(0, 100, 3)]
@@ -230,20 +231,6 @@ def pairs_data(n: int = 200, seed: int = 0) -> np.ndarray:
     return np.column_stack([x, (x - 5.0) * 0.8 + rng.normal(0.0, 1.0, n)])
 
 
-class DrawCounter(snapcore.randomness._sources.RandomSource):
-    """A seeded source that counts every request for randomness."""
-
-    name = "draw-counter"
-
-    def __init__(self, seed: int) -> None:
-        self.inner = SeededSource(seed)
-        self.calls = 0
-
-    def draw(self, precision: int) -> Any:
-        self.calls += 1
-        return self.inner.draw(precision)
-
-
 @pytest.mark.parametrize("epsilon", [Fraction(1, 3), 0.1, Fraction(2, 7), 1])
 def test_covariance_map_every_d_in(epsilon) -> None:
     m = make_statistic(
@@ -351,20 +338,20 @@ def test_covariance_composes_with_another_snapcore_measurement() -> None:
 
     # Through an odometer and a privacy filter: the budget of 1 allows cov + mean + cov
     # (1/3 + 1/4 + 1/3 = 11/12) and refuses a third covariance.
-    counter = DrawCounter(23)
+    counter = CountingSource(23)
     cov_counted = space >> then_statistic(
         "covariance", Fraction(1, 3), data_bounds=COV_BOUNDS, source=counter
     )
     odometer = dp.c.make_fully_adaptive_composition(*space, dp.max_divergence())
     queries = dp.c.make_privacy_filter(odometer, d_in=1, d_out=1.0)(data)
     queries(cov_counted), queries(mean_x), queries(cov_counted)
-    calls = counter.calls
-    assert calls >= 2
+    drawn = counter.drawn
+    assert drawn >= 2
     with pytest.raises(OpenDPException, match="exhausted"):
         queries(cov_counted)
     # OpenDP 0.16's filter invokes the measurement, then compares the pending loss with
     # its budget and discards the output: the refused query did draw (docs/embedding.md).
-    assert counter.calls == calls + 1
+    assert counter.drawn == drawn + 1
     watched = odometer(data)
     watched(cov), watched(mean_x)
     assert Fraction(watched.privacy_loss(1)) >= Fraction(1, 3) + Fraction(1, 4)
@@ -404,11 +391,11 @@ def test_covariance_refusals() -> None:
     with pytest.raises(ParameterError, match="epsilon"):
         make_statistic(PAIRS, c1, "covariance", 0, **kw)
     # Data of the wrong shape at invocation: refused before any draw, values not shown.
-    counter = DrawCounter(1)
+    counter = CountingSource(1)
     m = make_statistic(PAIRS, c1, "covariance", 1, source=counter, **kw)
     secret = np.full((4, 3), 1234.5678)
     for bad in (secret, secret[:, 0], np.array([[1.0, math.nan]] * 4)):
         with pytest.raises(OpenDPException) as info:
             m(bad)
         assert "1234.5678" not in str(info.value)
-    assert counter.calls == 0
+    assert counter.drawn == 0

@@ -24,7 +24,8 @@ from snapcore.data._columns import as_dataset
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, exact_ratio, format_number
 from snapcore.errors import MissingValueError, ParameterError, SourceExhaustedError, show
-from snapcore.randomness._sources import Draw, RandomSource, ReplaySource, SeededSource
+from snapcore.randomness._sources import RandomSource, ReplaySource, SeededSource
+from snapcore.testing.sources import DrawTaken, NoDraws
 
 LD = np.longdouble
 
@@ -502,19 +503,6 @@ def test_missing_values_give_one_error(col, stat):
 # -- errors never echo private data -------------------------------------------------------
 
 
-class Drawn(Exception):
-    pass
-
-
-class NoDraws(RandomSource):
-    """A source that fails the test if anything is drawn."""
-
-    name = "no-draws"
-
-    def draw(self, precision: int) -> Draw:
-        raise Drawn("a draw was taken")
-
-
 SECRETS = [
     Decimal("42.17"),
     42.17,
@@ -616,13 +604,13 @@ def test_parameter_extremes_give_only_parameter_errors(x):
     for kw in api_cases:
         try:
             snapcore.release("mean", [0.5, 0.25], source=NoDraws(), **kw)
-        except Drawn:
+        except DrawTaken:
             pass  # the parameters were valid: the release got as far as drawing
         except Exception as exc:
             _short(exc)
     try:
         snapcore.release("histogram", [0.5], epsilon=1, bins=[0.0, x], source=NoDraws())
-    except Drawn:
+    except DrawTaken:
         pass
     except Exception as exc:
         _short(exc)

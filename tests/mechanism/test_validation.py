@@ -24,27 +24,9 @@ from snapcore import (
     SourceExhaustedError,
 )
 from snapcore.calibration._params import calibrate
-from snapcore.randomness._sources import Draw, RandomSource
+from snapcore.testing.sources import CountingSource
 
 NAN, INF = float("nan"), float("inf")
-
-
-class CountingSource(RandomSource):
-    """A seeded source that counts every request for randomness."""
-
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self.inner = SeededSource(seed)
-        self.calls = 0
-
-    def draw(self, precision: int) -> Draw:
-        self.calls += 1
-        return self.inner.draw(precision)
-
-    def draws(self, count: int, precision: int) -> list[Draw]:
-        self.calls += 1
-        return self.inner.draws(count, precision)
 
 
 def raises_param(match_all: list[str]):
@@ -95,7 +77,7 @@ def test_non_finite_parameters(name, bad):
     src = CountingSource()
     with raises_param([name, repr(float(bad))]):
         SnappingMechanism(**(GOOD | {name: bad}), source=src)
-    assert src.calls == 0
+    assert src.drawn == 0
 
 
 @pytest.mark.parametrize(
@@ -113,7 +95,7 @@ def test_non_numbers_and_bools(name, bad):
     src = CountingSource()
     with raises_param([name, repr(bad)]):
         SnappingMechanism(**(GOOD | {name: bad}), source=src)
-    assert src.calls == 0
+    assert src.drawn == 0
 
 
 @pytest.mark.parametrize("name", ["epsilon", "sensitivity", "clamp_bound"])
@@ -356,7 +338,7 @@ P = 118
 def test_transform_bad_u(mech, u, words):
     with raises_param(words):
         mech.transform(1.0, u, 1)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
 
 
 @pytest.mark.parametrize(
@@ -365,7 +347,7 @@ def test_transform_bad_u(mech, u, words):
 def test_transform_bad_sign(mech, sign):
     with raises_param(["sign", "1 or -1", repr(sign)]):
         mech.transform(1.0, 0.5, sign)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
 
 
 @pytest.mark.parametrize(
@@ -376,7 +358,7 @@ def test_transform_bad_sign(mech, sign):
 def test_transform_bad_value(mech, value):
     with raises_param(["value"]):
         mech.transform(value, 0.5, 1)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
 
 
 def test_transform_accepts_exact_inputs(mech):
@@ -384,7 +366,7 @@ def test_transform_accepts_exact_inputs(mech):
         for v in (1.0, 1, Fraction(3, 7), np.int64(1), np.float32(1.5)):
             out = mech.transform(v, u, -1)
             assert isinstance(out, float) and -8.0 <= out <= 8.0
-    assert mech.source.calls == 0  # transform never draws
+    assert mech.source.drawn == 0  # transform never draws
 
 
 # -- release: scalars, sequences, arrays -----------------------------------------------
@@ -418,7 +400,7 @@ def test_release_bad_scalar(mech, value):
     assert "value" in str(info.value)
     if isinstance(value, float):  # the problem is named; a private value is never shown
         assert ("NaN" if value != value else "infinite") in str(info.value)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
     # The stream was not advanced: the next release is a fresh mechanism's first.
     assert mech.release(2.5) == fresh_first_release(2.5)
 
@@ -443,7 +425,7 @@ def test_release_bad_sequence_is_all_or_nothing(mech, value, shown):
     with pytest.raises(ParameterError) as info:
         mech.release(value)
     assert "value" in str(info.value) and shown in str(info.value)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
     assert mech.release([2.5, 0.5]) == fresh_first_release([2.5, 0.5])
 
 
@@ -464,7 +446,7 @@ def test_release_bad_array_is_all_or_nothing(mech, value, shown):
     with pytest.raises(ParameterError) as info:
         mech.release(value)
     assert "value" in str(info.value) and shown in str(info.value)
-    assert mech.source.calls == 0
+    assert mech.source.drawn == 0
     np.testing.assert_array_equal(
         mech.release(np.array([2.5, 0.5])), fresh_first_release(np.array([2.5, 0.5]))
     )

@@ -8,7 +8,6 @@ every sample: ``|t − (y/Λ + 1/2)| <= err``.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import random
@@ -23,6 +22,7 @@ from snapcore.exact._dyadic import round_fraction, to_fraction
 from snapcore.pipeline import _fastpath as fp
 from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries
 from snapcore.randomness._sources import ByteSource, Draw, ReplaySource, SeededSource
+from snapcore.testing.sources import FixedBytes
 
 ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
 
@@ -123,23 +123,6 @@ def test_error_free_transformations_are_exact():
 # ----------------------------------------------------------------------------------
 # Draw decoding
 # ----------------------------------------------------------------------------------
-class BytesSource(ByteSource):
-    """A fixed byte stream (for constructing continuation words)."""
-
-    name = "bytes"
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self._data = data
-        self._pos = 0
-
-    def read(self, n: int) -> bytes:
-        out = self._data[self._pos : self._pos + n]
-        assert len(out) == n, "stream exhausted"
-        self._pos += n
-        return out
-
-
 def _stream_with_continuations(p: int, count: int, seed: int) -> bytes:
     rng = random.Random(seed)
     nb = (p + 6) >> 3
@@ -162,10 +145,10 @@ def _stream_with_continuations(p: int, count: int, seed: int) -> bytes:
 @pytest.mark.parametrize("p", [118, 130, 200])
 def test_bulk_decoding_equals_scalar_decoding(p, engine):
     data = _stream_with_continuations(p, 60, seed=p)
-    a, b = BytesSource(data), BytesSource(data)
+    a, b = FixedBytes(data), FixedBytes(data)
     batch = fp.decode_draw_batch(a, 60, p, engine)
     ref = b.draws(60, p)
-    assert a._pos == b._pos, "bulk decoding consumed a different number of bytes"
+    assert a.position == b.position, "bulk decoding consumed a different number of bytes"
     for i, d in enumerate(ref):
         assert batch.draw(i) == d
         assert batch.sign[i] == d.sign
@@ -185,11 +168,11 @@ def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
     data = _stream_with_continuations(p, 200, seed=p + 1)
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
     values = random_values(-20.0, 120.0, 200, seed=p)
-    a, b = BytesSource(data), BytesSource(data)
+    a, b = FixedBytes(data), FixedBytes(data)
     out, st = fp.release_batch(mech._pipeline, values, a, engine="numba", stats=True)
     assert fp.engine_for(mech.calibration).fusable
     ref = exact_outputs(mech, values, b.draws(200, p))
-    assert a._pos == b._pos, "the fused loop consumed a different number of bytes"
+    assert a.position == b.position, "the fused loop consumed a different number of bytes"
     assert identical(out, ref)
     assert set(range(3, 200, 7)) <= set(st.fallback_k.tolist())  # continuations exact
 
@@ -263,19 +246,6 @@ class Recording(ByteSource):
         self.log += memoryview(buffer).cast("B")
 
 
-class Bytes(ByteSource):
-    name = "bytes"
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self._stream = io.BytesIO(data)
-
-    def read(self, n: int) -> bytes:
-        out = self._stream.read(n)
-        assert len(out) == n
-        return out
-
-
 SOURCES = ["system", "chacha20", "seeded"]
 
 
@@ -288,7 +258,7 @@ def _check_source(source, kw, vrange, n, seed):
         mech = SnappingMechanism(source=rec, **kw)
         values = random_values(*vrange, n, seed)
         out = fp.release_batch(mech._pipeline, values, rec, engine=engine)
-        draws = Bytes(bytes(rec.log)).draws(n, mech.precision)
+        draws = FixedBytes(bytes(rec.log)).draws(n, mech.precision)
         ref = exact_outputs(mech, values, draws)
         bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
         assert bad.size == 0, f"{source} {engine} {kw}: {bad.size} mismatches"

@@ -10,21 +10,8 @@ from fractions import Fraction
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore.randomness._sources import ByteSource, SeededSource, decode_draw
-
-
-class _Bytes(ByteSource):
-    """A fixed byte stream, with its read position exposed."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self.data, self.pos = data, 0
-
-    def read(self, n: int) -> bytes:
-        out = self.data[self.pos : self.pos + n]
-        assert len(out) == n, "test stream exhausted"
-        self.pos += n
-        return out
+from snapcore.randomness._sources import SeededSource, decode_draw
+from snapcore.testing.sources import FixedBytes
 
 
 def _stream(draws: int, seed: int) -> bytes:
@@ -90,11 +77,11 @@ def test_fused_scalar_release_equals_the_exact_composition(kw, exact_fused):
     rng = random.Random(1)
     values = VALUES + [rng.uniform(-150.0, 150.0) for _ in range(200)]
     values += [rng.uniform(-1.0, 1.0) * 10.0 ** rng.randint(-30, 30) for _ in range(200)]
-    src = _Bytes(data)
+    src = FixedBytes(data)
     m = SnappingMechanism(**kw, source=src, timing="off")
     assert m._scalar is not None  # the fused path is the one under test
     ref = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
-    replay = _Bytes(data)
+    replay = FixedBytes(data)
     p = m.precision
     for i in range(len(data) // 60):
         v = values[i % len(values)]
@@ -102,14 +89,14 @@ def test_fused_scalar_release_equals_the_exact_composition(kw, exact_fused):
         d = decode_draw(replay.read, p)
         want = ref.transform(v, Fraction(d.mantissa) * Fraction(2) ** d.exponent, d.sign)
         assert got == want and str(got) == str(want), (kw, v, d)  # -0.0 vs 0.0 too
-        assert src.pos == replay.pos  # the same bytes drawn, no more
+        assert src.position == replay.position  # the same bytes drawn, no more
 
 
 def test_fused_scalar_release_agrees_with_mpmath_on_the_same_bytes(exact_fused):
     data = _stream(600, seed=9)
     kw = dict(epsilon=Fraction(1, 2), clamp_bounds=(-5.0, 17.0))
-    m = SnappingMechanism(**kw, source=_Bytes(data), timing="off")
-    other = SnappingMechanism(**kw, backend="mpmath", source=_Bytes(data), timing="off")
+    m = SnappingMechanism(**kw, source=FixedBytes(data), timing="off")
+    other = SnappingMechanism(**kw, backend="mpmath", source=FixedBytes(data), timing="off")
     assert m._scalar is not None and other._scalar is None
     for i in range(300):
         v = VALUES[i % len(VALUES)] if i % 2 else (i - 150) / 7
@@ -307,17 +294,17 @@ def test_compiled_release_on_crafted_draws_equals_the_exact_pipeline(kw, compile
     values = _edge_values(probe)
     cases = [(v, d) for v in values for d in draws]
     data = b"".join(_encode(*d, p, rng) for _, d in cases)
-    src = _Bytes(data)
+    src = FixedBytes(data)
     m = SnappingMechanism(**kw, source=src, timing="off")
     ref = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
-    replay = _Bytes(data)
+    replay = FixedBytes(data)
     for v, d in cases:
         got = m.release(v)
         dd = decode_draw(replay.read, p)
         assert (dd.sign, dd.mantissa, dd.exponent) == d  # the encoder inverts the decoder
         want = ref.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
         assert str(got) == str(want), (kw, v, d)  # bit for bit, -0.0 vs 0.0 too
-        assert src.pos == replay.pos, (kw, v, d)  # that draw's bytes, no more
+        assert src.position == replay.position, (kw, v, d)  # that draw's bytes, no more
     assert stats.loaded
     continued = sum(1 for _, d in cases if -d[2] - (p - 1) >= 64)
     assert spy.calls == 1 + len(cases)  # the load, then every release
@@ -378,14 +365,14 @@ def test_draws_at_and_next_to_a_snapping_tie_take_the_exact_path(kw, points, com
         assert ties and near, (kw, v, j)  # the construction finds both kinds
         cases += [(v, d) for d in ties + near[:6]]
     data = b"".join(_encode(*d, p, rng) for _, d in cases)
-    src = _Bytes(data)
+    src = FixedBytes(data)
     m = SnappingMechanism(**kw, source=src, timing="off")
     ref = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
     for v, d in cases:
         got = m.release(v)
         want = ref.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
         assert str(got) == str(want), (kw, v, d)
-    assert src.pos == len(data)
+    assert src.position == len(data)
     # Every one of them is within the bound of an integer: none decided by the kernel.
     assert stats.exact_k == len(cases) and spy.calls == 1 + len(cases)
 
@@ -406,7 +393,7 @@ def test_an_uncertified_output_is_computed_exactly(compiled):
     d = _u_draw(Fraction(int(0.6065 * 2**p), 2**p), -1, p)  # N ≈ +λ/2, λ ≈ Λ = 2**8
     assert probe._pipeline.stages(Fraction(v), Draw(*d))["k"] == 2**51
     assert _mode(probe) == 1.0
-    m = SnappingMechanism(**kw, source=_Bytes(_encode(*d, p, random.Random(0))), timing="off")
+    m = SnappingMechanism(**kw, source=FixedBytes(_encode(*d, p, random.Random(0))), timing="off")
     want = probe.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
     assert want == 2.0**60 + 2.0**59 + 2.0**8  # the correct rounding (upper neighbour)
     assert str(m.release(v)) == str(want)
@@ -415,14 +402,14 @@ def test_an_uncertified_output_is_computed_exactly(compiled):
 
 #: One mechanism per calibration for the property below, each reading a byte stream
 #: the test refills (building a mechanism per example would dominate the run).
-_PROPERTY: dict[int, tuple[SnappingMechanism, _Bytes]] = {}
+_PROPERTY: dict[int, tuple[SnappingMechanism, FixedBytes]] = {}
 #: Their counters (the process's own stay as they were).
 _PROPERTY_STATS = mp.ScalarPathStats()
 
 
-def _property_mechanism(i: int) -> tuple[SnappingMechanism, _Bytes]:
+def _property_mechanism(i: int) -> tuple[SnappingMechanism, FixedBytes]:
     if i not in _PROPERTY:
-        src = _Bytes(b"")
+        src = FixedBytes(b"")
         _PROPERTY[i] = (SnappingMechanism(**COMPILED_MECHANISMS[i], source=src, timing="off"), src)
     return _PROPERTY[i]
 
@@ -449,14 +436,15 @@ def test_compiled_release_equals_the_composed_pipeline_on_random_bytes(i, v, row
         p = m.precision
         if zero_words:
             row = bytes([row[0] & 0x80]) + bytes(7) + bytes(8 * (zero_words - 1)) + row[8:]
-        src.data, src.pos = row + b"\xff" * 64, 0  # the exponent ends by then
+        stream = row + b"\xff" * 64  # the exponent ends by then
+        src.load(stream)
         got = m.release(v)
-        replay = _Bytes(src.data)
+        replay = FixedBytes(stream)
         d = decode_draw(replay.read, p)
         pipe = m._pipeline
         want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), d)
         assert str(got) == str(want), (COMPILED_MECHANISMS[i], v, row.hex())
-        assert src.pos == replay.pos
+        assert src.position == replay.position
         assert _PROPERTY_STATS.loaded
     finally:
         mp.scalar_path_stats, mp.COMPILED_SCALAR_AFTER = old, old_after

@@ -12,7 +12,6 @@ source, and the re-key limit is checked exactly: each key serves its first
 from __future__ import annotations
 
 import os
-import random
 import sys
 
 import numpy as np
@@ -25,6 +24,7 @@ pytest.importorskip("cryptography")
 
 from snapcore.errors import BackendUnavailableError
 from snapcore.randomness._chacha import ChaCha20Source
+from snapcore.testing.sources import SeededUrandom
 
 LIMIT = 1024  # re-key limit in these tests
 BLOCK = 256  # refill block in these tests
@@ -42,27 +42,10 @@ def test_reference_is_rfc_8439():
     assert keystream(key, nonce, 16, counter=1).hex() == "224f51f3401bd9e12fde276fb8631ded"
 
 
-class KnownKeys:
-    """A seeded stand-in for ``os.urandom``: records each (key, 96-bit nonce) drawn."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)
-        self.given: list[bytes] = []
-
-    def __call__(self, n: int) -> bytes:
-        out = self._rng.randbytes(n)
-        self.given.append(out)
-        return out
-
-    def keys(self) -> list[tuple[bytes, bytes]]:
-        assert [len(b) for b in self.given] == [32, 12] * (len(self.given) // 2)
-        return [(self.given[i], self.given[i + 1]) for i in range(0, len(self.given), 2)]
-
-
-def fresh_source(mp: pytest.MonkeyPatch, seed: int) -> tuple[ChaCha20Source, KnownKeys]:
+def fresh_source(mp: pytest.MonkeyPatch, seed: int) -> tuple[ChaCha20Source, SeededUrandom]:
     mp.setattr("snapcore.randomness._chacha.REKEY_BYTES", LIMIT)
     mp.setattr("snapcore.randomness._chacha._BLOCK", BLOCK)
-    fake = KnownKeys(seed)
+    fake = SeededUrandom(seed)
     mp.setattr(os, "urandom", fake)
     return ChaCha20Source(), fake
 

@@ -23,26 +23,10 @@ from stattests import ALPHA, binomial_two_sided, chi_square, counts
 import snapcore
 from snapcore import ReplaySource, SeededSource, SourceExhaustedError, SystemSource
 from snapcore.errors import ParameterError
-from snapcore.randomness._sources import ByteSource, Draw
+from snapcore.randomness._sources import Draw
+from snapcore.testing.sources import FixedBytes
 
 FAST, SLOW = 20_000, 1_000_000
-
-
-class FixedBytes(ByteSource):
-    """A byte stream given in full; reading past its end is a test failure."""
-
-    name = "fixed-bytes"
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self.data = data
-        self.pos = 0
-
-    def read(self, n: int) -> bytes:
-        chunk = self.data[self.pos : self.pos + n]
-        assert len(chunk) == n, "decoder read past the end of the stream"
-        self.pos += n
-        return chunk
 
 
 # -- an independent bit-level decoder, from the format's text ------------------------
@@ -124,7 +108,7 @@ def test_hand_vectors(data, p, sign, e, m, used):
     # ... and so does snapcore's decoder, consuming exactly the same bytes.
     src = FixedBytes(data)
     check_draw(src.draw(p), sign, e, m, p)
-    assert src.pos == used == len(data)
+    assert src.position == used == len(data)
 
 
 def test_continuation_over_many_zero_words():
@@ -142,7 +126,7 @@ def test_consecutive_draws_use_contiguous_bytes():
         sign, e, m, used = bit_decode(rnd, 118, pos)
         check_draw(src.draw(118), sign, e, m, 118)
         pos += used
-    assert src.pos == pos == 69
+    assert src.position == pos == 69
 
 
 # -- SeededSource's stream, re-implemented from hashlib ----------------------------------

@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapcore.randomness._sources import ByteSource, Draw, SystemSource, decode_draw
+from snapcore.testing.sources import SeededUrandom
 
 
 class Stream:
@@ -189,23 +190,10 @@ def keystream(key: bytes, nonce: bytes, n: int) -> bytes:
     return enc.update(bytes(n))
 
 
-class FakeUrandom:
-    """A stand-in for os.urandom while a ChaCha20 source keys itself: known keys."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)
-        self.given: list[bytes] = []
-
-    def __call__(self, n: int) -> bytes:
-        out = self._rng.randbytes(n)
-        self.given.append(out)
-        return out
-
-
 def chacha_with_known_key(monkeypatch: pytest.MonkeyPatch, seed: int):
     from snapcore.randomness._chacha import ChaCha20Source
 
-    fake = FakeUrandom(seed)
+    fake = SeededUrandom(seed)
     monkeypatch.setattr(os, "urandom", fake)
     src = ChaCha20Source()
     assert [len(b) for b in fake.given] == [32, 12]
