@@ -16,7 +16,6 @@ MODULES = sorted(
         info.name
         for pkg in (snapcore, snapcore.backends, snapcore.statistics)
         for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
-        if not info.name.startswith("snapcore.testing")
     }
 )
 
