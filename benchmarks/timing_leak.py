@@ -1,4 +1,4 @@
-"""Timing leak of a release: dudect-style Welch t tests between input classes (issue 12).
+"""Timing leak of a release: dudect-style Welch t tests between input classes.
 
 Method (Reparaz, Balasch and Verbauwhede, "Dude, is my code constant time?", 2017):
 for each group of classes, every call of every class is scheduled in one random
@@ -23,7 +23,7 @@ The same run measures with the protection off and on (``--protection both``) and
 prints the overhead: the protected median over the unprotected median per class.
 
 Run: ``python benchmarks/timing_leak.py --calls 100000`` (about half an hour for all
-groups at 1e5 scalar calls per class); the issue's target on a quiet machine is
+groups at 1e5 scalar calls per class); the target on a quiet machine is
 ``--calls 1000000 --batches 1000``.
 """
 
@@ -44,7 +44,12 @@ import numpy as np
 
 import snapcore
 import snapcore.mechanism._padding
-from snapcore.randomness._sources import ByteSource, Draw, SystemSource, encode_draw
+import snapcore.releases._padding
+from snapcore.mechanism._padding import noise_draw
+from snapcore.padding._pad import fallbacks_covered
+from snapcore.padding._quanta import statistic_stats
+from snapcore.randomness._draw import Draw, encode_draw
+from snapcore.randomness._sources import ByteSource, SystemSource
 
 Call = Callable[[], object]
 
@@ -53,7 +58,7 @@ Call = Callable[[], object]
 #: Elements of a batch given a chosen draw in the "forced" class: as many exact fallbacks
 #: as the padding covers for the benchmark's batch length.
 BATCH = 4096
-FORCED = snapcore.mechanism._padding.fallbacks_covered(BATCH)
+FORCED = fallbacks_covered(BATCH)
 
 
 class PatternSource(ByteSource):
@@ -123,18 +128,17 @@ def steadiness(seconds: float = 2.0, block: int = 500) -> tuple[float, float, in
     m = snapcore.SnappingMechanism(
         epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing="constant"
     )
-    release = type(m).release
-    raw = getattr(release, "__wrapped__", release)  # the exact path, without padding
+    release = m.unpadded_copy(m.source).release  # the padded path, without the padding
     now = time.perf_counter_ns
     for _ in range(block):
-        raw(m, 50.0)
+        release(50.0)
     meds: list[float] = []
     end = time.perf_counter() + seconds
     buf = np.empty(block, np.int64)
     while time.perf_counter() < end:
         for i in range(block):
             t = now()
-            raw(m, 50.0)
+            release(50.0)
             buf[i] = now() - t
         meds.append(float(np.median(buf)))
     lo = min(meds)
@@ -286,7 +290,7 @@ def noise_group(timing: str) -> tuple[dict[str, Call], Any]:
         "1 - U* ≈ 2**-14.5": Draw(sign=-1, mantissa=window, exponent=-p),
         "U* ≈ 2**-40": draw_near(-40, p, rng),
         "U* ≈ 2**-100": draw_near(-100, p, rng),
-        "y at a snap tie": snapcore.mechanism._padding.noise_draw(base, Fraction(3, 2) * lam_grid),
+        "y at a snap tie": noise_draw(base.calibration, Fraction(3, 2) * lam_grid),
         UNCOVERED + "U* ≈ 2**-1000": draw_near(-1000, p, rng, sign=-1),
     }
     classes: dict[str, Call] = {}
@@ -328,11 +332,9 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     # a batch with F forced elements is covered, one made only of them is not.
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
     forced = FORCED
-    tie = snapcore.mechanism._padding.noise_draw(m, Fraction(3, 2) * m.granularity)
+    tie = noise_draw(m.calibration, Fraction(3, 2) * m.granularity)
     sources: dict[str, ByteSource] = {
-        "draws decided": PatternSource(
-            snapcore.mechanism._padding.noise_draw(m, Fraction(5, 4) * m.granularity)
-        ),
+        "draws decided": PatternSource(noise_draw(m.calibration, Fraction(5, 4) * m.granularity)),
         f"{forced} draws force fallback": PatternSource(tie, m.precision, forced=True),
         "real draws on grid points": PatternSource(),
         f"{UNCOVERED}all draws force fallback": PatternSource(tie, m.precision),
@@ -342,7 +344,7 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
         if timing == "off":
             from snapcore.pipeline._fastpath import release_batch
 
-            _, st = release_batch(mf._pipeline, grid, src, stats=True)
+            _, st = release_batch(mf.pipeline, grid, src, stats=True)
             print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")
         mechs.append(mf)
         classes[name] = lambda mf=mf: mf.release(grid)
@@ -406,14 +408,14 @@ def main() -> None:
         "--margin",
         type=float,
         default=None,
-        help="calibrate every quantum with this margin instead of snapcore.mechanism._padding's "
-        "(an experiment: how much slack a machine needs)",
+        help="calibrate every quantum with this margin instead of the mechanism's and the "
+        "statistic's padding's own (an experiment: how much slack a machine needs)",
     )
     args = ap.parse_args()
     if args.margin is not None:
         snapcore.mechanism._padding.SCALAR_MARGIN = args.margin
         snapcore.mechanism._padding.ARRAY_MARGIN = args.margin
-        snapcore.mechanism._padding.STATISTIC_MARGIN = args.margin
+        snapcore.releases._padding.STATISTIC_MARGIN = args.margin
 
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})
@@ -425,7 +427,7 @@ def main() -> None:
     print(
         f"margins: scalar {snapcore.mechanism._padding.SCALAR_MARGIN:g}, "
         f"array {snapcore.mechanism._padding.ARRAY_MARGIN:g}, "
-        f"statistic {snapcore.mechanism._padding.STATISTIC_MARGIN:g}"
+        f"statistic {snapcore.releases._padding.STATISTIC_MARGIN:g}"
     )
     before = report_steadiness("before")
     modes = {"on": ["constant"], "off": ["off"], "both": ["off", "constant"]}[args.protection]
@@ -444,8 +446,8 @@ def main() -> None:
             for k, v in times.items():
                 medians[(g, mode, k)] = float(np.median(v))
             if g in ("value", "noise") and mode == "constant" and mechs:
-                print(f"scalar quantum {mechs[0].timing.scalar_quantum_ns} ns")
-            over = [m.timing.stats for m in mechs if m.timing is not None]
+                print(f"scalar quantum {mechs[0].padding.scalar_quantum_ns} ns")
+            over = [m.padding.stats for m in mechs if m.padding is not None]
             if over:
                 calls_ = sum(s.calls for s in over)
                 print(
@@ -454,7 +456,7 @@ def main() -> None:
                     f"largest multiple {max(s.max_multiple for s in over)}"
                 )
             if g == "statistic" and mode == "constant":
-                print(f"statistic padding: {snapcore.mechanism._padding.statistic_stats()}")
+                print(f"statistic padding: {statistic_stats()}")
             print(f"({secs:.1f} s)")
             summary.append((g, mode, max(ts, default=0.0), max(unc, default=None), zs))
     if len(modes) == 2:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from snapcore import data as data
     from snapcore import exact as exact
     from snapcore import mechanism as mechanism
+    from snapcore import padding as padding
     from snapcore import pipeline as pipeline
     from snapcore import plots as plots
     from snapcore import plugins as plugins
@@ -60,16 +61,17 @@ if TYPE_CHECKING:
         SeededSource,
         SystemSource,
     )
-    from snapcore.releases._api import Release, release
+    from snapcore.releases._api import release
     from snapcore.releases._budget import Budget, LedgerBudget
     from snapcore.releases._grouped import GroupedRelease
     from snapcore.releases._ledger import Ledger
     from snapcore.releases._partials import Partial, merge, partial
+    from snapcore.releases._record import Release
 
 #: Public names imported on first use (PEP 562), so ``import snapcore`` stays cheap:
 #: the modules behind them (numpy, gmpy2, the audit) load only when needed.
 _LAZY: dict[str, str] = {
-    "Release": "snapcore.releases._api",
+    "Release": "snapcore.releases._record",
     "release": "snapcore.releases._api",
     "GroupedRelease": "snapcore.releases._grouped",
     "Partial": "snapcore.releases._partials",
@@ -106,6 +108,7 @@ _SUBPACKAGES = frozenset(
         "data",
         "exact",
         "mechanism",
+        "padding",
         "pipeline",
         "plots",
         "plugins",

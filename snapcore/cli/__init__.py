@@ -22,8 +22,7 @@ Exit status (the same with and without ``--json``):
   above ε).
 
 Calibrated timing quanta are kept across runs in a small SQLite file (see
-``snapcore.mechanism._padding.QuantaStore``; ``SNAPCORE_TIMING_STORE`` names another file, or
-``off``).
+``snapcore.padding.QuantaStore``; ``SNAPCORE_TIMING_STORE`` names another file, or ``off``).
 """
 
 from __future__ import annotations
@@ -175,12 +174,12 @@ def main(ctx: click.Context) -> None:
 def _quanta_store() -> Any:
     """Keep calibrated timing quanta across runs (docs/timing.md): each run of a one-shot
     command would otherwise measure them again.  ``SNAPCORE_TIMING_STORE`` names the
-    file, or ``off``; the default is ``snapcore.mechanism._padding.default_store_path()``."""
+    file, or ``off``; the default is ``snapcore.padding.default_store_path()``."""
     import os
 
-    from snapcore.mechanism import _padding as timing
+    from snapcore.padding._quanta import default_store_path, quanta_store
 
     where = os.environ.get("SNAPCORE_TIMING_STORE", "")
     if where.lower() == "off":
-        return timing.quanta_store(None)
-    return timing.quanta_store(where or timing.default_store_path())
+        return quanta_store(None)
+    return quanta_store(where or default_store_path())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, overload
@@ -13,12 +14,8 @@ from snapcore.calibration._params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.data._values import exact_ratio as exact_ratio_of
 from snapcore.data._values import format_number, read_value, read_values
 from snapcore.errors import ParameterError
-from snapcore.mechanism._padding import (
-    Padding,
-    fallbacks_covered,
-    mechanism_padding,
-    padded_release,
-)
+from snapcore.mechanism._padding import Padding
+from snapcore.padding._pad import fallbacks_covered, resolve_mode
 from snapcore.pipeline._backend import Backend
 from snapcore.pipeline._stages import Pipeline
 from snapcore.plugins._manager import get_registries
@@ -87,7 +84,7 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_pipeline", "_scalar", "_source", "_timing")
+    __slots__ = ("_backend", "_cal", "_padding", "_pipeline", "_scalar", "_source", "_uniform")
 
     def __init__(
         self,
@@ -136,22 +133,60 @@ class SnappingMechanism:
                 f"got {source!r}"
             )
         self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
-        self._timing: Padding | None = mechanism_padding(self, timing)
-        # The backend's fused release of one double, when it offers one (bit-identical),
-        # with the source it draws from: a copy of this mechanism given another source
-        # (as timing calibration makes) must not draw from this one.  A padded
-        # mechanism keeps the backend's uniform exact release: a path whose time
-        # depends on the draw (a certificate with a rare exact fallback) would need a
-        # quantum covering its slowest case.  Without padding, a backend may offer a
-        # faster one (``scalar``, the same contract; MPFR's loads a compiled
-        # kernel once the process has made enough scalar releases).
-        if self._timing is None:
-            fused = self._backend.scalar(self._pipeline, self._source)
+        padded = resolve_mode(timing, self._source.cryptographic) == "constant"
+        self._draw_from(self._source, uniform=padded)
+        self._padding: Padding | None = None
+        if padded:
+            self._padding = Padding(self._cal, self._backend, self._source, self._unpadded_release)
+
+    def _draw_from(self, source: RandomSource, *, uniform: bool) -> None:
+        """Draw from ``source``, on the backend's uniform paths or not.
+
+        A padded mechanism takes the uniform paths (``scalar_padded``,
+        ``batch_padded``): a path whose time depends on the draw (a certificate with a
+        rare exact fallback) would need a quantum covering its slowest case.  Without
+        padding, a backend may offer faster ones (``scalar``, the same contract;
+        MPFR's loads a compiled kernel once the process has made enough scalar
+        releases).  The backend's fused release of one double, when it offers one
+        (bit-identical), is kept with the source it draws from.
+        """
+        self._source = source
+        self._uniform = uniform
+        if uniform:
+            fused = self._backend.scalar_padded(self._pipeline, source)
         else:
-            fused = self._backend.scalar_padded(self._pipeline, self._source)
+            fused = self._backend.scalar(self._pipeline, source)
         self._scalar: tuple[RandomSource, Callable[[float], float]] | None = (
-            None if fused is None else (self._source, fused)
+            None if fused is None else (source, fused)
         )
+
+    def unpadded_copy(self, source: RandomSource) -> SnappingMechanism:
+        """A copy of this mechanism that draws from ``source`` and does not pad.
+
+        Its releases take the same paths as this mechanism's (a padded mechanism's
+        uniform paths) without waiting for a quantum: what the padding's calibration
+        times (:class:`~snapcore.mechanism._padding.Padding`).
+
+        Parameters
+        ----------
+        source : RandomSource
+            The copy's source; this mechanism's own is never drawn from.
+
+        Returns
+        -------
+        SnappingMechanism
+            Same calibration, backend and pipeline; :attr:`padding` is None.
+        """
+        twin = copy.copy(self)
+        twin._unpad(source)
+        return twin
+
+    def _unpad(self, source: RandomSource) -> None:
+        self._padding = None
+        self._draw_from(source, uniform=self._uniform)
+
+    def _unpadded_release(self, source: RandomSource) -> Callable[[Any], object]:
+        return self.unpadded_copy(source).release
 
     # -- exact parameters ----------------------------------------------------------
     @property
@@ -228,9 +263,14 @@ class SnappingMechanism:
         return self._cal.privacy()
 
     @property
-    def timing(self) -> Padding | None:
+    def pipeline(self) -> Pipeline:
+        """The exact stages this mechanism runs (:class:`~snapcore.pipeline._stages.Pipeline`)."""
+        return self._pipeline
+
+    @property
+    def padding(self) -> Padding | None:
         """The release padding (quanta and overrun counts), or None when timing is off."""
-        return self._timing
+        return self._padding
 
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
@@ -275,7 +315,6 @@ class SnappingMechanism:
     @overload
     def release(self, value: Sequence[Any]) -> list[float]: ...
 
-    @padded_release
     def release(self, value: Any) -> Any:
         """Release ``value`` with fresh noise: ε-differentially private.
 
@@ -306,6 +345,13 @@ class SnappingMechanism:
         SourceExhaustedError
             If the source cannot supply every draw; nothing is drawn.
         """
+        padding = self._padding
+        if padding is None:
+            return self._release(value)
+        return padding.padded_call(self._release, value)
+
+    def _release(self, value: Any) -> Any:
+        """:meth:`release` without the padding."""
         pipe = self._pipeline
         if type(value) is float:  # the hot path: no ABC checks, no Fraction
             if value - value != 0.0:
@@ -331,7 +377,7 @@ class SnappingMechanism:
         outs: Any = None
         if vals.doubles is not None and _offer_batch(self._backend, vals.doubles):
             # e.g. the vectorised fast path, bit-identical to MPFR (or None: declined)
-            if self._timing is None:
+            if not self._uniform:
                 outs = self._backend.batch(pipe, vals.doubles, self._source)
             else:  # as many exact fallbacks' work as the quantum covers, always
                 floor = fallbacks_covered(n)

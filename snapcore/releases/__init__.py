@@ -12,7 +12,6 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.releases._api import (
-        Release,
         release,
     )
     from snapcore.releases._budget import (
@@ -32,11 +31,15 @@ if TYPE_CHECKING:
         merge,
         partial,
     )
+    from snapcore.releases._record import (
+        Release,
+    )
 
 __getattr__, __dir__ = attach(
     __name__,
     {
-        "_api": ["Release", "release"],
+        "_api": ["release"],
+        "_record": ["Release"],
         "_grouped": ["GroupedRelease"],
         "_partials": ["Partial", "merge", "partial"],
         "_budget": ["Budget", "LedgerBudget"],

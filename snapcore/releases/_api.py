@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, overload
 import attrs
 import numpy as np
 
-from snapcore._display import short
 from snapcore.calibration._clamp import (
     DEFAULT_GAMMA,
     ClampChoice,
@@ -28,15 +27,14 @@ from snapcore.calibration._clamp import (
     choose_clamp_bounds,
     given_clamp_bounds,
 )
-from snapcore.calibration._guarantee import calibration_accuracy
-from snapcore.calibration._params import check_real, record_calibration
+from snapcore.calibration._params import check_real
 from snapcore.data._frames import is_dask, read_dataset
-from snapcore.data._missing import MissingPolicy, apply_missing, check_missing_policy
+from snapcore.data._missing import apply_missing, check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.mechanism._mechanism import SnappingMechanism
-from snapcore.mechanism._padding import padded_statistic
+from snapcore.padding._pad import check_timing
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import (
@@ -48,214 +46,30 @@ from snapcore.plugins._statistic import (
     resolve_relation,
 )
 from snapcore.randomness._sources import RandomSource, require_draws
+from snapcore.releases._grouped import GroupedRelease, plan_groups
+from snapcore.releases._padding import padded_statistic
+from snapcore.releases._record import Release
+from snapcore.releases._request import ReleaseRequest
 
 if TYPE_CHECKING:
     from snapcore.releases._budget import Budget
-    from snapcore.releases._grouped import GroupedRelease
 
-__all__ = ["Release", "release"]
-
-
-def _frac_str(q: Fraction | None) -> str | None:
-    return None if q is None else str(q)
-
-
-@attrs.frozen(kw_only=True)
-class Release:
-    """The result of :func:`release`: the private value and everything about how.
-
-    Attributes
-    ----------
-    statistic : str
-        The statistic released.
-    value : float, int or tuple
-        The released value; one per coordinate (a tuple) for vector statistics.  An
-        integer-valued statistic (count, histogram) comes back as ``int`` when every
-        output is an integer: an integral :attr:`grid_step` between integral clamp
-        bounds.
-    labels : sequence of str
-        Coordinate labels (for a histogram, the bins, written when read); a tuple or an
-        immutable sequence equal to one.
-    epsilon_spent : Fraction
-        The total ε this release spent (what a :class:`~snapcore.Budget` was charged).
-    epsilon_per_value : Fraction
-        The ε of the mechanism releasing each coordinate.
-    composition : str
-        How the budget was divided over the coordinates, and why.
-    relation : Neighbouring
-        The neighbouring relation the guarantee is for.
-    sensitivity : Fraction
-        Δ per coordinate (data units).
-    value_range : (Fraction, Fraction)
-        Where f(D) can lie given the data bounds; ``b_prime = max(|lo|, |hi|)``.
-    clamp_bounds : (float, float) or None
-        The clamp interval ``[c − B, c + B]``; outputs lie in it.  None when nothing
-        was noised (Δ = 0).
-    half_width : Fraction or None
-        B, the half-width of the clamp interval.
-    clamp_reason : str
-        How the clamp interval was chosen (γ and the formula, or given directly).
-    gamma : Fraction or None
-        The γ used, if the interval was chosen from γ.
-    precision : int or None
-        Working precision p in bits.
-    granularity : Fraction or None
-        Λ, the smallest power of two ``>= λ``, in sensitivity units (as on
-        :class:`~snapcore.mechanism._mechanism.SnappingMechanism`).
-    grid_step : Fraction or None
-        Δ·Λ, the output grid's spacing in data units: outputs are multiples of it from
-        the centre of the clamp interval.
-    backend : str or None
-        The arithmetic backend.
-    source : str or None
-        The randomness source's name (``"seeded"`` is not for production).
-    data_bounds : tuple of (float, float), or None
-        The bounds the data were clamped to.
-    n : int or None
-        The public n used (or the public cap on n under add-remove).
-    derivation : str
-        Where Δ and the range come from.
-    notes : tuple of str
-        Anything else worth knowing.
-    """
-
-    statistic: str
-    value: float | tuple[float, ...]
-    labels: Sequence[str]
-    epsilon_spent: Fraction
-    epsilon_per_value: Fraction
-    composition: str
-    relation: Neighbouring
-    sensitivity: Fraction
-    value_range: tuple[Fraction, Fraction]
-    clamp_bounds: tuple[float, float] | None
-    half_width: Fraction | None
-    clamp_reason: str
-    gamma: Fraction | None
-    precision: int | None
-    granularity: Fraction | None
-    grid_step: Fraction | None
-    backend: str | None
-    source: str | None
-    data_bounds: DataBounds | None
-    n: int | None
-    derivation: str
-    notes: tuple[str, ...]
-
-    @property
-    def b_prime(self) -> Fraction:
-        """B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
-        return max(abs(self.value_range[0]), abs(self.value_range[1]))
-
-    def accuracy(self, alpha: Any) -> float:
-        """The data-independent accuracy at confidence ``alpha``: each released value is
-        within this of the exact statistic with probability at least ``1 - alpha``
-        (:func:`snapcore.analysis._accuracy.accuracy` of this record: the guarantee of the
-        calibration recomputed from its public parameters; a test checks the two agree).
-
-        Raises
-        ------
-        ParameterError
-            If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
-        """
-        return calibration_accuracy(record_calibration(self), alpha).bound
-
-    @property
-    def grid_explanation(self) -> str:
-        """What the output grid means, in one paragraph, and how to get a finer one."""
-        if self.grid_step is None:
-            return "no grid: nothing was noised (Δ = 0), the value is exact"
-        step = short(self.grid_step)
-        acc = self.accuracy(0.05)
-        return (
-            f"outputs lie on a grid of step {step} (data units), centred on the clamp "
-            "interval: the noise is rounded to a multiple of it, so repeated releases "
-            f"take few distinct values and one can equal the exact value; that is not "
-            f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
-            "two at or above the noise scale λ ≈ 1/ε (ε per value); the clamp interval "
-            f"does not change it. A finer grid: {self.finer_grid}"
-        )
-
-    @property
-    def finer_grid(self) -> str:
-        """How to make the output grid finer, for this release: the ε that halves the
-        step (Λ halves when ε per value passes the power of two ``2/Λ``; ε′ is a hair
-        below ε, so ε = 1 gives Λ = 2 and ε = 1.001 gives Λ = 1), and whether a
-        smaller Δ is in the user's hands (narrower data bounds) or fixed."""
-        if self.grid_step is None or self.granularity is None:
-            return "no grid: nothing was noised"
-        lam = self.granularity  # Λ = 2**L
-        per_value = 2 / lam  # ε per value must pass this for Λ/2
-        total = per_value * self.epsilon_spent / self.epsilon_per_value
-        ask = total * Fraction(1001, 1000)
-        text = (
-            f"{keyword('epsilon', float(ask))} (ε per value above {short(per_value)}) "
-            f"halves the step to {short(self.grid_step / 2)}"
-        )
-        if self.data_bounds is None:
-            return text + f"; Δ = {short(self.sensitivity)} is fixed for {self.statistic!r}"
-        return (
-            text + f"; or a smaller Δ (now {short(self.sensitivity)}): narrower "
-            f"{parameter_name('data_bounds')}, or, where Δ shrinks with n (a mean, a "
-            "variance), more records"
-        )
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        """The released values as a tuple (one element for a scalar statistic)."""
-        return self.value if isinstance(self.value, tuple) else (self.value,)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
-
-        def f(q: Fraction | None) -> float | None:
-            return None if q is None else float(q)
-
-        return {
-            "statistic": self.statistic,
-            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
-            "labels": list(self.labels),
-            "epsilon_spent": f(self.epsilon_spent),
-            "epsilon_spent_exact": _frac_str(self.epsilon_spent),
-            "epsilon_per_value": f(self.epsilon_per_value),
-            "composition": self.composition,
-            "relation": self.relation.value,
-            "relation_description": self.relation.description,
-            "sensitivity": f(self.sensitivity),
-            "sensitivity_exact": _frac_str(self.sensitivity),
-            "value_range": [f(self.value_range[0]), f(self.value_range[1])],
-            "b_prime": f(self.b_prime),
-            "clamp_bounds": None if self.clamp_bounds is None else list(self.clamp_bounds),
-            "half_width": f(self.half_width),
-            "clamp_reason": self.clamp_reason,
-            "gamma": f(self.gamma),
-            "precision": self.precision,
-            "granularity": f(self.granularity),
-            "granularity_exact": _frac_str(self.granularity),
-            "grid_step": f(self.grid_step),
-            "grid_step_exact": _frac_str(self.grid_step),
-            "grid_explanation": self.grid_explanation,
-            "backend": self.backend,
-            "source": self.source,
-            "data_bounds": None
-            if self.data_bounds is None
-            else [list(p) for p in self.data_bounds],
-            "n": self.n,
-            "derivation": self.derivation,
-            "notes": list(self.notes),
-        }
+__all__ = ["SYSTEM_SOURCE_MAX_VALUES", "release"]
 
 
 @attrs.frozen(kw_only=True)
 class _Plan:
-    """Everything a release needs, checked, before any noise is drawn."""
+    """Everything one release (of a statistic, or of one group) needs, checked, before
+    any noise is drawn."""
 
-    stat: Statistic
+    request: ReleaseRequest
     prep: Prepared
-    eps: Fraction
+    #: The data bounds the values were clamped to.
+    data_bounds: DataBounds | None
+    #: The ε this release spends: 0 when nothing is noised.
+    epsilon: Fraction
     mech: SnappingMechanism | None
     choice: ClampChoice | None
-    common: dict[str, Any]
 
 
 #: A statistic release that draws fewer values than this, with no ``source=`` given, reads
@@ -275,53 +89,45 @@ def _default_source(source: str | RandomSource | None, count: int) -> str | Rand
     return source
 
 
-def _plan(
-    stat: Statistic,
-    prep: Prepared,
-    *,
-    eps: Fraction,
-    rel: Neighbouring,
-    checked_bounds: DataBounds | None,
-    given: ClampChoice | None,
-    gamma: Any,
-    backend: str | Backend,
-    source: str | RandomSource | None,
-    precision: int | None,
-    timing: str | None,
-) -> _Plan:
+def _plan(request: ReleaseRequest, prep: Prepared, data_bounds: DataBounds | None) -> _Plan:
+    stat, rel = request.statistic, request.relation
     if not isinstance(prep, Prepared) or prep.relation is not rel:
         raise SnapcoreError(
             f"statistic {stat.name!r} returned {type(prep).__name__} for relation "
             f"{rel.value!r}; expected a Prepared for that relation"
         )
-    common: dict[str, Any] = {
-        "statistic": stat.name,
-        "labels": prep.labels,
-        "relation": rel,
-        "sensitivity": prep.sensitivity,
-        "value_range": prep.value_range,
-        "data_bounds": checked_bounds,
-        "n": prep.n,
-        "derivation": prep.derivation,
-    }
     if prep.sensitivity == 0:
-        return _Plan(stat=stat, prep=prep, eps=Fraction(0), mech=None, choice=None, common=common)
-    eps_each = eps * prep.epsilon_share
+        return _Plan(
+            request=request,
+            prep=prep,
+            data_bounds=data_bounds,
+            epsilon=Fraction(0),
+            mech=None,
+            choice=None,
+        )
+    eps_each = request.epsilon * prep.epsilon_share
     choice: ClampChoice = (
-        given
-        if given is not None
-        else choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, gamma)
+        request.clamp_bounds
+        if request.clamp_bounds is not None
+        else choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, request.gamma)
     )
     mech = SnappingMechanism(
         epsilon=eps_each,
         sensitivity=prep.sensitivity,
         clamp_bounds=(choice.lower, choice.upper),
-        backend=backend,
-        source=_default_source(source, len(prep.values)),
-        precision=precision,
-        timing=timing,
+        backend=request.backend,
+        source=_default_source(request.source, len(prep.values)),
+        precision=request.precision,
+        timing=request.timing,
     )
-    return _Plan(stat=stat, prep=prep, eps=eps, mech=mech, choice=choice, common=common)
+    return _Plan(
+        request=request,
+        prep=prep,
+        data_bounds=data_bounds,
+        epsilon=request.epsilon,
+        mech=mech,
+        choice=choice,
+    )
 
 
 def _integral(stat: Statistic, choice: ClampChoice, grid_step: Fraction) -> bool:
@@ -337,12 +143,29 @@ def _integral(stat: Statistic, choice: ClampChoice, grid_step: Fraction) -> bool
     )
 
 
+def _described(plan: _Plan) -> dict[str, Any]:
+    """The fields of a release's record that describe what was released and how it may
+    vary: the same whether it was noised or not."""
+    prep = plan.prep
+    return {
+        "statistic": plan.request.statistic.name,
+        "labels": prep.labels,
+        "relation": plan.request.relation,
+        "sensitivity": prep.sensitivity,
+        "value_range": prep.value_range,
+        "data_bounds": plan.data_bounds,
+        "n": prep.n,
+        "derivation": prep.derivation,
+    }
+
+
 def _draw(plan: _Plan) -> Release:
     prep, mech, choice = plan.prep, plan.mech, plan.choice
+    stat = plan.request.statistic
     if mech is None or choice is None:
         # f(D) is the same for every neighbour: it is public, released exactly.
         exact = tuple(
-            int(v) if plan.stat.integer_valued and Fraction(v).denominator == 1 else float(v)
+            int(v) if stat.integer_valued and Fraction(v).denominator == 1 else float(v)
             for v in prep.values
         )
         return Release(
@@ -360,18 +183,16 @@ def _draw(plan: _Plan) -> Release:
             backend=None,
             source=None,
             notes=(*prep.notes, "Δ = 0 under this relation: released exactly, ε spent = 0"),
-            **plan.common,
+            **_described(plan),
         )
-    outs = _release_values(
-        mech, prep.values, integral=_integral(plan.stat, choice, mech.grid_step)
-    )
+    outs = _release_values(mech, prep.values, integral=_integral(stat, choice, mech.grid_step))
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
     return Release(
         value=outs if prep.is_vector else outs[0],
-        epsilon_spent=plan.eps,
-        epsilon_per_value=plan.eps * prep.epsilon_share,
+        epsilon_spent=plan.epsilon,
+        epsilon_per_value=plan.epsilon * prep.epsilon_share,
         composition=prep.composition,
         clamp_bounds=(choice.lower, choice.upper),
         half_width=choice.half_width,
@@ -383,19 +204,20 @@ def _draw(plan: _Plan) -> Release:
         backend=mech.backend.name,
         source=mech.source.name,
         notes=tuple(notes),
-        **plan.common,
+        **_described(plan),
     )
 
 
+# The two forms by their result: without ``by=`` a Release, with it a GroupedRelease.
 @overload
 def release(
     statistic: str | Statistic,
     data: Any,
     *,
-    epsilon: Any,
     by: None = None,
     keys: None = None,
     group_sizes: None = None,
+    epsilon: Any,
     **kwargs: Any,
 ) -> Release: ...
 
@@ -405,10 +227,10 @@ def release(
     statistic: str | Statistic,
     data: Any,
     *,
-    epsilon: Any,
     by: str,
     keys: Iterable[Any],
     group_sizes: Mapping[Any, int] | None = None,
+    epsilon: Any,
     **kwargs: Any,
 ) -> GroupedRelease: ...
 
@@ -516,60 +338,15 @@ def release(
     BudgetExceededError
         If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
     """
-    if by is not None or keys is not None or group_sizes is not None:
-        return _release_grouped(
-            statistic,
-            data,
-            epsilon=epsilon,
-            data_bounds=data_bounds,
-            gamma=gamma,
-            clamp_bounds=clamp_bounds,
-            n=n,
-            relation=relation,
-            column=column,
-            by=by,
-            keys=keys,
-            group_sizes=group_sizes,
-            missing=missing,
-            impute=impute,
-            backend=backend,
-            source=source,
-            budget=budget,
-            precision=precision,
-            timing=timing,
-            options=options,
-        )
-    return _release_single(
-        statistic,
-        data,
-        epsilon=epsilon,
-        data_bounds=data_bounds,
-        gamma=gamma,
-        clamp_bounds=clamp_bounds,
-        n=n,
-        relation=relation,
-        column=column,
-        missing=missing,
-        impute=impute,
-        backend=backend,
-        source=source,
-        budget=budget,
-        precision=precision,
-        timing=timing,
-        **options,
-    )
-
-
-def _common_checks(
-    stat: Statistic,
-    *,
-    epsilon: Any,
-    relation: Any,
-    gamma: Any,
-    clamp_bounds: Any,
-    budget: Any,
-    options: dict[str, Any],
-) -> tuple[Fraction, Neighbouring, ClampChoice | None, Any]:
+    mode = check_timing(timing)
+    stat = resolve_statistic(statistic)
+    if (
+        relation is None
+        and by is not None
+        and group_sizes is None
+        and Neighbouring.ADD_REMOVE in stat.relations
+    ):
+        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     eps = check_real("epsilon", epsilon, positive=True)
     rel = resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
@@ -578,8 +355,6 @@ def _common_checks(
             parameter="clamp_bounds",
         )
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
-    if given is None:
-        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     unknown = sorted(set(options) - set(stat.options))
     if unknown:
         valid = sorted(stat.options) or "none"
@@ -591,156 +366,72 @@ def _common_checks(
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
         )
-    return eps, rel, given, gamma
-
-
-@padded_statistic
-def _release_single(
-    statistic: str | Statistic,
-    data: Any,
-    *,
-    epsilon: Any,
-    data_bounds: Any = None,
-    gamma: Any = None,
-    clamp_bounds: Any = None,
-    n: int | None = None,
-    relation: str | Neighbouring | None = None,
-    column: str | tuple[str, ...] | None = None,
-    missing: str = "error",
-    impute: Any = None,
-    backend: str | Backend = "mpfr",
-    source: str | RandomSource | None = None,
-    budget: Budget | None = None,
-    precision: int | None = None,
-    timing: str | None = None,
-    **options: Any,
-) -> Release:
-    stat = resolve_statistic(statistic)
-    eps, rel, given, gamma = _common_checks(
-        stat,
-        epsilon=epsilon,
-        relation=relation,
-        gamma=gamma,
-        clamp_bounds=clamp_bounds,
-        budget=budget,
-        options=options,
-    )
-    policy = check_missing_policy(missing, impute, rel)
-    n_pub = check_n(n)
-    prep, checked_bounds = _prepare(stat, data, data_bounds, column, n_pub, rel, options, policy)
-    plan = _plan(
-        stat,
-        prep,
-        eps=eps,
-        rel=rel,
-        checked_bounds=checked_bounds,
-        given=given,
-        gamma=gamma,
-        backend=backend,
-        source=source,
-        precision=precision,
-        timing=timing,
-    )
-    _check_can_draw([plan])
-    with _reserve(budget, plan.eps, stat.name):
-        return _draw(plan)
-
-
-def _release_grouped(
-    statistic: str | Statistic,
-    data: Any,
-    *,
-    epsilon: Any,
-    data_bounds: Any,
-    gamma: Any,
-    clamp_bounds: Any,
-    n: Any,
-    relation: Any,
-    column: Any,
-    by: Any,
-    keys: Any,
-    group_sizes: Any,
-    missing: str,
-    impute: Any,
-    backend: str | Backend,
-    source: str | RandomSource | None,
-    budget: Budget | None,
-    precision: int | None,
-    timing: str | None,
-    options: dict[str, Any],
-) -> GroupedRelease:
-    from snapcore.releases._grouped import plan_groups
-    from snapcore.releases._partials import Partial
-
-    stat = resolve_statistic(statistic)
-    if (
-        relation is None
-        and by is not None
-        and group_sizes is None
-        and Neighbouring.ADD_REMOVE in stat.relations
-    ):
-        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
-    eps, rel, given, gamma = _common_checks(
-        stat,
-        epsilon=epsilon,
-        relation=relation,
-        gamma=gamma,
-        clamp_bounds=clamp_bounds,
-        budget=budget,
-        options=options,
-    )
-    policy = check_missing_policy(missing, impute, rel)
-    checked_bounds = check_data_bounds(data_bounds, stat)
-
-    def plan_one(ds: Any, n_pub: int | None) -> _Plan:
-        if isinstance(ds, Partial):  # a group's records, read in chunks
-            prep, _ = _prepare(stat, ds, data_bounds, None, n_pub, rel, options, policy)
-        else:
-            prep = stat.prepare(ds, data_bounds=checked_bounds, n=n_pub, relation=rel, **options)
-        return _plan(
-            stat,
-            prep,
-            eps=eps,
-            rel=rel,
-            checked_bounds=checked_bounds,
-            given=given,
-            gamma=gamma,
-            backend=backend,
-            source=source,
-            precision=precision,
-            timing=timing,
-        )
-
-    grouped, plans = plan_groups(
-        stat,
-        data,
+    request = ReleaseRequest(
+        statistic=stat,
+        data=data,
+        epsilon=eps,
+        data_bounds=data_bounds,
+        gamma=check_gamma(DEFAULT_GAMMA if gamma is None else gamma) if given is None else None,
+        clamp_bounds=given,
+        n=n,
+        relation=rel,
+        column=column,
         by=by,
         keys=keys,
         group_sizes=group_sizes,
-        n=n,
-        column=column,
-        policy=policy,
-        rel=rel,
-        eps=eps,
-        plan=plan_one,
+        missing=check_missing_policy(missing, impute, rel),
+        backend=backend,
+        source=source,
+        budget=budget,
+        precision=precision,
+        timing=mode,
+        options=options,
     )
-    spent = max((p.eps for p in plans), default=Fraction(0))
+    if request.grouped:
+        return _release_grouped(request)
+    return _release_single(request)
+
+
+@padded_statistic
+def _release_single(request: ReleaseRequest) -> Release:
+    stat = request.statistic
+    n = check_n(request.n)
+    prep, data_bounds = _prepare(request, request.data, request.column, n)
+    plan = _plan(request, prep, data_bounds)
+    _check_can_draw([plan])
+    with _reserve(request.budget, plan.epsilon, stat.name):
+        return _draw(plan)
+
+
+def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
+    from snapcore.releases._partials import Partial
+
+    stat = request.statistic
+    data_bounds = check_data_bounds(request.data_bounds, stat)
+
+    def plan_one(data: Any, n: int | None) -> _Plan:
+        if isinstance(data, Partial):  # a group's records, read in chunks
+            prep, _ = _prepare(request, data, None, n)
+        else:
+            prep = stat.prepare(
+                data, data_bounds=data_bounds, n=n, relation=request.relation, **request.options
+            )
+        return _plan(request, prep, data_bounds)
+
+    grouped, plans = plan_groups(request, plan_one)
+    spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
-    with _reserve(budget, spent, f"{stat.name} by {by}"):
+    with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
 
 def _prepare(
-    stat: Statistic,
-    data: Any,
-    data_bounds: Any,
-    column: Any,
-    n: int | None,
-    relation: Neighbouring,
-    options: dict[str, Any],
-    policy: MissingPolicy,
+    request: ReleaseRequest, data: Any, column: Any, n: int | None
 ) -> tuple[Prepared, DataBounds | None]:
-    """f(D) from in-memory data, a Dask data frame or a merged :class:`Partial`."""
+    """f(D) of ``data`` (the request's, or one group's) from memory, a Dask data frame or
+    a merged :class:`~snapcore.releases._partials.Partial`, and the data bounds used."""
+    stat, relation, policy = request.statistic, request.relation, request.missing
+    data_bounds, options = request.data_bounds, request.options
     if not _is_partial(data) and not is_dask(data):
         checked = check_data_bounds(data_bounds, stat)
         ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
@@ -777,7 +468,7 @@ def _prepare(
             check_data_bounds(None, stat)  # the usual error
         state = data.state
     else:
-        opts = options  # a Dask data frame
+        opts = dict(options)  # a Dask data frame
         checked = check_data_bounds(data_bounds, stat)
         if not stat.mergeable:
             raise ParameterError(

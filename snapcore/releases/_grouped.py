@@ -22,7 +22,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import numpy as np
@@ -33,17 +33,20 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, is_missing
 from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.plugins._statistic import Statistic, check_n
+from snapcore.releases._record import Release
+from snapcore.releases._request import ReleaseRequest
 
 if TYPE_CHECKING:
     from snapcore.data._columns import Dataset
-    from snapcore.releases._api import Release, _Plan
+
+P = TypeVar("P")
 
 __all__ = ["GroupedRelease"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
 class GroupedRelease:
-    """One :class:`~snapcore.releases._api.Release` per public key: ``g[key]``, ``g.items()``.
+    """One :class:`~snapcore.releases._record.Release` per public key: ``g[key]``, ``g.items()``.
 
     Attributes
     ----------
@@ -185,32 +188,25 @@ def _per_key(name: str, value: Any, keys: tuple[Any, ...]) -> list[Any]:
 
 
 def plan_groups(
-    stat: Statistic,
-    data: Any,
-    *,
-    by: str | None,
-    keys: Any,
-    group_sizes: Mapping[Any, int] | None,
-    n: Any,
-    column: Any,
-    policy: MissingPolicy,
-    rel: Neighbouring,
-    eps: Fraction,
-    plan: Callable[[Any, int | None], _Plan],
-) -> tuple[GroupedRelease, list[_Plan]]:
-    """Check and plan one release per key, before any noise is drawn.
+    request: ReleaseRequest, plan: Callable[[Any, int | None], P]
+) -> tuple[GroupedRelease, list[P]]:
+    """Check and plan one release per key of ``request``, before any noise is drawn.
 
-    ``data`` is a DataFrame or a mapping of columns, or a mapping ``{key: Partial}``
-    with the partial state of every key of the key set (the records of each group,
-    read in chunks; :func:`snapcore.releases._partials.partial`): ``plan`` then gets the Partial.
+    ``plan(records, n)`` plans the release of one group's records with its public n.
+    ``request.data`` is a DataFrame or a mapping of columns, or a mapping
+    ``{key: Partial}`` with the partial state of every key of the key set (the records
+    of each group, read in chunks; :func:`snapcore.releases._partials.partial`):
+    ``plan`` then gets the Partial.
     """
     from snapcore.releases._partials import Partial
 
+    stat, data, by, rel = request.statistic, request.data, request.by, request.relation
+    group_sizes, n = request.group_sizes, request.n
     if not isinstance(by, str):
         raise ParameterError(
             f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
         )
-    key_set = _check_keys(keys)
+    key_set = _check_keys(request.keys)
     partials = (
         isinstance(data, Mapping)
         and len(data) > 0
@@ -245,7 +241,9 @@ def plan_groups(
     if partials:
         groups: list[Any] = _per_key("data", data, key_set)  # {key: Partial}
     else:
-        groups = _split(stat, data, by=by, key_set=key_set, column=column, policy=policy)
+        groups = _split(
+            stat, data, by=by, key_set=key_set, column=request.column, policy=request.missing
+        )
     if rel is Neighbouring.REPLACE:
         sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
         ns: list[int | None] = list(sizes)
@@ -260,7 +258,7 @@ def plan_groups(
         ns = [check_n(v) for v in _per_key("n", n, key_set)]
         sizes_note = "private (each group is capped at its public n)"
     plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
-    return _record(stat, by, key_set, rel, sizes_note, eps), plans
+    return _record(stat, by, key_set, rel, sizes_note, request.epsilon), plans
 
 
 def _split(

@@ -1,15 +1,14 @@
-"""The mechanics of constant-time releases (snapcore.mechanism._padding).
+"""The mechanism's padding (snapcore.mechanism._padding).
 
-These tests check what makes the padding work: a padded call never returns before its
-quantum, an overrun ends at the next multiple, quanta depend only on public properties
-(type, dtype, length, public n) and are calibrated on synthetic inputs, the switch, and
-that padding never changes a released value.  Whether time still leaks is measured by
-``benchmarks/timing_leak.py``, never asserted here.
+These tests check what makes the padding of a mechanism work: a padded release never
+returns before its quantum, quanta depend only on public properties (type, dtype,
+length) and are calibrated on worst-case inputs with an unpadded copy of the mechanism,
+the switch, and that padding never changes a released value.  Whether time still leaks
+is measured by ``benchmarks/timing_leak.py``, never asserted here.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Iterator
@@ -21,9 +20,13 @@ import numpy as np
 import pytest
 
 import snapcore
+from snapcore.calibration._params import calibrate
 from snapcore.errors import ParameterError
-from snapcore.mechanism import _padding as timing
-from snapcore.randomness._sources import Draw, ReplaySource, SeededSource, SystemSource
+from snapcore.mechanism import _padding
+from snapcore.padding import _quanta
+from snapcore.padding._pad import fallbacks_covered
+from snapcore.randomness._draw import Draw, encode_draw
+from snapcore.randomness._sources import ReplaySource, SeededSource, SystemSource
 
 MS = 1_000_000
 
@@ -37,61 +40,21 @@ def stub_calibration(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Any]
         seen.append(list(classes))
         return 2 * MS
 
-    monkeypatch.setattr(timing, "calibrate_quantum", fake)
-    timing.clear_caches()
+    monkeypatch.setattr(_padding, "calibrate_quantum", fake)
+    _quanta.clear_caches()
     yield seen
-    timing.clear_caches()
-
-
-# -- pad ---------------------------------------------------------------------------
-def test_pad_never_returns_before_its_quantum() -> None:
-    for q in (1, 50_000, 3 * MS):
-        start = time.perf_counter_ns()
-        j = timing.pad(start, q)
-        assert j >= 1
-        assert time.perf_counter_ns() - start >= j * q
-
-
-def test_an_overrun_rounds_up_to_the_next_multiple() -> None:
-    q = 100 * MS
-    stats = timing.PaddingStats()
-    start = time.perf_counter_ns() - 250 * MS  # the call "took" 2.5 quanta
-    j = timing.pad(start, q, stats)
-    end = time.perf_counter_ns()
-    assert j == 3
-    assert end - start >= 3 * q
-    assert (stats.calls, stats.overruns, stats.max_multiple) == (1, 1, 3)
-    timing.pad(time.perf_counter_ns(), 50 * MS, stats)
-    assert (stats.calls, stats.overruns, stats.max_multiple) == (2, 1, 3)
-
-
-def test_calibrate_quantum_takes_the_slowest_class() -> None:
-    def run(c: int) -> None:
-        target = time.perf_counter_ns() + c
-        while time.perf_counter_ns() < target:
-            pass
-
-    q = timing.calibrate_quantum(run, [10_000, 400_000], reps=5, margin=1.5, warmup=0)
-    assert q >= 1.5 * 400_000
+    _quanta.clear_caches()
 
 
 # -- the switch --------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("source", "on"),
-    [(None, True), ("system", True), ("chacha20", True), ("seeded", False), ("replay", False)],
-)
-def test_default_is_on_for_cryptographic_sources(source: str | None, on: bool) -> None:
-    assert timing.resolve_mode(None, source) == ("constant" if on else "off")
-
-
 def test_switch_on_a_mechanism(stub_calibration: list[list[Any]]) -> None:
     kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 10.0)}
-    assert snapcore.SnappingMechanism(**kw).timing is not None
-    assert snapcore.SnappingMechanism(**kw, timing="off").timing is None
-    assert snapcore.SnappingMechanism(**kw, source=SeededSource(1)).timing is None
+    assert snapcore.SnappingMechanism(**kw).padding is not None
+    assert snapcore.SnappingMechanism(**kw, timing="off").padding is None
+    assert snapcore.SnappingMechanism(**kw, source=SeededSource(1)).padding is None
     m = snapcore.SnappingMechanism(**kw, source=SeededSource(1), timing="constant")
-    assert m.timing is not None
-    assert snapcore.SnappingMechanism(**kw, source=SystemSource(), timing="off").timing is None
+    assert m.padding is not None
+    assert snapcore.SnappingMechanism(**kw, source=SystemSource(), timing="off").padding is None
 
 
 @pytest.mark.parametrize("bad", ["on", "CONSTANT", True, 1, ""])
@@ -110,12 +73,12 @@ def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
-    assert m.timing is not None
+    assert m.padding is not None
     for value in (5.0, 1e300, 5e-324, 7, Fraction(1, 3), np.zeros(5), [1.0, 2.0]):
         start = time.perf_counter_ns()
         m.release(value)
         assert time.perf_counter_ns() - start >= 2 * MS
-    assert m.timing.stats.calls == 7
+    assert m.padding.stats.calls == 7
 
 
 def test_a_padded_scalar_release_returns_a_new_float_every_time(
@@ -130,7 +93,7 @@ def test_a_padded_scalar_release_returns_a_new_float_every_time(
     plain = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="off"
     )
-    pipe = plain._pipeline
+    pipe = plain.pipeline
     far = pipe._kmax + 5
     assert pipe.index_output(far) is pipe.index_output(far)  # the premise: one shared float
     a = plain.release(1e300)
@@ -138,6 +101,24 @@ def test_a_padded_scalar_release_returns_a_new_float_every_time(
     assert c is not d
     assert type(c) is float
     assert c == d == a
+
+
+def test_an_unpadded_copy_draws_from_its_own_source_on_the_same_paths(
+    stub_calibration: list[list[Any]],
+) -> None:
+    kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 10.0), "timing": "constant"}
+    m = snapcore.SnappingMechanism(**kw, source=SeededSource(3))
+    copy = m.unpadded_copy(SeededSource(4))
+    assert copy.padding is None and m.padding is not None
+    assert copy.pipeline is m.pipeline and copy.calibration == m.calibration
+    assert copy.source is not m.source
+    values: list[Any] = [5.0, 1e300, 7, Fraction(1, 3), np.linspace(0.0, 10.0, 2000)]
+    twin = snapcore.SnappingMechanism(**kw, source=SeededSource(4))
+    for v in values:
+        assert np.array_equal(copy.release(v), twin.release(v))
+    # The original's stream is untouched: its first release is a fresh mechanism's.
+    fresh = snapcore.SnappingMechanism(**kw, source=SeededSource(3))
+    assert m.release(5.0) == fresh.release(5.0)
 
 
 def test_padding_never_changes_a_value() -> None:
@@ -167,7 +148,7 @@ def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]])
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
-    pad = m.timing
+    pad = m.padding
     assert pad is not None
     a, b = np.zeros(40), np.full(40, 1e300)
     assert pad.quantum_for(a) == pad.quantum_for(b)
@@ -194,21 +175,21 @@ def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
-    assert m.timing is not None
+    assert m.padding is not None
     x = np.arange(30.0).view(Opaque)
-    assert m.timing.quantum_for(x) == m.timing.quantum_for(np.zeros(30))
+    assert m.padding.quantum_for(x) == m.padding.quantum_for(np.zeros(30))
 
 
 def test_quanta_are_measured_again_after_a_count_of_uses(
     monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
 ) -> None:
-    monkeypatch.setattr(timing._SCALAR, "every", 3)
+    monkeypatch.setattr(_quanta.SCALAR_QUANTA, "every", 3)
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
-    assert m.timing is not None
+    assert m.padding is not None
     for _ in range(7):
-        m.timing.quantum_for(1.0)
+        m.padding.quantum_for(1.0)
     assert len(stub_calibration) == 3  # the first use, then after every 3 further uses
 
 
@@ -222,8 +203,8 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
         source=SeededSource(3),
         timing="constant",
     )
-    assert m.timing is not None
-    m.timing.quantum_for(42.0)
+    assert m.padding is not None
+    m.padding.quantum_for(42.0)
     (classes,) = stub_calibration
     values = {c[0] for c in classes}
     draws = {c[1] for c in classes}
@@ -236,47 +217,8 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     near = [d for d in draws if d is not None and d[2] == -p]
     assert any(2**-15 < 1 - Fraction(d[1], 2**p) < 2**-14 for d in near)
     assert None in draws  # fresh draws from a source of the same kind
-    m.timing.quantum_for(42)  # ints have their own classes
+    m.padding.quantum_for(42)  # ints have their own classes
     assert {c[0] for c in stub_calibration[1]} >= {50, 0, 100, 10**300}
-
-
-def test_statistic_padding_uses_public_n_and_synthetic_data(
-    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
-) -> None:
-    data = [3.0, 1.0, 4.0, 1.0, 5.0]
-    kw: dict[str, Any] = {"epsilon": 1.0, "data_bounds": (0, 10), "timing": "constant"}
-    before = timing.statistic_stats().calls
-    start = time.perf_counter_ns()
-    r = snapcore.release("mean", data, source=SeededSource(2), **kw)
-    assert time.perf_counter_ns() - start >= 2 * MS
-    assert timing.statistic_stats().calls == before + 1
-    stat_classes = [c for c in stub_calibration if isinstance(c[0], list)]
-    assert stat_classes, "the statistic was calibrated"
-    for synth in stat_classes[0]:
-        assert len(synth) == r.n == 5
-        assert synth is not data and synth != data
-    # Same public shape, other values: the same quantum, no new calibration.
-    n_cal = len(stat_classes)
-    snapcore.release("mean", [9.0] * 5, source=SeededSource(2), **kw)
-    assert len([c for c in stub_calibration if isinstance(c[0], list)]) == n_cal
-
-
-def test_a_statistic_that_cannot_be_calibrated_says_so(
-    monkeypatch: pytest.MonkeyPatch, stub_calibration: list[list[Any]]
-) -> None:
-    def broken(*a: Any, **k: Any) -> Any:
-        raise RuntimeError("no synthetic data for this plugin")
-
-    monkeypatch.setattr(timing, "_synthetic", broken)
-    r = snapcore.release(
-        "mean",
-        [1.0, 2.0],
-        epsilon=1.0,
-        data_bounds=(0, 3),
-        source=SeededSource(1),
-        timing="constant",
-    )
-    assert any("could not be calibrated" in n for n in r.notes)
 
 
 # -- uniform code path: the noise stage near 1 ------------------------------------------
@@ -358,20 +300,6 @@ def test_ln_near_one_is_mpfr_log_correctly_rounded() -> None:
             assert got == (int(expect[0]), int(expect[1])), d
 
 
-@pytest.mark.parametrize("container", ["mapping", "pandas"])
-def test_statistic_padding_calibrates_tables_with_a_named_column(container: str) -> None:
-    """A table with column= (the CLI's input, data frames) is calibrated on a synthetic
-    table of the same shape, not refused (which would leave the statistic unpadded)."""
-    import pandas as pd
-
-    cols = {"age": [30.0, 40.0, 50.0, 60.0, 70.0, 20.0, 10.0]}
-    data = cols if container == "mapping" else pd.DataFrame(cols)
-    r = snapcore.release(
-        "mean", data, column="age", epsilon=1, data_bounds=(0, 100), timing="constant"
-    )
-    assert not any("could not be calibrated" in note for note in r.notes), r.notes
-
-
 def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
     stub_calibration: list[list[Any]],
 ) -> None:
@@ -381,9 +309,9 @@ def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
     b.release(50.0)
     a.release(1.0)
     assert len(stub_calibration) == 1  # one key for equal parameters, measured once
-    assert a.timing is not None and b.timing is not None
-    assert a.timing._key is b.timing._key  # interned: found by identity
-    timing.clear_caches()
+    assert a.padding is not None and b.padding is not None
+    assert a.padding._key is b.padding._key  # interned: found by identity
+    _quanta.clear_caches()
     a.release(50.0)  # the mechanism's own remembered quantum is dropped too
     assert len(stub_calibration) == 2
     other = snapcore.SnappingMechanism(**{**kw, "epsilon": 2.0})
@@ -397,37 +325,16 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
-    assert m.timing is not None
-    cap = timing.ARRAY_CALIBRATION_MAX
-    q_cap = m.timing.array_quantum_ns(cap)
+    assert m.padding is not None
+    cap = _padding.ARRAY_CALIBRATION_MAX
+    q_cap = m.padding.array_quantum_ns(cap)
     assert len(stub_calibration) == 1 and all(len(a) == cap for a, _ in stub_calibration[0])
     for n in (cap + 1, 3 * cap, 10 * cap + 7):
-        assert m.timing.array_quantum_ns(n) == -(-q_cap * n // cap)
+        assert m.padding.array_quantum_ns(n) == -(-q_cap * n // cap)
     assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
 
 
 # -- the fast path's exact fallbacks in arrays ----------------------------------------
-def test_fallbacks_covered_leave_at_most_the_stated_risk() -> None:
-    # Independent of the code's bound: the exact union bound C(n, F+1)·p**(F+1) on
-    # P(more than F of n elements fall back), in rationals.
-    p = Fraction(timing.FALLBACK_RATE_BOUND)
-    risk = Fraction(timing.FALLBACK_RISK)
-
-    def union(n: int, f: int) -> Fraction:
-        return math.comb(n, f + 1) * p ** (f + 1)
-
-    previous = 1
-    for n in [1, 2, 1000, 1024, 4096, 10**5, 2**18, 10**6, 2**24, 10**7, 2**30, 2**36]:
-        f = timing.fallbacks_covered(n)
-        assert f >= 1
-        assert union(n, f) <= risk
-        # not wastefully large: one fewer would leave more than the risk (up to the
-        # factor (n·p)**k/k! vs C(n, k)·p**k, which is below 1.01 here)
-        assert f == 1 or union(n, f - 1) > risk / Fraction(101, 100)
-        assert f >= previous  # more elements, at least as many covered
-        previous = f
-
-
 @pytest.mark.parametrize(
     ("epsilon", "bounds"),
     [(2.0**20, (-1.0, 1.0)), (1.0, (0.0, 100.0)), (0.1, (-1e6, 1e6)), (3.0, (-7.0, 3.0))],
@@ -435,44 +342,47 @@ def test_fallbacks_covered_leave_at_most_the_stated_risk() -> None:
 def test_array_calibration_includes_the_covered_exact_fallbacks(
     epsilon: float, bounds: tuple[float, float], stub_calibration: list[list[Any]]
 ) -> None:
-    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE, release_batch
+    from snapcore.pipeline._engine import AUTO_MIN_SIZE, release_batch
 
     m = snapcore.SnappingMechanism(
         epsilon=epsilon, clamp_bounds=bounds, source=SystemSource(), timing="constant"
     )
-    assert m.timing is not None
+    assert m.padding is not None
     n = max(AUTO_MIN_SIZE, 4096)
-    m.timing.quantum_for(np.zeros(n))
+    m.padding.quantum_for(np.zeros(n))
     (runs,) = stub_calibration
     centre = float(m.calibration.centre)
-    forced = [(a, mech) for a, mech in runs if mech._source is not runs[0][1]._source]
+    # Each class is run by the release of an unpadded copy of the mechanism.
+    copies = [(a, release.__self__) for a, release in runs]
+    assert all(c.padding is None and c.source is not m.source for _, c in copies)
+    forced = [(a, c) for a, c in copies if c.source is not copies[0][1].source]
     assert len(forced) == 1, "one class with forced fallbacks, beside the usual ones"
     arr, mech = forced[0]
     assert arr.shape == (n,) and np.all(arr == centre)
     # Its draws make exactly F elements take the exact fallback (at random positions),
     # and every output is still the exact pipeline's.
-    out, st = release_batch(mech._pipeline, arr, mech._source, stats=True)
-    assert len(st.fallback_k) == timing.fallbacks_covered(n)
+    out, st = release_batch(mech.pipeline, arr, mech.source, stats=True)
+    assert len(st.fallback_k) == fallbacks_covered(n)
     assert np.all((out >= bounds[0]) & (out <= bounds[1]))
 
 
 def test_short_arrays_and_exact_backends_get_no_fallback_class(
     stub_calibration: list[list[Any]],
 ) -> None:
-    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._engine import AUTO_MIN_SIZE
 
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SystemSource(), timing="constant"
     )
-    assert m.timing is not None
-    m.timing.quantum_for(np.zeros(AUTO_MIN_SIZE - 1))  # below the batch path's size
+    assert m.padding is not None
+    m.padding.quantum_for(np.zeros(AUTO_MIN_SIZE - 1))  # below the batch path's size
     a = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), backend="mpmath", timing="constant"
     )
-    assert a.timing is not None
-    a.timing.quantum_for(np.zeros(AUTO_MIN_SIZE))  # mpmath has no batch path
+    assert a.padding is not None
+    a.padding.quantum_for(np.zeros(AUTO_MIN_SIZE))  # mpmath has no batch path
     for runs in stub_calibration:
-        assert len({id(mech) for _, mech in runs}) == 1
+        assert len({release.__self__ for _, release in runs}) == 1
 
 
 def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule() -> None:
@@ -480,13 +390,12 @@ def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule
     draws chosen around ``1 − 2**-16`` (random draws land there once in 2**16)."""
     from snapcore.backends.mpfr import _exact_scalar
 
-    from snapcore.randomness._sources import encode_draw
     from snapcore.testing.sources import FixedBytes
 
     m = snapcore.SnappingMechanism(
         epsilon=1.0, sensitivity=0.1, clamp_bounds=(0.0, 100.0), timing="off"
     )
-    pipe, p = m._pipeline, m.precision
+    pipe, p = m.pipeline, m.precision
     rng = np.random.default_rng(3)
     draws = list(_draws(p).values())
     for k in (12, 13, 15, 16, 17, 40, p - 1):
@@ -512,73 +421,37 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     """A padded array release runs ``fallbacks_covered(n)`` exact computations in all:
     the elements that fell back, and dummies on public inputs for the rest; an
     unpadded one runs only the fallbacks.  Outputs are the same either way."""
-    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._engine import AUTO_MIN_SIZE
 
     n = max(AUTO_MIN_SIZE, 4096)
-    floor = timing.fallbacks_covered(n)
-    monkeypatch.setattr(timing, "calibrate_quantum", lambda run, classes, **kw: 1000)
-    timing.clear_caches()
+    floor = fallbacks_covered(n)
+    monkeypatch.setattr(_padding, "calibrate_quantum", lambda run, classes, **kw: 1000)
+    _quanta.clear_caches()
+    kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0), "backend": backend}
+    tie = _padding._tie_row(calibrate(epsilon=1.0, clamp_bounds=(0.0, 100.0)))
     outs = {}
     try:
         for mode in ("off", "constant"):
-            m = snapcore.SnappingMechanism(
-                epsilon=1.0,
-                clamp_bounds=(0.0, 100.0),
-                source=SeededSource(9),
-                timing=mode,
-                backend=backend,
-            )
-            m.timing and m.timing.quantum_for(np.zeros(n))  # calibrate before counting
-            src = timing._ForcedRows(m._source, timing._tie_row(m), forced) if forced else None
-            if src is not None:
-                m._source = src
+            src = SeededSource(9)
+            if forced:
+                src = _padding._ForcedRows(src, tie, forced)
+            m = snapcore.SnappingMechanism(**kw, source=src, timing=mode)
+            m.padding and m.padding.quantum_for(np.zeros(n))  # calibrate before counting
             calls = []
-            run = m._pipeline.run
+            run = m.pipeline.run
 
             def counting(x: Any, d: Any, run: Any = run, calls: list[Any] = calls) -> float:
                 calls.append(1)
                 return run(x, d)
 
-            monkeypatch.setattr(m._pipeline, "run", counting)
+            monkeypatch.setattr(m.pipeline, "run", counting)
             random.seed(5)  # the forced rows' positions, the same in both runs
             outs[mode] = m.release(np.full(n, 50.0))
             want = max(floor, forced) if mode == "constant" else forced
             assert len(calls) == want, (mode, len(calls))
     finally:
-        timing.clear_caches()
+        _quanta.clear_caches()
     assert np.array_equal(outs["off"], outs["constant"])
-
-
-def test_a_call_that_fits_does_nothing_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pad`` counts the call before its first clock reading, and a call that fits
-    returns at the first reading past the deadline with nothing after it: code run
-    after the deadline is timed by the caller, unpadded.  An overrun records its
-    multiple after waiting (it is visible anyway)."""
-    events: list[str] = []
-    clock = iter([100, 150, 199, 200, 1000, 1000])
-
-    def fake_now() -> int:
-        events.append("now")
-        return next(clock)
-
-    class Recording(timing.PaddingStats):
-        def count(self) -> None:
-            events.append("count")
-
-        def overran(self, multiple: int) -> None:
-            events.append(f"overran {multiple}")
-
-    monkeypatch.setattr(timing, "_now", fake_now)
-    stats = Recording()
-    # start 0, quantum 200: readings 100, 150, 199 are before the deadline, 200 is past
-    assert timing.pad(0, 200, stats) == 1
-    assert events == ["count", "now", "now", "now", "now"]
-    events.clear()
-    # start 0, quantum 400: the first reading (1000) is past 2 quanta: j = 3, then it
-    # waits for 1200 (the clock says 1000 once more, then runs out: stop there)
-    with pytest.raises(StopIteration):
-        timing.pad(0, 400, stats)
-    assert events[:2] == ["count", "now"]
 
 
 @pytest.mark.parametrize(
@@ -598,7 +471,7 @@ def test_noise_draw_is_the_p_bit_u_nearest_its_target(
 
     m = snapcore.SnappingMechanism(epsilon=epsilon, clamp_bounds=bounds, timing="off")
     noise = noise_over_grid * m.calibration.granularity
-    d = timing.noise_draw(m, noise)
+    d = _padding.noise_draw(m.calibration, noise)
     p = m.precision
     assert d.sign == 1 and d.mantissa.bit_length() == p
     ratio = noise / m.calibration.scale

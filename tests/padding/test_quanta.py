@@ -1,4 +1,4 @@
-"""Calibrated quanta kept across processes (snapcore.mechanism._padding.QuantaStore).
+"""Calibrated quanta kept in the process and across processes (snapcore.padding._quanta).
 
 A quantum is measured on public, synthetic inputs; the store only saves the command
 line from measuring it again on every run.  These tests check that a stored quantum is
@@ -18,29 +18,31 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from snapcore.mechanism import _padding as timing
+from snapcore.mechanism import _padding as mechanism_padding
+from snapcore.padding import _pad, _quanta
+from snapcore.releases import _padding as statistic_padding
 
 
 @pytest.fixture(autouse=True)
 def _fresh_caches() -> Iterator[None]:
-    timing.clear_caches()
+    _quanta.clear_caches()
     yield
-    timing.clear_caches()
+    _quanta.clear_caches()
 
 
 def _never() -> int:
     raise AssertionError("measured although the store holds a fresh quantum")
 
 
-def _get_in(store: timing.QuantaStore, key: object, q: int | None = None) -> int:
+def _get_in(store: _quanta.QuantaStore, key: object, q: int | None = None) -> int:
     """What the scalar cache returns for ``key`` in a fresh process within ``store``."""
-    timing.clear_caches()
-    with timing.quanta_store(store):
-        return timing._SCALAR.get(key, _never if q is None else (lambda: q))
+    _quanta.clear_caches()
+    with _quanta.quanta_store(store):
+        return _quanta.SCALAR_QUANTA.get(key, _never if q is None else (lambda: q))
 
 
 def test_a_stored_quantum_is_reused_instead_of_measured(tmp_path: Path) -> None:
-    store = timing.QuantaStore(tmp_path / "q.sqlite3")
+    store = _quanta.QuantaStore(tmp_path / "q.sqlite3")
     assert _get_in(store, ("cal", float), 123_456) == 123_456
     # A "new process" (empty in-process cache): the store answers, nothing is measured.
     assert _get_in(store, ("cal", float)) == 123_456
@@ -50,45 +52,45 @@ def test_a_stored_quantum_is_reused_instead_of_measured(tmp_path: Path) -> None:
 
 
 def test_the_three_caches_do_not_share_keys(tmp_path: Path) -> None:
-    store = timing.QuantaStore(tmp_path / "q.sqlite3")
-    with timing.quanta_store(store):
-        assert timing._SCALAR.get("k", lambda: 11) == 11
-        assert timing._ARRAY.get("k", lambda: 22) == 22
-        assert timing._STATISTIC.get("k", lambda: 33) == 33
-    timing.clear_caches()
-    with timing.quanta_store(store):
-        assert timing._ARRAY.get("k", _never) == 22
-        assert timing._STATISTIC.get("k", _never) == 33
+    store = _quanta.QuantaStore(tmp_path / "q.sqlite3")
+    with _quanta.quanta_store(store):
+        assert _quanta.SCALAR_QUANTA.get("k", lambda: 11) == 11
+        assert _quanta.ARRAY_QUANTA.get("k", lambda: 22) == 22
+        assert _quanta.STATISTIC_QUANTA.get("k", lambda: 33) == 33
+    _quanta.clear_caches()
+    with _quanta.quanta_store(store):
+        assert _quanta.ARRAY_QUANTA.get("k", _never) == 22
+        assert _quanta.STATISTIC_QUANTA.get("k", _never) == 33
 
 
 def test_stale_entries_are_measured_again(tmp_path: Path) -> None:
     path = tmp_path / "q.sqlite3"
-    assert _get_in(timing.QuantaStore(path), "k", 5) == 5
+    assert _get_in(_quanta.QuantaStore(path), "k", 5) == 5
     con = sqlite3.connect(path)
     with con:
         con.execute("UPDATE quanta SET measured_at = measured_at - 7200")
     con.close()
     # One hour by default: a two-hour-old quantum is measured again (and replaced).
-    assert _get_in(timing.QuantaStore(path), "k", 9) == 9
-    assert _get_in(timing.QuantaStore(path), "k") == 9
+    assert _get_in(_quanta.QuantaStore(path), "k", 9) == 9
+    assert _get_in(_quanta.QuantaStore(path), "k") == 9
     # A store with max_age 0 never reuses anything.
-    assert _get_in(timing.QuantaStore(path, max_age_s=0.0), "k", 4) == 4
+    assert _get_in(_quanta.QuantaStore(path, max_age_s=0.0), "k", 4) == 4
 
 
 def test_entries_of_another_machine_are_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "q.sqlite3"
-    assert _get_in(timing.QuantaStore(path), "k", 5) == 5
-    monkeypatch.setattr(timing, "machine_fingerprint", lambda: "another host|another cpu")
-    assert _get_in(timing.QuantaStore(path), "k", 8) == 8
+    assert _get_in(_quanta.QuantaStore(path), "k", 5) == 5
+    monkeypatch.setattr(_quanta, "machine_fingerprint", lambda: "another host|another cpu")
+    assert _get_in(_quanta.QuantaStore(path), "k", 8) == 8
 
 
 def test_keys_that_print_an_address_are_never_stored(tmp_path: Path) -> None:
     path = tmp_path / "q.sqlite3"
     key = ("statistic", object())  # repr holds "at 0x...": differs in every process
-    assert _get_in(timing.QuantaStore(path), "plain", 4) == 4
-    assert _get_in(timing.QuantaStore(path), key, 5) == 5
+    assert _get_in(_quanta.QuantaStore(path), "plain", 4) == 4
+    assert _get_in(_quanta.QuantaStore(path), key, 5) == 5
     con = sqlite3.connect(path)
     assert con.execute("SELECT key FROM quanta").fetchall() == [(repr(("scalar", "plain")),)]
     con.close()
@@ -105,25 +107,25 @@ def test_an_unusable_store_falls_back_to_measuring(tmp_path: Path, damage: str) 
         con = sqlite3.connect(path)
         con.execute("CREATE TABLE quanta (x)")
         con.close()
-    store = timing.QuantaStore(path)
+    store = _quanta.QuantaStore(path)
     assert _get_in(store, "k", 6) == 6
     assert _get_in(store, "k", 7) == 7  # nothing was stored, nothing raised
 
 
 def test_the_file_is_private_to_its_owner(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "q.sqlite3"
-    _get_in(timing.QuantaStore(path), "k", 5)
+    _get_in(_quanta.QuantaStore(path), "k", 5)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
 
 
 def test_the_store_is_used_only_within_its_block(tmp_path: Path) -> None:
     path = tmp_path / "q.sqlite3"
-    with timing.quanta_store(path):
-        with timing.quanta_store(None):
-            timing._SCALAR.get("inner", lambda: 1)
-        timing._SCALAR.get("outer", lambda: 2)
-    timing._SCALAR.get("after", lambda: 3)
+    with _quanta.quanta_store(path):
+        with _quanta.quanta_store(None):
+            _quanta.SCALAR_QUANTA.get("inner", lambda: 1)
+        _quanta.SCALAR_QUANTA.get("outer", lambda: 2)
+    _quanta.SCALAR_QUANTA.get("after", lambda: 3)
     con = sqlite3.connect(path)
     keys = [r[0] for r in con.execute("SELECT key FROM quanta")]
     con.close()
@@ -145,21 +147,47 @@ def test_the_command_line_keeps_quanta_in_the_named_store(
     con.close()
     assert {"scalar", "statistic"} <= kinds
     measured: list[int] = []
-    real = timing.calibrate_quantum
+    real = _pad.calibrate_quantum
 
     def counting(*a: object, **k: object) -> int:
         measured.append(1)
         return real(*a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(timing, "calibrate_quantum", counting)
+    # Both callers: the mechanism's quanta and the statistic's.
+    monkeypatch.setattr(mechanism_padding, "calibrate_quantum", counting)
+    monkeypatch.setattr(statistic_padding, "calibrate_quantum", counting)
     # A second run (a fresh process, as far as the cache goes) measures nothing.
-    timing.clear_caches()
+    _quanta.clear_caches()
     second = CliRunner().invoke(main, args)
     assert second.exit_code == 0, second.output
     assert measured == []
     # With the store off, a fresh process measures its quanta again.
-    timing.clear_caches()
+    _quanta.clear_caches()
     monkeypatch.setenv("SNAPCORE_TIMING_STORE", "off")
     third = CliRunner().invoke(main, args)
     assert third.exit_code == 0, third.output
     assert len(measured) >= 2  # the mechanism's scalar quantum and the statistic's
+
+
+def test_equal_keys_are_interned_once() -> None:
+    key = ("calibration", "mpfr", "SystemSource")
+    a, b = _quanta.intern_key(key), _quanta.intern_key(tuple(key))
+    assert a is b and a == _quanta.InternedKey(key) and hash(a) == hash(key)
+
+
+def test_a_forked_child_gets_new_locks() -> None:
+    """A lock held at the fork by another thread (which the child does not have) would
+    never be released: the child replaces every lock of the caches and counters."""
+    caches = (_quanta.SCALAR_QUANTA, _quanta.ARRAY_QUANTA, _quanta.STATISTIC_QUANTA)
+    held = [c._lock for c in caches] + [_quanta.statistic_stats()._lock]
+    for lock in held:
+        lock.acquire()
+    try:
+        _quanta._after_fork_in_child()
+        for c in caches:
+            assert c.get("after the fork", lambda: 5) == 5
+        _quanta.statistic_stats().count()
+        assert _quanta.intern_key("after the fork") is _quanta.intern_key("after the fork")
+    finally:
+        for lock in held:
+            lock.release()

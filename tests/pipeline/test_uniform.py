@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import snapcore
-from snapcore.mechanism import _padding as timing
+from snapcore.mechanism import _padding
+from snapcore.padding import _quanta
 from snapcore.randomness._sources import SeededSource
 
 CONFIGS: list[dict[str, Any]] = [
@@ -129,8 +130,8 @@ def test_uniform_add_is_add(v: float, which: int, nm: int, ne: int, negative: bo
 def test_padded_and_unpadded_releases_agree_draw_for_draw(
     cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(timing, "calibrate_quantum", lambda run, classes, **kw: 1000)
-    timing.clear_caches()
+    monkeypatch.setattr(_padding, "calibrate_quantum", lambda run, classes, **kw: 1000)
+    _quanta.clear_caches()
     try:
         plain = snapcore.SnappingMechanism(**cfg, source=SeededSource(4), timing="off")
         padded = snapcore.SnappingMechanism(**cfg, source=SeededSource(4), timing="constant")
@@ -138,7 +139,7 @@ def test_padded_and_unpadded_releases_agree_draw_for_draw(
             a, b = plain.release(v), padded.release(v)
             assert a == b and math.copysign(1.0, a) == math.copysign(1.0, b), v
     finally:
-        timing.clear_caches()
+        _quanta.clear_caches()
 
 
 def _unit_draws(p: int) -> list[tuple[int, int]]:

@@ -16,6 +16,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.releases._grouped import GroupedRelease, plan_groups
+from snapcore.releases._request import ReleaseRequest
 
 SEX = [1, 2, 2.0, 1, 9, "1", 2]
 AGE = [31, 45, 52, 28, 60, 70, 200]
@@ -26,18 +27,30 @@ def _exact_group_values(stat_name, data, by, keys, rel, **kw):
     """f(D_g) per key, as each group's release prepares it (before any noise)."""
     stat = resolve_statistic(stat_name)
     bounds = kw.pop("checked_bounds", None)
-    _, preps = plan_groups(
-        stat,
-        data,
+    request = ReleaseRequest(
+        statistic=stat,
+        data=data,
+        epsilon=Fraction(1),
+        data_bounds=bounds,
+        gamma=None,
+        clamp_bounds=None,
+        n=kw.pop("n", None),
+        relation=rel,
+        column=kw.pop("column", None),
         by=by,
         keys=keys,
-        policy=check_missing_policy("error", None, rel),
-        rel=rel,
-        eps=Fraction(1),
-        plan=lambda ds, n_pub: stat.prepare(ds, data_bounds=bounds, n=n_pub, relation=rel),
-        column=kw.pop("column", None),
         group_sizes=kw.pop("group_sizes", None),
-        n=kw.pop("n", None),
+        missing=check_missing_policy("error", None, rel),
+        backend="mpfr",
+        source=None,
+        budget=None,
+        precision=None,
+        timing=None,
+        options={},
+    )
+    _, preps = plan_groups(
+        request,
+        lambda ds, n_pub: stat.prepare(ds, data_bounds=bounds, n=n_pub, relation=rel),
     )
     return [p.values for p in preps]
 

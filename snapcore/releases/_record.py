@@ -1,0 +1,209 @@
+"""The record of a release: :class:`Release`, the private value and everything about how
+it was made."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from snapcore._display import short
+from snapcore.calibration._guarantee import calibration_accuracy
+from snapcore.calibration._params import record_calibration
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.errors import keyword, parameter_name
+from snapcore.plugins._statistic import DataBounds
+
+__all__ = ["Release"]
+
+
+def _frac_str(q: Fraction | None) -> str | None:
+    return None if q is None else str(q)
+
+
+@attrs.frozen(kw_only=True)
+class Release:
+    """The result of :func:`snapcore.release`: the private value and everything about how.
+
+    Attributes
+    ----------
+    statistic : str
+        The statistic released.
+    value : float, int or tuple
+        The released value; one per coordinate (a tuple) for vector statistics.  An
+        integer-valued statistic (count, histogram) comes back as ``int`` when every
+        output is an integer: an integral :attr:`grid_step` between integral clamp
+        bounds.
+    labels : sequence of str
+        Coordinate labels (for a histogram, the bins, written when read); a tuple or an
+        immutable sequence equal to one.
+    epsilon_spent : Fraction
+        The total ε this release spent (what a :class:`~snapcore.Budget` was charged).
+    epsilon_per_value : Fraction
+        The ε of the mechanism releasing each coordinate.
+    composition : str
+        How the budget was divided over the coordinates, and why.
+    relation : Neighbouring
+        The neighbouring relation the guarantee is for.
+    sensitivity : Fraction
+        Δ per coordinate (data units).
+    value_range : (Fraction, Fraction)
+        Where f(D) can lie given the data bounds; ``b_prime = max(|lo|, |hi|)``.
+    clamp_bounds : (float, float) or None
+        The clamp interval ``[c − B, c + B]``; outputs lie in it.  None when nothing
+        was noised (Δ = 0).
+    half_width : Fraction or None
+        B, the half-width of the clamp interval.
+    clamp_reason : str
+        How the clamp interval was chosen (γ and the formula, or given directly).
+    gamma : Fraction or None
+        The γ used, if the interval was chosen from γ.
+    precision : int or None
+        Working precision p in bits.
+    granularity : Fraction or None
+        Λ, the smallest power of two ``>= λ``, in sensitivity units (as on
+        :class:`~snapcore.mechanism._mechanism.SnappingMechanism`).
+    grid_step : Fraction or None
+        Δ·Λ, the output grid's spacing in data units: outputs are multiples of it from
+        the centre of the clamp interval.
+    backend : str or None
+        The arithmetic backend.
+    source : str or None
+        The randomness source's name (``"seeded"`` is not for production).
+    data_bounds : tuple of (float, float), or None
+        The bounds the data were clamped to.
+    n : int or None
+        The public n used (or the public cap on n under add-remove).
+    derivation : str
+        Where Δ and the range come from.
+    notes : tuple of str
+        Anything else worth knowing.
+    """
+
+    statistic: str
+    value: float | tuple[float, ...]
+    labels: Sequence[str]
+    epsilon_spent: Fraction
+    epsilon_per_value: Fraction
+    composition: str
+    relation: Neighbouring
+    sensitivity: Fraction
+    value_range: tuple[Fraction, Fraction]
+    clamp_bounds: tuple[float, float] | None
+    half_width: Fraction | None
+    clamp_reason: str
+    gamma: Fraction | None
+    precision: int | None
+    granularity: Fraction | None
+    grid_step: Fraction | None
+    backend: str | None
+    source: str | None
+    data_bounds: DataBounds | None
+    n: int | None
+    derivation: str
+    notes: tuple[str, ...]
+
+    @property
+    def b_prime(self) -> Fraction:
+        """B′ = ``max(|lo|, |hi|)`` of :attr:`value_range`."""
+        return max(abs(self.value_range[0]), abs(self.value_range[1]))
+
+    def accuracy(self, alpha: Any) -> float:
+        """The data-independent accuracy at confidence ``alpha``: each released value is
+        within this of the exact statistic with probability at least ``1 - alpha``
+        (:func:`snapcore.analysis._guarantees.accuracy` of this record: the guarantee of the
+        calibration recomputed from its public parameters; a test checks the two agree).
+
+        Raises
+        ------
+        ParameterError
+            If nothing was noised (no clamp interval), or ``alpha`` is not in (0, 1).
+        """
+        return calibration_accuracy(record_calibration(self), alpha).bound
+
+    @property
+    def grid_explanation(self) -> str:
+        """What the output grid means, in one paragraph, and how to get a finer one."""
+        if self.grid_step is None:
+            return "no grid: nothing was noised (Δ = 0), the value is exact"
+        step = short(self.grid_step)
+        acc = self.accuracy(0.05)
+        return (
+            f"outputs lie on a grid of step {step} (data units), centred on the clamp "
+            "interval: the noise is rounded to a multiple of it, so repeated releases "
+            f"take few distinct values and one can equal the exact value; that is not "
+            f"'no noise' (95% accuracy ±{acc:.6g}). The step is Δ·Λ with Λ the power of "
+            "two at or above the noise scale λ ≈ 1/ε (ε per value); the clamp interval "
+            f"does not change it. A finer grid: {self.finer_grid}"
+        )
+
+    @property
+    def finer_grid(self) -> str:
+        """How to make the output grid finer, for this release: the ε that halves the
+        step (Λ halves when ε per value passes the power of two ``2/Λ``; ε′ is a hair
+        below ε, so ε = 1 gives Λ = 2 and ε = 1.001 gives Λ = 1), and whether a
+        smaller Δ is in the user's hands (narrower data bounds) or fixed."""
+        if self.grid_step is None or self.granularity is None:
+            return "no grid: nothing was noised"
+        lam = self.granularity  # Λ = 2**L
+        per_value = 2 / lam  # ε per value must pass this for Λ/2
+        total = per_value * self.epsilon_spent / self.epsilon_per_value
+        ask = total * Fraction(1001, 1000)
+        text = (
+            f"{keyword('epsilon', float(ask))} (ε per value above {short(per_value)}) "
+            f"halves the step to {short(self.grid_step / 2)}"
+        )
+        if self.data_bounds is None:
+            return text + f"; Δ = {short(self.sensitivity)} is fixed for {self.statistic!r}"
+        return (
+            text + f"; or a smaller Δ (now {short(self.sensitivity)}): narrower "
+            f"{parameter_name('data_bounds')}, or, where Δ shrinks with n (a mean, a "
+            "variance), more records"
+        )
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The released values as a tuple (one element for a scalar statistic)."""
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
+
+        def f(q: Fraction | None) -> float | None:
+            return None if q is None else float(q)
+
+        return {
+            "statistic": self.statistic,
+            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
+            "labels": list(self.labels),
+            "epsilon_spent": f(self.epsilon_spent),
+            "epsilon_spent_exact": _frac_str(self.epsilon_spent),
+            "epsilon_per_value": f(self.epsilon_per_value),
+            "composition": self.composition,
+            "relation": self.relation.value,
+            "relation_description": self.relation.description,
+            "sensitivity": f(self.sensitivity),
+            "sensitivity_exact": _frac_str(self.sensitivity),
+            "value_range": [f(self.value_range[0]), f(self.value_range[1])],
+            "b_prime": f(self.b_prime),
+            "clamp_bounds": None if self.clamp_bounds is None else list(self.clamp_bounds),
+            "half_width": f(self.half_width),
+            "clamp_reason": self.clamp_reason,
+            "gamma": f(self.gamma),
+            "precision": self.precision,
+            "granularity": f(self.granularity),
+            "granularity_exact": _frac_str(self.granularity),
+            "grid_step": f(self.grid_step),
+            "grid_step_exact": _frac_str(self.grid_step),
+            "grid_explanation": self.grid_explanation,
+            "backend": self.backend,
+            "source": self.source,
+            "data_bounds": None
+            if self.data_bounds is None
+            else [list(p) for p in self.data_bounds],
+            "n": self.n,
+            "derivation": self.derivation,
+            "notes": list(self.notes),
+        }
