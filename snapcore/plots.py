@@ -1,5 +1,5 @@
-"""Pictures of the accuracy math (:mod:`snapcore.analysis._guarantees` and
-:mod:`snapcore.analysis._estimates`), as matplotlib figures.
+"""Pictures of the accuracy math (:mod:`snapcore.analysis`: the guarantees and
+the estimates from a guess), as matplotlib figures.
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
 global state, no display needed); save it with ``fig.savefig("out.png")`` or ``.svg``.
@@ -240,8 +240,8 @@ def accuracy_vs_gamma(
     top panel shows the margin B − B′ next to the accuracy, both in user units.  The
     data-independent accuracy hardly moves (it depends on B only through 12Bη and the 2B
     cap); what γ trades is the bias at the worst case f(D) = B′
-    (:func:`~snapcore.analysis._estimates.bias` for that guess) and the probability that
-    the clamp binds there (:func:`~snapcore.analysis._estimates.clamp_probability`, at most
+    (:func:`~snapcore.analysis.bias` for that guess) and the probability that
+    the clamp binds there (:func:`~snapcore.analysis.clamp_probability`, at most
     γ) against a wider interval.
     ``subject`` (what is released) goes into the title.
 

@@ -2,7 +2,7 @@
 covariance (docs/statistics.md).
 
 Every value is computed **exactly** from the data clamped to the bounds (the data are
-doubles, hence exact rationals; :mod:`snapcore.exact._sums` sums them as integers) and
+doubles, hence exact rationals; :mod:`snapcore.exact` sums them as integers) and
 handed to the mechanism as an exact :class:`fractions.Fraction`.  No floating-point
 rounding happens between the data and the mechanism, so each declared sensitivity
 is a theorem about the value the mechanism receives (Casacuberta et al. 2022).

@@ -22,7 +22,7 @@ Where the contract differs, and why:
 * ``bias``, ``variance`` and ``mse`` (diffprivlib's Snapping raises
   ``NotImplementedError``) are, by default, those of the mechanism as implemented:
   snapcore's p-bit pipeline, whose exact output distribution for one input
-  :func:`snapcore.analysis._audit.exact_output_distribution` enumerates (every output, its
+  :func:`snapcore.analysis.exact_output_distribution` enumerates (every output, its
   probability a dyadic rational).  The moments are summed exactly in rationals and
   rounded once to the nearest double.  They differ from the *ideal* mechanism's
   (real-valued Laplace noise, snapped and clamped exactly) by terms of relative size
@@ -37,7 +37,7 @@ Where the contract differs, and why:
   :class:`~snapcore.AuditLimitError` before any work rather than switch silently to
   another quantity (docs/embedding.md argues the choice).  ``exact=False`` gives
   the ideal mechanism's values instead (its bias exactly,
-  :func:`snapcore.analysis._estimates.bias`; its variance as an upper bound tight to double
+  :func:`snapcore.analysis.bias`; its variance as an upper bound tight to double
   precision), at a cost independent of ``B/Λ``.  Like
   diffprivlib's, these methods take a ``value``: pass a guess, never private data.
 * Input: a non-number raises ``TypeError`` (as in diffprivlib); NaN and ±inf raise
@@ -248,9 +248,9 @@ class Snapping(DPMechanism):  # type: ignore[misc]
         exact : bool
             True (default): the implemented mechanism's exact bias, computed in
             rationals from its exact output distribution
-            (:func:`snapcore.analysis._audit.exact_output_distribution`), rounded to the
+            (:func:`snapcore.analysis.exact_output_distribution`), rounded to the
             nearest double.  False: the ideal mechanism's
-            (:func:`snapcore.analysis._estimates.bias`).
+            (:func:`snapcore.analysis.bias`).
 
         Raises
         ------

@@ -249,7 +249,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
 
     ``P(|⌊x + Y⌉_Λ| > b)`` for the ideal mechanism: the snapped value falls outside the
     interval and is moved to an end.  With B chosen by
-    :func:`~snapcore.analysis._guarantees.bound_for_gamma` and
+    :func:`~snapcore.analysis.bound_for_gamma` and
     ``|guess| <= B′`` it is at most γ (docs/bounds-and-gamma.md).  Takes a guess, never data.
 
     Examples
@@ -354,8 +354,8 @@ def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
 
     The least ``a`` with ``P(|output − guess| > a) <= alpha`` when f(D) equals the guess,
     for the ideal mechanism (real-valued Laplace noise, exact snapping and clamping),
-    plus the rounding term of :func:`~snapcore.analysis._guarantees.accuracy_details`.
-    Tighter than the guarantee :func:`~snapcore.analysis._guarantees.accuracy`
+    plus the rounding term of :func:`~snapcore.analysis.accuracy_details`.
+    Tighter than the guarantee :func:`~snapcore.analysis.accuracy`
     near the interval's ends, where the clamp removes error.  Computed exactly from the
     output distribution: the tail probability is a step function of ``a`` that jumps at
     the distances from the guess to the grid points and to the ends, so a bisection
@@ -462,7 +462,7 @@ def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
     Couples the two mechanisms through the same noise ``Y`` (user units):
     ``M_L = f + Y`` and ``M_S = c + Δ·clamp_b(⌊clamp_b(t) + Y/Δ⌉_Λ)``, in exact real
     arithmetic.  (At the same nominal ε the Laplace scale differs from λ by the factor of
-    :class:`~snapcore.analysis._guarantees.LaplaceComparison` and the rounding of λ,
+    :class:`~snapcore.analysis.LaplaceComparison` and the rounding of λ,
     relatively about 1e-35.)
 
     Examples

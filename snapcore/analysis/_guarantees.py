@@ -88,7 +88,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     Parameters
     ----------
     mechanism : SnappingMechanism, Calibration or release record
-        Anything with a :class:`~snapcore.calibration._params.Calibration`.
+        Anything with a :class:`~snapcore.Calibration`.
     alpha : real
         α in (0, 1).
 
@@ -96,7 +96,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     -------
     Accuracy
         ``bound`` is the guarantee; the derivation is in
-        :func:`snapcore.calibration._guarantee.calibration_accuracy`.
+        :func:`snapcore.calibration.calibration_accuracy`.
 
     Raises
     ------

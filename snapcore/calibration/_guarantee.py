@@ -1,6 +1,6 @@
 """The data-independent accuracy guarantee of a calibrated mechanism.
 
-It depends on the :class:`~snapcore.calibration._params.Calibration` only (never on data), so the
+It depends on the :class:`~snapcore.Calibration` only (never on data), so the
 mechanism, a release record and the planning functions of :mod:`snapcore.analysis._guarantees`
 all compute it here.  Every step is exact rational arithmetic except one logarithm,
 which MPFR rounds upward (:func:`snapcore.calibration._clamp.ln_upper`), and the result is rounded

@@ -263,7 +263,7 @@ def stream_partial(
     policy : MissingPolicy, optional
         A missing-value policy (``drop`` or ``impute``, checked against the relation by
         the caller) applied to each block before its partial state, exactly as a
-        release applies it to data held in memory (:func:`snapcore.data._missing.apply_missing`).
+        release applies it to data held in memory (:func:`snapcore.data.apply_missing`).
 
     Raises
     ------

@@ -136,7 +136,7 @@ class Dataset:
         return col.doubles
 
     def categorical(self, i: int) -> list[CategoryKey]:
-        """Column ``i`` as normalised category keys (:func:`snapcore.data._values.category_key`):
+        """Column ``i`` as normalised category keys (:func:`snapcore.data.category_key`):
         numbers by exact value, strings as strings, bools as bools; each record on its own.
 
         Raises

@@ -1,7 +1,7 @@
 """Data frames of any library as snapcore data: pandas, polars, pyarrow and more.
 
 pandas objects, NumPy arrays, Python sequences and mappings are read by
-:func:`snapcore.data._columns.as_dataset` directly.  Every other data frame that narwhals
+:func:`snapcore.data.as_dataset` directly.  Every other data frame that narwhals
 (Gorelli et al., a dependency-free layer over pandas, polars, pyarrow, modin, cuDF
 and others) recognises is turned into a mapping of column name to NumPy array:
 lazy frames (polars ``LazyFrame``) are narrowed to the columns the statistic reads
@@ -40,7 +40,7 @@ def is_dask(obj: Any) -> bool:
 
 
 def to_columns(data: Any, column: Any = None) -> Any:
-    """``data`` itself if :func:`~snapcore.data._columns.as_dataset` reads it, otherwise a
+    """``data`` itself if :func:`~snapcore.data.as_dataset` reads it, otherwise a
     mapping of column name to NumPy array (only the named columns, if ``column`` is
     given), or a NumPy array for a one-column series.
 
@@ -86,7 +86,7 @@ class _Sized(dict[str, Any]):
 
 
 def read_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
-    """:func:`~snapcore.data._columns.as_dataset` for any data frame (see the module)."""
+    """:func:`~snapcore.data.as_dataset` for any data frame (see the module)."""
     if is_dask(data):
         raise ParameterError(
             "a Dask collection is released partition by partition: pass it to "

@@ -79,13 +79,13 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def arithmetic(self, precision: int) -> Arithmetic:
-        """The :class:`Arithmetic` for ``precision`` bits (may be cached)."""
+        """The :class:`~snapcore.Arithmetic` for ``precision`` bits (may be cached)."""
 
     def cached_arithmetic(self, precision: int, make: Callable[[int], _A]) -> _A:
         """``make(precision)``, built once per precision and shared (thread-safe).
 
         The helper behind most :meth:`arithmetic` implementations: an
-        :class:`Arithmetic` is immutable and thread-safe, so one per precision is
+        :class:`~snapcore.Arithmetic` is immutable and thread-safe, so one per precision is
         enough.
         """
         with self._arithmetics_lock:
@@ -105,7 +105,7 @@ class Backend(abc.ABC):
     ) -> np.ndarray | None:
         """Optional capability: release every element of ``values`` at once, or decline.
 
-        Called by :meth:`snapcore.mechanism._mechanism.SnappingMechanism.release` for arrays of at
+        Called by :meth:`snapcore.SnappingMechanism.release` for arrays of at
         least :attr:`batch_min_size` elements whose elements are exact doubles (float
         arrays, finite, or integer arrays within ``2**53``).
 

@@ -35,7 +35,7 @@ def snapcore_register_backends(registry: BackendRegistry) -> None:
     """Register arithmetic backends.
 
     :param registry: call ``registry.add(BackendClass)`` for each
-        :class:`snapcore.pipeline._backend.Backend` subclass; its ``name`` is the key.
+        :class:`snapcore.Backend` subclass; its ``name`` is the key.
         Register a backend even when its library is missing: it is then listed
         as unavailable with its install hint.
     """
@@ -46,7 +46,7 @@ def snapcore_register_sources(registry: SourceRegistry) -> None:
     """Register randomness sources.
 
     :param registry: call ``registry.add(name, factory)``, where ``factory(**options)``
-        returns a :class:`snapcore.randomness._sources.RandomSource`.
+        returns a :class:`snapcore.RandomSource`.
     """
 
 

@@ -114,7 +114,7 @@ class Registry(Generic[T]):
 
 
 class BackendRegistry(Registry["type[Backend]"]):
-    """Registry of :class:`snapcore.pipeline._backend.Backend` classes, keyed by ``Backend.name``."""
+    """Registry of :class:`snapcore.Backend` classes, keyed by ``Backend.name``."""
 
     kind = "backend"
 

@@ -8,7 +8,7 @@ the data bounds, the public ``n`` and the neighbouring relation into a
 data):
 
 - ``values`` — f(D), one per coordinate, computed from the data clamped to the
-  bounds **exactly** (a :class:`fractions.Fraction`; see :mod:`snapcore.exact._sums`), so
+  bounds **exactly** (a :class:`fractions.Fraction`; see :mod:`snapcore.exact`), so
   the declared sensitivity holds for the very values passed to the mechanism;
 - ``sensitivity`` — Δ for the stated relation: ``|f(D) − f(D′)| <= Δ`` for every
   coordinate and every pair of neighbouring datasets within the bounds;
@@ -161,7 +161,7 @@ class Statistic(abc.ABC):
     """Base class of statistic plugins.
 
     A statistic is **mergeable**: it implements :meth:`partial` (one chunk of records
-    to a :data:`State` of Python ints), :meth:`merge` (two states to one; the default
+    to a ``State`` of Python ints), :meth:`merge` (two states to one; the default
     adds them element by element) and :meth:`finalize` (the merged state to the
     :class:`Prepared` f(D), Δ and range).  Every release goes through these three,
     over one chunk or many, on one machine or on Dask workers, so a split of the
@@ -257,8 +257,8 @@ class Statistic(abc.ABC):
     ) -> Prepared:
         """f(D) exactly, with Δ and the range of f, from the merged state of all records.
 
-        Parameters are those of :meth:`prepare`, with the merged ``state`` in place of
-        the data.
+        Parameters are those of :meth:`~snapcore.Statistic.prepare`, with the merged
+        ``state`` in place of the data.
         """
         raise NotImplementedError(f"statistic {self.name!r} does not implement finalize()")
 
@@ -360,9 +360,9 @@ def check_n(n: Any) -> int | None:
 def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) -> tuple[int, str]:
     """The public n for ``relation``, with a sentence saying where it comes from.
 
-    Under :attr:`Neighbouring.REPLACE` n is public: it is taken from the data when not
+    Under ``Neighbouring.REPLACE`` n is public: it is taken from the data when not
     given, and must equal the data's size when given.  Under
-    :attr:`Neighbouring.ADD_REMOVE` the size is private, so ``n`` must be given as a
+    ``Neighbouring.ADD_REMOVE`` the size is private, so ``n`` must be given as a
     public upper bound on the number of records (used to cap the statistic).
     """
     if relation is Neighbouring.REPLACE:
@@ -413,7 +413,7 @@ def resolve_relation(stat: Statistic, relation: Any) -> Neighbouring:
 
 
 def _pair(name: str, pair: Any) -> tuple[float, float]:
-    """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.data._values.read_double_pair`)."""
+    """A ``(lower, upper)`` pair of exact doubles (:func:`snapcore.data.read_double_pair`)."""
     lo, hi = read_double_pair(name, pair, parameter="data_bounds")
     return (float(lo), float(hi))
 

@@ -9,7 +9,7 @@ release reserves its ε first; if it then fails, the reservation is returned and
 nothing is spent (nothing was released).  All of this is safe across threads.
 
 :class:`LedgerBudget` (from :meth:`Budget.from_ledger`) keeps the same accounting in a
-durable file shared by processes (:mod:`snapcore.releases._ledger`).
+durable file shared by processes (:class:`~snapcore.Ledger`).
 
 >>> from snapcore import Budget
 >>> b = Budget(1)
@@ -115,7 +115,7 @@ class Budget:
     def from_ledger(cls, path: Any) -> LedgerBudget:
         """A budget kept in the durable ledger at ``path``, shared by processes.
 
-        See :mod:`snapcore.releases._ledger`: each spend is committed to disk before the release
+        See :class:`~snapcore.Ledger`: each spend is committed to disk before the release
         draws noise, and is never refunded.
 
         Raises
@@ -147,13 +147,13 @@ class Budget:
 
 
 class LedgerBudget(Budget):
-    """A :class:`Budget` whose accounting lives in a :class:`~snapcore.releases._ledger.Ledger`.
+    """A :class:`Budget` whose accounting lives in a :class:`~snapcore.Ledger`.
 
     Same interface as the in-memory Budget (``total``, ``spent``, ``remaining``,
     ``history``, ``reserve``, ``spend``), so it can be passed as ``budget=`` to
     :func:`snapcore.release`.  Each call reads the ledger, so several processes
     holding budgets on one ledger see each other's spends.  Unlike the in-memory
-    Budget, a block that raises does not get its ε back (see :mod:`snapcore.releases._ledger`).
+    Budget, a block that raises does not get its ε back (see :class:`~snapcore.Ledger`).
 
     Parameters
     ----------
@@ -186,7 +186,7 @@ class LedgerBudget(Budget):
     @contextmanager
     def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
         """Commit ``epsilon`` to the ledger before the block runs (see
-        :meth:`snapcore.releases._ledger.Ledger.reserve`)."""
+        :meth:`snapcore.Ledger.reserve`)."""
         with self.ledger.reserve(epsilon, label=label) as eps:
             yield eps
 

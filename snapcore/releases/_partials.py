@@ -1,6 +1,6 @@
 """Mergeable partial states: release a statistic of data split over chunks or machines.
 
-A statistic's :meth:`~snapcore.plugins._statistic.Statistic.partial` turns some records into a
+A statistic's :meth:`~snapcore.Statistic.partial` turns some records into a
 small state of Python ints; states of disjoint chunks merge exactly (integer
 addition), in any order and grouping, into the state of all the records; the release
 then finalises the merged state once and adds noise once, on the caller.  Because

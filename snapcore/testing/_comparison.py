@@ -120,7 +120,7 @@ def compare_backends(
     conformance : bool
         Run :func:`snapcore.testing.run_conformance` (the quick selection) first.
     seed : int
-        Seed of the :class:`~snapcore.randomness._sources.SeededSource` all backends share, so that
+        Seed of the :class:`~snapcore.SeededSource` all backends share, so that
         their array outputs can be compared exactly.
     repeat : int
         Array releases per backend (round-robin); the fastest counts.

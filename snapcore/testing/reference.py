@@ -1,6 +1,6 @@
 """Independent references for the conformance suite.
 
-Nothing here shares code with a backend or with :mod:`snapcore.exact._dyadic`:
+Nothing here shares code with a backend or with :mod:`snapcore.exact`:
 
 * :func:`round_nearest` rounds an exact rational ``num/den * 2**e`` to ``p`` bits,
   ties to even, by its own integer search;
@@ -11,7 +11,7 @@ Nothing here shares code with a backend or with :mod:`snapcore.exact._dyadic`:
   directions), and accepts only when both ends round to the same p-bit value; else
   it doubles the precision (a Ziv check).
 
-:class:`ReferenceBackend` packages them as a :class:`~snapcore.pipeline._backend.Backend`
+:class:`ReferenceBackend` packages them as a :class:`~snapcore.Backend`
 (not registered) so that whole pipelines can be run on the reference.
 """
 
@@ -185,7 +185,7 @@ def ln_midpoint_distance(m: int, e: int, p: int) -> float:
 
 
 class ReferenceArithmetic(Arithmetic):
-    """The reference as an :class:`~snapcore.pipeline._backend.Arithmetic` on ``(m, e)`` pairs."""
+    """The reference as an :class:`~snapcore.Arithmetic` on ``(m, e)`` pairs."""
 
     def __init__(self, precision: int) -> None:
         self.precision = precision

@@ -1,6 +1,6 @@
 """The statistic conformance checks as plain functions (no pytest or hypothesis needed).
 
-A statistic's privacy claim is what its :class:`~snapcore.plugins._statistic.Prepared` declares:
+A statistic's privacy claim is what its :class:`~snapcore.Prepared` declares:
 the sensitivity Δ, the value range (B′) and the share of ε per coordinate.  These
 functions check the claim on the values the statistic really hands the mechanism, as a
 gray-box audit does (Cebere et al., "Privacy in Theory, Bugs in Practice", PETS 2026):
@@ -17,7 +17,7 @@ accepts, and the two runs are compared **exactly** (Fractions, no tolerance):
   source, and each released value is the mechanism's output on f(D) for those draws;
 - bad input is refused with :class:`~snapcore.errors.ParameterError` before any draw.
 
-Every failure is a :class:`StatisticConformanceError` whose message ends with a
+Every failure is a :class:`~snapcore.errors.StatisticConformanceError` whose message ends with a
 one-line reproduction.  The checks take the
 :class:`~snapcore.testing.statistic_evaluation.Outcome` of a statistic's runs
 (:mod:`snapcore.testing.statistic_evaluation`) on the datasets of
@@ -241,7 +241,8 @@ def run_statistic_conformance(
     ----------
     statistic : Statistic, Statistic subclass or registered name
     settings : sequence of Setting, optional
-        Parameter sets (default: the built-in table, or :func:`default_settings`).
+        Parameter sets (default: the built-in table, or
+        :func:`~snapcore.testing.statistic_settings.default_settings`).
     random_pairs : int
         Random pairs released end to end.
     seed : int

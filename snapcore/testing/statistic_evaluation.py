@@ -111,7 +111,7 @@ def prepare(
 @functools.lru_cache(maxsize=4)
 def frozen_draws(count: int = 512, seed: int = 19) -> tuple[tuple[int, Fraction], ...]:
     """Draws ``(sign, U*)`` with 12-bit ``U*`` (valid at every precision) for a
-    :class:`~snapcore.randomness._sources.ReplaySource`."""
+    :class:`~snapcore.ReplaySource`."""
     rng = random.Random(seed)
     return tuple(
         (rng.choice((1, -1)), Fraction(2 * rng.randrange(1 << 11) + 1, 1 << 12))
