@@ -218,7 +218,7 @@ def startup_rows(rounds: int = 7) -> list[tuple[str, str, str, str, bool | None]
     Each is the best of ``rounds`` runs in turns (:func:`best_times`), from this
     interpreter's environment (the CLI finds its bundled example data itself);
     calibrated timing quanta come from the store the CLI keeps across runs
-    (``snapcore.mechanism._padding.QuantaStore``), which the warm-up run fills if it is empty.
+    (``snapcore.padding.QuantaStore``), which the warm-up run fills if it is empty.
     """
     py = sys.executable
     cli = os.path.join(os.path.dirname(py), "snapcore")

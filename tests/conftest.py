@@ -18,7 +18,7 @@ settings.register_profile("ci", parent=settings.get_profile("snapcore"), derando
 settings.load_profile("ci" if os.environ.get("CI") else "snapcore")
 
 # The command line keeps calibrated timing quanta in a file under the user's cache
-# (snapcore.mechanism._padding.QuantaStore); tests that run it must not read or write that file.
+# (snapcore.padding.QuantaStore); tests that run it must not read or write that file.
 os.environ["SNAPCORE_TIMING_STORE"] = "off"
 
 
