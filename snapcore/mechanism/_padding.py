@@ -180,10 +180,6 @@ class Padding:
         pad(start, q, self.stats)
         return out
 
-    def finish(self, start_ns: int, quantum_ns: int) -> int:
-        """Pad a release that started at ``start_ns``; returns the multiple."""
-        return pad(start_ns, quantum_ns, self.stats)
-
     # -- calibration -------------------------------------------------------------------
     def _calibrate_scalar(self, kind: type) -> int:
         inner = calibration_source(self._source)
@@ -291,8 +287,8 @@ def _scalar_classes(calibration: Calibration, kind: type) -> list[Any]:
     if kind is int:
         return [int(c), math.floor(lo), math.ceil(hi), 0, -(10**300), 10**300]
     if kind is Fraction:
-        fr = [Fraction(x) for x in floats]
-        return [*fr, Fraction(5e-324) / 1000003, (Fraction(lo) + Fraction(hi)) / 7]
+        exact = [Fraction(x) for x in floats]
+        return [*exact, Fraction(5e-324) / 1000003, (Fraction(lo) + Fraction(hi)) / 7]
     out = []
     for x in floats:
         try:
@@ -326,14 +322,14 @@ def _array_classes(calibration: Calibration, n: int, container: str, dtype: str)
         np.full(n, c),
         np.clip(half, lo, hi),
     ]
-    dt = np.dtype(dtype)
+    kind = np.dtype(dtype)
     classes: list[Any] = []
     for a in base:
-        if dt.kind in "iu":
-            info = np.iinfo(dt)
-            a = np.clip(np.round(a), max(info.min, -(2**53)), min(info.max, 2**53)).astype(dt)
+        if kind.kind in "iu":
+            info = np.iinfo(kind)
+            a = np.clip(np.round(a), max(info.min, -(2**53)), min(info.max, 2**53)).astype(kind)
         else:
-            a = a.astype(dt)
+            a = a.astype(kind)
         classes.append(a.tolist() if container == "list" else a)
     return classes
 
