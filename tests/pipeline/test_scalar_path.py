@@ -481,8 +481,9 @@ def test_a_padded_mechanism_never_takes_the_compiled_kernel(compiled, monkeypatc
     padded = SnappingMechanism(
         epsilon=1.0, clamp_bound=4.0, source=SeededSource(1), timing="constant"
     )
-    monkeypatch.setattr(padded, "_timing", None)  # skip calibrating quanta: same path
-    assert padded.release(1.0) == SnappingMechanism(
+    # The padded path without the padding (no quanta to calibrate): an unpadded copy.
+    release = padded.unpadded_copy(padded.source).release
+    assert release(1.0) == SnappingMechanism(
         epsilon=1.0, clamp_bound=4.0, source=SeededSource(1), timing="off"
     ).release(1.0)
     assert spy.calls == 3  # the untimed reference's release, not the padded one
