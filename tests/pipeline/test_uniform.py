@@ -48,7 +48,7 @@ doubles = st.builds(
 
 
 def _pipe(cfg: dict[str, Any]) -> Any:
-    return snapcore.SnappingMechanism(**cfg, source=SeededSource(0), timing="off")._pipeline
+    return snapcore.SnappingMechanism(**cfg, source=SeededSource(0), timing="off").pipeline
 
 
 def _around(cfg: dict[str, Any]) -> list[float]:
