@@ -449,7 +449,8 @@ def check_pipeline(backend: Backend, case: str, n: int, seed: int = 0, name: str
         if g != w:
             raise ConformanceError(
                 f"[{name}] pipeline {case}: draw {i}: stages (noise, y, k, z) got {g}, "
-                f"expected {w}; reproduce: snapcore.pipeline._stages.Pipeline(calibrate(**{kwargs!r}), "
+                f"expected {w}; reproduce: snapcore.pipeline._stages.Pipeline("
+                f"calibrate(**{kwargs!r}), "
                 f"backend.arithmetic(p)).stages(value, pipeline_draws(p, {m}, {seed})[{i}])"
             )
     want = _reference_outputs(case, n, seed)
