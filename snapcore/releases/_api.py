@@ -338,6 +338,7 @@ def release(
     BudgetExceededError
         If ``budget`` cannot cover ``epsilon``; nothing is drawn or spent.
     """
+    # Every keyword is checked here, once, before any data is read or noise drawn.
     mode = check_timing(timing)
     stat = resolve_statistic(statistic)
     if (
@@ -355,6 +356,8 @@ def release(
             parameter="clamp_bounds",
         )
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
+    if given is None:
+        gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     unknown = sorted(set(options) - set(stat.options))
     if unknown:
         valid = sorted(stat.options) or "none"
@@ -371,7 +374,7 @@ def release(
         data=data,
         epsilon=eps,
         data_bounds=data_bounds,
-        gamma=check_gamma(DEFAULT_GAMMA if gamma is None else gamma) if given is None else None,
+        gamma=gamma,
         clamp_bounds=given,
         n=n,
         relation=rel,
