@@ -25,6 +25,7 @@ SUBPACKAGES = (
     "data",
     "exact",
     "mechanism",
+    "padding",
     "pipeline",
     "plugins",
     "randomness",

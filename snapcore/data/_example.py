@@ -24,4 +24,4 @@ EXAMPLE_NAME = "example.csv"
 
 def example_path() -> Path:
     """Path of the bundled example CSV."""
-    return Path(str(resources.files(__name__).joinpath(EXAMPLE_NAME)))
+    return Path(str(resources.files("snapcore.data").joinpath(EXAMPLE_NAME)))
