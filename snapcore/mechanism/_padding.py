@@ -2,7 +2,7 @@
 
 A release's running time is a side channel: Jin, McMurtry, Rubinstein and Ohrimenko
 (IEEE S&P 2022) recovered private values from the time DP libraries took to sample
-noise.  A padded :class:`~snapcore.mechanism._mechanism.SnappingMechanism` closes it by
+noise.  A padded :class:`~snapcore.SnappingMechanism` closes it by
 **padding** (the "timing-stable step plus delay" of Ratliff and Vadhan, CCS 2024, with
 a deterministic delay; the primitives are in :mod:`snapcore.padding`).  Its quanta are
 calibrated once per mechanism configuration from the unpadded time of worst-case
@@ -12,7 +12,7 @@ inputs, never from the private data:
 - arrays: a quantum per (container, dtype, **length**): a function of the length only.
 
 Calibration runs the release of an unpadded copy of the mechanism
-(:meth:`~snapcore.mechanism._mechanism.SnappingMechanism.unpadded_copy`), which takes
+(:meth:`~snapcore.SnappingMechanism.unpadded_copy`), which takes
 the same paths as the padded one, with a separate source of the same kind.  See
 ``docs/timing.md`` for the argument and what is not covered.
 """
@@ -84,7 +84,7 @@ class Padding:
     unpadded_release : callable
         ``unpadded_release(source)`` is the release of an unpadded copy of the
         mechanism drawing from ``source``
-        (:meth:`~snapcore.mechanism._mechanism.SnappingMechanism.unpadded_copy`).
+        (:meth:`~snapcore.SnappingMechanism.unpadded_copy`).
     """
 
     __slots__ = ("_backend", "_cal", "_key", "_scalar", "_source", "_unpadded", "stats")

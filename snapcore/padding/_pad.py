@@ -189,7 +189,7 @@ def calibrate_quantum(
     margin: float,
     warmup: int = 2,
 ) -> int:
-    """A quantum in ns: the slowest class's :data:`QUANTILE` time times ``margin``.
+    """A quantum in ns: the slowest class's ``QUANTILE`` time times ``margin``.
 
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
@@ -229,7 +229,7 @@ def _quantile(xs: list[int], q: float) -> float:
 def fallbacks_covered(length: int) -> int:
     """How many exact fallback elements an array's quantum covers: the least ``F >= 1``
     with ``P(more than F) <= FALLBACK_RISK`` when each of ``length`` elements falls back
-    independently with probability at most :data:`FALLBACK_RATE_BOUND`.
+    independently with probability at most ``FALLBACK_RATE_BOUND``.
 
     Uses the bound ``P(X >= F + 1) <= C(n, F + 1)·p**(F + 1) <= (n·p)**(F + 1)/(F + 1)!``
     for ``X ~ Binomial(n, p)``, in base-2 logarithms.  A function of the length only.

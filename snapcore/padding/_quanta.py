@@ -61,7 +61,7 @@ class QuantaStore:
     A one-shot process (the command line) would otherwise calibrate its quanta on
     every run, which costs more than the release itself.  An entry is used only on
     the machine and software that measured it (:func:`machine_fingerprint`) and for
-    :data:`STORE_MAX_AGE_S` seconds after it was measured, so the quanta follow the
+    ``STORE_MAX_AGE_S`` seconds after it was measured, so the quanta follow the
     machine's load at that pace.  The store is a cache: when it cannot be opened,
     read or written (a read-only directory, a damaged file), quanta are measured in
     the process as without it.
@@ -297,7 +297,7 @@ def statistic_stats() -> PaddingStats:
 class InternedKey:
     """A cache key hashed once, shared by every equal key (see :func:`intern_key`).
 
-    A mechanism's key holds its :class:`~snapcore.calibration._params.Calibration` (a
+    A mechanism's key holds its :class:`~snapcore.Calibration` (a
     dozen Fractions): hashing and comparing it on every release cost about as much as
     the release itself.  Interned keys are found by identity.
     """

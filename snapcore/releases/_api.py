@@ -83,7 +83,7 @@ SYSTEM_SOURCE_MAX_VALUES = 1024
 
 def _default_source(source: str | RandomSource | None, count: int) -> str | RandomSource | None:
     """The source a release of ``count`` values uses: the one given, else ``"system"``
-    for fewer than :data:`SYSTEM_SOURCE_MAX_VALUES` values, else the mechanism's default."""
+    for fewer than ``SYSTEM_SOURCE_MAX_VALUES`` values, else the mechanism's default."""
     if source is None and count < SYSTEM_SOURCE_MAX_VALUES:
         return "system"
     return source
@@ -268,9 +268,9 @@ def release(
     data : sequence, array, data frame, mapping, Dask data frame, or Partial
         The private data: a sequence, NumPy array, mapping of columns, or a data frame
         of pandas, polars (eager or lazy), pyarrow or any library narwhals reads
-        (:mod:`snapcore.data._frames`); a Dask data frame (one partial state per partition,
-        computed on the workers, :mod:`snapcore.releases._partials`); or a merged
-        :class:`~snapcore.releases._partials.Partial` (its data bounds and options are used).
+        (:mod:`snapcore.data`); a Dask data frame (one partial state per partition,
+        computed on the workers, :func:`snapcore.partial`); or a merged
+        :class:`~snapcore.Partial` (its data bounds and options are used).
         With ``by=``: a data frame or mapping held in memory, or ``{key: Partial}``
         with the merged partial state of every key's records (read in chunks).
     epsilon : real
@@ -294,7 +294,7 @@ def release(
         Column name(s) in a DataFrame or mapping.
     by : str, optional
         Group by this column: one release per key in ``keys``, a
-        :class:`~snapcore.releases._grouped.GroupedRelease` (docs/statistics.md, "Group-by").
+        :class:`~snapcore.GroupedRelease` (docs/statistics.md, "Group-by").
     keys : iterable, optional
         The public key set (required with ``by``): every key is released, present in
         the data or not; records with other keys are left out and never revealed.
@@ -311,7 +311,7 @@ def release(
         Arithmetic backend (default ``"mpfr"``).
     source : str or RandomSource, optional
         Randomness.  Default: the OS CSPRNG (``"system"``) for a release of fewer than
-        :data:`SYSTEM_SOURCE_MAX_VALUES` values, else ChaCha20 keyed from the OS
+        ``SYSTEM_SOURCE_MAX_VALUES`` values, else ChaCha20 keyed from the OS
         (``"chacha20"``, the mechanism's default); docs/sources.md.
     budget : Budget, optional
         Charged ``epsilon`` (sequential composition); checked before any noise.
@@ -432,7 +432,7 @@ def _prepare(
     request: ReleaseRequest, data: Any, column: Any, n: int | None
 ) -> tuple[Prepared, DataBounds | None]:
     """f(D) of ``data`` (the request's, or one group's) from memory, a Dask data frame or
-    a merged :class:`~snapcore.releases._partials.Partial`, and the data bounds used."""
+    a merged :class:`~snapcore.Partial`, and the data bounds used."""
     stat, relation, policy = request.statistic, request.relation, request.missing
     data_bounds, options = request.data_bounds, request.options
     if not _is_partial(data) and not is_dask(data):
@@ -489,7 +489,7 @@ def _is_budget(obj: Any) -> bool:
 
 
 def _is_partial(data: Any) -> bool:
-    """Whether ``data`` is a :class:`~snapcore.releases._partials.Partial` (a Partial exists only
+    """Whether ``data`` is a :class:`~snapcore.Partial` (a Partial exists only
     once its module is imported, so a release of data in memory never imports it)."""
     partials = sys.modules.get("snapcore.releases._partials")
     return partials is not None and isinstance(data, partials.Partial)

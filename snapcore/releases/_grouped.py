@@ -46,7 +46,7 @@ __all__ = ["GroupedRelease"]
 
 @attrs.frozen(kw_only=True, eq=False)
 class GroupedRelease:
-    """One :class:`~snapcore.releases._record.Release` per public key: ``g[key]``, ``g.items()``.
+    """One :class:`~snapcore.Release` per public key: ``g[key]``, ``g.items()``.
 
     Attributes
     ----------
@@ -195,7 +195,7 @@ def plan_groups(
     ``plan(records, n)`` plans the release of one group's records with its public n.
     ``request.data`` is a DataFrame or a mapping of columns, or a mapping
     ``{key: Partial}`` with the partial state of every key of the key set (the records
-    of each group, read in chunks; :func:`snapcore.releases._partials.partial`):
+    of each group, read in chunks; :func:`snapcore.partial`):
     ``plan`` then gets the Partial.
     """
     from snapcore.releases._partials import Partial

@@ -64,7 +64,7 @@ class Release:
         Working precision p in bits.
     granularity : Fraction or None
         Λ, the smallest power of two ``>= λ``, in sensitivity units (as on
-        :class:`~snapcore.mechanism._mechanism.SnappingMechanism`).
+        :class:`~snapcore.SnappingMechanism`).
     grid_step : Fraction or None
         Δ·Λ, the output grid's spacing in data units: outputs are multiples of it from
         the centre of the clamp interval.
@@ -113,7 +113,7 @@ class Release:
     def accuracy(self, alpha: Any) -> float:
         """The data-independent accuracy at confidence ``alpha``: each released value is
         within this of the exact statistic with probability at least ``1 - alpha``
-        (:func:`snapcore.analysis._guarantees.accuracy` of this record: the guarantee of the
+        (:func:`snapcore.analysis.accuracy` of this record: the guarantee of the
         calibration recomputed from its public parameters; a test checks the two agree).
 
         Raises

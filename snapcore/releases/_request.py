@@ -27,7 +27,7 @@ class ReleaseRequest:
     """The statistic, the data and the keywords of one release, checked before anything
     is read, drawn or charged.
 
-    :func:`~snapcore.releases._api.release` builds it from its arguments (see there for
+    :func:`~snapcore.release` builds it from its arguments (see there for
     each keyword); the single and the grouped releases, the padding of a statistic's
     release and the record read it.  A keyword whose check needs the data is kept as
     given and checked where the data are read.
