@@ -50,7 +50,7 @@ MODES: tuple[TimingMode, ...] = ("constant", "off")
 QUANTILE = 0.5
 #: The time :func:`budget_reps` gives a calibration (arrays and statistics).
 ARRAY_BUDGET_NS = 100_000_000
-#: The fast path's exact fallback (snapcore.pipeline._fastpath): an upper bound on the
+#: The fast path's exact fallback (snapcore.pipeline._engine): an upper bound on the
 #: probability that one element of an array, with fresh draws from a CSPRNG, is handed
 #: to the exact pipeline (docs/timing.md, "Exact fallbacks in arrays"), and the
 #: probability left uncovered: an array's quantum covers the smallest number F of exact
