@@ -3,7 +3,7 @@
 Scalar operations are MPFR's (through gmpy2), so every contract of
 :class:`~snapcore.pipeline._backend.Arithmetic` holds exactly as for the ``mpfr`` backend.
 What this backend adds is :meth:`FastBackend.batch`: whole arrays released by the
-double-double fast path of :mod:`snapcore.pipeline._fastpath`, bit-identical to the exact
+double-double fast path of :mod:`snapcore.pipeline._engine`, bit-identical to the exact
 pipeline element for element (compiled by numba, a dependency; the pure-numpy engine
 where numba cannot be imported).
 """
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from snapcore.backends.mpfr import MPFRBackend
 
+from snapcore.exact._sums import numba_available
 from snapcore.pipeline._arithmetic import Arithmetic
 from snapcore.pipeline._backend import Backend
 from snapcore.pipeline._stages import Pipeline
@@ -45,8 +46,6 @@ class FastBackend(Backend):
         return bool(MPFRBackend.is_available())
 
     def version(self) -> str:
-        from snapcore.pipeline._fastpath import numba_available
-
         engine = "numba " + _numba_version() if numba_available() else "numpy only"
         return f"{self._mpfr.version()}; numpy {np.__version__}; {engine}"
 
@@ -75,7 +74,7 @@ class FastBackend(Backend):
         Bit-identical to ``pipeline.run(pipeline.centre(v), d)`` on the draws
         ``source.draws(values.size, p)``, in order.
         """
-        from snapcore.pipeline._fastpath import release_batch
+        from snapcore.pipeline._engine import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
@@ -86,7 +85,7 @@ class FastBackend(Backend):
         """:meth:`batch` for a padded release, with the exact work of ``exact_floor``
         fallbacks whatever falls back (:meth:`MPFRBackend.batch_padded
         <snapcore.backends.mpfr.MPFRBackend.batch_padded>`)."""
-        from snapcore.pipeline._fastpath import release_batch
+        from snapcore.pipeline._engine import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
         return out

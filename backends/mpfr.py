@@ -21,7 +21,8 @@ from snapcore.exact._dyadic import is_p_bit
 from snapcore.pipeline._arithmetic import Arithmetic
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._hookspecs import hookimpl
-from snapcore.randomness._sources import ByteSource, _decode_raw, _decode_raw_padded
+from snapcore.randomness._draw import decode_draw_raw, decode_draw_raw_padded, row_size
+from snapcore.randomness._sources import ByteSource
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -155,15 +156,15 @@ class MPFRBackend(Backend):
     @property
     def batch_min_size(self) -> int:
         """Arrays at least this long are offered to :meth:`batch`."""
-        from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
+        from snapcore.pipeline._engine import AUTO_MIN_SIZE
 
         return AUTO_MIN_SIZE
 
     def batch(
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
     ) -> np.ndarray | None:
-        """Release a whole array through the vectorised fast path (:mod:`snapcore.pipeline._fastpath`),
-        bit-identical to this backend's own primitives.
+        """Release a whole array through the vectorised fast path
+        (:mod:`snapcore.pipeline._engine`), bit-identical to this backend's own primitives.
 
         Declines (returns None, before drawing anything) when the pipeline's arithmetic
         is not exactly :class:`MPFRArithmetic`: a subclass that changes a primitive
@@ -171,7 +172,7 @@ class MPFRBackend(Backend):
         """
         if type(pipeline.arith) is not MPFRArithmetic:
             return None
-        from snapcore.pipeline._fastpath import release_batch
+        from snapcore.pipeline._engine import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source)
         return out
@@ -183,7 +184,7 @@ class MPFRBackend(Backend):
         ``exact_floor`` elements fell back to the exact pipeline (docs/timing.md)."""
         if type(pipeline.arith) is not MPFRArithmetic:
             return None
-        from snapcore.pipeline._fastpath import release_batch
+        from snapcore.pipeline._engine import release_batch
 
         out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
         return out
@@ -213,7 +214,7 @@ class MPFRBackend(Backend):
 
         Once the process has made enough such releases (:func:`compiled_scalar_after`),
         each release reads its draw's bytes and hands them, with the value, to the
-        compiled kernel of :mod:`snapcore.pipeline._fastpath` (its double-double certificate,
+        compiled kernel of :mod:`snapcore.pipeline._compiled` (its double-double certificate,
         ``docs/fastpath.md``); a draw the certificate leaves open (a near-tie, an
         exponent continuing past the first word, an uncertified output, a calibration
         outside the kernel's range) is finished by MPFR from the same bytes, without
@@ -228,51 +229,51 @@ class MPFRBackend(Backend):
         centre, index_output = pipeline.centre_ratio, pipeline.index_output
         lock, read = src.exclusive(), src.read
         p = pipeline.arith.precision
-        row = 8 + ((p + 6) >> 3)  # one snapcore-draw-v1 row (no continuation word)
+        row = row_size(p)  # one snapcore-draw-v1 row (no continuation word)
         kernel: Any = None
-        prm: Any = None
+        params: Any = None
         stay_exact = False
         stats = scalar_path_stats
 
         def warm(v: float) -> float:
             # The exact fused release, counting towards the switch.
-            nonlocal kernel, prm, stay_exact
+            nonlocal kernel, params, stay_exact
             if not stay_exact:
                 stats.exact_untimed += 1
                 if stats.exact_untimed >= compiled_scalar_after():
-                    import snapcore.pipeline._fastpath as fp
+                    from snapcore.pipeline import _compiled, _engine
 
-                    k, pr = fp.scalar_release_kernel(), fp.scalar_params(pipeline)
+                    k, pr = _compiled.scalar_release_kernel(), _engine.scalar_params(pipeline)
                     if k is None or pr is None:
                         stay_exact = True  # no numba, or a calibration the bound excludes
                     else:
                         if not stats.loaded:  # load (or compile) it before first use
                             k(0.0, bytes(row), pr)
                             stats.loaded = True
-                        prm, kernel = pr, k
+                        params, kernel = pr, k
                         return release(v)
             return exact(v)
 
         def release(v: float) -> float:
             if kernel is None:
                 return warm(v)
-            # The statuses are snapcore.pipeline._fastpath's SCALAR_* (not imported here: that
-            # module imports numba).
+            # The statuses are snapcore.pipeline._compiled's SCALAR_* (not imported here:
+            # that module imports numba).
             with lock:
                 data = read(row)
                 r: float
                 status: int
-                r, status = kernel(v, data, prm)
+                r, status = kernel(v, data, params)
                 if status == 0:  # SCALAR_DONE: almost every release (docs/fastpath.md)
                     return r
                 if status == 2:  # SCALAR_CONTINUATION: the exponent reads on, now
-                    sign, um, ue = _decode_raw(_replay(data, read), p)
+                    sign, um, ue = decode_draw_raw(_replay(data, read), p)
             if status == 3:  # SCALAR_OUTPUT: k decided, its output computed exactly
                 stats.exact_output += 1
                 return index_output(int(r))
             if status == 1:  # SCALAR_EXACT: k not decided, MPFR from the same bytes
                 stats.exact_k += 1
-                sign, um, ue = _decode_raw(_replay(data, read), p)
+                sign, um, ue = decode_draw_raw(_replay(data, read), p)
             else:
                 stats.continuation += 1
             return finish(centre(*v.as_integer_ratio()), sign, um, ue)
@@ -339,8 +340,8 @@ def compiled_scalar_after() -> float:
         return math.inf
     if scalar_path_stats.loaded:
         return 0
-    fp = sys.modules.get("snapcore.pipeline._fastpath")
-    if fp is not None and getattr(fp, "compiled_engine_loaded", lambda: False)():
+    compiled = sys.modules.get("snapcore.pipeline._compiled")
+    if compiled is not None and getattr(compiled, "compiled_engine_loaded", lambda: False)():
         return min(COMPILED_SCALAR_AFTER, COMPILED_SCALAR_AFTER_WARM)
     return COMPILED_SCALAR_AFTER
 
@@ -353,7 +354,7 @@ def _replay(data: bytes, read: Callable[[int], bytes]) -> Callable[[int], bytes]
     def again(n: int) -> bytes:
         if first:
             out = first.pop()
-            if len(out) != n:  # pragma: no cover - the row is what _decode_raw reads
+            if len(out) != n:  # pragma: no cover - the row is what decode_draw_raw reads
                 raise AssertionError("replayed row of the wrong length")
             return out
         return read(n)
@@ -428,7 +429,7 @@ def _exact_scalar(
     """The fused exact release of one double (:meth:`MPFRBackend.scalar_padded`); with
     ``uniform``, that of a padded release: every stage from
     :meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`,
-    :func:`uniform_ln` and :func:`~snapcore.randomness._sources._decode_raw_padded`."""
+    :func:`uniform_ln` and :func:`~snapcore.randomness._draw.decode_draw_raw_padded`."""
     stages = pipeline.uniform_stages() if uniform else None
     parts = _fused_parts(pipeline, source, stages)
     if parts is None:
@@ -455,7 +456,7 @@ def _release_of(
 
     lock, read = src.exclusive(), src.read
     p = pipeline.arith.precision
-    decode = _decode_raw if stages is None else _decode_raw_padded
+    decode = decode_draw_raw if stages is None else decode_draw_raw_padded
 
     def release(v: float) -> float:
         x = centre(v)

@@ -98,9 +98,10 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds)
     rate = best_rate(scalar_loop(m.release, 2000), args.seconds)
     out.append(Result("snapcore mpfr (exact, default timing padding)", "scalar", rate, ""))
-    from snapcore.pipeline import _fastpath as fp
+    from snapcore.exact._sums import numba_available
+    from snapcore.pipeline import _engine
 
-    engine = "numba" if fp.numba_available() else "numpy"
+    engine = "numba" if numba_available() else "numpy"
 
     def batch_row(label: str, m: Any, note: str) -> None:
         m.release(batch_values[:5000])  # load the compiled engine
@@ -131,14 +132,14 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     pipe = m._pipeline
 
     def run_np(m: Any = m) -> int:
-        fp.release_batch(pipe, batch_values, m.source, engine="numpy")
+        _engine.release_batch(pipe, batch_values, m.source, engine="numpy")
         return int(batch_values.size)
 
     rate = best_rate(run_np, args.seconds)
     out.append(Result("snapcore fast path (pure numpy), source chacha20", "batch", rate, ""))
     # the arithmetic alone: draws decoded beforehand (no random bytes, no decoding)
-    draws = fp.decode_draw_batch(m.source, int(batch_values.size), m.precision)
-    eng = fp.engine_for(m.calibration)
+    draws = _engine.batch_draws(m.source, int(batch_values.size), m.precision)
+    eng = _engine.engine_for(m.calibration)
 
     def run_kernel() -> int:
         eng.run(batch_values, draws, pipe)

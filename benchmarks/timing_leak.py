@@ -342,7 +342,7 @@ def batch_group(timing: str) -> tuple[dict[str, Call], Any]:
     for name, src in sources.items():
         mf = snapcore.SnappingMechanism(**kw, source=src)
         if timing == "off":
-            from snapcore.pipeline._fastpath import release_batch
+            from snapcore.pipeline._engine import release_batch
 
             _, st = release_batch(mf.pipeline, grid, src, stats=True)
             print(f"  [batch] {name}: exact fallbacks {len(st.fallback_k)} of {BATCH}")

@@ -5,8 +5,8 @@ Usage::
     python scripts/mutation.py MODULE [--max-children N] [--keep]
 
 ``MODULE`` is one of the keys of :data:`TESTS` (``dyadic``, ``params``, ``pipeline``,
-``budget``, ``sources``, ``chacha``, ``statistic``, ``fastpath``, and the built-in
-statistics ``counting`` and ``moments``), or ``planted``:
+``budget``, ``sources``, ``draw``, ``chacha``, ``statistic``, ``engine``, and the
+built-in statistics ``counting`` and ``moments``), or ``planted``:
 plant each defect of :data:`PLANTED` (the classes that once survived the default
 suite) in turn and check that its tests fail.  The script lays
 out a scratch copy of the package in its installed shape (``src/snapcore`` with
@@ -33,7 +33,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The tests that matter for each module: a failure in any of them kills a mutant.
 REF = "tests/pipeline/test_reference.py"
-FAST = "tests/pipeline/fastpath/test_release.py"
+FAST = "tests/pipeline/test_engine.py"
+KERNEL = "tests/pipeline/test_kernel.py"
+CERTIFICATE = "tests/pipeline/test_engine_certificate.py"
+#: The tests of the byte format through the sources (a failure kills a mutant of the
+#: draw's decoder as well as one of a source).
+SAMPLER = [
+    f"tests/randomness/test_sampler.py::{name}"
+    for name in (
+        "test_hand_vectors",
+        "test_continuation_over_many_zero_words",
+        "test_consecutive_draws_use_contiguous_bytes",
+        "test_seeded_stream_is_blake2b_counter_mode",
+        "test_seeded_seed_zero_first_draws_are_pinned",
+        "test_seeded_sources_are_independent_of_other_instances",
+        "test_replay_source_replays_in_order_and_exhausts",
+        "test_replay_draws_is_all_or_nothing",
+        "test_replay_checks_precision_when_drawn",
+        "test_system_source_reads_and_decodes",
+        "test_system_source_buffer_dropped_in_forked_child",
+        "test_replay_draws_are_all_or_nothing",
+    )
+]
 TESTS: dict[str, list[str]] = {
     "dyadic": [
         "tests/exact/test_dyadic.py",
@@ -56,24 +77,16 @@ TESTS: dict[str, list[str]] = {
     "budget": ["tests/releases/test_budget.py", "tests/releases/test_budget_schedules.py"],
     "sources": [
         "tests/randomness/test_sources.py",
-        "tests/randomness/test_draw_from_u.py",
-        *(
-            f"tests/randomness/test_sampler.py::{name}"
-            for name in (
-                "test_hand_vectors",
-                "test_continuation_over_many_zero_words",
-                "test_consecutive_draws_use_contiguous_bytes",
-                "test_seeded_stream_is_blake2b_counter_mode",
-                "test_seeded_seed_zero_first_draws_are_pinned",
-                "test_seeded_sources_are_independent_of_other_instances",
-                "test_replay_source_replays_in_order_and_exhausts",
-                "test_replay_draws_is_all_or_nothing",
-                "test_replay_checks_precision_when_drawn",
-                "test_system_source_reads_and_decodes",
-                "test_system_source_buffer_dropped_in_forked_child",
-                "test_replay_draws_are_all_or_nothing",
-            )
-        ),
+        "tests/randomness/test_draw.py",
+        *SAMPLER,
+        "tests/mechanism/test_validation.py",
+    ],
+    "draw": [
+        "tests/randomness/test_draw.py",
+        "tests/randomness/test_sources.py",
+        *SAMPLER,
+        f"{FAST}::test_bulk_decoding_equals_scalar_decoding",
+        f"{FAST}::test_bulk_decoding_seeded_stream_position",
         "tests/mechanism/test_validation.py",
     ],
     "chacha": [
@@ -98,32 +111,31 @@ TESTS: dict[str, list[str]] = {
         "tests/statistics/test_suite.py",
         "tests/plugins/test_prepared.py",
     ],
-    "fastpath": [
+    "engine": [
         FAST,
-        "tests/pipeline/fastpath/test_margin.py",
-        "tests/pipeline/fastpath/test_far.py",
-        "tests/pipeline/fastpath/test_limits.py",
-        "tests/pipeline/fastpath/test_certificate.py",
-        "tests/pipeline/fastpath/test_decode.py",
-        "tests/pipeline/fastpath/test_drivers.py",
+        KERNEL,
+        "tests/pipeline/test_compiled.py",
+        "tests/pipeline/test_engine_limits.py",
+        CERTIFICATE,
+        "tests/pipeline/test_engine_drivers.py",
+        "tests/randomness/test_draw.py",
     ],
 }
 
 #: Functions left unmutated in the scratch copy (``# pragma: no mutate block``): numba
-#: compiles them (``njit``), and it cannot compile mutmut's trampolines, or they run
-#: only at import (``_make_kernel`` builds the kernel once), where mutmut never
-#: activates a mutant.  Their defects are planted by hand instead (:data:`PLANTED`).
-NO_MUTATE: dict[str, list[str]] = {
-    "fastpath": ["_build_tables", "two_sum", "two_prod", "_make_kernel", "_sel", "_be64",
-                 "_load_be64"],
-}  # fmt: skip
+#: compiles them (``njit``) and cannot compile mutmut's trampolines.  The fast path's
+#: kernel (``snapcore/pipeline/_kernel.py``) and compiled loops (``_compiled.py``) are
+#: not mutated at all: numba compiles them, or they run only at import (``make_kernel``
+#: builds the kernel once), where mutmut never activates a mutant.  Their defects are
+#: planted by hand instead (:data:`PLANTED`).
+NO_MUTATE: dict[str, list[str]] = {"draw": ["row_fields"]}
 
 #: Modules whose workers are forked from a clean fork server rather than from mutmut's
 #: main process, which has run the tests: the statistic suite leaves threads behind
 #: (a worker can deadlock on a lock one of them held), and the fast path caches its
 #: engines (``engine_for``), so a worker forked from a warm process would never run
 #: the mutated ``FastEngine.__init__``.
-FORKSERVER = {"counting", "moments", "statistic", "fastpath"}
+FORKSERVER = {"counting", "moments", "statistic", "engine"}
 
 #: A line that is only a string literal (a continuation of a message or a derivation
 #: text): not mutated with ``--skip-text``.
@@ -131,7 +143,19 @@ TEXT_LINE = r'^\s*[rfbu]{0,2}"[^"]*"[\s,)]*(#.*)?$'
 
 #: Where each module lives in the installed shape (``src/snapcore/...``): the built-in
 #: statistics are the ``statistics`` folder, installed as ``snapcore.statistics``.
-MODULE_PATHS: dict[str, str] = {"counting": "statistics/counting", "moments": "statistics/moments"}
+MODULE_PATHS: dict[str, str] = {
+    "dyadic": "exact/_dyadic",
+    "params": "calibration/_params",
+    "pipeline": "pipeline/_stages",
+    "budget": "releases/_budget",
+    "sources": "randomness/_sources",
+    "draw": "randomness/_draw",
+    "chacha": "randomness/_chacha",
+    "statistic": "plugins/_statistic",
+    "engine": "pipeline/_engine",
+    "counting": "statistics/counting",
+    "moments": "statistics/moments",
+}
 
 #: The defects that once survived the whole default suite (one per class), planted
 #: one at a time by ``--planted``: each must make its tests fail.  Several sit in
@@ -209,93 +233,94 @@ PLANTED: list[tuple[str, str, str, str, list[str]]] = [
     ),
     (
         "fast path's safety factor halved",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "err = 2.0 * (eln",
         "err = 1.0 * (eln",
-        ["tests/pipeline/fastpath/test_margin.py"],
+        [KERNEL],
     ),
     # The fast path's kernel is a closure built once at import (and compiled by
-    # numba), so mutmut never runs its mutants: these are its defects, planted.
+    # numba), and its compiled loops are numba's, so mutmut never runs their mutants:
+    # these are their defects, planted.
     (
         "fast path decides k without the distance to the integer above",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "ok = (dist0 > err) & (dist1 > err) & (err < 0.25)",
         "ok = (dist0 > err) & (err < 0.25)",
         [FAST],
     ),
     (
         "fast path does not correct k when t is an integer and t_lo < 0",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "k = fl - select(zero & (sl < 0.0), 1.0, 0.0)",
         "k = fl",
         [FAST],
     ),
     (
         "fast path's ln error without its per-exponent term",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "eln = ERR_LN_ABS + ERR_LN_PER_E * (e + 2.0)",
         "eln = ERR_LN_ABS",
-        ["tests/pipeline/fastpath/test_margin.py"],
+        [KERNEL],
     ),
     (
         "fast path's ln error constant halved",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "ERR_LN_ABS = 2.0**-73",
         "ERR_LN_ABS = 2.0**-74",
-        ["tests/pipeline/fastpath/test_margin.py"],
+        [KERNEL],
     ),
     (
         "fast path's bound without its exponent cap",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "& (abs(sh) < 2.0**52) & (e <= MAX_E)",
         "& (abs(sh) < 2.0**52)",
         [f"{FAST}::test_deep_tail"],
     ),
     (
         "fused output stage trusts a sum with one inexact low part",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_compiled.py",
         "exact_sum = (u2 == 0.0) and (t2 == 0.0)",
         "exact_sum = (u2 == 0.0) or (t2 == 0.0)",
-        ["tests/pipeline/fastpath/test_certificate.py"],
+        [CERTIFICATE],
     ),
     (
         "fused output stage's half gap 2**106 too wide",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_compiled.py",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex + 53)",
-        ["tests/pipeline/fastpath/test_certificate.py"],
+        [CERTIFICATE],
     ),
     (
         "fused output stage's half gap below a power of two too wide",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_compiled.py",
         "half_gap = math.ldexp(0.25 if m == 0.5 else 0.5, ex - 53)",
         "half_gap = math.ldexp(0.5, ex - 53)",
-        ["tests/pipeline/fastpath/test_certificate.py"],
+        [CERTIFICATE],
     ),
     (
         "fused output stage certifies an inexact sum that rounds to zero",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_compiled.py",
         "cert = cert and (r != 0.0 or exact_sum)",
         "cert = cert",
-        ["tests/pipeline/fastpath/test_certificate.py"],
+        [CERTIFICATE],
     ),
     (
         "fast path's far test one-sided",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "fr = abs(d1) > far",
         "fr = d1 > far",
-        ["tests/pipeline/fastpath/test_far.py"],
+        [KERNEL],
     ),
     (
         "TwoSum drops b's rounding error",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "err = (a - (s - bb)) + (b - bb)",
         "err = a - (s - bb)",
-        [f"{FAST}::test_error_free_transformations_are_exact"],
+        [f"{KERNEL}::test_error_free_transformations_are_exact"],
     ),
     (
         "fast path's log reduction loses the low product",
-        "snapcore/pipeline/_fastpath.py",
+        "snapcore/pipeline/_kernel.py",
         "z = (q1 - 1.0) + q2  #",
         "z = (q1 - 1.0)  #",
         [FAST],
@@ -430,7 +455,10 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="GLOB",
-        help="run only the mutants whose names match (e.g. 'snapcore.calibration._params.x_calibrate*')",
+        help=(
+            "run only the mutants whose names match "
+            "(e.g. 'snapcore.calibration._params.x_calibrate*')"
+        ),
     )
     ap.add_argument(
         "--max-examples",

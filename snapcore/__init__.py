@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from snapcore.pipeline._backend import Backend
     from snapcore.plugins._statistic import Prepared, Statistic
     from snapcore.randomness._chacha import ChaCha20Source
+    from snapcore.randomness._draw import Draw
     from snapcore.randomness._sources import (
         ByteSource,
-        Draw,
         RandomSource,
         ReplaySource,
         SeededSource,
@@ -88,7 +88,7 @@ _LAZY: dict[str, str] = {
     "Calibration": "snapcore.calibration._params",
     "PrivacyAnalysis": "snapcore.calibration._params",
     "ByteSource": "snapcore.randomness._sources",
-    "Draw": "snapcore.randomness._sources",
+    "Draw": "snapcore.randomness._draw",
     "RandomSource": "snapcore.randomness._sources",
     "ReplaySource": "snapcore.randomness._sources",
     "SeededSource": "snapcore.randomness._sources",

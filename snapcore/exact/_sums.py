@@ -17,6 +17,7 @@ Fraction(1, 1)
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import threading
@@ -239,27 +240,33 @@ def _dot_numpy(x: np.ndarray, y: np.ndarray) -> int:
     return total
 
 
+@functools.cache
+def numba_available() -> bool:
+    """Whether numba can be imported (once per process): the compiled engines, here and
+    in the fast path (:mod:`snapcore.pipeline._compiled`), are then used; without it
+    their numpy engines give the same results."""
+    try:
+        importlib.import_module("numba")
+    except Exception:  # pragma: no cover - depends on the environment
+        return False
+    return True
+
+
 _numba_lock = threading.Lock()
 _numba_kernels: tuple[Any, Any, Any] | None = None
 _numba_checked = False
 
 
-def numba_available() -> bool:
-    """Whether the compiled engine can be used (numba importable)."""
-    return _get_numba() is not None
-
-
 def _get_numba() -> tuple[Any, Any, Any] | None:
+    """The compiled kernels, compiled on first use; None without numba."""
     global _numba_kernels, _numba_checked
     with _numba_lock:
         if _numba_checked:
             return _numba_kernels
         _numba_checked = True
-        try:
-            numba: Any = importlib.import_module("numba")
-        except ImportError:
+        if not numba_available():
             return None
-        _numba_kernels = _compile(numba)
+        _numba_kernels = _compile(importlib.import_module("numba"))
         return _numba_kernels
 
 

@@ -19,7 +19,8 @@ from snapcore.padding._pad import fallbacks_covered, resolve_mode
 from snapcore.pipeline._backend import Backend
 from snapcore.pipeline._stages import Pipeline
 from snapcore.plugins._manager import get_registries
-from snapcore.randomness._sources import RandomSource, draw_from_u, require_draws
+from snapcore.randomness._draw import draw_from_u
+from snapcore.randomness._sources import RandomSource, require_draws
 
 __all__ = ["DEFAULT_SOURCE", "SnappingMechanism"]
 

@@ -25,7 +25,7 @@ from snapcore.calibration._params import Calibration
 from snapcore.errors import ParameterError
 from snapcore.exact._dyadic import dyadic_cmp, round_dyadic, round_ratio
 from snapcore.pipeline._arithmetic import Arithmetic, Num
-from snapcore.randomness._sources import Draw
+from snapcore.randomness._draw import Draw
 
 __all__ = ["Pipeline", "add", "clamp", "scale", "snap"]
 

@@ -1,28 +1,10 @@
-"""Randomness sources and the decoding of random bytes into draws ``(S, U*)``.
+"""Randomness sources: the contract (:class:`RandomSource`, and :class:`ByteSource` for
+sources defined by a byte stream) and the built-in sources (:class:`SystemSource`,
+:class:`SeededSource`, :class:`ReplaySource`).
 
-A *draw* is a sign ``S`` in {-1, +1} and ``U*``, a p-bit float in (0, 1) drawn so
-that each value has probability equal to its unit in the last place at p bits
-(docs/semantics.md): a geometric exponent ``e >= 1`` and ``p - 1`` uniform mantissa bits,
-``U* = (2**(p-1) + m) * 2**(-(p-1) - e)``.  Then ``P(U* <= u) = u + ulp_p(u)``.
-
-Byte format ``snapcore-draw-v1`` (stable; changing it is a breaking change)
------------------------------------------------------------------------------
-Bytes are consumed in order from the source's stream; integers are big-endian.
-For one draw at precision ``p``:
-
-1. Read 8 bytes as an integer ``w``.  ``S = -1`` if bit 63 of ``w`` is set, else
-   ``+1``.  The low 63 bits are the first fair bits of the geometric exponent,
-   most significant first: ``e = 1 + (number of leading zero bits)``.
-2. If those 63 bits are all zero (probability ``2**-63``), read further 8-byte words
-   until one is non-zero; each all-zero word adds 64 to ``e``, and the first
-   non-zero word ``v`` adds ``64 - v.bit_length()``.  Bits after the first one are
-   discarded.
-3. Read ``ceil((p - 1) / 8)`` bytes as an integer ``t``; the mantissa bits are its
-   top ``p - 1`` bits: ``m = t >> (8 * ceil((p - 1) / 8) - (p - 1))``.
-
-At ``p = 118`` a draw takes 23 bytes (in all but a ``2**-63`` fraction of draws).
-The exponent is unbounded; the backends' exponent ranges (at least ``2**30``) are
-wider than anything a real stream produces.
+A source gives draws ``(S, U*)`` (:class:`~snapcore.randomness._draw.Draw`); a byte
+source's stream is decoded per the format ``snapcore-draw-v1`` of
+:mod:`snapcore.randomness._draw`.
 """
 
 from __future__ import annotations
@@ -36,86 +18,17 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import attrs
-
-from snapcore.errors import ParameterError, SourceExhaustedError, show
+from snapcore.errors import ParameterError, SourceExhaustedError
+from snapcore.randomness._draw import Draw, decode_draw_raw, draw_from_u
 
 __all__ = [
     "ByteSource",
-    "Draw",
     "RandomSource",
     "ReplaySource",
     "SeededSource",
     "SystemSource",
-    "decode_draw",
-    "draw_from_u",
-    "encode_draw",
     "require_draws",
 ]
-
-_LOW63 = (1 << 63) - 1
-#: U* below 2**-(MIN_U_LOG2 - 1) is refused by transform (backends' exponent range
-#: is at least 2**30); a source would need 2**29 zero bits in a row to draw one.
-MIN_U_LOG2 = (1 << 29) + 1
-
-
-@attrs.frozen
-class Draw:
-    """One draw ``(S, U*)``: ``U* = mantissa * 2**exponent``.
-
-    ``mantissa`` has exactly ``p`` bits (``2**(p-1) <= mantissa < 2**p``) and
-    ``exponent <= -p``, so ``U*`` is a p-bit float in (0, 1).
-    """
-
-    sign: int
-    mantissa: int
-    exponent: int
-
-    @property
-    def u(self) -> Fraction:
-        """``U*`` as an exact Fraction."""
-        return Fraction(self.mantissa, 1 << -self.exponent)
-
-
-def draw_from_u(u: Fraction | float, sign: int, precision: int, *, name: str = "u") -> Draw:
-    """Check that ``u`` is a p-bit float in (0, 1) and ``sign`` is ±1; return the Draw.
-
-    Raises
-    ------
-    ParameterError
-        If ``u`` is not a Fraction or float, not in (0, 1), or needs more than
-        ``precision`` bits; or if ``sign`` is not the int ``1`` or ``-1``.
-    """
-    if type(sign) is not int or sign not in (1, -1):
-        raise ParameterError(f"sign must be the int 1 or -1, got {sign!r}")
-    if isinstance(u, bool) or not isinstance(u, Fraction | float):
-        raise ParameterError(
-            f"{name} must be a fractions.Fraction or float in (0, 1), "
-            f"got {type(u).__name__} {show(u)}"
-        )
-    if isinstance(u, float) and (u != u or u in (float("inf"), float("-inf"))):
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
-    q = Fraction(u) if isinstance(u, float) else u
-    if not 0 < q < 1:
-        raise ParameterError(f"{name} must be a p-bit float in (0, 1), got {show(u)}")
-    den = q.denominator
-    if den.bit_length() > MIN_U_LOG2:
-        raise ParameterError(
-            f"{name} must be >= 2**-{MIN_U_LOG2 - 1} (the backends' exponent range), got {show(u)}"
-        )
-    if den & (den - 1):
-        raise ParameterError(f"{name} must be a dyadic rational (a p-bit float), got {show(u)}")
-    num = q.numerator
-    # num is odd (Fraction is reduced), so its bit length is its significant width.
-    if num.bit_length() > precision:
-        raise ParameterError(
-            f"{name} must be a p-bit float with p = {precision}, got {show(u)} "
-            f"which needs {num.bit_length()} bits"
-        )
-    shift = precision - num.bit_length()
-    mantissa = num << shift
-    exponent = -(den.bit_length() - 1) - shift
-    return Draw(sign=sign, mantissa=mantissa, exponent=exponent)
 
 
 class RandomSource(abc.ABC):
@@ -191,104 +104,6 @@ def require_draws(source: RandomSource, count: int, precision: int) -> None:
         )
 
 
-def decode_draw(read: Callable[[int], bytes], precision: int) -> Draw:
-    """Decode one draw from ``read(n) -> bytes`` per format ``snapcore-draw-v1``."""
-    return Draw(*_decode_raw(read, precision))
-
-
-def encode_draw(draw: Draw, precision: int) -> bytes:
-    """The ``snapcore-draw-v1`` bytes of ``draw``: what :func:`decode_draw` reads back
-    as ``draw`` (for crafting chosen draws: calibration, tests, benchmarks).
-
-    The geometric exponent ``e = −exponent − (p − 1) >= 1`` is a stream of zero bits
-    ending in a one: in the first word's 63 low bits (after the sign bit) when
-    ``e <= 63``, else over whole following words; the unused bits are zero.
-    """
-    p = precision
-    nbytes = (p + 6) >> 3
-    e = -draw.exponent - (p - 1)
-    if e < 1 or draw.mantissa >> (p - 1) != 1:
-        raise ParameterError(f"draw must be a p-bit U* in (0, 1) at p = {p}, got {draw!r}")
-    out = ((1 << 63 if draw.sign < 0 else 0) | (1 << (63 - e) if e <= 63 else 0)).to_bytes(
-        8, "big"
-    )
-    if e > 63:
-        zeros, bit = divmod(e - 64, 64)
-        out += bytes(8 * zeros) + (1 << (63 - bit)).to_bytes(8, "big")
-    tail = (draw.mantissa & ((1 << (p - 1)) - 1)) << (8 * nbytes - (p - 1))
-    return out + tail.to_bytes(nbytes, "big")
-
-
-def _decode_raw(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
-    nbytes = (precision + 6) >> 3  # ceil((p - 1) / 8)
-    block = read(8 + nbytes)
-    whole = int.from_bytes(block, "big")
-    w = whole >> (8 * nbytes)
-    r = w & _LOW63
-    if r:  # all but a 2**-63 fraction of draws
-        e = 64 - r.bit_length()
-        t = whole & ((1 << (8 * nbytes)) - 1)
-    else:
-        extra, t = _past_first_word(block[8:], read, nbytes, True)
-        e = 64 + extra
-    m = t >> (8 * nbytes - (precision - 1))
-    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
-
-
-def _past_first_word(
-    rest: bytes, read: Callable[[int], bytes], nbytes: int, more: bool
-) -> tuple[int, int]:
-    """The part of a draw after its first word, when the exponent continues there
-    (``more``): words of 8 bytes until one is not zero, then the mantissa's ``nbytes``,
-    taken first from ``rest`` (bytes read but not yet used), reading only what is
-    missing.  Returns ``(exponent bits past the first word, mantissa integer)``.
-
-    Without ``more`` (the exponent ended in the first word) it runs the same steps on
-    the bytes at hand, with an empty read for the mantissa's, and returns ``(0, 0)``:
-    a padded release's decoding (:func:`_decode_raw_padded`).
-    """
-    e = 0
-    while True:
-        if len(rest) < 8:
-            rest += read(8 - len(rest)) if more else bytes(8 - len(rest))
-        v = int.from_bytes(rest[:8], "big")
-        rest = rest[8:]
-        if not more:
-            break
-        if v:
-            e += 64 - v.bit_length()
-            break
-        e += 64
-    if not more:
-        read(0)
-        return 0, 0
-    if len(rest) < nbytes:
-        rest += read(nbytes - len(rest))
-    return e, int.from_bytes(rest[:nbytes], "big")
-
-
-def _decode_raw_padded(read: Callable[[int], bytes], precision: int) -> tuple[int, int, int]:
-    """:func:`_decode_raw` for a release padded to a time quantum: the same draw from
-    the same bytes, with the same steps whether the exponent ends in the first word
-    (all but a ``2**-63`` fraction of draws) or continues for one more
-    (:func:`_past_first_word` runs in both cases).  The quantum covers one
-    continuation word; two or more (a fraction ``2**-127``) are not covered
-    (docs/timing.md)."""
-    nbytes = (precision + 6) >> 3
-    block = read(8 + nbytes)
-    whole = int.from_bytes(block, "big")
-    w = whole >> (8 * nbytes)
-    r = w & _LOW63
-    extra, t = _past_first_word(block[8:], read, nbytes, r == 0)
-    if r:
-        e = 64 - r.bit_length()
-        t = whole & ((1 << (8 * nbytes)) - 1)
-    else:
-        e = 64 + extra
-    m = t >> (8 * nbytes - (precision - 1))
-    return (-1 if w >> 63 else 1, (1 << (precision - 1)) | m, -(precision - 1) - e)
-
-
 class ByteSource(RandomSource):
     """A source defined by a byte stream, decoded per ``snapcore-draw-v1``.
 
@@ -318,21 +133,21 @@ class ByteSource(RandomSource):
 
     def draw(self, precision: int) -> Draw:
         with self._lock:
-            return Draw(*_decode_raw(self.read, precision))
+            return Draw(*decode_draw_raw(self.read, precision))
 
     def draws(self, count: int, precision: int) -> list[Draw]:
         with self._lock:
-            return [Draw(*_decode_raw(self.read, precision)) for _ in range(count)]
+            return [Draw(*decode_draw_raw(self.read, precision)) for _ in range(count)]
 
     def draw_raw(self, precision: int) -> tuple[int, int, int]:
         with self._lock:
-            return _decode_raw(self.read, precision)
+            return decode_draw_raw(self.read, precision)
 
     def draws_raw(self, count: int, precision: int) -> list[tuple[int, int, int]]:
         """``count`` draws as ``(sign, mantissa, exponent)`` tuples, in stream order."""
         read = self.read
         with self._lock:
-            return [_decode_raw(read, precision) for _ in range(count)]
+            return [decode_draw_raw(read, precision) for _ in range(count)]
 
 
 class SystemSource(ByteSource):

@@ -24,7 +24,8 @@ import attrs
 from snapcore.errors import ConformanceError
 from snapcore.pipeline._arithmetic import Arithmetic
 from snapcore.pipeline._backend import Backend
-from snapcore.randomness._sources import Draw, SeededSource
+from snapcore.randomness._draw import Draw
+from snapcore.randomness._sources import SeededSource
 from snapcore.testing.reference import (
     ReferenceBackend,
     ln_nearest,

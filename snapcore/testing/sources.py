@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 
 from snapcore.errors import SourceExhaustedError
-from snapcore.randomness._sources import ByteSource, Draw, RandomSource, SeededSource
+from snapcore.randomness._draw import Draw
+from snapcore.randomness._sources import ByteSource, RandomSource, SeededSource
 
 __all__ = ["CountingSource", "DrawTaken", "FixedBytes", "NoDraws", "SeededUrandom"]
 

@@ -268,7 +268,7 @@ def test_container_release_equals_scalar_release(values, container, seed):
 
 def test_fast_path_list_of_mixed_doubles_equals_scalar():
     """Large enough for the vectorised path (mpfr backend): still the scalar outputs."""
-    from snapcore.pipeline._fastpath import AUTO_MIN_SIZE
+    from snapcore.pipeline._engine import AUTO_MIN_SIZE
 
     rng = np.random.default_rng(5)
     base = rng.normal(0, 100, AUTO_MIN_SIZE + 10)

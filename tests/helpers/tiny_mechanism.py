@@ -21,7 +21,7 @@ from snapcore.analysis._audit import tail_exponent
 from snapcore.calibration._params import Calibration, derive_calibration
 from snapcore.pipeline._stages import Pipeline
 from snapcore.plugins._manager import get_registries
-from snapcore.randomness._sources import draw_from_u
+from snapcore.randomness._draw import draw_from_u
 
 __all__ = ["TinyMechanism", "brute_force", "tiny_calibration"]
 

@@ -1,4 +1,5 @@
-"""The vectorised fast path: bit-identical to the exact MPFR pipeline, always.
+"""The fast path's engine (snapcore.pipeline._engine): bit-identical to the exact MPFR
+pipeline, always.
 
 References are independent of the fast path: the exact pipeline run element by
 element on MPFR (``Pipeline.run``), exact rationals (``fractions.Fraction``) and
@@ -19,12 +20,15 @@ import pytest
 
 from snapcore import SnappingMechanism
 from snapcore.exact._dyadic import round_fraction, to_fraction
-from snapcore.pipeline import _fastpath as fp
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _engine
+from snapcore.pipeline._engine import release_batch
 from snapcore.plugins._manager import BUILTIN_PLUGINS, get_registries
-from snapcore.randomness._sources import ByteSource, Draw, ReplaySource, SeededSource
+from snapcore.randomness._draw import Draw, DrawBatch
+from snapcore.randomness._sources import ByteSource, ReplaySource, SeededSource
 from snapcore.testing.sources import FixedBytes
 
-ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
+ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
 
 #: Parameter sets: (name, mechanism keyword arguments, value range).  They cover the
 #: trivial centre/sensitivity, a non-double centre, a non-double sensitivity, the
@@ -82,45 +86,6 @@ def identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 # ----------------------------------------------------------------------------------
-# Building blocks
-# ----------------------------------------------------------------------------------
-def test_log_table_reduction_is_exact_and_small():
-    """``z = m·r_i − 1`` is exact in binary64 and ``|z| < 2**-8`` on each interval."""
-    for i, r in enumerate(fp.LOG_R):
-        rq = Fraction(float(r))
-        assert (rq * 512).denominator == 1 and Fraction(1, 2) <= rq <= 1
-        lo_m = 1 + Fraction(i, 256)
-        hi_m = 1 + Fraction(i + 1, 256) - Fraction(1, 2**52)
-        for m in (lo_m, hi_m):
-            z = m * rq - 1
-            assert abs(z) < Fraction(1, 256), (i, float(z))
-            # a multiple of 2**-61 below 2**-8 in magnitude needs at most 53 bits
-            assert (z * 2**61).denominator == 1
-
-
-def test_log_table_and_ln2_accuracy():
-    ctx = gmpy2.context(precision=400)
-    for r, h, lo in zip(fp.LOG_R, fp.LOG_NEG_LN_HI, fp.LOG_NEG_LN_LO, strict=True):
-        ref = -fq(ctx.log(gmpy2.mpq(Fraction(float(r)))))
-        assert abs(Fraction(float(h)) + Fraction(float(lo)) - ref) <= Fraction(1, 2**106)
-    ln2 = fq(ctx.log(2))
-    assert abs(Fraction(fp.LN2_HI) + Fraction(fp.LN2_LO) - ln2) <= Fraction(1, 2**107)
-
-
-def test_error_free_transformations_are_exact():
-    rng = random.Random(11)
-    a = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
-    b = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
-    s, e = fp.two_sum(a, b)
-    p, f = fp.two_prod(a, b)
-    for i in range(a.size):
-        A, B = Fraction(float(a[i])), Fraction(float(b[i]))
-        assert Fraction(float(s[i])) + Fraction(float(e[i])) == A + B
-        assert Fraction(float(p[i])) + Fraction(float(f[i])) == A * B
-        assert float(s[i]) == float(a[i]) + float(b[i])
-
-
-# ----------------------------------------------------------------------------------
 # Draw decoding
 # ----------------------------------------------------------------------------------
 def _stream_with_continuations(p: int, count: int, seed: int) -> bytes:
@@ -146,7 +111,7 @@ def _stream_with_continuations(p: int, count: int, seed: int) -> bytes:
 def test_bulk_decoding_equals_scalar_decoding(p, engine):
     data = _stream_with_continuations(p, 60, seed=p)
     a, b = FixedBytes(data), FixedBytes(data)
-    batch = fp.decode_draw_batch(a, 60, p, engine)
+    batch = _engine.batch_draws(a, 60, p, engine)
     ref = b.draws(60, p)
     assert a.position == b.position, "bulk decoding consumed a different number of bytes"
     for i, d in enumerate(ref):
@@ -162,15 +127,15 @@ def test_bulk_decoding_equals_scalar_decoding(p, engine):
 def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
     """The fused loop (chunks of 16 draws here) reads exactly the scalar decoder's
     bytes across continuation words and chunk ends, and releases exactly."""
-    if not fp.numba_available():
+    if not numba_available():
         pytest.skip("the fused loop is compiled")
-    monkeypatch.setattr(fp.FastEngine, "STREAM_CHUNK", 16)
+    monkeypatch.setattr(_engine.FastEngine, "STREAM_CHUNK", 16)
     data = _stream_with_continuations(p, 200, seed=p + 1)
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
     values = random_values(-20.0, 120.0, 200, seed=p)
     a, b = FixedBytes(data), FixedBytes(data)
-    out, st = fp.release_batch(mech._pipeline, values, a, engine="numba", stats=True)
-    assert fp.engine_for(mech.calibration).fusable
+    out, st = release_batch(mech._pipeline, values, a, engine="numba", stats=True)
+    assert _engine.engine_for(mech.calibration).fusable
     ref = exact_outputs(mech, values, b.draws(200, p))
     assert a.position == b.position, "the fused loop consumed a different number of bytes"
     assert identical(out, ref)
@@ -180,8 +145,8 @@ def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_bulk_decoding_seeded_stream_position(engine):
     a, b = SeededSource(99), SeededSource(99)
-    batch = fp.decode_draw_batch(a, 5000, 118, engine)
-    ref_batch = fp.DrawBatch.from_draws(b.draws(5000, 118), 118)
+    batch = _engine.batch_draws(a, 5000, 118, engine)
+    ref_batch = DrawBatch.from_draws(b.draws(5000, 118), 118)
     for name in ("sign", "e", "mhi", "mlo"):
         assert np.array_equal(getattr(batch, name), getattr(ref_batch, name))
     b = SeededSource(99)
@@ -200,7 +165,7 @@ def _check_params(kw, vrange, n, seed, engines):
     values = random_values(*vrange, n, seed)
     ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))
     for engine in engines:
-        out, st = fp.release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
+        out, st = release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
         bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
         assert bad.size == 0, (
             f"{kw} engine={engine}: {bad.size} mismatches, first at {bad[:3]} "
@@ -213,7 +178,7 @@ def _check_params(kw, vrange, n, seed, engines):
 @pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
 def test_bit_identical_to_mpfr(name, kw, vrange):
     mech, st = _check_params(kw, vrange, 4000, seed=hash(name) % 1000, engines=ENGINES)
-    assert fp.engine_for(mech.calibration).supported
+    assert _engine.engine_for(mech.calibration).supported
     assert len(st.fallback_k) <= 2
 
 
@@ -257,7 +222,7 @@ def _check_source(source, kw, vrange, n, seed):
         rec = Recording(inner)
         mech = SnappingMechanism(source=rec, **kw)
         values = random_values(*vrange, n, seed)
-        out = fp.release_batch(mech._pipeline, values, rec, engine=engine)
+        out = release_batch(mech._pipeline, values, rec, engine=engine)
         draws = FixedBytes(bytes(rec.log)).draws(n, mech.precision)
         ref = exact_outputs(mech, values, draws)
         bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
@@ -291,29 +256,12 @@ def test_error_bound_holds(name, kw, vrange):
     n = 1500
     values = random_values(*vrange, n, 5)
     draws = SeededSource(6).draws(n, mech.precision)
-    eng = fp.engine_for(mech.calibration)
-    sh, sl, err, _ok = eng.diagnose(values, fp.DrawBatch.from_draws(draws, mech.precision))
+    eng = _engine.engine_for(mech.calibration)
+    sh, sl, err, _ok = eng.diagnose(values, DrawBatch.from_draws(draws, mech.precision))
     for i in range(n):
         t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
         exact = _exact_t(pipe, values[i], draws[i])
         assert abs(t - exact) <= Fraction(float(err[i])), (name, i, values[i], draws[i])
-
-
-@pytest.mark.skipif(not fp.numba_available(), reason="numba is not installed")
-@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS[:5], ids=IDS[:5])
-def test_numba_kernel_same_bits_as_numpy(name, kw, vrange):
-    """The compiled kernel performs the same IEEE operations: every output of the
-    kernel (t_hi, t_lo, err, ok) is bit-identical to the numpy engine's."""
-    mech = SnappingMechanism(**kw)
-    n = 20000
-    values = random_values(*vrange, n, 9)
-    batch = fp.decode_draw_batch(SeededSource(10), n, mech.precision)
-    eng = fp.engine_for(mech.calibration)
-    a = eng.diagnose(values, batch, "numpy")
-    b = eng.diagnose(values, batch, "numba")
-    for x, y in zip(a[:3], b[:3], strict=True):
-        assert identical(x, y)
-    assert np.array_equal(a[3], b[3])
 
 
 # ----------------------------------------------------------------------------------
@@ -391,9 +339,9 @@ def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
     for i, d in enumerate(draws):
         t = _exact_t(pipe, vals[i], d)
         dists.append(abs(t - math.floor(t + Fraction(1, 2))))  # distance to an integer
-    batch = fp.DrawBatch.from_draws(draws, p)
+    batch = DrawBatch.from_draws(draws, p)
     ref = exact_outputs(mech, vals, draws)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     sh, sl, err, ok = eng.diagnose(vals, batch)
     for engine in ENGINES:
         out, st = eng.run(vals, batch, pipe, engine)
@@ -432,8 +380,8 @@ def test_deep_tail(e):
     ]
     vals = np.array([rng.uniform(-1e6, 1e6) for _ in draws])
     ref = exact_outputs(mech, vals, draws)
-    eng = fp.engine_for(mech.calibration)
-    batch = fp.DrawBatch.from_draws(draws, p)
+    eng = _engine.engine_for(mech.calibration)
+    batch = DrawBatch.from_draws(draws, p)
     sh, sl, err, _ok = eng.diagnose(vals, batch)
     for engine in ENGINES:
         out, st = eng.run(vals, batch, pipe, engine)
@@ -486,10 +434,10 @@ def test_extreme_and_boundary_values(name, kw, vrange):
     draws = SeededSource(17).draws(vals.size, mech.precision)
     ref = exact_outputs(mech, vals, draws)
     for engine in ENGINES:
-        out = fp.release_batch(mech._pipeline, vals, SeededSource(17), engine=engine)
+        out = release_batch(mech._pipeline, vals, SeededSource(17), engine=engine)
         assert identical(out, ref), name
-    batch = fp.DrawBatch.from_draws(draws, mech.precision)
-    sh, sl, err, _ok = fp.engine_for(mech.calibration).diagnose(vals, batch)
+    batch = DrawBatch.from_draws(draws, mech.precision)
+    sh, sl, err, _ok = _engine.engine_for(mech.calibration).diagnose(vals, batch)
     for i in range(0, vals.size, 7):
         t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
         exact = _exact_t(mech._pipeline, vals[i], draws[i])
@@ -540,10 +488,10 @@ def test_fast_backend_registered_and_exact_scalar():
 def test_unsupported_parameters_fall_back_entirely():
     """Magnitudes outside the bound's coverage: the whole batch is exact."""
     mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert not eng.supported
     v = np.linspace(-1e-196, 1e-196, 50)
-    out, st = fp.release_batch(mech._pipeline, v, SeededSource(4), stats=True)
+    out, st = release_batch(mech._pipeline, v, SeededSource(4), stats=True)
     ref = exact_outputs(mech, v, SeededSource(4).draws(50, mech.precision))
     assert identical(out, ref) and st.engine == "exact"
 
@@ -552,7 +500,7 @@ def test_output_stage_computed_and_certified():
     """Wide bounds (no table): the double-double output stage is certified or exact."""
     kw = dict(epsilon=3.0, clamp_bounds=(-1e9 + 0.3, 3e9 + 0.1), sensitivity=0.37)
     mech = SnappingMechanism(**kw)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert not eng.use_table and eng.out_dd
     k = np.arange(-eng.kmax - 3, eng.kmax + 4, max(1, eng.kmax // 5000), dtype=np.int64)
     k = np.concatenate([k, [-eng.kmax, eng.kmax, 0, 1, -1]])
@@ -575,7 +523,7 @@ def test_system_source_large_reads():
     c = src.read(3)
     assert (len(a), len(b), len(c)) == (5, 100_000, 3)
     assert len(set(b[i : i + 16] for i in range(0, 100_000, 16))) == 6250  # no repeats
-    batch = fp.decode_draw_batch(src, 70_000, 118)
+    batch = _engine.batch_draws(src, 70_000, 118)
     assert len(batch) == 70_000 and set(np.unique(batch.sign)) <= {-1.0, 1.0}
     assert 0.45 < np.mean(batch.e == 1.0) < 0.55  # P(e = 1) = 1/2
 
@@ -659,7 +607,7 @@ def _value_classes(mech: SnappingMechanism, n: int) -> dict[str, np.ndarray]:
     cal = mech.calibration
     lo, hi = float(cal.lower), float(cal.upper)
     step = Fraction(2) ** cal.granularity_log2 * cal.sensitivity  # Δ·Λ, data units
-    kmax = fp.engine_for(cal).kmax
+    kmax = _engine.engine_for(cal).kmax
     rng = np.random.default_rng(5)
     js = rng.integers(-kmax - 1, kmax + 1, n)
     js[:4] = [-kmax - 1, -kmax, kmax - 1, kmax]  # the half-points next to the ends
@@ -685,14 +633,14 @@ def test_value_classes_bit_identical_and_clamped_k_never_recomputed(
     ``> kmax``) is written from the two endpoint outputs ([S9]), never sent to the
     exact output stage: the output stage costs the same for every value class."""
     mech = SnappingMechanism(**kw)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert (eng.use_table, eng.kmax_is_b, eng.fusable) == (use_table, kmax_is_b, True)
     pipe, p, n = mech._pipeline, mech.precision, 300
     for cls, values in _value_classes(mech, n).items():
         seed = 1000 + len(cls)
         ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))
         for engine in ENGINES:
-            out, st = fp.release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
+            out, st = release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
             bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
             assert bad.size == 0, f"{name} {cls} {engine}: {bad.size} mismatches at {bad[:3]}"
             if cls in ("at-upper", "at-lower", "clamped", "outside"):

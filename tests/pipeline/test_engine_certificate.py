@@ -36,8 +36,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from snapcore import SnappingMechanism
-from snapcore.pipeline import _fastpath as fp
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _compiled, _engine
 from snapcore.pipeline._stages import clamp
+from snapcore.randomness._draw import DrawBatch
 from snapcore.randomness._sources import SeededSource
 
 KW = dict(
@@ -53,7 +55,7 @@ def _rn(q: Fraction) -> float:
 def test_uncertified_outputs_are_computed_exactly():
     mech = SnappingMechanism(**KW)
     cal, pipe = mech.calibration, mech._pipeline
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
     two = Fraction(2)
     assert cal.granularity_log2 == 8 and cal.centre == two**60 + two**-101
@@ -86,11 +88,11 @@ KW_POW2 = dict(
 def test_uncertified_output_below_a_power_of_two():
     mech = SnappingMechanism(**KW_POW2)
     cal, pipe = mech.calibration, mech._pipeline
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
     two = Fraction(2)
     assert cal.granularity_log2 == 8 and cal.centre == two**60 - two**-101
-    assert eng.khi > 2**12
+    assert eng.clamped_from > 2**12
     k = np.array([2**12, 2**12 - 1, 0, 1, -1], np.int64)
     out, bad = eng.outputs(k, pipe)
     L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
@@ -104,9 +106,9 @@ def test_uncertified_output_below_a_power_of_two():
     assert 0 in set(bad.tolist())
 
 
-@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop's stage needs numba")
+@pytest.mark.skipif(not numba_available(), reason="the fused loop's stage needs numba")
 def test_fused_output_stage_certificate():
-    """The fused loop's element-wise stage (``_nb_output_dd``, the source numba
+    """The fused loop's element-wise stage (``_compiled._output_dd``, the source numba
     compiles): a certified output is the correct rounding, and the near-midpoint
     element is not certified."""
     for kw, ks in [
@@ -115,13 +117,13 @@ def test_fused_output_stage_certificate():
     ]:
         mech = SnappingMechanism(**kw)
         cal, pipe = mech.calibration, mech._pipeline
-        eng = fp.FastEngine(cal)
+        eng = _engine.FastEngine(cal)
         L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
         for kk in ks:
-            r, cert = fp._nb_output_dd(kk, eng.params, L, eng.delta_f)
+            r, cert = _compiled._output_dd(kk, eng.params, L, eng.delta_f)
             if cert:
                 assert r == pipe.output(clamp(kk, L, b)), (kw, kk)
-        assert not fp._nb_output_dd(ks[0], eng.params, L, eng.delta_f)[1]
+        assert not _compiled._output_dd(ks[0], eng.params, L, eng.delta_f)[1]
 
 
 # -- cancellation: the double-double sum's leading part is tiny or zero ------------------
@@ -177,9 +179,9 @@ def test_cancelling_sums_are_not_certified(q, j, sign, scale):
     e, lam_log2 = scale
     mech, k = _cancelling_case(m, j, sign, e, lam_log2)
     cal, pipe = mech.calibration, mech._pipeline
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
-    assert cal.granularity_log2 == lam_log2 and abs(k) < eng.khi
+    assert cal.granularity_log2 == lam_log2 and abs(k) < eng.clamped_from
     two = Fraction(2)
     L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
     exact = cal.centre + cal.sensitivity * k * two**L
@@ -207,8 +209,8 @@ def test_cancelling_sums_are_not_certified(q, j, sign, scale):
     ref = np.array([pipe.output(clamp(int(kk), L, b)) for kk in ks])
     assert np.array_equal(out.view(np.int64), ref.view(np.int64))
     assert 0 in set(bad.tolist())
-    if fp.numba_available():
-        got, cert = fp._nb_output_dd(k, eng.params, L, eng.delta_f)
+    if numba_available():
+        got, cert = _compiled._output_dd(k, eng.params, L, eng.delta_f)
         assert not cert and Fraction(got) == r
 
 
@@ -218,7 +220,7 @@ def test_output_stage_without_certificate_has_no_fallback():
     *falls back*: ``BatchStats.fallback_output`` is empty, and intp as documented."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(-1.0, 1e6), sensitivity=Fraction(1, 3))
     cal, pipe = mech.calibration, mech._pipeline
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and not eng.out_dd
     L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
     ks = np.array([0, 1, -1, 7, 7, eng.kmax, -eng.kmax, eng.kmax + 5, -eng.kmax - 5, 12345])
@@ -228,7 +230,7 @@ def test_output_stage_without_certificate_has_no_fallback():
     assert bad.size == 0 and bad.dtype == np.intp
     values = np.linspace(-5.0, 1e6 + 5, 64)
     draws = SeededSource(3).draws(values.size, mech.precision)
-    out, stats = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, "numpy")
+    out, stats = eng.run(values, DrawBatch.from_draws(draws, mech.precision), pipe, "numpy")
     assert stats.fallback_output.size == 0 and stats.fallback_output.dtype == np.intp
     for i, v in enumerate(values.tolist()):
         assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i])

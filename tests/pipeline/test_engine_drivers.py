@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore.pipeline import _fastpath as fp
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _engine
 from snapcore.pipeline._stages import clamp
-from snapcore.randomness._sources import Draw, SeededSource
+from snapcore.randomness._draw import Draw, DrawBatch
+from snapcore.randomness._sources import SeededSource
 from snapcore.testing.sources import FixedBytes
 
-ENGINES = ["numpy", *(["numba"] if fp.numba_available() else [])]
+ENGINES = ["numpy", *(["numba"] if numba_available() else [])]
 
 
 def _exact(pipe, values, draws):
@@ -69,13 +71,13 @@ def test_default_engine_is_auto(setting):
     """``decide`` and ``run`` without an engine resolve "auto" and agree with the exact
     pipeline."""
     mech, values, draws = setting
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert eng.supported
-    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    batch = DrawBatch.from_draws(draws, mech.precision)
     _k, _ok, used = eng.decide(values, batch)
-    assert used == fp.resolve_engine(values.size)
+    assert used == _engine.resolve_engine()
     out, st = eng.run(values, batch, mech._pipeline)
-    assert st.engine == fp.resolve_engine(values.size)
+    assert st.engine == _engine.resolve_engine()
     assert _identical(out, _exact(mech._pipeline, values, draws))
 
 
@@ -85,8 +87,8 @@ def test_undecided_k_is_zero_and_decided_k_is_exact(setting, engine):
     exact snapped index (the output of the exact pipeline is that of ``k``)."""
     mech, values, draws = setting
     pipe = mech._pipeline
-    eng = fp.engine_for(mech.calibration)
-    k, ok, used = eng.decide(values, fp.DrawBatch.from_draws(draws, mech.precision), engine)
+    eng = _engine.engine_for(mech.calibration)
+    k, ok, used = eng.decide(values, DrawBatch.from_draws(draws, mech.precision), engine)
     assert used == engine and k.dtype == np.int64 and ok.dtype == np.bool_
     deep = np.arange(values.size) % 3 == 0
     assert not ok[deep].any() and ok[~deep].all()
@@ -95,7 +97,7 @@ def test_undecided_k_is_zero_and_decided_k_is_exact(setting, engine):
     L, b = eng.L, mech.calibration.unit_clamp_bound_dyadic
     for j in np.flatnonzero(ok):
         assert pipe.output(clamp(int(k[j]), L, b)) == ref[j]
-    out, st = eng.run(values, fp.DrawBatch.from_draws(draws, mech.precision), pipe, engine)
+    out, st = eng.run(values, DrawBatch.from_draws(draws, mech.precision), pipe, engine)
     assert _identical(out, ref)
     assert st.engine == engine
     assert st.fallback_k.tolist() == np.flatnonzero(deep).tolist()
@@ -107,11 +109,11 @@ def test_numpy_kernel_runs_with_floating_point_exceptions_ignored(setting):
     state that raises, it must still decide, and exactly."""
     mech, _, _ = setting
     pipe = mech._pipeline
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     p = mech.precision
     values = np.array([5e-324, -5e-324, 1.7e308, -1.7e308, 2.5e-310, 0.0, 999.0, -1e5])
     draws = SeededSource(11).draws(values.size, p)
-    batch = fp.DrawBatch.from_draws(draws, p)
+    batch = DrawBatch.from_draws(draws, p)
     with np.errstate(all="raise"):
         _k, ok, _ = eng.decide(values, batch, "numpy")
         out, _ = eng.run(values, batch, pipe, "numpy")
@@ -121,8 +123,8 @@ def test_numpy_kernel_runs_with_floating_point_exceptions_ignored(setting):
 
 def test_unknown_engine_is_refused_with_its_rule(setting):
     mech, values, draws = setting
-    eng = fp.engine_for(mech.calibration)
-    batch = fp.DrawBatch.from_draws(draws, mech.precision)
+    eng = _engine.engine_for(mech.calibration)
+    batch = DrawBatch.from_draws(draws, mech.precision)
     with pytest.raises(
         ValueError, match=r"^engine must be 'auto', 'numba' or 'numpy', got 'gpu'$"
     ):
@@ -131,9 +133,9 @@ def test_unknown_engine_is_refused_with_its_rule(setting):
 
 def test_numba_engine_without_numba_is_refused(setting, monkeypatch):
     mech, values, draws = setting
-    eng = fp.engine_for(mech.calibration)
-    batch = fp.DrawBatch.from_draws(draws, mech.precision)
-    monkeypatch.setattr(fp, "_get_numba_loop", lambda: None)
+    eng = _engine.engine_for(mech.calibration)
+    batch = DrawBatch.from_draws(draws, mech.precision)
+    monkeypatch.setattr(_engine, "compiled", lambda: None)
     with pytest.raises(
         RuntimeError, match=r"^engine='numba' requested but numba is not installed$"
     ):
@@ -144,12 +146,12 @@ def test_unsupported_calibration_stats_name_every_element():
     """A calibration outside the bound's coverage: every element by the exact
     pipeline, and ``BatchStats`` says so in its documented types."""
     mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert not eng.supported
     p = mech.precision
     v = np.linspace(-1e-196, 1e-196, 7)
     draws = SeededSource(5).draws(7, p)
-    out, st = eng.run(v, fp.DrawBatch.from_draws(draws, p), mech._pipeline, "numpy")
+    out, st = eng.run(v, DrawBatch.from_draws(draws, p), mech._pipeline, "numpy")
     assert _identical(out, _exact(mech._pipeline, v, draws))
     assert st.size == 7 and st.engine == "exact"
     assert st.fallback_k.tolist() == list(range(7))
@@ -160,7 +162,7 @@ def test_run_stream_refuses_an_engine_it_cannot_fuse():
     """Called directly on a calibration the fused loop does not cover, ``run_stream``
     refuses with its rule, before reading a byte."""
     mech = SnappingMechanism(epsilon=2.0**-700, clamp_bound=2.0**-650)
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert not eng.fusable
     src, ref = SeededSource(3), SeededSource(3)
     with pytest.raises(
@@ -170,18 +172,18 @@ def test_run_stream_refuses_an_engine_it_cannot_fuse():
     assert src.read(64) == ref.read(64)
 
 
-@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+@pytest.mark.skipif(not numba_available(), reason="the fused loop is compiled")
 @pytest.mark.parametrize("p", [121, 129])
 def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     """A row is ``8 + ceil((p − 1)/8)`` bytes: for ``p ≡ 1 (mod 8)`` one byte shorter
     than ``8 + ceil(p/8)``.  The fused loop reads exactly the draws of the exact
     pipeline and releases the same outputs."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
-    assert fp.engine_for(mech.calibration).fusable
+    assert _engine.engine_for(mech.calibration).fusable
     rng = random.Random(p)
     values = np.array([rng.uniform(-20.0, 120.0) for _ in range(300)])
     src, ref = SeededSource(p), SeededSource(p)
-    out, st = fp.release_batch(mech._pipeline, values, src, engine="numba", stats=True)
+    out, st = _engine.release_batch(mech._pipeline, values, src, engine="numba", stats=True)
     assert _identical(out, _exact(mech._pipeline, values, ref.draws(values.size, p)))
     # no element fell back here: the empty index arrays are still intp, as documented
     assert st.fallback_k.size == st.fallback_output.size == 0
@@ -189,7 +191,7 @@ def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     assert src.read(64) == ref.read(64)
 
 
-#: The computed output stage's near-midpoint case (tests/pipeline/fastpath/test_certificate.py):
+#: The computed output stage's near-midpoint case (test_engine_certificate.py):
 #: ``Δ = 1 + 2**-52``, ``Λ = 2**8``, centre ``2**60 + 2**-101``; ``k = 2**51`` is decided
 #: but its double-double output is not certified.
 KW_CERT = dict(
@@ -209,7 +211,7 @@ def _row(p: int, sign: int, u_star: Fraction) -> bytes:
     )
 
 
-@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+@pytest.mark.skipif(not numba_available(), reason="the fused loop is compiled")
 def test_fused_loop_fallbacks_across_chunks(monkeypatch):
     """The fused loop (chunks of 16 draws) hands two kinds of element back: ``k`` not
     decided (``v = 2**60 + 2**59`` puts ``y/Λ + 1/2`` within about ``2**-53`` of an
@@ -218,10 +220,10 @@ def test_fused_loop_fallbacks_across_chunks(monkeypatch):
     whose output is not certified, computed by the exact output stage.  Both at
     offsets other than 0 in chunks other than the first: outputs equal the exact
     pipeline's on the same draws, and ``BatchStats`` names exactly those elements."""
-    monkeypatch.setattr(fp.FastEngine, "STREAM_CHUNK", 16)
+    monkeypatch.setattr(_engine.FastEngine, "STREAM_CHUNK", 16)
     mech = SnappingMechanism(**KW_CERT)
     pipe, p = mech._pipeline, mech.precision
-    eng = fp.engine_for(mech.calibration)
+    eng = _engine.engine_for(mech.calibration)
     assert eng.fusable and not eng.use_table and p >= 118
     rng = random.Random(21)
     near_one = Fraction((1 << p) - 1, 1 << p)
@@ -237,7 +239,7 @@ def test_fused_loop_fallbacks_across_chunks(monkeypatch):
             data += _row(p, rng.choice([-1, 1]), Fraction(rng.uniform(0.5, 1.0)))
     v = np.array(values)
     src = FixedBytes(data)
-    out, st = fp.release_batch(pipe, v, src, engine="numba", stats=True)
+    out, st = _engine.release_batch(pipe, v, src, engine="numba", stats=True)
     assert src.rest() == b""  # exactly the draws' bytes were read
     ref = _exact(pipe, v, FixedBytes(data).draws(40, p))
     assert _identical(out, ref)
@@ -256,7 +258,7 @@ def test_release_batch_reads_values_as_doubles_and_keeps_their_shape(engine):
     pipe, p = mech._pipeline, mech.precision
     values = [[random.Random(i).randint(-20, 120) for i in range(j, j + 50)] for j in (0, 50, 100)]
     values[1][7], values[2][3] = 2**70, -(2**66)
-    out, st = fp.release_batch(pipe, values, SeededSource(9), engine=engine, stats=True)
+    out, st = _engine.release_batch(pipe, values, SeededSource(9), engine=engine, stats=True)
     assert out.shape == (3, 50) and out.dtype == np.float64 and st.size == 150
     assert st.engine == engine  # the engine asked for, not "auto"'s choice
     flat = np.array(values, dtype=np.float64).reshape(-1)
@@ -264,21 +266,21 @@ def test_release_batch_reads_values_as_doubles_and_keeps_their_shape(engine):
     assert _identical(out.reshape(-1), ref)
 
 
-@pytest.mark.skipif(not fp.numba_available(), reason="the fused loop is compiled")
+@pytest.mark.skipif(not numba_available(), reason="the fused loop is compiled")
 def test_release_batch_auto_on_a_byte_source_takes_the_fused_loop(monkeypatch):
     """``engine="auto"`` stands for numba when it can be imported, and numba with a
     byte source runs the fused loop (same outputs as the exact pipeline)."""
     calls = []
-    run_stream = fp.FastEngine.run_stream
+    run_stream = _engine.FastEngine.run_stream
 
     def spy(self, v, source, pipe):
         calls.append(v.size)
         return run_stream(self, v, source, pipe)
 
-    monkeypatch.setattr(fp.FastEngine, "run_stream", spy)
+    monkeypatch.setattr(_engine.FastEngine, "run_stream", spy)
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
     pipe, p = mech._pipeline, mech.precision
     values = np.linspace(-20.0, 120.0, 64)
-    out, st = fp.release_batch(pipe, values, SeededSource(13), stats=True)
+    out, st = _engine.release_batch(pipe, values, SeededSource(13), stats=True)
     assert calls == [64] and st.engine == "numba"
     assert _identical(out, _exact(pipe, values, SeededSource(13).draws(64, p)))

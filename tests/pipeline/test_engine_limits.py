@@ -26,11 +26,14 @@ import pytest
 from snapcore import SnappingMechanism
 from snapcore.calibration._params import calibrate
 from snapcore.exact._dyadic import to_fraction
-from snapcore.pipeline import _fastpath as fp
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _engine
+from snapcore.pipeline._engine import release_batch
 from snapcore.pipeline._stages import Pipeline
+from snapcore.randomness._draw import DrawBatch
 from snapcore.randomness._sources import SeededSource
 
-ENGINES = ["numpy"] + (["numba"] if fp.numba_available() else [])
+ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
 TWO = Fraction(2)
 
 
@@ -54,7 +57,7 @@ def _release_equals_exact(mech, n=120, seed=5):
         [pipe.run(pipe.centre(Fraction(float(v))), d) for v, d in zip(values, draws, strict=True)]
     )
     for engine in ENGINES:
-        out, st = fp.release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
+        out, st = release_batch(pipe, values, SeededSource(seed), engine=engine, stats=True)
         assert np.array_equal(out.view(np.int64), ref.view(np.int64)), engine
         assert st.engine != "exact"
         assert len(st.fallback_k) < values.size // 2
@@ -156,7 +159,7 @@ def test_support_limits(name, kw, expected):
         "c>-2^990": -(TWO**990) < c < -(TWO**989),
     }[name]
     assert at, (name, L, float(inv), float(c))
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported is expected
     if expected:
         _release_equals_exact(_mech(kw))
@@ -179,8 +182,8 @@ def test_far_limit():
     assert 4 * at.sensitivity * at.unit_clamp_bound == TWO**990
     assert 4 * below.sensitivity * below.unit_clamp_bound == TWO**990 * (1 - TWO**-53)
     assert TWO**-900 < _inv(at) < TWO**900 and at.granularity_log2 == 600
-    assert fp.FastEngine(at).supported is False
-    assert fp.FastEngine(below).supported is True
+    assert _engine.FastEngine(at).supported is False
+    assert _engine.FastEngine(below).supported is True
 
 
 # The computed output stage: (id, keywords, expected out_dd).
@@ -207,7 +210,7 @@ OUT_DD = [
 def test_output_stage_limits(name, kw, expected):
     cal = calibrate(**kw)
     d, lam = cal.sensitivity, TWO**cal.granularity_log2
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     # Preconditions other than the limit hold: no table, Δ a double, c = 0.
     assert not eng.use_table and Fraction(float(d)) == d and cal.centre == 0
     at = {
@@ -243,7 +246,7 @@ def _off_centre():
 
 def test_centre_residual_in_the_bound():
     cal, pipe = _off_centre()
-    eng = fp.FastEngine(cal)
+    eng = _engine.FastEngine(cal)
     assert eng.supported
     c = cal.centre
     ch = float(c)
@@ -257,7 +260,7 @@ def test_centre_residual_in_the_bound():
     rng = np.random.default_rng(8)
     values = ch + np.round(rng.uniform(-0.9, 0.9, n) * 2.0**24) * 2.0**16
     draws = SeededSource(21).draws(n, cal.precision)
-    sh, sl, err, _ok = eng.diagnose(values, fp.DrawBatch.from_draws(draws, cal.precision))
+    sh, sl, err, _ok = eng.diagnose(values, DrawBatch.from_draws(draws, cal.precision))
     L = cal.granularity_log2
     worst = Fraction(0)
     for i in range(n):
@@ -286,5 +289,5 @@ def test_centre_residual_in_the_bound():
     ref = np.array(
         [pipe.run(pipe.centre(Fraction(float(v))), d) for v, d in zip(pipe_vals, d2, strict=True)]
     )
-    out, _st = eng.run(pipe_vals, fp.DrawBatch.from_draws(d2, cal.precision), pipe, "numpy")
+    out, _st = eng.run(pipe_vals, DrawBatch.from_draws(d2, cal.precision), pipe, "numpy")
     assert np.array_equal(out.view(np.int64), ref.view(np.int64))

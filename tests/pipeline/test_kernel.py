@@ -1,6 +1,12 @@
-"""The fast path's error bound keeps its stated safety factor (docs/fastpath.md, [E8]).
+"""The fast path's kernel (snapcore.pipeline._kernel, docs/fastpath.md), against exact
+references.
 
-docs/fastpath.md derives a rigorous bound on ``|t̃ − t*|`` (the bracket of [E8]:
+**Building blocks.**  The log reduction's table is exact where the derivation needs it
+and accurate to ``2**-106`` (MPFR at 400 bits); TwoSum and TwoProduct are error-free
+(exact Fractions).
+
+**The bound keeps its stated safety factor** ([E8]).  docs/fastpath.md derives a
+rigorous bound on ``|t̃ − t*|`` (the bracket of [E8]:
 ``eln + eX + 2**-100·(|Xh| + 4|ph| + |th| + 1) + 2**-900``, with
 ``eln = 2**-73 + 2**-97·(e + 2)`` from [E4]) and the kernel uses **twice** it, the
 factor 2 covering the roundings made while evaluating the bound itself.  Two
@@ -12,6 +18,13 @@ properties pin this down, for every sample, against ``t*`` from the exact pipeli
 
 Halving the factor (or dropping a term of the bracket) breaks the second; a bound
 that no longer covers the error breaks the first.
+
+**Values far outside the clamp interval are decided by the kernel itself**, and only
+those take that shortcut.  The kernel's first step tests ``|v − c| > far``
+(``far = 4Δb``, rounded up; [E1]) on both sides, so a value far below *or* far above
+the interval is clamped without computing ``(v − c)/Δ``, which overflows for tiny
+``ΔΛ``.  Such values are then decided by the bound (no element goes to the exact
+pipeline) and release the endpoint's output, exactly as the exact pipeline does.
 """
 
 from __future__ import annotations
@@ -19,14 +32,61 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
+import gmpy2
 import numpy as np
 import pytest
 
 from snapcore import SnappingMechanism
 from snapcore.exact._dyadic import to_fraction
-from snapcore.pipeline import _fastpath as fp
-from snapcore.randomness._sources import Draw, SeededSource
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _engine, _kernel
+from snapcore.randomness._draw import Draw, DrawBatch
+from snapcore.randomness._sources import SeededSource
 
+
+# -- building blocks ------------------------------------------------------------------
+def fq(x) -> Fraction:
+    """An MPFR number as an exact Fraction."""
+    return Fraction(*x.as_integer_ratio())
+
+
+def test_log_table_reduction_is_exact_and_small():
+    """``z = m·r_i − 1`` is exact in binary64 and ``|z| < 2**-8`` on each interval."""
+    for i, r in enumerate(_kernel.LOG_R):
+        rq = Fraction(float(r))
+        assert (rq * 512).denominator == 1 and Fraction(1, 2) <= rq <= 1
+        lo_m = 1 + Fraction(i, 256)
+        hi_m = 1 + Fraction(i + 1, 256) - Fraction(1, 2**52)
+        for m in (lo_m, hi_m):
+            z = m * rq - 1
+            assert abs(z) < Fraction(1, 256), (i, float(z))
+            # a multiple of 2**-61 below 2**-8 in magnitude needs at most 53 bits
+            assert (z * 2**61).denominator == 1
+
+
+def test_log_table_and_ln2_accuracy():
+    ctx = gmpy2.context(precision=400)
+    for r, h, lo in zip(_kernel.LOG_R, _kernel.LOG_NEG_LN_HI, _kernel.LOG_NEG_LN_LO, strict=True):
+        ref = -fq(ctx.log(gmpy2.mpq(Fraction(float(r)))))
+        assert abs(Fraction(float(h)) + Fraction(float(lo)) - ref) <= Fraction(1, 2**106)
+    ln2 = fq(ctx.log(2))
+    assert abs(Fraction(_kernel.LN2_HI) + Fraction(_kernel.LN2_LO) - ln2) <= Fraction(1, 2**107)
+
+
+def test_error_free_transformations_are_exact():
+    rng = random.Random(11)
+    a = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
+    b = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-300, 300) for _ in range(3000)])
+    s, e = _kernel.two_sum(a, b)
+    p, f = _kernel.two_prod(a, b)
+    for i in range(a.size):
+        A, B = Fraction(float(a[i])), Fraction(float(b[i]))
+        assert Fraction(float(s[i])) + Fraction(float(e[i])) == A + B
+        assert Fraction(float(p[i])) + Fraction(float(f[i])) == A * B
+        assert float(s[i]) == float(a[i]) + float(b[i])
+
+
+# -- the bound's safety factor ----------------------------------------------------------
 PARAMS = [
     dict(epsilon=1.0, clamp_bounds=(0.0, 100.0)),
     dict(epsilon=0.5, clamp_bounds=(-1.0, 2.0), sensitivity=Fraction(1, 3)),
@@ -57,14 +117,14 @@ def test_bound_has_its_safety_factor(kw):
     rng = np.random.default_rng(3)
     values = rng.uniform(lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo), n)
     draws = _draws(mech, n, 11)
-    eng = fp.engine_for(mech.calibration)
-    sh, sl, err, _ok = eng.diagnose(values, fp.DrawBatch.from_draws(draws, mech.precision))
+    eng = _engine.engine_for(mech.calibration)
+    sh, sl, err, _ok = eng.diagnose(values, DrawBatch.from_draws(draws, mech.precision))
     L = mech.calibration.granularity_log2
     worst = Fraction(0)
     checked = 0
     for i in range(n):
         e = -draws[i].exponent - (mech.precision - 1)
-        if e > fp.MAX_E or not np.isfinite(err[i]):
+        if e > _kernel.MAX_E or not np.isfinite(err[i]):
             continue
         ym, ye = pipe.stages(Fraction(float(values[i])), draws[i])["y"]
         exact = to_fraction(ym, ye - L) + Fraction(1, 2)
@@ -79,3 +139,43 @@ def test_bound_has_its_safety_factor(kw):
         checked += 1
     assert checked >= n * 9 // 10
     assert worst <= Fraction(1, 2)
+
+
+# -- values far outside the interval --------------------------------------------------
+ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["above", "below"])
+def test_far_values_are_decided_by_the_kernel(engine, sign):
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(-1.0, 3.0), sensitivity=1e-3)
+    cal = mech.calibration
+    pipe = mech._pipeline
+    eng = _engine.engine_for(cal)
+    assert eng.supported
+    values = sign * np.array([1e300, 1.7e308, 1e200, 1e20] * 16, dtype=np.float64)
+    draws = SeededSource(9).draws(values.size, mech.precision)
+    out, stats = eng.run(values, DrawBatch.from_draws(draws, mech.precision), pipe, engine)
+    assert stats.fallback_k.size == 0, f"{stats.fallback_k.size} far values were not decided"
+    # BatchStats' index arrays are intp, as documented, on the table path too
+    assert eng.use_table and stats.fallback_output.size == 0
+    assert stats.fallback_k.dtype == stats.fallback_output.dtype == np.intp
+    for i, v in enumerate(values.tolist()):
+        assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("delta", [10.0, 0.1, 3.0], ids=["10", "0.1", "3"])
+def test_values_inside_are_not_taken_for_far_ones(engine, delta):
+    """Only values beyond ``4Δb = 4B`` from the centre may take the far shortcut: values
+    inside the interval and just outside it, for Δ above and below 1, give the exact
+    pipeline's outputs element for element."""
+    mech = SnappingMechanism(epsilon=0.5, clamp_bounds=(-50.0, 150.0), sensitivity=delta)
+    pipe = mech._pipeline
+    eng = _engine.engine_for(mech.calibration)
+    assert eng.supported
+    values = np.linspace(-120.0, 220.0, 69)
+    draws = SeededSource(4).draws(values.size, mech.precision)
+    out, _ = eng.run(values, DrawBatch.from_draws(draws, mech.precision), pipe, engine)
+    for i, v in enumerate(values.tolist()):
+        assert out[i] == pipe.run(pipe.centre(Fraction(v)), draws[i]), (delta, v)

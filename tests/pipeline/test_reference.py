@@ -421,7 +421,7 @@ def test_every_stage_matches_reference(kw, data):
     """Stage by stage (x, N, y, k, z′): a failure names the first stage that differs."""
     from snapcore.exact._dyadic import to_fraction
     from snapcore.pipeline._stages import Pipeline
-    from snapcore.randomness._sources import draw_from_u
+    from snapcore.randomness._draw import draw_from_u
 
     try:
         ref = reference_for(kw)

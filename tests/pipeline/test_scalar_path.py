@@ -10,7 +10,8 @@ from fractions import Fraction
 import pytest
 
 from snapcore import SnappingMechanism
-from snapcore.randomness._sources import SeededSource, decode_draw
+from snapcore.randomness._draw import decode_draw
+from snapcore.randomness._sources import SeededSource
 from snapcore.testing.sources import FixedBytes
 
 
@@ -146,10 +147,11 @@ from hypothesis import strategies as st  # noqa: E402
 from snapcore.backends import mpfr as mp  # noqa: E402
 
 from snapcore.exact._dyadic import to_fraction  # noqa: E402
-from snapcore.pipeline import _fastpath as fp  # noqa: E402
-from snapcore.randomness._sources import Draw  # noqa: E402
+from snapcore.exact._sums import numba_available  # noqa: E402
+from snapcore.pipeline import _compiled, _engine  # noqa: E402
+from snapcore.randomness._draw import Draw  # noqa: E402
 
-needs_numba = pytest.mark.skipif(not fp.numba_available(), reason="the kernel needs numba")
+needs_numba = pytest.mark.skipif(not numba_available(), reason="the kernel needs numba")
 
 
 class _Spy:
@@ -168,10 +170,10 @@ def compiled(monkeypatch):
     """Untimed mechanisms built in the test release through the compiled kernel from
     their first release; fresh counters; the process state is restored after."""
     stats = mp.ScalarPathStats()
-    spy = _Spy(fp.scalar_release_kernel())
+    spy = _Spy(_compiled.scalar_release_kernel())
     monkeypatch.setattr(mp, "scalar_path_stats", stats)
     monkeypatch.setattr(mp, "COMPILED_SCALAR_AFTER", 0)
-    monkeypatch.setattr(fp, "scalar_release_kernel", lambda: spy)
+    monkeypatch.setattr(_compiled, "scalar_release_kernel", lambda: spy)
     return stats, spy
 
 
@@ -259,15 +261,16 @@ COMPILED_MECHANISMS = [
 
 
 def _mode(m: SnappingMechanism) -> float:
-    prm = fp.scalar_params(m._pipeline)
+    prm = _engine.scalar_params(m._pipeline)
     assert prm is not None
-    return float(prm[fp._SP_MODE])
+    return float(prm[_compiled._MODE])
 
 
 def test_the_status_codes_the_release_reads_are_the_kernels():
-    """backends/mpfr.py reads the statuses as literals (importing snapcore.pipeline._fastpath
+    """backends/mpfr.py reads the statuses as literals (importing snapcore.pipeline._compiled
     would import numba)."""
-    assert (fp.SCALAR_DONE, fp.SCALAR_EXACT, fp.SCALAR_CONTINUATION, fp.SCALAR_OUTPUT) == (
+    c = _compiled
+    assert (c.SCALAR_DONE, c.SCALAR_EXACT, c.SCALAR_CONTINUATION, c.SCALAR_OUTPUT) == (
         0,
         1,
         2,
@@ -379,7 +382,7 @@ def test_draws_at_and_next_to_a_snapping_tie_take_the_exact_path(kw, points, com
 
 @needs_numba
 def test_an_uncertified_output_is_computed_exactly(compiled):
-    """``k = 2**51`` under tests/pipeline/fastpath/test_certificate.py's calibration: its output
+    """``k = 2**51`` under tests/pipeline/test_engine_certificate.py's calibration: its output
     sum lies ``2**-101`` above a midpoint between doubles, so the double-double output
     is not certified; the kernel decides k (``y/Λ + 1/2`` is about ``2**51 + 0.5``) and
     the exact output stage finishes."""
@@ -492,10 +495,10 @@ def test_a_padded_mechanism_never_takes_the_compiled_kernel(compiled, monkeypatc
 def test_compiled_scalar_after_follows_the_documented_rule(monkeypatch):
     monkeypatch.setattr(mp, "scalar_path_stats", mp.ScalarPathStats())
     monkeypatch.setattr(mp, "COMPILED_SCALAR_AFTER", 1 << 16)
-    monkeypatch.setitem(sys.modules, "snapcore.pipeline._fastpath", None)  # not imported
+    monkeypatch.setitem(sys.modules, "snapcore.pipeline._compiled", None)  # not imported
     assert mp.compiled_scalar_after() == 1 << 16
-    monkeypatch.setitem(sys.modules, "snapcore.pipeline._fastpath", fp)
-    monkeypatch.setattr(fp, "compiled_engine_loaded", lambda: True)
+    monkeypatch.setitem(sys.modules, "snapcore.pipeline._compiled", _compiled)
+    monkeypatch.setattr(_compiled, "compiled_engine_loaded", lambda: True)
     assert mp.compiled_scalar_after() == mp.COMPILED_SCALAR_AFTER_WARM
     mp.scalar_path_stats.loaded = True
     assert mp.compiled_scalar_after() == 0
@@ -513,7 +516,8 @@ def test_import_and_one_release_do_not_import_numba():
         "for t in ('off', None):\n"
         "    m = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), timing=t)\n"
         "    assert 0.0 <= m.release(42.0) <= 100.0\n"
-        "bad = sorted(n for n in ('numba', 'llvmlite', 'snapcore.pipeline._fastpath') if n in sys.modules)\n"
+        "fast_path = ('snapcore.pipeline._compiled', 'snapcore.pipeline._engine')\n"
+        "bad = sorted(n for n in ('numba', 'llvmlite', *fast_path) if n in sys.modules)\n"
         "assert not bad, bad\n"
     )
     env = {**__import__("os").environ, "PYTHONSAFEPATH": "1", "SNAPCORE_TIMING_STORE": "off"}

@@ -1,5 +1,5 @@
 """The padded release's stages (``Pipeline.uniform_stages``: centring, add and output;
-``uniform_ln``; ``_decode_raw_padded``): the same exact values as the ordinary stages,
+``uniform_ln``; ``decode_draw_raw_padded``): the same exact values as the ordinary stages,
 with integer sizes that do not depend on the value (docs/timing.md)."""
 
 from __future__ import annotations
@@ -185,12 +185,17 @@ def test_uniform_ln_is_mpfr_log_correctly_rounded(
 
 @pytest.mark.parametrize("p", [24, 53, 118, 200])
 def test_padded_decoding_reads_the_same_draws_from_the_same_bytes(p: int) -> None:
-    """``_decode_raw_padded`` against ``_decode_raw``: random rows, and rows whose
+    """``decode_draw_raw_padded`` against ``decode_draw_raw``: random rows, and rows whose
     exponent continues for one, two and many words, in one stream; both consume the
     same bytes (the padded one's extra reads are empty)."""
     import random
 
-    from snapcore.randomness._sources import Draw, _decode_raw, _decode_raw_padded, encode_draw
+    from snapcore.randomness._draw import (
+        Draw,
+        decode_draw_raw,
+        decode_draw_raw_padded,
+        encode_draw,
+    )
 
     rng = random.Random(p)
     draws = []
@@ -218,8 +223,8 @@ def test_padded_decoding_reads_the_same_draws_from_the_same_bytes(p: int) -> Non
     ra, rb = reader(stream, a_sizes), reader(stream, b_sizes)
     got_a, got_b = [], []
     while sum(a_sizes) < len(stream):
-        got_a.append(_decode_raw(ra, p))
-        got_b.append(_decode_raw_padded(rb, p))
+        got_a.append(decode_draw_raw(ra, p))
+        got_b.append(decode_draw_raw_padded(rb, p))
         assert sum(a_sizes) == sum(b_sizes)
     assert got_a == got_b
     assert got_a[: len(draws)] == [(d.sign, d.mantissa, d.exponent) for d in draws]

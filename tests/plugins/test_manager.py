@@ -49,7 +49,7 @@ REF_BACKEND = '''
 from fractions import Fraction
 
 import snapcore
-import snapcore.randomness._sources
+import snapcore.randomness._draw
 import snapref
 from snapcore import Arithmetic, Backend, hookimpl
 
@@ -111,7 +111,7 @@ class ConstantSource(snapcore.RandomSource):
     name = "{source}"
 
     def draw(self, precision):
-        return snapcore.randomness._sources.draw_from_u(Fraction(3, 4), -1, precision)
+        return snapcore.randomness._draw.draw_from_u(Fraction(3, 4), -1, precision)
 
 
 class CountStatistic:

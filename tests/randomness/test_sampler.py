@@ -23,7 +23,7 @@ from stattests import ALPHA, binomial_two_sided, chi_square, counts
 import snapcore
 from snapcore import ReplaySource, SeededSource, SourceExhaustedError, SystemSource
 from snapcore.errors import ParameterError
-from snapcore.randomness._sources import Draw
+from snapcore.randomness._draw import Draw
 from snapcore.testing.sources import FixedBytes
 
 FAST, SLOW = 20_000, 1_000_000

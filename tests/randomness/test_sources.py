@@ -11,7 +11,7 @@ replaces while the source keys itself, then recomputes the keystream with the
 
 Each operation of a generated schedule (``read``, ``draw``, ``draw_raw``, ``draws``,
 ``draws_raw`` at several precisions, including ones whose draws are larger than a
-refill block) is compared with :func:`snapcore.randomness._sources.decode_draw` applied to the
+refill block) is compared with :func:`snapcore.randomness._draw.decode_draw` applied to the
 expected stream from a cursor.  Reproduce a failure with the ``@reproduce_failure``
 line hypothesis prints.
 """
@@ -27,7 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapcore.randomness._sources import ByteSource, Draw, SystemSource, decode_draw
+from snapcore.randomness._draw import Draw, decode_draw
+from snapcore.randomness._sources import ByteSource, SystemSource
 from snapcore.testing.sources import SeededUrandom
 
 

@@ -1,0 +1,514 @@
+"""The fast path's engine: whole arrays released bit-identically to the exact pipeline.
+
+:class:`FastEngine` holds, for one calibration, the kernel's double-double parameters
+(derived exactly from the calibration) and the output stage.  For each element the
+kernel (:mod:`snapcore.pipeline._kernel`, or its compiled form in
+:mod:`snapcore.pipeline._compiled`) decides the snapped index ``k = ⌊y/Λ + 1/2⌋`` when
+its rigorous bound allows; otherwise (and whenever anything is outside the range the
+bound covers) that element is computed by the exact pipeline
+(:meth:`snapcore.pipeline._stages.Pipeline.run`).  The output stage
+``c + Δ·clamp_b(kΛ)`` is either looked up in a table of exact outputs or computed in
+double-double with a certificate of correct rounding, and again falls back to the exact
+stage when the certificate fails.  So every output equals the exact pipeline's, element
+for element.
+
+:func:`release_batch` is the driver: it reads the draws (in bulk from a byte source,
+:func:`snapcore.randomness._draw.decode_draw_batch`, or fused with the kernel and the
+output stage in one compiled loop over chunks of the stream) and runs the engine.  The
+derivation of every constant is in ``docs/fastpath.md``; ``[E10]`` marks its step.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import threading
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapcore.calibration._clamp import round_up_double
+from snapcore.calibration._params import Calibration
+from snapcore.exact._dyadic import to_fraction
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
+from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
+from snapcore.pipeline._stages import Pipeline, clamp
+from snapcore.randomness._draw import (
+    BATCH_MIN_PRECISION,
+    Draw,
+    DrawBatch,
+    decode_draw,
+    decode_draw_batch,
+    decode_rows,
+    row_size,
+)
+from snapcore.randomness._sources import ByteSource, RandomSource
+
+__all__ = [
+    "AUTO_MIN_SIZE",
+    "BatchStats",
+    "FastEngine",
+    "batch_draws",
+    "engine_for",
+    "release_batch",
+    "resolve_engine",
+    "scalar_params",
+]
+
+#: Arrays at least this long go through the fast path automatically when the
+#: mechanism's backend is the MPFR reference (the fast path is bit-identical to it).
+AUTO_MIN_SIZE = 1024
+
+F64 = npt.NDArray[np.float64]
+
+
+def resolve_engine() -> str:
+    """The kernel engine "auto" stands for: "numba" when numba can be imported, else
+    "numpy" (the same bits)."""
+    return "numba" if numba_available() else "numpy"
+
+
+def batch_draws(
+    source: RandomSource, count: int, precision: int, engine: str = "auto"
+) -> DrawBatch:
+    """``count`` draws from ``source`` as arrays, exactly ``source.draws(count, precision)``.
+
+    A :class:`~snapcore.randomness._sources.ByteSource` at ``precision >= 118`` is
+    decoded in bulk (:func:`~snapcore.randomness._draw.decode_draw_batch`, with the
+    compiled row decoder unless ``engine`` is "numpy"), consuming exactly the bytes the
+    scalar decoder would; other sources are asked for their draws.
+    """
+    p = precision
+    if not isinstance(source, ByteSource) or p < BATCH_MIN_PRECISION:
+        return DrawBatch.from_draws(source.draws(count, p), p)
+    fns = compiled() if engine != "numpy" else None
+    return decode_draw_batch(source, count, p, decode_rows if fns is None else fns.decode_rows)
+
+
+def _double_double(q: Fraction) -> tuple[float, float, Fraction]:
+    """``q ≈ hi + lo`` (hi = RN(q), lo = RN(q − hi)) and the exact residual."""
+    hi = float(q)
+    lo = float(q - Fraction(hi))
+    return hi, lo, q - Fraction(hi) - Fraction(lo)
+
+
+class BatchStats:
+    """What happened in one batch (for tests and diagnostics).
+
+    Attributes
+    ----------
+    size : int
+    fallback_k : ndarray of intp
+        Elements whose ``k`` was not decided by the bound (computed exactly).
+    fallback_output : ndarray of intp
+        Elements whose output stage was computed exactly.
+    engine : str
+    """
+
+    def __init__(self, size: int, fallback_k: Any, fallback_output: Any, engine: str) -> None:
+        self.size = size
+        self.fallback_k = fallback_k
+        self.fallback_output = fallback_output
+        self.engine = engine
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchStats(size={self.size}, fallback_k={len(self.fallback_k)}, "
+            f"fallback_output={len(self.fallback_output)}, engine={self.engine!r})"
+        )
+
+
+class FastEngine:
+    """The fast path for one :class:`~snapcore.calibration._params.Calibration`.
+
+    Parameters
+    ----------
+    calibration : Calibration
+        The exact constants; the engine derives its double-double parameters from
+        them exactly, and refuses (``supported`` is False) parameters whose
+        magnitudes the error bound does not cover.
+    """
+
+    #: Output-table size limit (entries); above it the output stage is computed.
+    TABLE_MAX = 8193
+    #: Elements per chunk in the numpy engine (keeps temporaries in cache).
+    CHUNK = 1 << 15
+
+    def __init__(self, calibration: Calibration) -> None:
+        cal = calibration
+        self.calibration = cal
+        L = cal.granularity_log2
+        self.L = L
+        Lam = to_fraction(1, L)
+        lam = cal.scale / Lam
+        b = cal.unit_clamp_bound
+        c = cal.centre
+        delta = cal.sensitivity
+        inv = 1 / (delta * Lam)
+        self.kmax = int((b / Lam).__floor__())
+        # When ±kmax·Λ is ±b itself the exact stage releases the endpoint, not RN(c ± Δb).
+        self.kmax_is_b = self.kmax * Lam == b
+        lam_h, lam_l, _ = _double_double(lam)
+        ch, cl, rc = _double_double(c)
+        ih, il, _ = _double_double(inv)
+        bh, bl, _ = _double_double(b / Lam)
+        far = 4 * delta * b
+        supported = (
+            -600 <= L <= 600
+            and Fraction(2) ** -900 < inv < Fraction(2) ** 900
+            and far < Fraction(2) ** 990
+            and abs(c) < Fraction(2) ** 990
+            and cal.precision >= 118
+        )
+        self.supported = bool(supported)
+        eabs = abs(rc) * inv * 2 + Fraction(2) ** -1000
+        self.params = np.array(
+            [ch, cl, ih, il, bh, bl, lam_h, lam_l, round_up_double(far) if supported else 0.0,
+             round_up_double(eabs)],
+            dtype=np.float64,
+        )  # fmt: skip
+        # Output stage: a table of exact outputs for k in [-kmax-1, kmax+1], where
+        # the two ends stand for the clamped outputs c ± Δ·b.
+        self._table: F64 | None = None
+        self._table_lock = threading.Lock()
+        self.use_table = 2 * self.kmax + 3 <= self.TABLE_MAX
+        d_is_double = Fraction(float(delta)) == delta
+        self.out_dd = (
+            not self.use_table
+            and d_is_double
+            and rc == 0
+            and Fraction(2) ** -900 < delta * Lam
+            and abs(delta) < Fraction(2) ** 900
+        )
+        self.delta_f = float(delta)
+        self.lower = float(cal.lower)
+        self.upper = float(cal.upper)
+        #: The fused compiled loop covers the table and the computed output stages.
+        self.fusable = self.supported and (self.use_table or self.out_dd)
+
+    # -- output stage ---------------------------------------------------------------
+    @property
+    def clamped_from(self) -> int:
+        """The smallest ``k >= 0`` whose output is the clamped one (the endpoint):
+        ``kmax`` when ``kmax·Λ == b``, else ``kmax + 1``."""
+        return self.kmax if self.kmax_is_b else self.kmax + 1
+
+    def end_outputs(self, pipe: Pipeline) -> tuple[float, float]:
+        """The exact outputs of the clamped ``k <= -clamped_from`` and
+        ``k >= clamped_from`` ([S9]).
+
+        Every element whose ``k`` is decided and clamped takes one of these two
+        values, so releasing clamped values costs no more than releasing values inside
+        the interval.  The pipeline computes them once, when it is built.
+        """
+        return pipe.index_output(-self.kmax - 1), pipe.index_output(self.kmax + 1)
+
+    def table(self, pipe: Pipeline) -> F64:
+        """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
+        with self._table_lock:
+            if self._table is None:
+                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+                ks = range(-self.kmax - 1, self.kmax + 2)
+                self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
+            return self._table
+
+    def outputs(self, k: npt.NDArray[np.int64], pipe: Pipeline) -> tuple[F64, Any]:
+        """``RN(c + Δ·clamp_b(kΛ))`` clamped to ``[lower, upper]``, for decided ``k``.
+
+        Returns the outputs and the indices whose double-double output the certificate
+        could not settle (recomputed exactly: the output fallbacks).  The list is empty
+        with a table, and when the stage has no double-double form (Δ not a double), where
+        every output is computed exactly by design rather than as a fallback.
+        """
+        kmax = self.kmax
+        if self.use_table:
+            idx = np.clip(k, -kmax - 1, kmax + 1)
+            idx += kmax + 1
+            return self.table(pipe).take(idx), np.empty(0, np.intp)
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+        lo_out, hi_out = self.end_outputs(pipe)
+        clamped_from = self.clamped_from
+        out = np.empty(k.shape, np.float64)
+        if self.out_dd:
+            # [E10] r = RN(c + Δ·kΛ) with a certificate of correct rounding.
+            ch, cl = self.params[0], self.params[1]
+            kc = np.clip(k, -kmax, kmax).astype(np.float64)
+            kl = np.ldexp(kc, L)
+            p1, p2 = two_prod(self.delta_f, kl)
+            s1, s2 = two_sum(ch, p1)
+            t1, t2 = two_sum(cl, p2)
+            u1, u2 = two_sum(s2, t1)
+            r, r2 = two_sum(s1, u1)
+            exact_sum = (u2 == 0.0) & (t2 == 0.0)
+            m, ex = np.frexp(np.abs(r))
+            half_gap = np.ldexp(np.where(m == 0.5, 0.25, 0.5), ex - 53)
+            resid = np.abs(r2) + np.abs(u2) + np.abs(t2)
+            cert = exact_sum | (resid * (1.0 + 2.0**-50) < half_gap * (1.0 - 2.0**-50))
+            cert &= np.isfinite(r) & (r != 0.0) | exact_sum & np.isfinite(r)
+            out[:] = np.clip(r, self.lower, self.upper)
+            bad = np.flatnonzero(~cert & (np.abs(k) < clamped_from))
+        else:
+            bad = np.flatnonzero(np.abs(k) < clamped_from)
+            if bad.size:
+                uniq, inv = np.unique(k[bad], return_inverse=True)
+                vals = np.array([pipe.output(clamp(int(kk), L, b)) for kk in uniq])
+                out[bad] = vals[inv]
+            bad = np.empty(0, np.intp)
+        for j in bad:
+            out[j] = pipe.output(clamp(int(k[j]), L, b))
+        out[k >= clamped_from] = hi_out
+        out[k <= -clamped_from] = lo_out
+        return out, bad
+
+    # -- the kernel -----------------------------------------------------------------
+    def decide(
+        self, v: F64, draws: DrawBatch, engine: str = "auto"
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], str]:
+        """``k`` and whether it is decided, for each element."""
+        n = v.size
+        if engine == "auto":
+            engine = resolve_engine()
+        k = np.empty(n, np.int64)  # 0 where not decided
+        ok = np.empty(n, np.bool_)
+        params = self.params
+        if engine == "numba":
+            fns = compiled()
+            if fns is None:
+                raise RuntimeError("engine='numba' requested but numba is not installed")
+            fns.decide(v, draws.sign, draws.e, draws.mhi, draws.mlo, params, k, ok)
+        elif engine == "numpy":
+            step = self.CHUNK
+            with np.errstate(all="ignore"):
+                for a in range(0, n, step):
+                    sl = slice(a, a + step)
+                    kk, oo, _, _, _ = numpy_kernel(
+                        v[sl], draws.sign[sl], draws.e[sl], draws.mhi[sl], draws.mlo[sl],
+                        *params.tolist(),
+                    )  # fmt: skip
+                    k[sl] = np.where(oo, kk, 0.0)
+                    ok[sl] = oo
+        else:
+            raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}")
+        return k, ok, engine
+
+    def diagnose(
+        self, v: F64, draws: DrawBatch, engine: str = "numpy"
+    ) -> tuple[F64, F64, F64, Any]:
+        """``(t_hi, t_lo, err, ok)`` of the kernel: ``t ≈ y/Λ + 1/2`` within ``err``."""
+        if engine == "numba":
+            fns = compiled()
+            if fns is None:
+                raise RuntimeError("engine='numba' requested but numba is not installed")
+            out = np.empty((5, v.size))
+            fns.diagnose(v, draws.sign, draws.e, draws.mhi, draws.mlo, self.params, out)
+            return out[2], out[3], out[4], out[1] != 0.0
+        with np.errstate(all="ignore"):
+            _k, ok, sh, sl, err = numpy_kernel(
+                v, draws.sign, draws.e, draws.mhi, draws.mlo, *self.params.tolist(),
+            )  # fmt: skip
+        return sh, sl, err, ok
+
+    def run(
+        self, v: F64, draws: DrawBatch, pipe: Pipeline, engine: str = "auto"
+    ) -> tuple[F64, BatchStats]:
+        """Outputs for values ``v`` (float64, finite) and draws, bit-identical to
+        ``pipe.run(pipe.centre(v_i), draw_i)`` for every ``i``."""
+        n = v.size
+        if not self.supported:
+            out = np.array(
+                [pipe.run(pipe.centre(Fraction(float(v[j]))), draws.draw(j)) for j in range(n)],
+                dtype=np.float64,
+            )
+            return out, BatchStats(n, np.arange(n), np.empty(0, np.intp), "exact")
+        k, ok, used = self.decide(v, draws, engine)
+        out, bad_out = self.outputs(k, pipe)
+        slow = np.flatnonzero(~ok)
+        for j in slow:
+            out[j] = pipe.run(pipe.centre(Fraction(float(v[j]))), draws.draw(int(j)))
+        return out, BatchStats(n, slow, bad_out, used)
+
+    #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
+    STREAM_CHUNK = 1 << 13
+
+    def run_stream(self, v: F64, source: ByteSource, pipe: Pipeline) -> tuple[F64, BatchStats]:
+        """Outputs for values ``v`` with draws read from ``source``'s byte stream.
+
+        One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
+        kernel and the output stage, and writes straight into the output array; the
+        stream is read chunk by chunk into one preallocated buffer (in place with
+        :meth:`~snapcore.randomness._sources.ByteSource.readinto`).  Exactly the bytes
+        ``source.draws(v.size, p)`` would read are read, under
+        :meth:`~snapcore.randomness._sources.RandomSource.exclusive`; elements the bound or the
+        output certificate does not settle, and the rare draws with a continuation
+        word, are computed by the exact pipeline from their own bytes.
+        """
+        fns = compiled()
+        if fns is None or not self.fusable:
+            raise RuntimeError("the fused loop needs numba and a supported calibration")
+        n = v.size
+        p = self.calibration.precision
+        row = row_size(p)
+        out = np.empty(n, np.float64)
+        chunk = min(self.STREAM_CHUNK, max(n, 1))
+        buf = np.empty(chunk * row, np.uint8)
+        fallback = np.empty(chunk, np.int64)
+        fallback_k = np.empty(chunk, np.int64)
+        scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
+        kbuf = np.empty(chunk, np.int64)
+        okbuf = np.empty(chunk, np.bool_)
+        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+        mode = 0 if self.use_table else 1
+        table = self.table(pipe) if self.use_table else np.zeros(1)
+        ends = np.array([self.lower, self.upper, self.delta_f, *self.end_outputs(pipe)])
+        kmax = np.int64(min(self.kmax, 1 << 62))
+        fall_k: list[int] = []
+        fall_out: list[int] = []
+        pending = b""  # stream bytes read ahead of a continuation draw, not yet used
+
+        def read(k: int) -> bytes:
+            nonlocal pending
+            got, pending = pending[:k], pending[k:]
+            return got + source.read(k - len(got)) if len(got) < k else got
+
+        def exact(j: int, draw: Draw) -> float:
+            return pipe.run(pipe.centre(Fraction(float(v[j]))), draw)
+
+        with source.exclusive():
+            pos = 0
+            while pos < n:
+                m = min(chunk, n - pos)
+                view = buf[: m * row]
+                if pending:
+                    view[:] = np.frombuffer(read(m * row), np.uint8)
+                else:
+                    source.readinto(view)
+                stop, nfb = fns.fused(
+                    view, m, row, v[pos : pos + m], out[pos : pos + m], self.params, table,
+                    mode, kmax, self.kmax_is_b, L, ends, scratch, kbuf, okbuf, fallback,
+                    fallback_k,
+                )  # fmt: skip
+                for i in range(nfb):
+                    j, kk = int(fallback[i]), int(fallback_k[i])
+                    if kk == UNDECIDED:
+                        rowbytes = view[j * row : (j + 1) * row].tobytes()
+                        out[pos + j] = exact(pos + j, decode_draw(io.BytesIO(rowbytes).read, p))
+                        fall_k.append(pos + j)
+                    else:
+                        out[pos + j] = pipe.output(clamp(kk, L, b))
+                        fall_out.append(pos + j)
+                if stop < m:
+                    # Row `stop` has a continuation word: the bytes read after its start
+                    # belong to it and to the next draws, in stream order.
+                    pending = view[stop * row :].tobytes() + pending
+                    out[pos + stop] = exact(pos + stop, decode_draw(read, p))
+                    fall_k.append(pos + stop)
+                    pos += stop + 1
+                else:
+                    pos += m
+            if pending:  # pragma: no cover - the reads above never over-read
+                raise AssertionError("fused loop read past its draws")
+        st = BatchStats(n, np.array(sorted(fall_k), np.intp), np.array(fall_out, np.intp), "numba")
+        return out, st
+
+
+@functools.lru_cache(maxsize=64)
+def engine_for(calibration: Calibration) -> FastEngine:
+    """The (cached) engine for a calibration."""
+    return FastEngine(calibration)
+
+
+def release_batch(
+    pipe: Pipeline,
+    values: npt.ArrayLike,
+    source: RandomSource,
+    *,
+    engine: str = "auto",
+    stats: bool = False,
+    exact_floor: int = 0,
+) -> Any:
+    """Release every element of ``values`` with fresh noise from ``source``.
+
+    Bit-identical to the exact pipeline on the same draws: the draws are taken
+    from ``source`` in the same order and with the same bytes as
+    ``[pipe.run(pipe.centre(v), d) for v, d in zip(values, source.draws(n, p))]``.
+
+    Parameters
+    ----------
+    pipe : Pipeline
+        The exact pipeline (used for the elements the bound does not decide).
+    values : array_like of float64
+        Finite values (checked by the caller), any shape.
+    source : RandomSource
+        The randomness.
+    engine : {"auto", "numba", "numpy"}
+        The kernel engine; "auto" uses numba when it can be imported.  With numba
+        and a :class:`~snapcore.randomness._sources.ByteSource`, decoding, the kernel and the
+        output stage run fused in one compiled loop over cache-sized chunks of the
+        stream (:meth:`FastEngine.run_stream`).
+    stats : bool
+        Also return a :class:`BatchStats`.
+    exact_floor : int
+        For a release padded to a time quantum (docs/timing.md): when fewer than this
+        many elements fell back to the exact pipeline, run as many more exact
+        computations of the same kind on public inputs (the calibration's centre and
+        a fixed draw; the results are discarded), so that the batch's time does not
+        depend on how many of its draws the kernel left undecided, up to this many.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    flat = np.ascontiguousarray(arr.reshape(-1))
+    if engine == "auto":
+        engine = resolve_engine()
+    eng = engine_for(pipe.calibration)
+    p = pipe.calibration.precision
+    if (
+        engine == "numba"
+        and eng.fusable
+        and isinstance(source, ByteSource)
+        and p >= BATCH_MIN_PRECISION
+    ):
+        out, st = eng.run_stream(flat, source, pipe)
+    else:
+        draws = batch_draws(source, flat.size, p, engine)
+        out, st = eng.run(flat, draws, pipe, engine)
+    missing = exact_floor - len(st.fallback_k) - len(st.fallback_output)
+    if missing > 0:
+        _exact_dummies(pipe, missing)
+    res = out.reshape(arr.shape)
+    return (res, st) if stats else res
+
+
+def _exact_dummies(pipe: Pipeline, count: int) -> None:
+    """``count`` exact computations as an undecided element's (decode one row, centre
+    a double, run the pipeline) on public inputs; results discarded."""
+    p = pipe.calibration.precision
+    row = bytes([0x5A]) * row_size(p)
+    v = float(pipe.calibration.centre)
+    for _ in range(count):
+        pipe.run(pipe.centre(Fraction(v)), decode_draw(io.BytesIO(row).read, p))
+
+
+def scalar_params(pipe: Pipeline) -> F64 | None:
+    """The parameter vector of :func:`~snapcore.pipeline._compiled.scalar_release_kernel`
+    for ``pipe``'s calibration, or None when the kernel's bound does not cover it
+    (``p < 118`` or magnitudes outside :attr:`FastEngine.supported`): those releases
+    stay exact."""
+    eng = engine_for(pipe.calibration)
+    if not eng.supported or pipe.calibration.precision < 118:
+        return None
+    low_output, high_output = eng.end_outputs(pipe)
+    return scalar_params_vector(
+        eng.params,
+        lower=eng.lower,
+        upper=eng.upper,
+        delta=eng.delta_f,
+        low_output=low_output,
+        high_output=high_output,
+        granularity_log2=eng.L,
+        kmax=eng.kmax,
+        clamped_from=eng.clamped_from,
+        mode=0.0 if eng.use_table else (1.0 if eng.out_dd else 2.0),
+        table=eng.table(pipe) if eng.use_table else np.zeros(0),
+    )
