@@ -35,11 +35,12 @@ data.  Other modules import their exceptions from here; none defines its own.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from fractions import Fraction
+
+from snapcore._display import DOUBLE_DIGITS, short
 
 __all__ = [
     "AuditError",
@@ -58,7 +59,6 @@ __all__ = [
     "SourceExhaustedError",
     "StatisticConformanceError",
     "WorkerError",
-    "format_number",
     "keyword",
     "parameter_name",
     "show",
@@ -115,14 +115,15 @@ def show(value: object, limit: int = 40) -> str:
     """``repr(value)`` for messages about **public** parameters, kept short.
 
     Numbers whose repr is longer than ``limit`` (``10**400``, a Fraction with huge
-    terms, a long Decimal) are shown by :func:`format_number` (``1e+400``,
-    ``2**-1100``); other long reprs are cut.  Never use it for private data: messages
-    about data name the type only.
+    terms, a long Decimal) are shown by :func:`snapcore._display.short` to 17 digits
+    (``1e+400``; ``≈5.721245194772949e-955`` for ``Fraction(1, 3**2000)``); other long
+    reprs are cut.  Never use it for private data: messages about data name the type
+    only.
     """
     from decimal import Decimal
 
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return format_number(Fraction(value))
+        return short(value, digits=DOUBLE_DIGITS)
     try:
         text = repr(value)
     except ValueError:  # e.g. an int beyond the str-conversion digit limit
@@ -139,50 +140,8 @@ def show(value: object, limit: int = 40) -> str:
     except (AttributeError, TypeError, ValueError, ZeroDivisionError):
         q = None
     if q is not None:
-        return format_number(q)
+        return short(q, digits=DOUBLE_DIGITS)
     return text[: limit - 3] + "..." if text else f"<{type(value).__name__}>"
-
-
-def format_number(q: Fraction) -> str:
-    """A short, honest text for an exact number: ``0.5``, ``2**-1100``, ``~3.3333333333333333e-1``.
-
-    Exact doubles (normal range) print as Python prints them; powers of two as
-    ``2**k``; anything else as 17 significant digits, prefixed ``~`` unless exact.
-    """
-    if q == 0:
-        return "0"
-    n, d = q.numerator, q.denominator
-    if d & (d - 1) == 0 and n & (n - 1) == 0 and n > 0 and (d > 1 << 1000 or n > 1 << 1000):
-        return f"2**{n.bit_length() - d.bit_length()}"
-    try:
-        f = n / d
-    except OverflowError:
-        f = math.inf
-    if math.isfinite(f) and abs(f) >= 2.2250738585072014e-308 and Fraction(f) == q:
-        return repr(f)
-    return _sci(q)
-
-
-def _sci(q: Fraction, digits: int = 17) -> str:
-    """``q`` in scientific notation with ``digits`` significant digits (``~`` if rounded)."""
-    sign = "-" if q < 0 else ""
-    a = abs(q)
-    # k = floor(log10(a)), from the bit lengths and then corrected exactly.
-    lg2 = a.numerator.bit_length() - a.denominator.bit_length()
-    k = math.floor(lg2 * 0.30102999566398120)
-    while Fraction(10) ** k > a:
-        k -= 1
-    while Fraction(10) ** (k + 1) <= a:
-        k += 1
-    scaled = a * Fraction(10) ** (digits - 1 - k)
-    m = int(scaled + Fraction(1, 2))
-    exact = m == scaled
-    if m >= 10**digits:
-        m //= 10
-        k += 1
-    text = str(m)
-    mant = (text[0] + "." + text[1:]).rstrip("0").rstrip(".")
-    return f"{'' if exact else '~'}{sign}{mant}e{k:+d}"
 
 
 class SnapcoreError(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snapcore import Budget
-from snapcore._display import DIGITS, short
+from snapcore._display import DIGITS, DOUBLE_DIGITS, short
 from snapcore.cli import main
 from snapcore.mechanism._mechanism import SnappingMechanism
 
@@ -29,6 +30,12 @@ def test_short_is_the_correctly_rounded_12_digit_decimal(q: Fraction) -> None:
     d = Fraction(Decimal(body))  # the decimal printed, exactly
     if q.denominator == 1 and abs(q) < 10**15:
         assert text == str(q)
+        return
+    num, den = abs(q.numerator), q.denominator
+    log2 = num.bit_length() - den.bit_length()
+    power_of_two = (num == 1 or den == 1) and num & (num - 1) == 0 and den & (den - 1) == 0
+    if power_of_two and not -1074 <= log2 <= 1023:
+        assert text == f"{'-' if q < 0 else ''}2**{log2}"
         return
     # Independent reference: the 12-digit decimals either side of q, by integer arithmetic.
     a = abs(q)
@@ -71,3 +78,23 @@ def test_ledger_and_cli_use_the_same_rule(tmp_path: Path) -> None:
     assert r.exit_code == 0
     assert f"remaining  {short(Fraction(2, 3))}" in r.output and "≈0.666666666667" in r.output
     assert repr(b).endswith("remaining=≈0.666666666667)")
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=0.0, exclude_min=True))
+def test_double_digits_tell_neighbouring_doubles_apart(x: float) -> None:
+    up = math.nextafter(x, math.inf)
+    if math.isfinite(up):
+        assert short(x, digits=DOUBLE_DIGITS) != short(up, digits=DOUBLE_DIGITS)
+
+
+def test_messages_compare_with_a_limit_at_17_digits() -> None:
+    just_above_one = Fraction(1) + Fraction(8, 10**17)
+    assert short(just_above_one) == "≈1"
+    assert short(just_above_one, digits=DOUBLE_DIGITS) == "≈1.0000000000000001"
+    assert short(Fraction(3 * 2**54), digits=DOUBLE_DIGITS) == "5.4043195528445952e+16"
+
+
+def test_powers_of_two_beyond_the_doubles_are_exact_and_quick() -> None:
+    assert short(Fraction(1, 2**1100)) == "2**-1100" and short(-(2**2000)) == "-2**2000"
+    assert short(Fraction(1, 1 << (1 << 29))) == "2**-536870912"  # no decimal computed
+    assert short(Fraction(2) ** -1074) == "≈4.94065645841e-324"  # a double: decimal

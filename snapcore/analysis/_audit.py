@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import attrs
 import gmpy2
 
+from snapcore._display import DOUBLE_DIGITS, short
 from snapcore.calibration._params import Calibration
-from snapcore.data._values import format_number, read_value
+from snapcore.data._values import read_value
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
 from snapcore.exact._dyadic import dyadic_add, dyadic_cmp, dyadic_normalise, to_fraction
 
@@ -452,8 +453,9 @@ class AuditResult:
         """One line: the loss against the claimed ε."""
         note = ""
         if not self.neighbouring:
+            distance = short(self.distance, digits=DOUBLE_DIGITS)
             note = (
-                f" [inputs are {format_number(self.distance)} sensitivities apart (more than "
+                f" [inputs are {distance} sensitivities apart (more than "
                 "1), not neighbours: "
                 "the epsilon claim does not cover them]"
             )
@@ -464,8 +466,9 @@ class AuditResult:
             )
         rel = "<=" if self.private else ">"
         word = "private" if self.private else "NOT PRIVATE"
+        epsilon = short(self.epsilon, digits=DOUBLE_DIGITS)
         return (
-            f"{word}: loss {self.loss_decimal} {rel} epsilon {format_number(self.epsilon)} "
+            f"{word}: loss {self.loss_decimal} {rel} epsilon {epsilon} "
             f"(loss - epsilon = {self.excess:.6g})"
         ) + note
 

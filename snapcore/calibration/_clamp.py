@@ -27,8 +27,9 @@ from typing import Any
 
 import attrs
 
+from snapcore._display import DOUBLE_DIGITS, short
 from snapcore.calibration._params import check_real
-from snapcore.data._values import format_number, read_double_pair
+from snapcore.data._values import read_double_pair
 from snapcore.errors import ParameterError, parameter_name, show
 
 __all__ = [
@@ -119,7 +120,7 @@ def granularity_bound(epsilon: Fraction) -> Fraction:
     if not epsilon > _TWO_POW_M117:
         raise ParameterError(
             f"epsilon must be > 2**-117 to choose the clamp interval from gamma, got "
-            f"{format_number(epsilon)}; give the clamp bounds directly"
+            f"{short(epsilon, digits=DOUBLE_DIGITS)}; give the clamp bounds directly"
         )
     return (2 + 24 * Fraction(1, 1 << 52)) / (epsilon - _TWO_POW_M117)
 

@@ -13,9 +13,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from snapcore._display import short
+from snapcore._display import DOUBLE_DIGITS, short
 from snapcore.data._values import (
-    format_number,
     read_double,
     read_double_pair,
     read_real,
@@ -297,8 +296,9 @@ def calibrate(
     half = (upper - lower) / 2
     need = required_precision(eps, half / delta)
     if need > MAX_PRECISION:
+        ratio = short(half / delta, digits=DOUBLE_DIGITS)
         raise ParameterError(
-            f"epsilon = {show(epsilon)} with B/sensitivity = {format_number(half / delta)} "
+            f"epsilon = {show(epsilon)} with B/sensitivity = {ratio} "
             f"needs a working precision of {need} bits; at most {MAX_PRECISION} is supported "
             "(epsilon must be > 2**-(2**20 - 2) and B/sensitivity < 2**(2**20 - 52))",
             parameter="epsilon",
@@ -328,7 +328,7 @@ def calibrate(
         raise ParameterError(
             f"the clamp interval is too wide for epsilon = {show(epsilon)}: the half-width "
             "over the sensitivity, "
-            f"B/sensitivity = {format_number(half / delta)}, must be <= "
+            f"B/sensitivity = {short(half / delta, digits=DOUBLE_DIGITS)}, must be <= "
             f"2**{MAX_GRID_POINTS_LOG2} * Lambda = 2**{MAX_GRID_POINTS_LOG2 + L} (Lambda = "
             f"2**{L}, the granularity for this epsilon), so that every output grid point is "
             "an exact double; narrow the clamp interval or lower epsilon",

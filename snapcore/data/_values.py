@@ -44,7 +44,6 @@ import numpy as np
 from snapcore.errors import (
     MissingValueError,
     ParameterError,
-    format_number,
     keyword,
     parameter_name,
     show,
@@ -61,7 +60,6 @@ __all__ = [
     "category_keys",
     "check_missing",
     "exact_ratio",
-    "format_number",
     "is_missing",
     "read_column",
     "read_double",

@@ -9,10 +9,11 @@ from typing import Any, overload
 
 import numpy as np
 
+from snapcore._display import short
 from snapcore.calibration._guarantee import calibration_accuracy
 from snapcore.calibration._params import Calibration, PrivacyAnalysis, calibrate
 from snapcore.data._values import exact_ratio as exact_ratio_of
-from snapcore.data._values import format_number, read_value, read_values
+from snapcore.data._values import read_value, read_values
 from snapcore.errors import ParameterError
 from snapcore.mechanism._padding import Padding
 from snapcore.padding._pad import fallbacks_covered, resolve_mode
@@ -404,9 +405,9 @@ class SnappingMechanism:
     def __repr__(self) -> str:
         cal = self._cal
         return (
-            f"SnappingMechanism(epsilon={format_number(cal.epsilon)}, "
-            f"sensitivity={format_number(cal.sensitivity)}, clamp_bounds=("
-            f"{format_number(cal.lower)}, {format_number(cal.upper)}), "
+            f"SnappingMechanism(epsilon={short(cal.epsilon)}, "
+            f"sensitivity={short(cal.sensitivity)}, clamp_bounds=("
+            f"{short(cal.lower)}, {short(cal.upper)}), "
             f"backend={self._backend.name!r}, source={self._source.name!r}, "
             f"precision={self.precision})"
         )

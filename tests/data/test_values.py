@@ -22,7 +22,7 @@ import snapcore
 from snapcore import SnappingMechanism, audit
 from snapcore.data._columns import as_dataset
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import category_key, exact_ratio, format_number
+from snapcore.data._values import category_key, exact_ratio
 from snapcore.errors import MissingValueError, ParameterError, SourceExhaustedError, show
 from snapcore.randomness._sources import RandomSource, ReplaySource, SeededSource
 from snapcore.testing.sources import DrawTaken, NoDraws
@@ -618,7 +618,7 @@ def test_parameter_extremes_give_only_parameter_errors(x):
 
 def test_short_numbers_in_messages_and_repr():
     assert show(10**400) == "1e+400" and show(1e300) == "1e+300"
-    assert show(Fraction(1, 3**2000)).startswith("~")
+    assert show(Fraction(1, 3**2000)) == "≈5.721245194772949e-955"
     m = SnappingMechanism(epsilon=Fraction(1, 2**1100), clamp_bound=2.0**-1000)
     assert "epsilon=2**-1100" in repr(m) and "epsilon=0.0" not in repr(m)
     with pytest.raises(ParameterError) as info:
@@ -626,7 +626,6 @@ def test_short_numbers_in_messages_and_repr():
     assert "1e+400" in str(info.value) and "0" * 50 not in str(info.value)
     with pytest.raises(ParameterError):
         SnappingMechanism(epsilon=1, sensitivity=5e-324, clamp_bound=1.0)
-    assert format_number(Fraction(1) + Fraction(8, 10**17)) == "~1.0000000000000001e+0"
 
 
 def test_audit_distance_is_not_rounded_to_one():
