@@ -81,10 +81,9 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
         'pip install "snapcore[diffprivlib]"'
     ) from exc
 
-from snapcore.calibration._clamp import round_down_double as _round_down
-from snapcore.calibration._clamp import round_up_double as _round_up
 from snapcore.calibration._params import check_real
 from snapcore.errors import AuditLimitError, BudgetExceededError, ParameterError
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.randomness._sources import ByteSource, RandomSource, SystemSource
 from snapcore.releases._budget import Budget
@@ -210,7 +209,7 @@ class Snapping(DPMechanism):  # type: ignore[misc]
         """ε′, the Laplace parameter the mechanism uses to guarantee ε (rounded down)."""
         if self._mech is None:
             return float(self.epsilon)
-        return _round_down(self._mech.epsilon_prime)
+        return round_down_double(self._mech.epsilon_prime)
 
     def _exact_moments(self, x: Fraction) -> tuple[Fraction, Fraction]:
         """``(E[out], Var[out])`` of the implemented mechanism at ``x``, exactly."""
@@ -334,7 +333,7 @@ class SnapcoreAccountant(BudgetAccountant):  # type: ignore[misc]
     def __init__(self, budget: Budget) -> None:
         if not isinstance(budget, Budget):
             raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
-        super().__init__(epsilon=_round_down(budget.total), delta=0.0)
+        super().__init__(epsilon=round_down_double(budget.total), delta=0.0)
         self.budget = budget
 
     def check(self, epsilon: float, delta: float) -> bool:
@@ -362,13 +361,13 @@ class SnapcoreAccountant(BudgetAccountant):  # type: ignore[misc]
         """The ε spent from the snapcore budget (rounded up), and δ = 0."""
         if spent_budget is not None or slack is not None:
             return super().total(spent_budget=spent_budget, slack=slack)
-        return _DPBudget(_round_up(self.budget.spent), 0.0)
+        return _DPBudget(round_up_double(self.budget.spent), 0.0)
 
     def remaining(self, k: int = 1) -> Any:
         """ε left for each of ``k`` equal spends (rounded down), and δ = 0."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
-        return _DPBudget(_round_down(self.budget.remaining / k), 0.0)
+        return _DPBudget(round_down_double(self.budget.remaining / k), 0.0)
 
 
 class AccountantBudget(Budget):
@@ -417,7 +416,7 @@ class AccountantBudget(Budget):
             raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
         with self._lock:
             try:
-                self.accountant.spend(_round_up(eps), 0.0)
+                self.accountant.spend(round_up_double(eps), 0.0)
             except BudgetError as exc:
                 raise BudgetExceededError(
                     f"release refused by the diffprivlib accountant: {exc}; nothing was "

@@ -73,10 +73,10 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
         'snapcore.adapters.opendp needs OpenDP 0.16: pip install "snapcore[opendp]"'
     ) from exc
 
-from snapcore.calibration._clamp import round_up_double
 from snapcore.calibration._params import check_real
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
+from snapcore.exact._ieee754 import round_up_double
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._manager import get_registries
@@ -87,7 +87,6 @@ from snapcore.releases._api import release as _release
 __all__ = [
     "make_snapping",
     "make_statistic",
-    "round_up",
     "then_snapping",
     "then_statistic",
 ]
@@ -102,8 +101,8 @@ _METRIC_RELATION = {
 }
 
 
-def round_up(q: Fraction) -> float:
-    """The least double >= ``q`` (ε must never be understated).
+def _epsilon_double(q: Fraction) -> float:
+    """A privacy map's ε as the least double >= ``q`` (never understated).
 
     Raises
     ------
@@ -201,7 +200,7 @@ def make_snapping(
 
     def privacy_map(d_in: Any) -> float:
         d = _d_in(d_in)
-        return round_up(eps * math.ceil(d / delta))
+        return _epsilon_double(eps * math.ceil(d / delta))
 
     def function(x: Any) -> float:
         return float(mech.release(x))
@@ -349,7 +348,7 @@ def make_statistic(
         d = _d_in(d_in)
         if d.denominator != 1:
             raise ParameterError(f"d_in must be a whole number of records, got {d_in!r}")
-        return round_up(eps * d)
+        return _epsilon_double(eps * d)
 
     api = _api_kwargs(kwargs)
     columns = stat.columns

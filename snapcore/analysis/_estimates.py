@@ -24,10 +24,10 @@ import attrs
 import gmpy2
 
 from snapcore.analysis._guarantees import accuracy_details, calibration_of
-from snapcore.calibration._clamp import round_up_double
 from snapcore.calibration._guarantee import check_probability
 from snapcore.calibration._params import Calibration, check_real
 from snapcore.errors import ParameterError, parameter_name
+from snapcore.exact._ieee754 import round_up_double
 
 __all__ = [
     "ESTIMATE_PRECISION",

@@ -29,12 +29,12 @@ from typing import Any
 
 import attrs
 
-from snapcore.calibration._clamp import choose_clamp_bounds, ln_upper, round_up_double
+from snapcore.calibration._clamp import choose_clamp_bounds, ln_upper
 from snapcore.calibration._guarantee import Accuracy, calibration_accuracy, check_probability
 from snapcore.calibration._params import Calibration, calibrate, check_real, record_calibration
 from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError, parameter_name
-from snapcore.exact._ieee754 import double_bits, double_from_bits
+from snapcore.exact._ieee754 import double_bits, double_from_bits, round_up_double
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import check_data_bounds, resolve_relation
 

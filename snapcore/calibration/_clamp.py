@@ -21,7 +21,6 @@ centred on the range: at most 1/128 more margin, for a readable output grid.)
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
 from typing import Any
 
@@ -31,6 +30,7 @@ from snapcore._display import DOUBLE_DIGITS, short
 from snapcore.calibration._params import check_real
 from snapcore.data._values import read_double_pair
 from snapcore.errors import ParameterError, parameter_name, show
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 
 __all__ = [
     "DEFAULT_GAMMA",
@@ -40,8 +40,6 @@ __all__ = [
     "given_clamp_bounds",
     "granularity_bound",
     "ln_upper",
-    "round_down_double",
-    "round_up_double",
 ]
 
 #: γ used when neither ``gamma`` nor clamp bounds are given.
@@ -77,26 +75,6 @@ class ClampChoice:
     margin: Fraction | None = None
     k: Fraction | None = None
     reason: str
-
-
-def round_up_double(q: Fraction) -> float:
-    """The least double ``>= q``: ``inf`` when ``q`` exceeds the largest finite double.
-
-    This is the one directed rounding of an exact value to a double in snapcore (the
-    accuracy guarantees and the clamp interval both use it).
-    """
-    try:
-        r = q.numerator / q.denominator  # correctly rounded to nearest (or overflow)
-    except OverflowError:
-        return math.inf if q > 0 else -sys.float_info.max
-    if Fraction(r) < q:
-        r = math.nextafter(r, math.inf)
-    return r
-
-
-def round_down_double(q: Fraction) -> float:
-    """The greatest double ``<= q``: ``-inf`` when ``q`` is below the lowest finite double."""
-    return -round_up_double(-q)
 
 
 def ln_upper(q: Fraction) -> Fraction:

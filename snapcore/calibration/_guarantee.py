@@ -15,9 +15,10 @@ from typing import Any
 
 import attrs
 
-from snapcore.calibration._clamp import ln_upper, round_up_double
+from snapcore.calibration._clamp import ln_upper
 from snapcore.calibration._params import Calibration, check_real
 from snapcore.errors import ParameterError
+from snapcore.exact._ieee754 import round_up_double
 
 __all__ = ["Accuracy", "calibration_accuracy", "check_probability"]
 

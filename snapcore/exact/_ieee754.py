@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 import struct
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,8 @@ __all__ = [
     "double_from_bits",
     "granularity_from_double",
     "power_of_two_exponent",
+    "round_down_double",
+    "round_up_double",
     "snap_double",
     "snap_doubles",
 ]
@@ -389,3 +392,37 @@ def snap_doubles(x: npt.ArrayLike, granularity_log2: int) -> npt.NDArray[np.floa
         )
     out |= (neg << u64(63)) * (out != u64(0))  # x's sign on non-zero results; zero is +0.0
     return out.view(np.float64).reshape(arr.shape)
+
+
+# -- Exact values rounded to a double, upward or downward -----------------------------
+
+#: The largest finite double.
+_LARGEST = double_from_bits(_INF_WORD - 1)
+
+
+def round_up_double(q: Fraction) -> float:
+    """The least double ``>= q``: ``inf`` when ``q`` is above the largest finite double,
+    ``-DBL_MAX`` when ``q`` is below the lowest one.
+
+    The one directed rounding of an exact value to a double in snapcore: the clamp
+    interval, the accuracy guarantees, the padded pipeline's input range and the ε
+    the adapters report are rounded with it and :func:`round_down_double`.
+
+    Examples
+    --------
+    >>> round_up_double(Fraction(1, 10)) == 0.1, round_up_double(Fraction(1, 3)) > 1 / 3
+    (True, True)
+    """
+    try:
+        r = q.numerator / q.denominator  # correctly rounded to nearest (or overflow)
+    except OverflowError:
+        return math.inf if q > 0 else -_LARGEST
+    if Fraction(r) < q:
+        r = math.nextafter(r, math.inf)
+    return r
+
+
+def round_down_double(q: Fraction) -> float:
+    """The greatest double ``<= q``: ``-inf`` when ``q`` is below the lowest finite
+    double, ``DBL_MAX`` when ``q`` is above the largest one."""
+    return -round_up_double(-q)

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapcore.calibration._clamp import round_up_double
 from snapcore.calibration._params import Calibration
 from snapcore.exact._dyadic import to_fraction
+from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum

@@ -18,12 +18,14 @@ of each other), this is the same as rounding x first.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 
 from snapcore.calibration._params import Calibration
 from snapcore.errors import ParameterError
 from snapcore.exact._dyadic import dyadic_cmp, round_dyadic, round_ratio
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 from snapcore.pipeline._arithmetic import Arithmetic, Num
 from snapcore.randomness._draw import Draw
 
@@ -73,14 +75,6 @@ def clamp(k: int, granularity_log2: int, b: tuple[int, int]) -> tuple[int, int]:
     if dyadic_cmp(k, granularity_log2, -bm, be) < 0:
         return (-bm, be)
     return (k, granularity_log2)
-
-
-def _double_at_or_above(q: Fraction) -> float:
-    """The least double ``>= q`` (the largest finite double when ``q`` is beyond)."""
-    if q > Fraction(1.7976931348623157e308):
-        return 1.7976931348623157e308
-    f = float(q)  # correctly rounded
-    return math.nextafter(f, math.inf) if Fraction(f) < q else f
 
 
 class Pipeline:
@@ -213,8 +207,8 @@ class Pipeline:
         D = (cd * dn) << E
         bD = (bm * D) << be if be >= 0 else (bm * D) >> -be  # exact: D has 2**E
         b = cal.unit_clamp_bound
-        t_hi = _double_at_or_above(c + d * b)
-        t_lo = -_double_at_or_above(-(c - d * b))
+        t_hi = min(round_up_double(c + d * b), sys.float_info.max)
+        t_lo = max(round_down_double(c - d * b), -sys.float_info.max)
         reach = max(abs(Fraction(t_lo)), abs(Fraction(t_hi)), Fraction(1))
         offset = 1 << (E + math.ceil(math.log2(reach)) + 2)  # > 2·|v|·2**E
         cddd = cd * dd

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
 
 import mpmath
@@ -16,8 +15,6 @@ from snapcore.calibration._clamp import (
     choose_clamp_bounds,
     given_clamp_bounds,
     ln_upper,
-    round_down_double,
-    round_up_double,
 )
 from snapcore.errors import ParameterError
 
@@ -75,20 +72,6 @@ def test_gamma_one_and_ln_upper():
         assert F(up) - MP.log(F(q)) < MP.mpf(2) ** -110
     c = choose_clamp_bounds((Fraction(0), Fraction(1)), Fraction(1), Fraction(1), 1)
     assert MP.mpf(c.upper) >= 1 + (2 + 24 * MP.mpf(2) ** -52) / (1 - MP.mpf(2) ** -117) / 2
-
-
-def test_directed_double_rounding():
-    third = Fraction(1, 3)
-    assert Fraction(round_up_double(third)) > third > Fraction(round_down_double(third))
-    assert round_up_double(Fraction(0.5)) == 0.5 == round_down_double(Fraction(0.5))
-    assert round_up_double(Fraction(1, 10**400)) == 5e-324
-    # past the largest double: the least double >= q is inf (and -max for -q)
-    assert round_up_double(Fraction(2) ** 1024) == math.inf
-    assert round_up_double(Fraction(2) ** 1024 - 1) == math.inf
-    assert round_up_double(-(Fraction(2) ** 1024)) == -sys.float_info.max
-    assert round_down_double(Fraction(2) ** 1024) == sys.float_info.max
-    big = Fraction(sys.float_info.max)
-    assert round_up_double(big) == sys.float_info.max and round_up_double(big + 1) == math.inf
 
 
 @pytest.mark.parametrize("gamma", [0, -0.1, 1.5, float("nan"), "0.1", True])

@@ -580,3 +580,57 @@ def test_vector_sweep_1e8(slow_size):
         total += check_vec(ties(rng, chunk, L), L)
         total += check_vec(random_bit_patterns(rng, chunk), L)
     assert total >= want
+
+
+# -- round_up_double / round_down_double against exact Fractions -----------------------
+
+
+def _check_directed(q: Fraction) -> None:
+    from snapcore.exact._ieee754 import round_down_double, round_up_double
+
+    up, down = round_up_double(q), round_down_double(q)
+    if q > Fraction(DBL_MAX):
+        assert up == math.inf and down == DBL_MAX
+    elif q < -Fraction(DBL_MAX):
+        assert up == -DBL_MAX and down == -math.inf
+    else:  # the least double >= q and the greatest <= q, by exact comparison
+        assert Fraction(down) <= q <= Fraction(up)
+        assert up == down or Fraction(math.nextafter(down, math.inf)) == Fraction(up)
+        assert (up == down) == (Fraction(up) == q)
+
+
+@given(
+    st.integers(-(2**60), 2**60),
+    st.integers(1, 2**60),
+    st.integers(-1200, 1200),
+)
+def test_directed_rounding_to_doubles(num: int, den: int, shift: int) -> None:
+    _check_directed(Fraction(num, den) * Fraction(2) ** shift)
+
+
+def test_directed_rounding_to_doubles_at_the_edges() -> None:
+    from snapcore.exact._ieee754 import round_down_double, round_up_double
+
+    third = Fraction(1, 3)
+    assert Fraction(round_up_double(third)) > third > Fraction(round_down_double(third))
+    assert round_up_double(Fraction(0.5)) == 0.5 == round_down_double(Fraction(0.5))
+    assert round_up_double(Fraction(1, 10**400)) == TINY
+    assert round_down_double(Fraction(1, 10**400)) == 0.0
+    assert round_up_double(Fraction(2) ** 1024) == math.inf
+    assert round_up_double(Fraction(2) ** 1024 - 1) == math.inf
+    assert round_up_double(-(Fraction(2) ** 1024)) == -DBL_MAX
+    assert round_down_double(Fraction(2) ** 1024) == DBL_MAX
+    big = Fraction(DBL_MAX)
+    assert round_up_double(big) == DBL_MAX and round_up_double(big + 1) == math.inf
+    for q in (
+        Fraction(0),
+        Fraction(1, 10),
+        Fraction(TINY) / 2,
+        Fraction(MIN_NORMAL) - Fraction(TINY) / 3,
+        big - 1,
+        Fraction(10) ** 400,
+        -(Fraction(10) ** 400),
+        Fraction(2, 3) * 10**300,
+    ):
+        _check_directed(q)
+        _check_directed(-q)
