@@ -91,9 +91,9 @@ def short(q: Any, *, exact: bool = False, digits: int = DIGITS) -> str:
             return f"{'-' if x < 0 else ''}2**{k}"
     context = _context(digits)
     # Decimal division is correctly rounded to the context's precision.
-    d = context.divide(Decimal(x.numerator), Decimal(x.denominator))
-    text = _plain(d, context)
-    if Fraction(d) == x:
+    rounded = context.divide(Decimal(x.numerator), Decimal(x.denominator))
+    text = _plain(rounded, context)
+    if Fraction(rounded) == x:
         return text
     text = "≈" + text
     return f"{text} (exactly {x})" if exact else text
