@@ -39,7 +39,6 @@ from snapcore.cli._output import (
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_USAGE,
-    PrivacyRefused,
     classify,
     emit_json,
     flag_of,
@@ -54,7 +53,6 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "SUBCOMMANDS",
-    "PrivacyRefused",
     "emit_json",
     "main",
 ]

@@ -12,6 +12,7 @@ from snapcore.errors import (
     DataError,
     LedgerError,
     ParameterError,
+    PrivacyRefused,
     SnapcoreError,
     Speller,
     spelling,
@@ -23,7 +24,6 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REFUSED",
     "EXIT_USAGE",
-    "PrivacyRefused",
     "SpelledCommand",
     "SpelledGroup",
     "classify",
@@ -38,10 +38,6 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_DATA = 3
 EXIT_REFUSED = 4
-
-
-class PrivacyRefused(SnapcoreError):
-    """A subcommand refuses on privacy grounds (exit status 4)."""
 
 
 def emit_json(obj: Any) -> None:
