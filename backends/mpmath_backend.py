@@ -124,7 +124,6 @@ def _ln_rational_enclosure(num: int, den: int, w: int) -> _Interval:
 
 
 def ln_enclosure(x: _Mpf, w: int) -> _Interval:
-    _load()
     """A rigorous enclosure ``[lo, hi]`` of ``ln(x)`` for an mpf ``x > 0``, at ``w`` bits.
 
     ``x = v * 2**k`` with ``v`` in ``[1/sqrt 2, sqrt 2)``; ``c = j / 2**8`` is the
@@ -134,6 +133,7 @@ def ln_enclosure(x: _Mpf, w: int) -> _Interval:
     relative to ``|ln x|`` (more when ``w`` is too small for ``|k|``; the caller's
     Ziv loop then widens).
     """
+    _load()
     _, man, exp, bc = x
     # k with v = x * 2**-k in [1/sqrt 2, sqrt 2): x in [2**(mag-1), 2**mag).
     mag = exp + bc
@@ -159,20 +159,18 @@ def ln_enclosure(x: _Mpf, w: int) -> _Interval:
         c_lo, c_hi = _ln_rational_enclosure(j, 1 << _TABLE_BITS, w)
         lo = libmp.mpf_add(lo, c_lo, w, _FLOOR)
         hi = libmp.mpf_add(hi, c_hi, w, _CEIL)
-    if k:
-        l2_lo, l2_hi = _ln_rational_enclosure(2, 1, w)
-        kk = libmp.from_int(k)
-        if k > 0:
-            klo, khi = libmp.mpf_mul(kk, l2_lo, w, _FLOOR), libmp.mpf_mul(kk, l2_hi, w, _CEIL)
-        else:
-            klo, khi = libmp.mpf_mul(kk, l2_hi, w, _FLOOR), libmp.mpf_mul(kk, l2_lo, w, _CEIL)
-        lo = libmp.mpf_add(lo, klo, w, _FLOOR)
-        hi = libmp.mpf_add(hi, khi, w, _CEIL)
+    if k:  # + k·ln 2, enclosed
+        ln2_lo, ln2_hi = _ln_rational_enclosure(2, 1, w)
+        k_mpf = libmp.from_int(k)
+        low_ln2, high_ln2 = (ln2_lo, ln2_hi) if k > 0 else (ln2_hi, ln2_lo)
+        k_ln2_lo = libmp.mpf_mul(k_mpf, low_ln2, w, _FLOOR)
+        k_ln2_hi = libmp.mpf_mul(k_mpf, high_ln2, w, _CEIL)
+        lo = libmp.mpf_add(lo, k_ln2_lo, w, _FLOOR)
+        hi = libmp.mpf_add(hi, k_ln2_hi, w, _CEIL)
     return (lo, hi)
 
 
 def ln_nearest(x: _Mpf, p: int) -> _Mpf:
-    _load()
     """``ln(x)`` rounded to nearest-even at ``p`` bits, proven by a Ziv loop.
 
     ``RN`` is monotone, so if both ends of an enclosure of ``ln x`` round to the
@@ -183,6 +181,7 @@ def ln_nearest(x: _Mpf, p: int) -> _Mpf:
     guard bits grow.  (For the same reason the tie-to-even case never arises.)
     ``x == 1`` gives exactly 0.
     """
+    _load()
     if x == libmp.fone:
         return cast(_Mpf, libmp.fzero)
 
