@@ -1,5 +1,5 @@
 """Layer 6, the mechanism's arithmetic: the backend contract (:class:`Backend`,
-:class:`Arithmetic`), the stages sample, scale, add, snap and clamp as one readable
+:class:`Arithmetic`), the stages sample, noise, add, snap and clamp as one readable
 :class:`Pipeline`, and the fast path that runs the same stages on arrays: its
 double-double kernel (``_kernel``), the kernel compiled by numba (``_compiled``) and the
 engine that decides which elements the exact pipeline computes (``_engine``).

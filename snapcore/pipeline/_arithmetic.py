@@ -67,7 +67,7 @@ class Arithmetic(abc.ABC):
         """Contract: returns ``(m, e)`` with ``m * 2**e == a`` exactly (``(0, 0)`` for zero)."""
 
     def noise(self, lam: Num, sign: int, u: tuple[int, int]) -> tuple[int, int]:
-        """Stage *scale*: ``N = S·RN(λ·RN(ln U*))`` as an exact ``(m, e)``.
+        """Stage *noise*: ``N = S·RN(λ·RN(ln U*))`` as an exact ``(m, e)``.
 
         Contract: identical to composing :meth:`from_dyadic`, :meth:`ln`, :meth:`mul`,
         :meth:`neg` and :meth:`to_dyadic` as written here.  A backend may override it

@@ -1,8 +1,8 @@
 """The snapping mechanism's stages, top to bottom (docs/semantics.md [S4]–[S9]).
 
-``sample -> scale -> add -> snap -> clamp -> output``.  Each stage is a small
+``sample -> noise -> add -> snap -> clamp -> output``.  Each stage is a small
 function; :class:`Pipeline` binds them to one calibration and one backend.  The
-p-bit arithmetic of *scale* (LN and the product with λ) goes through the backend's
+p-bit arithmetic of *noise* (LN and the product with λ) goes through the backend's
 :class:`~snapcore.pipeline._backend.Arithmetic`; *add* rounds the exact sum once with the
 core's integer rounding; snapping and clamping are exact integer operations on
 ``(mantissa, exponent)`` pairs, so no rounding happens there.
@@ -29,11 +29,11 @@ from snapcore.exact._ieee754 import round_down_double, round_up_double
 from snapcore.pipeline._arithmetic import Arithmetic, Num
 from snapcore.randomness._draw import Draw
 
-__all__ = ["Pipeline", "add", "clamp", "scale", "snap"]
+__all__ = ["Pipeline", "add", "clamp", "noise", "snap"]
 
 
-def scale(arith: Arithmetic, lam: Num, draw: Draw) -> tuple[int, int]:
-    """Stage 5, *scale*: ``N = S · RN(λ · RN(ln U*))`` as ``(m, e)``; the sign flip is exact."""
+def noise(arith: Arithmetic, lam: Num, draw: Draw) -> tuple[int, int]:
+    """Stage 5, *noise*: ``N = S · RN(λ · RN(ln U*))`` as ``(m, e)``; the sign flip is exact."""
     return arith.noise(lam, draw.sign, (draw.mantissa, draw.exponent))
 
 
@@ -289,7 +289,7 @@ class Pipeline:
 
     def run(self, x: tuple[int, int], draw: tuple[int, int, int] | Draw) -> float:
         """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``:
-        :func:`scale`, :func:`add`, :func:`snap`, :func:`clamp` and :meth:`output`."""
+        :func:`noise`, :func:`add`, :func:`snap`, :func:`clamp` and :meth:`output`."""
         if isinstance(draw, Draw):
             draw = (draw.sign, draw.mantissa, draw.exponent)
         sign, um, ue = draw
@@ -337,13 +337,13 @@ class Pipeline:
     def stages(self, value: Fraction, draw: Draw) -> dict[str, object]:
         """Every intermediate of one run, exactly, for inspection and teaching."""
         x = self.centre(value)
-        noise = scale(self.arith, self._lam, draw)
-        y = add(x, noise, self._p)
+        n = noise(self.arith, self._lam, draw)
+        y = add(x, n, self._p)
         k = snap(*y, self._L)
         z = clamp(k, self._L, self._b)
         return {
             "x": Fraction(*x),
-            "noise": noise,
+            "noise": n,
             "y": y,
             "k": k,
             "z": z,
