@@ -21,7 +21,7 @@ import click
 from snapcore._display import short
 from snapcore.calibration._params import parse_epsilon
 from snapcore.cli._output import SpelledCommand, emit_json
-from snapcore.cli.chunks import cell
+from snapcore.data._files import cell
 from snapcore.errors import DataError
 
 if TYPE_CHECKING:
@@ -115,12 +115,8 @@ def _read_input(
     partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
     chunk; with ``grouping``, one state per key), or else the whole CSV file read field
     by field with :func:`cell`."""
-    from snapcore.cli.chunks import (
-        BLOCK_BYTES,
-        pyarrow_available,
-        stream_group_partials,
-        stream_partial,
-    )
+    from snapcore.cli.chunks import stream_group_partials, stream_partial
+    from snapcore.data._files import BLOCK_BYTES, pyarrow_available
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -151,7 +147,7 @@ def _read_input(
     stdin = click.get_binary_stream("stdin")
     try:
         if fmt == "parquet":
-            from snapcore.cli.chunks import read_stdin_buffer
+            from snapcore.data._files import read_stdin_buffer
 
             src: Any = read_stdin_buffer(stdin) if path is None else str(path)
             ctx: Any = contextlib.nullcontext(src)
@@ -181,7 +177,7 @@ def _read_input(
 
 def _fits(path: Path) -> bool:
     """Whether a file is at most one chunked-reading block (unreadable: let the reader say)."""
-    from snapcore.cli.chunks import BLOCK_BYTES
+    from snapcore.data._files import BLOCK_BYTES
 
     try:
         return path.stat().st_size <= BLOCK_BYTES

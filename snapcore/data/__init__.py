@@ -1,8 +1,18 @@
-"""Layer 2, data: every value that enters is read exactly or refused, by one rule
-(:func:`read_value`, :func:`read_values`, :func:`read_column`), and data of any
-container (mappings, NumPy, pandas, polars, pyarrow and other data frames) become the
-named columns a statistic reads (:class:`Dataset`), with the missing-value policy
-applied.  Also the neighbouring relations and the bundled example table.
+"""Layer 2, data: what a release reads, from its arguments or from files.
+
+- **Values**: every value that enters is read exactly or refused, by one rule
+  (:func:`read_value`, :func:`read_values`, :func:`read_column`; categories by
+  :func:`category_key`).
+- **Columns and frames**: data of any container (mappings, NumPy, pandas, polars,
+  pyarrow and other data frames) become the named columns a statistic reads
+  (:class:`Dataset`, :func:`as_dataset`, :func:`read_dataset`).
+- **Files**: CSV and Parquet files read in blocks of columns (:func:`csv_header`,
+  :func:`csv_blocks`, :func:`parquet_columns`, :func:`parquet_blocks`), each CSV field
+  outside them by one rule (:func:`cell`).
+- **Missing values**: the policy (:class:`MissingPolicy`, :func:`check_missing_policy`,
+  :func:`apply_missing`).
+- :class:`Neighbouring`: the neighbouring relations.
+- The bundled example table (:func:`example_path`).
 """
 
 from __future__ import annotations
@@ -19,6 +29,14 @@ if TYPE_CHECKING:
     from snapcore.data._example import (
         EXAMPLE_NAME,
         example_path,
+    )
+    from snapcore.data._files import (
+        Block,
+        cell,
+        csv_blocks,
+        csv_header,
+        parquet_blocks,
+        parquet_columns,
     )
     from snapcore.data._frames import (
         read_dataset,
@@ -71,6 +89,14 @@ __getattr__, __dir__ = attach(
         ],
         "_columns": ["Dataset", "as_dataset"],
         "_frames": ["read_dataset"],
+        "_files": [
+            "Block",
+            "cell",
+            "csv_blocks",
+            "csv_header",
+            "parquet_blocks",
+            "parquet_columns",
+        ],
         "_missing": ["MissingPolicy", "apply_missing", "check_missing_policy"],
         "_example": ["EXAMPLE_NAME", "example_path"],
         "_neighbouring": ["Neighbouring"],
@@ -80,6 +106,7 @@ __getattr__, __dir__ = attach(
 __all__ = [
     "ACCEPTED",
     "EXAMPLE_NAME",
+    "Block",
     "CategoryKey",
     "Column",
     "Dataset",
@@ -90,10 +117,15 @@ __all__ = [
     "as_dataset",
     "category_key",
     "category_keys",
+    "cell",
     "check_missing_policy",
+    "csv_blocks",
+    "csv_header",
     "exact_ratio",
     "example_path",
     "is_missing",
+    "parquet_blocks",
+    "parquet_columns",
     "read_column",
     "read_dataset",
     "read_double",

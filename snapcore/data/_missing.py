@@ -29,7 +29,6 @@ __all__ = [
     "MissingPolicy",
     "apply_missing",
     "check_missing_policy",
-    "is_missing",
     "take",
     "take_groups",
 ]

@@ -227,7 +227,7 @@ def test_group_by_reads_in_chunks(cli, tmp_path: Path, monkeypatch, args, kwargs
     cells = ["" if i % 41 == 0 else repr(float(v)) for i, v in enumerate(bmi)]
     p = tmp_path / "g.csv"
     p.write_text("g,bmi\n" + "".join(f"{a},{b}\n" for a, b in zip(g, cells, strict=True)))
-    from snapcore.cli.release import cell
+    from snapcore.data._files import cell
 
     key_list = [cell(k) for k in keys.split(",")]
     table = {"g": [cell(a) for a in g], "bmi": [cell(b) for b in cells]}
@@ -283,3 +283,36 @@ def test_group_by_parquet_equals_csv(cli, tmp_path: Path):
         )
         out.append(got["values"])
     assert out[0] == out[1]
+
+
+def test_a_small_csv_is_read_whole_without_pyarrow(tmp_path: Path) -> None:
+    """A file within one block is read by the whole-file reader (no pyarrow import, a
+    fifth of a one-shot run) and releases exactly what the chunked reader releases."""
+    import json
+    import subprocess
+    import sys
+
+    p = tmp_path / "d.csv"
+    rng = np.random.default_rng(5)
+    p.write_text("x\n" + "\n".join(repr(float(v)) for v in rng.uniform(-1, 3, 500)) + "\n")
+    args = ["release", "mean", str(p), "-c", "x", "-b", "0", "2", "-e", "1", "--seed", "9"]
+    probe = (
+        "import sys, runpy; sys.argv = ['snapcore', *sys.argv[1:]]\n"
+        "from snapcore.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('PYARROW', 'pyarrow' in sys.modules)\n"
+    )
+    whole = subprocess.run(
+        [sys.executable, "-c", probe, *args, "--json"], capture_output=True, text=True
+    )
+    assert whole.returncode == 0, whole.stderr
+    body, flag = whole.stdout.rsplit("PYARROW", 1)
+    assert flag.strip() == "False"
+    chunked = subprocess.run(
+        [sys.executable, "-c", probe, *args, "--json", "--block-size", "1024"],
+        capture_output=True,
+        text=True,
+    )
+    cbody, cflag = chunked.stdout.rsplit("PYARROW", 1)
+    assert cflag.strip() == "True"
+    assert json.loads(body)["value"] == json.loads(cbody)["value"]

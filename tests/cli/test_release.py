@@ -184,31 +184,3 @@ def test_listed_in_help(cli):
     assert "release" in r.stdout
     r = cli("release", "--help")
     assert r.exit_code == 0 and "--epsilon" in r.stdout and "--seed" in r.stdout
-
-
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [
-        ("7", 7),
-        (" -12 ", -12),
-        (str(2**80 + 1), 2**80 + 1),  # integer text stays exact, beyond 2**53
-        ("0.1", Fraction(3602879701896397, 36028797018963968)),  # the double nearest 1/10
-        ("1.0", Fraction(1)),
-        ("2.5e-3", Fraction(5764607523034235, 2305843009213693952)),
-        ("", None),
-        ("nan", None),
-        ("NaN", None),
-        ("inf", "inf"),
-        ("1e400", "1e400"),
-        ("abc", "abc"),
-        ("1.0.0", "1.0.0"),
-    ],
-)
-def test_cell_reads_each_field_on_its_own(text, want):
-    from snapcore.cli.release import cell
-
-    got = cell(text)
-    if isinstance(want, Fraction):
-        assert type(got) is float and Fraction(got) == want
-    else:
-        assert got == want and type(got) is type(want)
