@@ -1,9 +1,9 @@
 """The ``fast`` backend: MPFR's exact arithmetic plus a vectorised batch path.
 
 Scalar operations are MPFR's (through gmpy2), so every contract of
-:class:`~snapcore.pipeline._backend.Arithmetic` holds exactly as for the ``mpfr`` backend.
+:class:`~snapcore.Arithmetic` holds exactly as for the ``mpfr`` backend.
 What this backend adds is :meth:`FastBackend.batch`: whole arrays released by the
-double-double fast path of :mod:`snapcore.pipeline._engine`, bit-identical to the exact
+double-double fast path of :mod:`snapcore.pipeline`, bit-identical to the exact
 pipeline element for element (compiled by numba, a dependency; the pure-numpy engine
 where numba cannot be imported).
 """

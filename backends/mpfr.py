@@ -164,7 +164,7 @@ class MPFRBackend(Backend):
         self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
     ) -> np.ndarray | None:
         """Release a whole array through the vectorised fast path
-        (:mod:`snapcore.pipeline._engine`), bit-identical to this backend's own primitives.
+        (:mod:`snapcore.pipeline`), bit-identical to this backend's own primitives.
 
         Declines (returns None, before drawing anything) when the pipeline's arithmetic
         is not exactly :class:`MPFRArithmetic`: a subclass that changes a primitive
@@ -195,14 +195,14 @@ class MPFRBackend(Backend):
         """The release of one double fused into one function: decoding
         (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,
         with the same operations as :meth:`Pipeline.run
-        <snapcore.pipeline._stages.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
+        <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
         between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
-        and the source decodes its bytes with :class:`~snapcore.randomness._sources.ByteSource`'s
+        and the source decodes its bytes with :class:`~snapcore.ByteSource`'s
         own ``draw_raw``.
 
         This is the release a padded mechanism uses, so its integer sizes do not
         depend on the value: the centred value is taken over one fixed denominator
-        (:meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`)
+        (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`)
         and the grid output is computed for clamped indices too
         (``docs/timing.md``, "Uniform paths where they are cheap")."""
         return _exact_scalar(pipeline, source, uniform=True)
@@ -212,9 +212,9 @@ class MPFRBackend(Backend):
         (bit-identical to the pipeline, one draw per release, the same bytes), with a
         running time that may depend on the draw.
 
-        Once the process has made enough such releases (:func:`compiled_scalar_after`),
+        Once the process has made enough such releases (``compiled_scalar_after()``),
         each release reads its draw's bytes and hands them, with the value, to the
-        compiled kernel of :mod:`snapcore.pipeline._compiled` (its double-double certificate,
+        fast path's compiled kernel in :mod:`snapcore.pipeline` (its double-double certificate,
         ``docs/fastpath.md``); a draw the certificate leaves open (a near-tie, an
         exponent continuing past the first word, an uncertified output, a calibration
         outside the kernel's range) is finished by MPFR from the same bytes, without
@@ -428,7 +428,7 @@ def _exact_scalar(
 ) -> Callable[[float], float] | None:
     """The fused exact release of one double (:meth:`MPFRBackend.scalar_padded`); with
     ``uniform``, that of a padded release: every stage from
-    :meth:`Pipeline.uniform_stages <snapcore.pipeline._stages.Pipeline.uniform_stages>`,
+    :meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`,
     :func:`uniform_ln` and :func:`~snapcore.randomness._draw.decode_draw_raw_padded`."""
     stages = pipeline.uniform_stages() if uniform else None
     parts = _fused_parts(pipeline, source, stages)
@@ -480,9 +480,9 @@ def _fused_parts(
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
     """``(finish, source)``: ``finish(x, sign, um, ue)`` is the stages after decoding
     for the centred value ``x`` and one draw, as :meth:`Pipeline.run
-    <snapcore.pipeline._stages.Pipeline.run>`, and ``source`` the byte source; None when the
+    <snapcore.pipeline.Pipeline.run>`, and ``source`` the byte source; None when the
     fused paths must decline.  With ``stages`` (:meth:`Pipeline.uniform_stages
-    <snapcore.pipeline._stages.Pipeline.uniform_stages>`), those of a padded release."""
+    <snapcore.pipeline.Pipeline.uniform_stages>`), those of a padded release."""
     from snapcore.pipeline._stages import add, snap
 
     arith = pipeline.arith

@@ -118,7 +118,7 @@ def show(value: object, limit: int = 40) -> str:
     """``repr(value)`` for messages about **public** parameters, kept short.
 
     Numbers whose repr is longer than ``limit`` (``10**400``, a Fraction with huge
-    terms, a long Decimal) are shown by :func:`snapcore._display.short` to 17 digits
+    terms, a long Decimal) are shown by ``snapcore._display.short`` to 17 digits
     (``1e+400``; ``≈5.721245194772949e-955`` for ``Fraction(1, 3**2000)``); other long
     reprs are cut.  Never use it for private data: messages about data name the type
     only.
@@ -186,8 +186,8 @@ class MissingValueError(DataError):
     """A data column contains missing values (None, NaN, pandas NA, NaT).
 
     The release refuses them unless a missing-value policy says otherwise
-    (``missing="drop"`` or ``"impute"``, :mod:`snapcore.data._missing`); the one place that
-    detects missing values is :func:`snapcore.data._values.check_missing`.
+    (``missing="drop"`` or ``"impute"``, :mod:`snapcore.data`); the one place that
+    detects missing values is ``check_missing`` in ``snapcore.data._values``.
     """
 
 

@@ -59,7 +59,7 @@ _MAX_TAIL_EXPONENT = 1 << 29
 
 
 class Auditable(Protocol):
-    """What :func:`audit` needs: a :class:`~snapcore.mechanism._mechanism.SnappingMechanism`.
+    """What :func:`audit` needs: a :class:`~snapcore.SnappingMechanism`.
 
     The protocol exists so that the test suite can audit a pipeline built at a tiny
     precision (below the mechanism's 118-bit minimum) where every grid point can be
@@ -646,10 +646,10 @@ def _estimate_outputs(cal: Calibration) -> int:
 
 
 class _DirectRun:
-    """For a plain :class:`~snapcore.mechanism._mechanism.SnappingMechanism`: its transform split
+    """For a plain :class:`~snapcore.SnappingMechanism`: its transform split
     into the grid index ``k`` of a draw and the output of ``k``
-    (:meth:`Pipeline.snap_index <snapcore.pipeline._stages.Pipeline.snap_index>` and
-    :meth:`~snapcore.pipeline._stages.Pipeline.index_output`, the two halves of ``run``),
+    (:meth:`Pipeline.snap_index <snapcore.pipeline.Pipeline.snap_index>` and
+    :meth:`~snapcore.pipeline.Pipeline.index_output`, the two halves of ``run``),
     without re-validating the value and ``U*`` at each call (valid by construction).
 
     The walk enumerates indices instead of outputs: ``k`` is clamped to
@@ -716,11 +716,11 @@ def exact_output_distribution(
         Model ``U*`` as drawn on the q-bit grid (``q <= p``) instead of the p-bit one;
         for the double-sampler demonstration only (``q = 53`` is a double's grid).
     max_outputs : int
-        Refuse (:class:`AuditLimitError`) if a walk needs more outputs.
+        Refuse (:class:`~snapcore.AuditLimitError`) if a walk needs more outputs.
     progress : callable, optional
         Called with 1 after each output found.
     fast : bool, default True
-        For a plain :class:`~snapcore.mechanism._mechanism.SnappingMechanism`, walk the snapped
+        For a plain :class:`~snapcore.SnappingMechanism`, walk the snapped
         grid indices of the pipeline directly (the same computation as ``transform``,
         without validating each call); False walks ``transform`` itself.  The result
         is the same (``evaluations`` aside); the switch exists to test that.
@@ -866,7 +866,7 @@ def audit(
         ``q = 53`` is a double-precision sampler (as in Mironov 2012), which is not what
         snapcore draws; the default (p) audits snapcore's own sampler.
     max_outputs : int
-        Enumeration limit; the audit refuses (:class:`AuditLimitError`) rather than
+        Enumeration limit; the audit refuses (:class:`~snapcore.AuditLimitError`) rather than
         truncate.
     progress : bool
         Show a progress bar (needs ``tqdm``: ``pip install snapcore[audit]``).

@@ -203,7 +203,7 @@ def choose_clamp_bounds(
 
 def given_clamp_bounds(clamp_bounds: Any) -> ClampChoice:
     """A clamp interval given directly: finite exact doubles, ``lower < upper``
-    (:func:`snapcore.data._values.read_double_pair`)."""
+    (:func:`snapcore.data.read_double_pair`)."""
     lo, hi = read_double_pair("clamp_bounds", clamp_bounds)
     return ClampChoice(
         lower=float(lo),

@@ -49,7 +49,7 @@ MAX_GRID_POINTS_LOG2 = 52
 def check_real(name: str, value: Any, *, positive: bool = False) -> Fraction:
     """``value`` as an exact Fraction, or a ParameterError naming ``name``.
 
-    The rule of :func:`snapcore.data._values.read_real` (docs/semantics.md, "Values that
+    The rule of :func:`snapcore.data.read_real` (docs/semantics.md, "Values that
     enter"): int, float, Fraction, Decimal, NumPy and gmpy2 numbers, read exactly;
     bool, NaN, ±inf, strings and anything else refused.
     """
@@ -143,7 +143,7 @@ class Calibration:
 
     The properties :attr:`unit_clamp_bound`, :attr:`epsilon_prime`, :attr:`scale` and
     :attr:`granularity` give the same numbers as Fractions, under the names
-    :class:`~snapcore.mechanism._mechanism.SnappingMechanism` uses.
+    :class:`~snapcore.SnappingMechanism` uses.
     """
 
     precision: int

@@ -70,7 +70,7 @@ def _open_blocks(
     by: str | None = None,
 ) -> tuple[list[str], Iterator[Block]]:
     """(the statistic's columns, the file's blocks); with ``by``, that column is read
-    too, as text (CSV) so each field is read by :func:`~snapcore.data._files.cell`."""
+    too, as text (CSV) so each field is read by :func:`~snapcore.data.cell`."""
     if file_format == "parquet":
         file_columns = parquet_columns(source)
         cols = _needed(stat, column, file_columns)
@@ -211,7 +211,7 @@ def stream_group_partials(
 ) -> dict[Any, Partial]:
     """One merged partial state per key of ``keys``: the records whose ``by`` field
     equals the key (exact-value matching, each CSV field read by
-    :func:`~snapcore.data._files.cell`, as the
+    :func:`~snapcore.data.cell`, as the
     whole-file reader does), read block by block; a key with no records gets the empty
     state, and records of other keys (or with a missing key) are in no state.  The
     result is what :func:`snapcore.release` takes with ``by=`` and ``keys=``.

@@ -28,7 +28,7 @@ public and are shown, kept short by :func:`snapcore.errors.show`.
 
 Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
 error, :class:`~snapcore.errors.MissingValueError` (:func:`is_missing` decides what is
-missing; :func:`check_missing` checks a column; extend them, not their callers).
+missing; ``check_missing`` checks a column; extend them, not their callers).
 """
 
 from __future__ import annotations
@@ -631,7 +631,7 @@ def read_column(obj: Any, column: str) -> Column:
 
     A record that is not an exact real is refused (it never makes the others be read
     differently); missing records raise :class:`~snapcore.errors.MissingValueError`
-    (:func:`check_missing`).  Messages name the column and the type, never a record.
+    (``check_missing``).  Messages name the column and the type, never a record.
     """
     what = f"column {column!r}"
     if isinstance(obj, list | tuple):  # read the records as given, no array first
@@ -669,7 +669,7 @@ def category_key(value: Any) -> CategoryKey:
     ------
     ParameterError
         For any other type (message: the type only); missing values are the caller's
-        concern (:func:`check_missing`).
+        concern (``check_missing``).
     """
     key, why = _key(value)
     if key is None:

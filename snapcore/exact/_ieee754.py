@@ -1,7 +1,7 @@
 """Two IEEE-754 double algorithms of the snapping mechanism, by bit manipulation.
 
 The mechanism itself snaps exactly on ``(mantissa, exponent)`` pairs of p-bit numbers
-(:func:`snapcore.pipeline._stages.snap`).  This module implements the two steps
+(``snap`` in ``snapcore.pipeline._stages``).  This module implements the two steps
 for binary64 doubles (docs/ieee754.md), reading and writing the IEEE-754 fields directly:
 
 * :func:`granularity_from_double` — ``Λ``, the smallest power of two ``>= λ``;
@@ -211,7 +211,7 @@ def snap_double(x: float, granularity: float) -> float:
     """``x`` rounded to the nearest multiple of ``Λ``, ties toward +∞, by bit manipulation.
 
     Computes ``⌊x/Λ + 1/2⌋ · Λ`` exactly (docs/semantics.md [S7]; the exact version is
-    :func:`snapcore.pipeline._stages.snap`) on the IEEE-754 fields.  ``x/Λ`` is never formed as a
+    ``snap`` of the pipeline) on the IEEE-754 fields.  ``x/Λ`` is never formed as a
     double (it may be out of range); its unbiased exponent is ``y = E − 1023 − L`` for
     ``Λ = 2**L`` and normal ``x``, and with ``t = 52 − y`` fraction bits below ``Λ``:
 

@@ -26,16 +26,16 @@ from snapcore.randomness._sources import RandomSource, require_draws
 __all__ = ["DEFAULT_SOURCE", "SnappingMechanism"]
 
 #: The source a mechanism uses when none is given: ChaCha20 keyed from the OS CSPRNG
-#: (:class:`~snapcore.randomness._chacha.ChaCha20Source`), as safe as ``os.urandom`` and fast
+#: (:class:`~snapcore.ChaCha20Source`), as safe as ``os.urandom`` and fast
 #: enough for the array path (``docs/sources.md``).
 DEFAULT_SOURCE = "chacha20"
 
 
 def _offer_batch(backend: Backend, doubles: np.ndarray) -> bool:
     """Whether the float64 array ``doubles`` goes to
-    :meth:`Backend.batch <snapcore.pipeline._backend.Backend.batch>`: at least ``batch_min_size``
+    :meth:`Backend.batch <snapcore.Backend.batch>`: at least ``batch_min_size``
     elements.  Only arrays whose elements *are* exact doubles get here
-    (:func:`snapcore.data._values.read_values` decides that exactly); every other value takes
+    (:func:`snapcore.data.read_values` decides that exactly); every other value takes
     the exact element-wise path."""
     return bool(doubles.size >= backend.batch_min_size)
 
@@ -57,7 +57,7 @@ class SnappingMechanism:
     backend : str, default "mpfr"
         Name of a registered arithmetic backend.
     source : str or RandomSource, optional
-        Randomness: a :class:`~snapcore.randomness._sources.RandomSource`, or the name of a
+        Randomness: a :class:`~snapcore.RandomSource`, or the name of a
         registered source that needs no options (default ``"chacha20"``: ChaCha20
         keyed from the OS CSPRNG, re-keyed and fork-safe; see ``docs/sources.md``).
     precision : int, optional
@@ -167,7 +167,7 @@ class SnappingMechanism:
 
         Its releases take the same paths as this mechanism's (a padded mechanism's
         uniform paths) without waiting for a quantum: what the padding's calibration
-        times (:class:`~snapcore.mechanism._padding.Padding`).
+        times (:class:`~snapcore.mechanism.Padding`).
 
         Parameters
         ----------
@@ -193,7 +193,7 @@ class SnappingMechanism:
     # -- exact parameters ----------------------------------------------------------
     @property
     def calibration(self) -> Calibration:
-        """All exact constants (see :class:`snapcore.calibration._params.Calibration`)."""
+        """All exact constants (see :class:`snapcore.Calibration`)."""
         return self._cal
 
     @property
@@ -266,7 +266,7 @@ class SnappingMechanism:
 
     @property
     def pipeline(self) -> Pipeline:
-        """The exact stages this mechanism runs (:class:`~snapcore.pipeline._stages.Pipeline`)."""
+        """The exact stages this mechanism runs (:class:`~snapcore.pipeline.Pipeline`)."""
         return self._pipeline
 
     @property
@@ -277,7 +277,7 @@ class SnappingMechanism:
     def accuracy(self, alpha: Any) -> float:
         """The accuracy ``a`` at confidence ``alpha``: ``P(|output − f(D)| > a) <= alpha``
         for every f(D) in the interval; data-independent (see
-        :func:`snapcore.calibration._guarantee.calibration_accuracy`).
+        :func:`snapcore.calibration.calibration_accuracy`).
         """
         return calibration_accuracy(self._cal, alpha).bound
 

@@ -6,7 +6,7 @@ kernel (:mod:`snapcore.pipeline._kernel`, or its compiled form in
 :mod:`snapcore.pipeline._compiled`) decides the snapped index ``k = ⌊y/Λ + 1/2⌋`` when
 its rigorous bound allows; otherwise (and whenever anything is outside the range the
 bound covers) that element is computed by the exact pipeline
-(:meth:`snapcore.pipeline._stages.Pipeline.run`).  The output stage
+(:meth:`snapcore.pipeline.Pipeline.run`).  The output stage
 ``c + Δ·clamp_b(kΛ)`` is either looked up in a table of exact outputs or computed in
 double-double with a certificate of correct rounding, and again falls back to the exact
 stage when the certificate fails.  So every output equals the exact pipeline's, element
@@ -76,7 +76,7 @@ def batch_draws(
 ) -> DrawBatch:
     """``count`` draws from ``source`` as arrays, exactly ``source.draws(count, precision)``.
 
-    A :class:`~snapcore.randomness._sources.ByteSource` at ``precision >= 118`` is
+    A :class:`~snapcore.ByteSource` at ``precision >= 118`` is
     decoded in bulk (:func:`~snapcore.randomness._draw.decode_draw_batch`, with the
     compiled row decoder unless ``engine`` is "numpy"), consuming exactly the bytes the
     scalar decoder would; other sources are asked for their draws.
@@ -122,7 +122,7 @@ class BatchStats:
 
 
 class FastEngine:
-    """The fast path for one :class:`~snapcore.calibration._params.Calibration`.
+    """The fast path for one :class:`~snapcore.Calibration`.
 
     Parameters
     ----------
@@ -339,9 +339,9 @@ class FastEngine:
         One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
         kernel and the output stage, and writes straight into the output array; the
         stream is read chunk by chunk into one preallocated buffer (in place with
-        :meth:`~snapcore.randomness._sources.ByteSource.readinto`).  Exactly the bytes
+        :meth:`~snapcore.ByteSource.readinto`).  Exactly the bytes
         ``source.draws(v.size, p)`` would read are read, under
-        :meth:`~snapcore.randomness._sources.RandomSource.exclusive`; elements the bound or the
+        :meth:`~snapcore.RandomSource.exclusive`; elements the bound or the
         output certificate does not settle, and the rare draws with a continuation
         word, are computed by the exact pipeline from their own bytes.
         """
@@ -445,7 +445,7 @@ def release_batch(
         The randomness.
     engine : {"auto", "numba", "numpy"}
         The kernel engine; "auto" uses numba when it can be imported.  With numba
-        and a :class:`~snapcore.randomness._sources.ByteSource`, decoding, the kernel and the
+        and a :class:`~snapcore.ByteSource`, decoding, the kernel and the
         output stage run fused in one compiled loop over cache-sized chunks of the
         stream (:meth:`FastEngine.run_stream`).
     stats : bool

@@ -3,7 +3,7 @@
 ``sample -> noise -> add -> snap -> clamp -> output``.  Each stage is a small
 function; :class:`Pipeline` binds them to one calibration and one backend.  The
 p-bit arithmetic of *noise* (LN and the product with λ) goes through the backend's
-:class:`~snapcore.pipeline._backend.Arithmetic`; *add* rounds the exact sum once with the
+:class:`~snapcore.Arithmetic`; *add* rounds the exact sum once with the
 core's integer rounding; snapping and clamping are exact integer operations on
 ``(mantissa, exponent)`` pairs, so no rounding happens there.
 
@@ -177,7 +177,7 @@ class Pipeline:
     ]:
         """``(centre, add, index_output)``: the centring, add and output stages of a
         release padded to a time quantum (``docs/timing.md``), computing the same
-        values as :meth:`centre_ratio`, :func:`add` and :meth:`index_output` with
+        values as :meth:`centre_ratio`, ``add`` and :meth:`index_output` with
         integers whose sizes do not depend on the value.
 
         ``centre(v)``: every double ``v`` is a multiple of ``2**-1074``, so
@@ -189,7 +189,7 @@ class Pipeline:
         the same ``±b``), and offset by a power of two above them, so that the
         products have the same sizes for a subnormal, the centre and ``±1.8e308``.
 
-        ``add(x, noise)``: :func:`add` for such an ``x``, by :func:`round_ratio`
+        ``add(x, noise)``: ``add`` for such an ``x``, by :func:`~snapcore.exact.round_ratio`
         on ``N + K`` with ``K = 2·b·D`` (so the operand never shrinks to zero, at the
         centre) and ``K`` taken off again.
 
@@ -289,7 +289,7 @@ class Pipeline:
 
     def run(self, x: tuple[int, int], draw: tuple[int, int, int] | Draw) -> float:
         """Steps 5-9 for a centred, clamped ``x`` and one draw ``(S, mantissa, exponent)``:
-        :func:`noise`, :func:`add`, :func:`snap`, :func:`clamp` and :meth:`output`."""
+        ``noise``, ``add``, ``snap``, ``clamp`` and :meth:`output`."""
         if isinstance(draw, Draw):
             draw = (draw.sign, draw.mantissa, draw.exponent)
         sign, um, ue = draw

@@ -329,7 +329,7 @@ class DrawBatch:
 
 class ByteStream(Protocol):
     """What the batch decoder reads: a byte stream and the lock that keeps a batch's
-    bytes contiguous in it (as :class:`~snapcore.randomness._sources.ByteSource` has)."""
+    bytes contiguous in it (as :class:`~snapcore.ByteSource` has)."""
 
     def read(self, n: int) -> bytes:
         """The next ``n`` bytes of the stream."""

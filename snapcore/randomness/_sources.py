@@ -2,7 +2,7 @@
 sources defined by a byte stream) and the built-in sources (:class:`SystemSource`,
 :class:`SeededSource`, :class:`ReplaySource`).
 
-A source gives draws ``(S, U*)`` (:class:`~snapcore.randomness._draw.Draw`); a byte
+A source gives draws ``(S, U*)`` (:class:`~snapcore.Draw`); a byte
 source's stream is decoded per the format ``snapcore-draw-v1`` of
 :mod:`snapcore.randomness._draw`.
 """

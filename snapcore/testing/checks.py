@@ -1,7 +1,7 @@
 """The conformance checks as plain functions (no pytest needed).
 
 Each ``check_*`` function compares one backend against the independent reference
-(:mod:`snapcore.testing.reference`) and raises :class:`ConformanceError` — an
+(:mod:`snapcore.testing.reference`) and raises :class:`~snapcore.errors.ConformanceError` — an
 ``AssertionError`` whose message ends with a one-line reproduction — at the first
 difference.  :mod:`snapcore.testing.conformance` wraps them as a pytest suite, and
 :func:`run_conformance` runs a quick selection without pytest (used by
@@ -324,7 +324,7 @@ def _stages_all(
 
 
 def offers_batch(backend: Backend) -> bool:
-    """Whether ``backend`` overrides :meth:`Backend.batch` (the optional capability)."""
+    """Whether ``backend`` overrides :meth:`~snapcore.Backend.batch` (the optional capability)."""
     return type(backend).batch is not Backend.batch
 
 
@@ -382,7 +382,8 @@ def check_batch(
 
 
 def offers_scalar(backend: Backend) -> bool:
-    """Whether ``backend`` overrides :meth:`Backend.scalar_padded` (the optional capability)."""
+    """Whether ``backend`` overrides :meth:`~snapcore.Backend.scalar_padded` (the optional
+    capability)."""
     return type(backend).scalar_padded is not Backend.scalar_padded
 
 
@@ -437,7 +438,7 @@ STAGE_DRAWS = 2000
 def check_pipeline(backend: Backend, case: str, n: int, seed: int = 0, name: str = "?") -> None:
     """``transform`` on ``backend`` equals the reference's, bit for bit, on ``n`` draws.
 
-    On the first :data:`STAGE_DRAWS` draws the exact intermediates — the noise
+    On the first ``STAGE_DRAWS`` draws the exact intermediates — the noise
     ``N``, the sum ``y``, the snapped ``k`` and the clamped ``z′`` — must match too,
     which a wrong last bit of ``N`` or ``y`` cannot pass (snapping hides most of them
     from the output).

@@ -21,7 +21,7 @@ class FixedBytes(ByteSource):
     Parameters
     ----------
     data : bytes
-        The whole stream.  A read past its end raises :class:`SourceExhaustedError`
+        The whole stream.  A read past its end raises :class:`~snapcore.SourceExhaustedError`
         (a test that reads more bytes than its draws' fails).
     """
 
