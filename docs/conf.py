@@ -56,6 +56,16 @@ html_static_path = ["_static"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
+# Every cross-reference to a snapcore name must resolve: an unresolved one is a warning,
+# so with -W an error.  Two kinds of references are not checked: other libraries' names
+# (no inventory is fetched: the build needs no network) and the fields of attrs
+# classes, which their class's "Attributes" section describes rather than a target.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(?!snapcore\b)[a-z_][a-z0-9_]*\..+"),
+    (r"py:attr", r"[a-z_][a-z0-9_]*"),
+]
+
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # numpydoc sections carry the types
 numpydoc_show_class_members = False
