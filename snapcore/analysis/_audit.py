@@ -535,19 +535,6 @@ def _ln_decimal(ratio: Fraction, digits: int = 40) -> str:
 # ---------------------------------------------------------------------------------
 
 
-def _mid_below(m: int, e: int, p: int) -> tuple[int, int]:
-    """The midpoint between the non-zero p-bit float ``m·2**e`` (``m`` normalised,
-    ``2**(p-1) <= |m| < 2**p``) and the p-bit float just below it."""
-    if m == 1 << (p - 1):  # a power of two: the spacing below is half
-        return (1 << (p + 1)) - 1, e - 2
-    return 2 * m - 1, e - 1
-
-
-def _ratio(m: int, e: int, den: int) -> tuple[int, int]:
-    """``m·2**e / den`` as ``(numerator, denominator)`` integers."""
-    return (m << e, den) if e >= 0 else (m, den << -e)
-
-
 def _index_guesser(
     cal: Calibration, x: tuple[int, int], sign: int, grid: UGrid
 ) -> Callable[[int], int | None]:
