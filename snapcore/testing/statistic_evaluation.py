@@ -150,6 +150,11 @@ _IMPORTS = (
 )
 
 
+def reproduction(expr: str) -> str:
+    """A line of Python that imports what ``expr`` needs, then evaluates it."""
+    return _IMPORTS + ("import polars as pl; " if "pl." in expr else "") + expr
+
+
 def evaluate(
     stat: Statistic,
     case: Case,
@@ -226,8 +231,3 @@ def evaluate(
     return Outcome(
         prepared=rec.prepared, release=rel, draws=total - src.remaining, refusal=None, repro=repro
     )
-
-
-def reproduction(expr: str) -> str:
-    """A line of Python that imports what ``expr`` needs, then evaluates it."""
-    return _IMPORTS + ("import polars as pl; " if "pl." in expr else "") + expr
