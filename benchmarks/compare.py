@@ -88,9 +88,9 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
         if name not in reg.backends.available():
             out.append(Result(f"snapcore {name} (exact)", "scalar", None, "not installed"))
             continue
-        # Timing padding (snapcore.mechanism._padding, on by default for cryptographic sources) is a
-        # separate, deliberate cost: the scalar target is measured without it, and the
-        # padded default is shown on its own row.
+        # Timing padding (snapcore.mechanism._padding, on by default for cryptographic
+        # sources) is a separate, deliberate cost: the scalar target is measured without
+        # it, and the padded default is shown on its own row.
         m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds, backend=name, timing="off")
         rate = best_rate(scalar_loop(m.release, 2000), args.seconds)
         note = f"snapcore {snapcore.__version__}, timing off"

@@ -188,7 +188,7 @@ def attack_section(trials: int) -> list[str]:
         "NumPy's `Generator.laplace` computes `loc ± scale·log(2U)` in doubles, with",
         "U = k·2^-53. For fixed `loc` the map k → output is monotone, so the draws that",
         "produce a given output form an interval found by bisection, and",
-        "P(output | loc) = (its size)/(2^53 − 1) exactly (`snapcore.analysis._attack`). The attacker",
+        "P(output | loc) = (its size)/(2^53 − 1) exactly (`snapcore.analysis`). The attacker",
         "sees one output and knows the two candidate inputs; it picks the input under which",
         "the output is more likely, and is certain when the output is impossible under the",
         "other. Against snapcore the same attacker uses the exact distributions of the audit.",

@@ -15,7 +15,6 @@ The hierarchy::
     │   ├── PluginError                     a plugin could not be registered or is malformed
     │   ├── SourceExhaustedError            a replay source has no recorded draws left
     │   ├── BudgetExceededError             a release would overspend a Budget
-    │   ├── PrivacyRefused                  a command refuses on privacy grounds
     │   │                                   (exit status 4 on the command line)
     │   ├── LedgerError                     a budget ledger is missing, corrupt or tampered
     │   │                                   with (refused, never reset)
@@ -56,7 +55,6 @@ __all__ = [
     "ParameterError",
     "PlotDependencyError",
     "PluginError",
-    "PrivacyRefused",
     "SnapOverflowError",
     "SnapcoreError",
     "SourceExhaustedError",
@@ -209,11 +207,6 @@ class PlotDependencyError(SnapcoreError, ImportError):
 
 class BudgetExceededError(SnapcoreError):
     """A release would spend more ε than the budget has left; nothing was drawn."""
-
-
-class PrivacyRefused(SnapcoreError):
-    """A command refuses on privacy grounds: the command line exits with status 4, as
-    for :class:`BudgetExceededError`."""
 
 
 class SnapOverflowError(SnapcoreError, OverflowError):

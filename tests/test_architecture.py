@@ -302,7 +302,8 @@ def _check_source(module: str, source: str, tmp_path: Path, monkeypatch) -> list
     [
         "from snapcore.releases._api import release\n",
         "def f():\n    from snapcore.analysis import _accuracy\n    return _accuracy\n",
-        "import importlib\n\ndef f():\n    return importlib.import_module('snapcore.analysis._audit')\n",
+        "import importlib\n\ndef f():\n"
+        "    return importlib.import_module('snapcore.analysis._audit')\n",
     ],
     ids=["top-level", "inside-function", "importlib"],
 )

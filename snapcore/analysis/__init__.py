@@ -1,4 +1,4 @@
-"""Layer 9, analysis: publishable accuracy guarantees and planning (``_guarantees``),
+"""Layer 8, analysis: publishable accuracy guarantees and planning (``_guarantees``),
 estimates from a guess of f(D), never from private data (``_estimates``), the exact
 privacy audit of the mechanism as it runs (``_audit``), and the floating-point attack
 that motivates snapping (``_attack``).
@@ -12,95 +12,82 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.analysis._attack import (
-        AttackReport,
-        Witness,
-        attack,
-        find_witness,
+        AttackReport as AttackReport,
+    )
+    from snapcore.analysis._attack import (
+        Witness as Witness,
+    )
+    from snapcore.analysis._attack import (
+        attack as attack,
+    )
+    from snapcore.analysis._attack import (
+        find_witness as find_witness,
     )
     from snapcore.analysis._audit import (
-        AuditResult,
-        ExactOutputDistribution,
-        audit,
-        exact_output_distribution,
+        AuditResult as AuditResult,
+    )
+    from snapcore.analysis._audit import (
+        ExactOutputDistribution as ExactOutputDistribution,
+    )
+    from snapcore.analysis._audit import (
+        audit as audit,
+    )
+    from snapcore.analysis._audit import (
+        exact_output_distribution as exact_output_distribution,
     )
     from snapcore.analysis._estimates import (
-        Bias,
-        IdealOutputDistribution,
-        LaplaceDistance,
-        bias,
-        clamp_probability,
-        guess_accuracy,
-        ideal_output_distribution,
-        laplace_distance,
+        Bias as Bias,
+    )
+    from snapcore.analysis._estimates import (
+        IdealOutputDistribution as IdealOutputDistribution,
+    )
+    from snapcore.analysis._estimates import (
+        LaplaceDistance as LaplaceDistance,
+    )
+    from snapcore.analysis._estimates import (
+        bias as bias,
+    )
+    from snapcore.analysis._estimates import (
+        clamp_probability as clamp_probability,
+    )
+    from snapcore.analysis._estimates import (
+        guess_accuracy as guess_accuracy,
+    )
+    from snapcore.analysis._estimates import (
+        ideal_output_distribution as ideal_output_distribution,
+    )
+    from snapcore.analysis._estimates import (
+        laplace_distance as laplace_distance,
     )
     from snapcore.analysis._guarantees import (
-        LaplaceComparison,
-        StatisticPlan,
-        accuracy,
-        accuracy_details,
-        bound_for_gamma,
-        compare_with_laplace,
-        epsilon_for_accuracy,
-        plan_accuracy,
-        plan_calibration,
-        plan_statistic,
+        LaplaceComparison as LaplaceComparison,
+    )
+    from snapcore.analysis._guarantees import (
+        StatisticPlan as StatisticPlan,
+    )
+    from snapcore.analysis._guarantees import (
+        accuracy as accuracy,
+    )
+    from snapcore.analysis._guarantees import (
+        accuracy_details as accuracy_details,
+    )
+    from snapcore.analysis._guarantees import (
+        bound_for_gamma as bound_for_gamma,
+    )
+    from snapcore.analysis._guarantees import (
+        compare_with_laplace as compare_with_laplace,
+    )
+    from snapcore.analysis._guarantees import (
+        epsilon_for_accuracy as epsilon_for_accuracy,
+    )
+    from snapcore.analysis._guarantees import (
+        plan_accuracy as plan_accuracy,
+    )
+    from snapcore.analysis._guarantees import (
+        plan_calibration as plan_calibration,
+    )
+    from snapcore.analysis._guarantees import (
+        plan_statistic as plan_statistic,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_guarantees": [
-            "LaplaceComparison",
-            "StatisticPlan",
-            "accuracy",
-            "accuracy_details",
-            "bound_for_gamma",
-            "compare_with_laplace",
-            "epsilon_for_accuracy",
-            "plan_accuracy",
-            "plan_calibration",
-            "plan_statistic",
-        ],
-        "_estimates": [
-            "Bias",
-            "IdealOutputDistribution",
-            "LaplaceDistance",
-            "bias",
-            "clamp_probability",
-            "guess_accuracy",
-            "ideal_output_distribution",
-            "laplace_distance",
-        ],
-        "_audit": ["AuditResult", "ExactOutputDistribution", "audit", "exact_output_distribution"],
-        "_attack": ["AttackReport", "Witness", "attack", "find_witness"],
-    },
-)
-
-__all__ = [
-    "AttackReport",
-    "AuditResult",
-    "Bias",
-    "ExactOutputDistribution",
-    "IdealOutputDistribution",
-    "LaplaceComparison",
-    "LaplaceDistance",
-    "StatisticPlan",
-    "Witness",
-    "accuracy",
-    "accuracy_details",
-    "attack",
-    "audit",
-    "bias",
-    "bound_for_gamma",
-    "clamp_probability",
-    "compare_with_laplace",
-    "epsilon_for_accuracy",
-    "exact_output_distribution",
-    "find_witness",
-    "guess_accuracy",
-    "ideal_output_distribution",
-    "laplace_distance",
-    "plan_accuracy",
-    "plan_calibration",
-    "plan_statistic",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -11,51 +11,40 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.calibration._clamp import (
-        DEFAULT_GAMMA,
-        ClampChoice,
-        choose_clamp_bounds,
-        given_clamp_bounds,
+        DEFAULT_GAMMA as DEFAULT_GAMMA,
+    )
+    from snapcore.calibration._clamp import (
+        ClampChoice as ClampChoice,
+    )
+    from snapcore.calibration._clamp import (
+        choose_clamp_bounds as choose_clamp_bounds,
+    )
+    from snapcore.calibration._clamp import (
+        given_clamp_bounds as given_clamp_bounds,
     )
     from snapcore.calibration._guarantee import (
-        Accuracy,
-        calibration_accuracy,
+        Accuracy as Accuracy,
+    )
+    from snapcore.calibration._guarantee import (
+        calibration_accuracy as calibration_accuracy,
     )
     from snapcore.calibration._params import (
-        Calibration,
-        PrivacyAnalysis,
-        calibrate,
-        derive_calibration,
-        parse_epsilon,
-        required_precision,
+        Calibration as Calibration,
+    )
+    from snapcore.calibration._params import (
+        PrivacyAnalysis as PrivacyAnalysis,
+    )
+    from snapcore.calibration._params import (
+        calibrate as calibrate,
+    )
+    from snapcore.calibration._params import (
+        derive_calibration as derive_calibration,
+    )
+    from snapcore.calibration._params import (
+        parse_epsilon as parse_epsilon,
+    )
+    from snapcore.calibration._params import (
+        required_precision as required_precision,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_params": [
-            "Calibration",
-            "PrivacyAnalysis",
-            "calibrate",
-            "derive_calibration",
-            "parse_epsilon",
-            "required_precision",
-        ],
-        "_clamp": ["DEFAULT_GAMMA", "ClampChoice", "choose_clamp_bounds", "given_clamp_bounds"],
-        "_guarantee": ["Accuracy", "calibration_accuracy"],
-    },
-)
-
-__all__ = [
-    "DEFAULT_GAMMA",
-    "Accuracy",
-    "Calibration",
-    "ClampChoice",
-    "PrivacyAnalysis",
-    "calibrate",
-    "calibration_accuracy",
-    "choose_clamp_bounds",
-    "derive_calibration",
-    "given_clamp_bounds",
-    "parse_epsilon",
-    "required_precision",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -12,7 +12,6 @@ from snapcore.errors import (
     DataError,
     LedgerError,
     ParameterError,
-    PrivacyRefused,
     SnapcoreError,
     Speller,
     spelling,
@@ -49,7 +48,7 @@ def emit_json(obj: Any) -> None:
 
 def classify(exc: BaseException) -> tuple[str, int]:
     """The kind of an error and its exit status."""
-    if isinstance(exc, BudgetExceededError | PrivacyRefused):
+    if isinstance(exc, BudgetExceededError):
         return "privacy refused", EXIT_REFUSED
     if isinstance(exc, DataError | LedgerError | OSError):  # MissingValueError too
         return "data", EXIT_DATA

@@ -144,7 +144,7 @@ def _read_input(
                 return _csv_table(fh, label), label, False
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
-    stdin = click.get_binary_stream("stdin")
+    stdin = sys.stdin.buffer
     try:
         if fmt == "parquet":
             from snapcore.data._files import read_stdin_buffer

@@ -23,115 +23,94 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.data._columns import (
-        Dataset,
-        as_dataset,
+        Dataset as Dataset,
+    )
+    from snapcore.data._columns import (
+        as_dataset as as_dataset,
     )
     from snapcore.data._example import (
-        EXAMPLE_NAME,
-        example_path,
+        EXAMPLE_NAME as EXAMPLE_NAME,
+    )
+    from snapcore.data._example import (
+        example_path as example_path,
     )
     from snapcore.data._files import (
-        Block,
-        cell,
-        csv_blocks,
-        csv_header,
-        parquet_blocks,
-        parquet_columns,
+        Block as Block,
+    )
+    from snapcore.data._files import (
+        cell as cell,
+    )
+    from snapcore.data._files import (
+        csv_blocks as csv_blocks,
+    )
+    from snapcore.data._files import (
+        csv_header as csv_header,
+    )
+    from snapcore.data._files import (
+        parquet_blocks as parquet_blocks,
+    )
+    from snapcore.data._files import (
+        parquet_columns as parquet_columns,
     )
     from snapcore.data._frames import (
-        read_dataset,
+        read_dataset as read_dataset,
     )
     from snapcore.data._missing import (
-        MissingPolicy,
-        apply_missing,
-        check_missing_policy,
+        MissingPolicy as MissingPolicy,
+    )
+    from snapcore.data._missing import (
+        apply_missing as apply_missing,
+    )
+    from snapcore.data._missing import (
+        check_missing_policy as check_missing_policy,
     )
     from snapcore.data._neighbouring import (
-        Neighbouring,
+        Neighbouring as Neighbouring,
     )
     from snapcore.data._values import (
-        ACCEPTED,
-        CategoryKey,
-        Column,
-        ReadValues,
-        category_key,
-        category_keys,
-        exact_ratio,
-        is_missing,
-        read_column,
-        read_double,
-        read_double_pair,
-        read_real,
-        read_value,
-        read_values,
-        type_name,
+        ACCEPTED as ACCEPTED,
+    )
+    from snapcore.data._values import (
+        CategoryKey as CategoryKey,
+    )
+    from snapcore.data._values import (
+        Column as Column,
+    )
+    from snapcore.data._values import (
+        ReadValues as ReadValues,
+    )
+    from snapcore.data._values import (
+        category_key as category_key,
+    )
+    from snapcore.data._values import (
+        category_keys as category_keys,
+    )
+    from snapcore.data._values import (
+        exact_ratio as exact_ratio,
+    )
+    from snapcore.data._values import (
+        is_missing as is_missing,
+    )
+    from snapcore.data._values import (
+        read_column as read_column,
+    )
+    from snapcore.data._values import (
+        read_double as read_double,
+    )
+    from snapcore.data._values import (
+        read_double_pair as read_double_pair,
+    )
+    from snapcore.data._values import (
+        read_real as read_real,
+    )
+    from snapcore.data._values import (
+        read_value as read_value,
+    )
+    from snapcore.data._values import (
+        read_values as read_values,
+    )
+    from snapcore.data._values import (
+        type_name as type_name,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_values": [
-            "ACCEPTED",
-            "CategoryKey",
-            "Column",
-            "ReadValues",
-            "category_key",
-            "category_keys",
-            "exact_ratio",
-            "is_missing",
-            "read_column",
-            "read_double",
-            "read_double_pair",
-            "read_real",
-            "read_value",
-            "read_values",
-            "type_name",
-        ],
-        "_columns": ["Dataset", "as_dataset"],
-        "_frames": ["read_dataset"],
-        "_files": [
-            "Block",
-            "cell",
-            "csv_blocks",
-            "csv_header",
-            "parquet_blocks",
-            "parquet_columns",
-        ],
-        "_missing": ["MissingPolicy", "apply_missing", "check_missing_policy"],
-        "_example": ["EXAMPLE_NAME", "example_path"],
-        "_neighbouring": ["Neighbouring"],
-    },
-)
-
-__all__ = [
-    "ACCEPTED",
-    "EXAMPLE_NAME",
-    "Block",
-    "CategoryKey",
-    "Column",
-    "Dataset",
-    "MissingPolicy",
-    "Neighbouring",
-    "ReadValues",
-    "apply_missing",
-    "as_dataset",
-    "category_key",
-    "category_keys",
-    "cell",
-    "check_missing_policy",
-    "csv_blocks",
-    "csv_header",
-    "exact_ratio",
-    "example_path",
-    "is_missing",
-    "parquet_blocks",
-    "parquet_columns",
-    "read_column",
-    "read_dataset",
-    "read_double",
-    "read_double_pair",
-    "read_real",
-    "read_value",
-    "read_values",
-    "type_name",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

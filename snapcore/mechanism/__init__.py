@@ -1,4 +1,4 @@
-"""Layer 8, the mechanism: :class:`SnappingMechanism` puts a calibration, a backend,
+"""Layer 7, the mechanism: :class:`SnappingMechanism` puts a calibration, a backend,
 a source and the pipeline together, and pads its releases to fixed time quanta.
 """
 
@@ -10,21 +10,10 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.mechanism._mechanism import (
-        SnappingMechanism,
+        SnappingMechanism as SnappingMechanism,
     )
     from snapcore.mechanism._padding import (
-        Padding,
+        Padding as Padding,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_mechanism": ["SnappingMechanism"],
-        "_padding": ["Padding"],
-    },
-)
-
-__all__ = [
-    "Padding",
-    "SnappingMechanism",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,4 +1,4 @@
-"""Layer 6, the mechanism's arithmetic: the backend contract (:class:`Backend`,
+"""Layer 5, the mechanism's arithmetic: the backend contract (:class:`Backend`,
 :class:`Arithmetic`), the stages sample, noise, add, snap and clamp as one readable
 :class:`Pipeline`, and the fast path that runs the same stages on arrays: its
 double-double kernel (``_kernel``), the kernel compiled by numba (``_compiled``) and the
@@ -13,26 +13,13 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.pipeline._arithmetic import (
-        Arithmetic,
+        Arithmetic as Arithmetic,
     )
     from snapcore.pipeline._backend import (
-        Backend,
+        Backend as Backend,
     )
     from snapcore.pipeline._stages import (
-        Pipeline,
+        Pipeline as Pipeline,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_arithmetic": ["Arithmetic"],
-        "_backend": ["Backend"],
-        "_stages": ["Pipeline"],
-    },
-)
-
-__all__ = [
-    "Arithmetic",
-    "Backend",
-    "Pipeline",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,5 +1,6 @@
-"""The built-in plugin ``chacha20``: the default source, :class:`~snapcore.randomness.ChaCha20Source`,
-registered through the same entry point group as a third-party plugin."""
+"""The built-in plugin ``chacha20``: the default source,
+:class:`~snapcore.randomness.ChaCha20Source`, registered through the same entry point
+group as a third-party plugin."""
 
 from __future__ import annotations
 

@@ -14,46 +14,34 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.randomness._chacha import (
-        ChaCha20Source,
+        ChaCha20Source as ChaCha20Source,
     )
     from snapcore.randomness._draw import (
-        Draw,
-        decode_draw,
-        draw_from_u,
-        encode_draw,
+        Draw as Draw,
+    )
+    from snapcore.randomness._draw import (
+        decode_draw as decode_draw,
+    )
+    from snapcore.randomness._draw import (
+        draw_from_u as draw_from_u,
+    )
+    from snapcore.randomness._draw import (
+        encode_draw as encode_draw,
     )
     from snapcore.randomness._sources import (
-        ByteSource,
-        RandomSource,
-        ReplaySource,
-        SeededSource,
-        SystemSource,
+        ByteSource as ByteSource,
+    )
+    from snapcore.randomness._sources import (
+        RandomSource as RandomSource,
+    )
+    from snapcore.randomness._sources import (
+        ReplaySource as ReplaySource,
+    )
+    from snapcore.randomness._sources import (
+        SeededSource as SeededSource,
+    )
+    from snapcore.randomness._sources import (
+        SystemSource as SystemSource,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_draw": ["Draw", "decode_draw", "draw_from_u", "encode_draw"],
-        "_sources": [
-            "ByteSource",
-            "RandomSource",
-            "ReplaySource",
-            "SeededSource",
-            "SystemSource",
-        ],
-        "_chacha": ["ChaCha20Source"],
-    },
-)
-
-__all__ = [
-    "ByteSource",
-    "ChaCha20Source",
-    "Draw",
-    "RandomSource",
-    "ReplaySource",
-    "SeededSource",
-    "SystemSource",
-    "decode_draw",
-    "draw_from_u",
-    "encode_draw",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,4 +1,4 @@
-"""Layer 10, releases: :func:`release` and its :class:`Release` record, group-by
+"""Layer 9, releases: :func:`release` and its :class:`Release` record, group-by
 releases (:class:`GroupedRelease`), exact partial states over chunks and partitions
 (:func:`partial`, :func:`merge`), and budgets, in memory (:class:`Budget`) and in a
 durable ledger (:class:`Ledger`, :class:`LedgerBudget`).
@@ -12,51 +12,37 @@ from snapcore._lazy import attach
 
 if TYPE_CHECKING:
     from snapcore.releases._api import (
-        release,
+        release as release,
     )
     from snapcore.releases._budget import (
-        Budget,
-        LedgerBudget,
+        Budget as Budget,
+    )
+    from snapcore.releases._budget import (
+        LedgerBudget as LedgerBudget,
     )
     from snapcore.releases._grouped import (
-        GroupedRelease,
+        GroupedRelease as GroupedRelease,
     )
     from snapcore.releases._ledger import (
-        Ledger,
-        LedgerEntry,
-        LedgerState,
+        Ledger as Ledger,
+    )
+    from snapcore.releases._ledger import (
+        LedgerEntry as LedgerEntry,
+    )
+    from snapcore.releases._ledger import (
+        LedgerState as LedgerState,
     )
     from snapcore.releases._partials import (
-        Partial,
-        merge,
-        partial,
+        Partial as Partial,
+    )
+    from snapcore.releases._partials import (
+        merge as merge,
+    )
+    from snapcore.releases._partials import (
+        partial as partial,
     )
     from snapcore.releases._record import (
-        Release,
+        Release as Release,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "_api": ["release"],
-        "_record": ["Release"],
-        "_grouped": ["GroupedRelease"],
-        "_partials": ["Partial", "merge", "partial"],
-        "_budget": ["Budget", "LedgerBudget"],
-        "_ledger": ["Ledger", "LedgerEntry", "LedgerState"],
-    },
-)
-
-__all__ = [
-    "Budget",
-    "GroupedRelease",
-    "Ledger",
-    "LedgerBudget",
-    "LedgerEntry",
-    "LedgerState",
-    "Partial",
-    "Release",
-    "merge",
-    "partial",
-    "release",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

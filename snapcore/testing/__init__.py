@@ -44,72 +44,70 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapcore._lazy import attach
-from snapcore.errors import ConformanceError, StatisticConformanceError
 
 if TYPE_CHECKING:
+    from snapcore.errors import (
+        ConformanceError as ConformanceError,
+    )
+    from snapcore.errors import (
+        StatisticConformanceError as StatisticConformanceError,
+    )
+    from snapcore.testing._comparison import (
+        BackendComparison as BackendComparison,
+    )
+    from snapcore.testing._comparison import (
+        StatisticComparison as StatisticComparison,
+    )
+    from snapcore.testing._comparison import (
+        compare_backends as compare_backends,
+    )
+    from snapcore.testing._comparison import (
+        compare_statistics as compare_statistics,
+    )
     from snapcore.testing.checks import (
-        PRECISIONS,
-        ConformanceReport,
-        hard_ln_cases,
-        run_conformance,
+        PRECISIONS as PRECISIONS,
+    )
+    from snapcore.testing.checks import (
+        ConformanceReport as ConformanceReport,
+    )
+    from snapcore.testing.checks import (
+        hard_ln_cases as hard_ln_cases,
+    )
+    from snapcore.testing.checks import (
+        run_conformance as run_conformance,
     )
     from snapcore.testing.conformance import (
-        BackendConformance,
-        RegisteredBackendsConformance,
-        conformance_suite,
-        registered_backend_params,
+        BackendConformance as BackendConformance,
+    )
+    from snapcore.testing.conformance import (
+        RegisteredBackendsConformance as RegisteredBackendsConformance,
+    )
+    from snapcore.testing.conformance import (
+        conformance_suite as conformance_suite,
+    )
+    from snapcore.testing.conformance import (
+        registered_backend_params as registered_backend_params,
     )
     from snapcore.testing.statistic_checks import (
-        StatisticReport,
-        run_statistic_conformance,
+        StatisticReport as StatisticReport,
+    )
+    from snapcore.testing.statistic_checks import (
+        run_statistic_conformance as run_statistic_conformance,
     )
     from snapcore.testing.statistic_conformance import (
-        RegisteredStatisticsConformance,
-        StatisticConformance,
-        registered_statistic_params,
-        statistic_suite,
+        RegisteredStatisticsConformance as RegisteredStatisticsConformance,
+    )
+    from snapcore.testing.statistic_conformance import (
+        StatisticConformance as StatisticConformance,
+    )
+    from snapcore.testing.statistic_conformance import (
+        registered_statistic_params as registered_statistic_params,
+    )
+    from snapcore.testing.statistic_conformance import (
+        statistic_suite as statistic_suite,
     )
     from snapcore.testing.statistic_settings import (
-        Setting,
+        Setting as Setting,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "checks": ["PRECISIONS", "ConformanceReport", "hard_ln_cases", "run_conformance"],
-        "conformance": [
-            "BackendConformance",
-            "RegisteredBackendsConformance",
-            "conformance_suite",
-            "registered_backend_params",
-        ],
-        "statistic_settings": ["Setting"],
-        "statistic_checks": ["StatisticReport", "run_statistic_conformance"],
-        "statistic_conformance": [
-            "RegisteredStatisticsConformance",
-            "StatisticConformance",
-            "registered_statistic_params",
-            "statistic_suite",
-        ],
-    },
-)
-
-__all__ = [
-    "PRECISIONS",
-    "BackendConformance",
-    "ConformanceError",
-    "ConformanceReport",
-    "RegisteredBackendsConformance",
-    "RegisteredStatisticsConformance",
-    "Setting",
-    "StatisticConformance",
-    "StatisticConformanceError",
-    "StatisticReport",
-    "conformance_suite",
-    "hard_ln_cases",
-    "registered_backend_params",
-    "registered_statistic_params",
-    "run_conformance",
-    "run_statistic_conformance",
-    "statistic_suite",
-]
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -168,7 +168,7 @@ def test_long_double_neighbours_audit_within_epsilon():
         out = SnappingMechanism(**kw, source=SeededSource(seed)).release(np.array(vals))
         assert out.tolist() == _scalar_outputs(kw, vals, seed)
     # the exact centred values differ by exactly one sensitivity unit
-    pipe = m._pipeline
+    pipe = m.pipeline
     x0, x1 = (Fraction(*pipe.centre_ratio(*exact_ratio(v))) for v in vals[:2])
     assert x1 - x0 == 1
 

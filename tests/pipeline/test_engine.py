@@ -62,7 +62,7 @@ IDS = [p[0] for p in PARAMS]
 
 def exact_outputs(mech: SnappingMechanism, values: np.ndarray, draws: list[Draw]) -> np.ndarray:
     """The reference: the exact pipeline, element by element."""
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     return np.array(
         [pipe.run(pipe.centre(Fraction(float(v))), d) for v, d in zip(values, draws, strict=True)]
     )
@@ -134,7 +134,7 @@ def test_fused_loop_with_continuations_and_chunks(p, monkeypatch):
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), precision=p)
     values = random_values(-20.0, 120.0, 200, seed=p)
     a, b = FixedBytes(data), FixedBytes(data)
-    out, st = release_batch(mech._pipeline, values, a, engine="numba", stats=True)
+    out, st = release_batch(mech.pipeline, values, a, engine="numba", stats=True)
     assert _engine.engine_for(mech.calibration).fusable
     ref = exact_outputs(mech, values, b.draws(200, p))
     assert a.position == b.position, "the fused loop consumed a different number of bytes"
@@ -160,7 +160,7 @@ def test_bulk_decoding_seeded_stream_position(engine):
 # ----------------------------------------------------------------------------------
 def _check_params(kw, vrange, n, seed, engines):
     mech = SnappingMechanism(source=SeededSource(seed), **kw)
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     p = mech.precision
     values = random_values(*vrange, n, seed)
     ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))
@@ -222,7 +222,7 @@ def _check_source(source, kw, vrange, n, seed):
         rec = Recording(inner)
         mech = SnappingMechanism(source=rec, **kw)
         values = random_values(*vrange, n, seed)
-        out = release_batch(mech._pipeline, values, rec, engine=engine)
+        out = release_batch(mech.pipeline, values, rec, engine=engine)
         draws = FixedBytes(bytes(rec.log)).draws(n, mech.precision)
         ref = exact_outputs(mech, values, draws)
         bad = np.flatnonzero(out.view(np.int64) != ref.view(np.int64))
@@ -252,7 +252,7 @@ def _exact_t(pipe, value, draw) -> Fraction:
 def test_error_bound_holds(name, kw, vrange):
     """``|t − (y/Λ + 1/2)| <= err`` for every sample, y from MPFR exactly."""
     mech = SnappingMechanism(**kw)
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     n = 1500
     values = random_values(*vrange, n, 5)
     draws = SeededSource(6).draws(n, mech.precision)
@@ -303,7 +303,7 @@ def test_near_ties_many(name, kw, vrange, slow_size):
 
 def check_near_ties(name, kw, vrange, per_exponent, tie_tries):
     mech = SnappingMechanism(**kw)
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     p = mech.precision
     Lam = mech.granularity
     rng = random.Random(name)
@@ -368,7 +368,7 @@ def test_deep_tail(e):
     beyond the bound's exponent range (e > 2**20) the exact fallback is taken."""
     mech = SnappingMechanism(epsilon=0.001, clamp_bound=1e6)
     p = mech.precision
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     rng = random.Random(e)
     draws = [
         Draw(
@@ -434,13 +434,13 @@ def test_extreme_and_boundary_values(name, kw, vrange):
     draws = SeededSource(17).draws(vals.size, mech.precision)
     ref = exact_outputs(mech, vals, draws)
     for engine in ENGINES:
-        out = release_batch(mech._pipeline, vals, SeededSource(17), engine=engine)
+        out = release_batch(mech.pipeline, vals, SeededSource(17), engine=engine)
         assert identical(out, ref), name
     batch = DrawBatch.from_draws(draws, mech.precision)
     sh, sl, err, _ok = _engine.engine_for(mech.calibration).diagnose(vals, batch)
     for i in range(0, vals.size, 7):
         t = Fraction(float(sh[i])) + Fraction(float(sl[i]))
-        exact = _exact_t(mech._pipeline, vals[i], draws[i])
+        exact = _exact_t(mech.pipeline, vals[i], draws[i])
         assert abs(t - exact) <= Fraction(float(err[i])), (name, vals[i])
 
 
@@ -491,7 +491,7 @@ def test_unsupported_parameters_fall_back_entirely():
     eng = _engine.engine_for(mech.calibration)
     assert not eng.supported
     v = np.linspace(-1e-196, 1e-196, 50)
-    out, st = release_batch(mech._pipeline, v, SeededSource(4), stats=True)
+    out, st = release_batch(mech.pipeline, v, SeededSource(4), stats=True)
     ref = exact_outputs(mech, v, SeededSource(4).draws(50, mech.precision))
     assert identical(out, ref) and st.engine == "exact"
 
@@ -504,11 +504,11 @@ def test_output_stage_computed_and_certified():
     assert not eng.use_table and eng.out_dd
     k = np.arange(-eng.kmax - 3, eng.kmax + 4, max(1, eng.kmax // 5000), dtype=np.int64)
     k = np.concatenate([k, [-eng.kmax, eng.kmax, 0, 1, -1]])
-    out, bad = eng.outputs(k, mech._pipeline)
+    out, bad = eng.outputs(k, mech.pipeline)
     from snapcore.pipeline._stages import clamp
 
     L, b = mech.calibration.granularity_log2, mech.calibration.unit_clamp_bound_dyadic
-    ref = np.array([mech._pipeline.output(clamp(int(kk), L, b)) for kk in k])
+    ref = np.array([mech.pipeline.output(clamp(int(kk), L, b)) for kk in k])
     assert identical(out, ref)
     assert bad.size <= k.size // 100
 
@@ -635,7 +635,7 @@ def test_value_classes_bit_identical_and_clamped_k_never_recomputed(
     mech = SnappingMechanism(**kw)
     eng = _engine.engine_for(mech.calibration)
     assert (eng.use_table, eng.kmax_is_b, eng.fusable) == (use_table, kmax_is_b, True)
-    pipe, p, n = mech._pipeline, mech.precision, 300
+    pipe, p, n = mech.pipeline, mech.precision, 300
     for cls, values in _value_classes(mech, n).items():
         seed = 1000 + len(cls)
         ref = exact_outputs(mech, values, SeededSource(seed).draws(n, p))

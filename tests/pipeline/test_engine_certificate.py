@@ -54,7 +54,7 @@ def _rn(q: Fraction) -> float:
 
 def test_uncertified_outputs_are_computed_exactly():
     mech = SnappingMechanism(**KW)
-    cal, pipe = mech.calibration, mech._pipeline
+    cal, pipe = mech.calibration, mech.pipeline
     eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
     two = Fraction(2)
@@ -87,7 +87,7 @@ KW_POW2 = dict(
 
 def test_uncertified_output_below_a_power_of_two():
     mech = SnappingMechanism(**KW_POW2)
-    cal, pipe = mech.calibration, mech._pipeline
+    cal, pipe = mech.calibration, mech.pipeline
     eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
     two = Fraction(2)
@@ -116,7 +116,7 @@ def test_fused_output_stage_certificate():
         (KW_POW2, [2**12, 2**12 - 1, 0, 1, -1]),
     ]:
         mech = SnappingMechanism(**kw)
-        cal, pipe = mech.calibration, mech._pipeline
+        cal, pipe = mech.calibration, mech.pipeline
         eng = _engine.FastEngine(cal)
         L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic
         for kk in ks:
@@ -178,7 +178,7 @@ def test_cancelling_sums_are_not_certified(q, j, sign, scale):
     assume(2**52 < m < 3 * 2**51)
     e, lam_log2 = scale
     mech, k = _cancelling_case(m, j, sign, e, lam_log2)
-    cal, pipe = mech.calibration, mech._pipeline
+    cal, pipe = mech.calibration, mech.pipeline
     eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and eng.out_dd
     assert cal.granularity_log2 == lam_log2 and abs(k) < eng.clamped_from
@@ -219,7 +219,7 @@ def test_output_stage_without_certificate_has_no_fallback():
     is ``Pipeline.output``, once per distinct ``k`` (docs/fastpath.md), so no element
     *falls back*: ``BatchStats.fallback_output`` is empty, and intp as documented."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(-1.0, 1e6), sensitivity=Fraction(1, 3))
-    cal, pipe = mech.calibration, mech._pipeline
+    cal, pipe = mech.calibration, mech.pipeline
     eng = _engine.FastEngine(cal)
     assert eng.supported and not eng.use_table and not eng.out_dd
     L, b = cal.granularity_log2, cal.unit_clamp_bound_dyadic

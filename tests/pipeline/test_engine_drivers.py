@@ -76,9 +76,9 @@ def test_default_engine_is_auto(setting):
     batch = DrawBatch.from_draws(draws, mech.precision)
     _k, _ok, used = eng.decide(values, batch)
     assert used == _engine.resolve_engine()
-    out, st = eng.run(values, batch, mech._pipeline)
+    out, st = eng.run(values, batch, mech.pipeline)
     assert st.engine == _engine.resolve_engine()
-    assert _identical(out, _exact(mech._pipeline, values, draws))
+    assert _identical(out, _exact(mech.pipeline, values, draws))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -86,7 +86,7 @@ def test_undecided_k_is_zero_and_decided_k_is_exact(setting, engine):
     """``decide`` documents ``k`` as 0 where not decided; where decided it is the
     exact snapped index (the output of the exact pipeline is that of ``k``)."""
     mech, values, draws = setting
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     eng = _engine.engine_for(mech.calibration)
     k, ok, used = eng.decide(values, DrawBatch.from_draws(draws, mech.precision), engine)
     assert used == engine and k.dtype == np.int64 and ok.dtype == np.bool_
@@ -108,7 +108,7 @@ def test_numpy_kernel_runs_with_floating_point_exceptions_ignored(setting):
     value, values far outside the clamp interval); under a caller's floating-point
     state that raises, it must still decide, and exactly."""
     mech, _, _ = setting
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     eng = _engine.engine_for(mech.calibration)
     p = mech.precision
     values = np.array([5e-324, -5e-324, 1.7e308, -1.7e308, 2.5e-310, 0.0, 999.0, -1e5])
@@ -151,8 +151,8 @@ def test_unsupported_calibration_stats_name_every_element():
     p = mech.precision
     v = np.linspace(-1e-196, 1e-196, 7)
     draws = SeededSource(5).draws(7, p)
-    out, st = eng.run(v, DrawBatch.from_draws(draws, p), mech._pipeline, "numpy")
-    assert _identical(out, _exact(mech._pipeline, v, draws))
+    out, st = eng.run(v, DrawBatch.from_draws(draws, p), mech.pipeline, "numpy")
+    assert _identical(out, _exact(mech.pipeline, v, draws))
     assert st.size == 7 and st.engine == "exact"
     assert st.fallback_k.tolist() == list(range(7))
     assert st.fallback_output.shape == (0,) and st.fallback_output.dtype == np.intp
@@ -168,7 +168,7 @@ def test_run_stream_refuses_an_engine_it_cannot_fuse():
     with pytest.raises(
         RuntimeError, match=r"^the fused loop needs numba and a supported calibration$"
     ):
-        eng.run_stream(np.zeros(4), src, mech._pipeline)
+        eng.run_stream(np.zeros(4), src, mech.pipeline)
     assert src.read(64) == ref.read(64)
 
 
@@ -183,8 +183,8 @@ def test_fused_loop_row_length_when_p_is_one_more_than_a_multiple_of_eight(p):
     rng = random.Random(p)
     values = np.array([rng.uniform(-20.0, 120.0) for _ in range(300)])
     src, ref = SeededSource(p), SeededSource(p)
-    out, st = _engine.release_batch(mech._pipeline, values, src, engine="numba", stats=True)
-    assert _identical(out, _exact(mech._pipeline, values, ref.draws(values.size, p)))
+    out, st = _engine.release_batch(mech.pipeline, values, src, engine="numba", stats=True)
+    assert _identical(out, _exact(mech.pipeline, values, ref.draws(values.size, p)))
     # no element fell back here: the empty index arrays are still intp, as documented
     assert st.fallback_k.size == st.fallback_output.size == 0
     assert st.fallback_k.dtype == st.fallback_output.dtype == np.intp
@@ -222,7 +222,7 @@ def test_fused_loop_fallbacks_across_chunks(monkeypatch):
     pipeline's on the same draws, and ``BatchStats`` names exactly those elements."""
     monkeypatch.setattr(_engine.FastEngine, "STREAM_CHUNK", 16)
     mech = SnappingMechanism(**KW_CERT)
-    pipe, p = mech._pipeline, mech.precision
+    pipe, p = mech.pipeline, mech.precision
     eng = _engine.engine_for(mech.calibration)
     assert eng.fusable and not eng.use_table and p >= 118
     rng = random.Random(21)
@@ -255,7 +255,7 @@ def test_release_batch_reads_values_as_doubles_and_keeps_their_shape(engine):
     two of them beyond int64: exact doubles, far outside the clamp interval), released
     element by element in C order, and returned in the input's shape."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
-    pipe, p = mech._pipeline, mech.precision
+    pipe, p = mech.pipeline, mech.precision
     values = [[random.Random(i).randint(-20, 120) for i in range(j, j + 50)] for j in (0, 50, 100)]
     values[1][7], values[2][3] = 2**70, -(2**66)
     out, st = _engine.release_batch(pipe, values, SeededSource(9), engine=engine, stats=True)
@@ -279,7 +279,7 @@ def test_release_batch_auto_on_a_byte_source_takes_the_fused_loop(monkeypatch):
 
     monkeypatch.setattr(_engine.FastEngine, "run_stream", spy)
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
-    pipe, p = mech._pipeline, mech.precision
+    pipe, p = mech.pipeline, mech.precision
     values = np.linspace(-20.0, 120.0, 64)
     out, st = _engine.release_batch(pipe, values, SeededSource(13), stats=True)
     assert calls == [64] and st.engine == "numba"

@@ -47,7 +47,7 @@ def _mech(kw):
 
 def _release_equals_exact(mech, n=120, seed=5):
     """Batch release (every engine) equals the exact pipeline on the same draws."""
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     lo, hi = (float(v) for v in mech.clamp_bounds)
     w = hi - lo
     rng = np.random.default_rng(seed)
@@ -241,7 +241,7 @@ def _off_centre():
         epsilon=EPS_1K, clamp_bounds=(2.0**68 - 2.0**40, 2.0**68 + 2.0**40), sensitivity=0.75
     )
     cal = attrs.evolve(calibrate(**kw), centre=CENTRE)
-    return cal, Pipeline(cal, SnappingMechanism(**kw)._pipeline.arith)
+    return cal, Pipeline(cal, SnappingMechanism(**kw).pipeline.arith)
 
 
 def test_centre_residual_in_the_bound():

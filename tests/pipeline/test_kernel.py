@@ -111,7 +111,7 @@ def _draws(mech: SnappingMechanism, n: int, seed: int) -> list[Draw]:
 @pytest.mark.parametrize("kw", PARAMS, ids=[str(i) for i in range(len(PARAMS))])
 def test_bound_has_its_safety_factor(kw):
     mech = SnappingMechanism(**kw)
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     n = 300
     lo, hi = (float(v) for v in mech.clamp_bounds)
     rng = np.random.default_rng(3)
@@ -150,7 +150,7 @@ ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
 def test_far_values_are_decided_by_the_kernel(engine, sign):
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(-1.0, 3.0), sensitivity=1e-3)
     cal = mech.calibration
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     eng = _engine.engine_for(cal)
     assert eng.supported
     values = sign * np.array([1e300, 1.7e308, 1e200, 1e20] * 16, dtype=np.float64)
@@ -171,7 +171,7 @@ def test_values_inside_are_not_taken_for_far_ones(engine, delta):
     inside the interval and just outside it, for Δ above and below 1, give the exact
     pipeline's outputs element for element."""
     mech = SnappingMechanism(epsilon=0.5, clamp_bounds=(-50.0, 150.0), sensitivity=delta)
-    pipe = mech._pipeline
+    pipe = mech.pipeline
     eng = _engine.engine_for(mech.calibration)
     assert eng.supported
     values = np.linspace(-120.0, 220.0, 69)

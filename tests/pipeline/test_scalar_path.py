@@ -261,7 +261,7 @@ COMPILED_MECHANISMS = [
 
 
 def _mode(m: SnappingMechanism) -> float:
-    prm = _engine.scalar_params(m._pipeline)
+    prm = _engine.scalar_params(m.pipeline)
     assert prm is not None
     return float(prm[_compiled._MODE])
 
@@ -321,7 +321,7 @@ def _tie_draws(m: SnappingMechanism, v: float, j: int, span: int) -> tuple[list,
     draws whose ``y`` is within ``2**-100`` of it (not on it), for the value ``v``:
     ``U*`` scanned around ``exp(−|N|/λ)`` for ``N = (j − 1/2)·Λ − x``, each ``y``
     computed exactly by the pipeline's stages."""
-    pipe, cal, p = m._pipeline, m.calibration, m.precision
+    pipe, cal, p = m.pipeline, m.calibration, m.precision
     x = Fraction(*pipe.centre(Fraction(v)))
     y0 = (j - Fraction(1, 2)) * cal.granularity
     n = y0 - x
@@ -394,7 +394,7 @@ def test_an_uncertified_output_is_computed_exactly(compiled):
     probe = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
     p = probe.precision
     d = _u_draw(Fraction(int(0.6065 * 2**p), 2**p), -1, p)  # N ≈ +λ/2, λ ≈ Λ = 2**8
-    assert probe._pipeline.stages(Fraction(v), Draw(*d))["k"] == 2**51
+    assert probe.pipeline.stages(Fraction(v), Draw(*d))["k"] == 2**51
     assert _mode(probe) == 1.0
     m = SnappingMechanism(**kw, source=FixedBytes(_encode(*d, p, random.Random(0))), timing="off")
     want = probe.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
@@ -444,7 +444,7 @@ def test_compiled_release_equals_the_composed_pipeline_on_random_bytes(i, v, row
         got = m.release(v)
         replay = FixedBytes(stream)
         d = decode_draw(replay.read, p)
-        pipe = m._pipeline
+        pipe = m.pipeline
         want = pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), d)
         assert str(got) == str(want), (COMPILED_MECHANISMS[i], v, row.hex())
         assert src.position == replay.position
