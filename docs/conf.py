@@ -190,7 +190,6 @@ ROOT_SECTIONS: list[tuple[str, list[str]]] = [
             "AuditLimitError",
         ],
     ),
-    ("Version", ["__version__"]),
 ]
 #: Packages whose public modules get no section (command-line glue, described in
 #: the quickstart and by ``snapcore --help``).
