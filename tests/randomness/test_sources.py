@@ -26,6 +26,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from param_errors import raises_param
 
 from snapcore.randomness._draw import Draw, decode_draw
 from snapcore.randomness._sources import ByteSource, SystemSource
@@ -304,3 +305,11 @@ def test_random_source_defaults_draw_one_at_a_time():
     assert src.draw_raw(118) == (1, (1 << 117) + 4, -118)
     assert src.draws(0, 118) == []
     assert repr(src) == "<Counting 'counting'>"
+
+
+def test_seed_validation():
+    from snapcore import SeededSource
+
+    for bad in (-1, 1.5, None, True, [1]):
+        with raises_param(["seed", repr(bad)]):
+            SeededSource(bad)  # type: ignore[arg-type]
