@@ -29,7 +29,7 @@ PACKAGES = {
 }
 
 #: The layers, bottom up, by package: a module belongs to the entry whose name is the
-#: longest prefix of its own (``"snapcore.cli"`` covers ``snapcore.cli.release``).
+#: longest prefix of its own (``"snapcore.cli"`` covers ``snapcore.cli._release``).
 LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["snapcore.errors", "snapcore._display", "snapcore._lazy"]),
     ("exact arithmetic", ["snapcore.exact"]),
@@ -452,7 +452,7 @@ def test_checker_catches_an_annotation_cycle(tmp_path, monkeypatch):
 
 
 def test_checker_catches_an_import_of_the_root(tmp_path, monkeypatch):
-    bad = _check_source("snapcore.cli.plot", "import snapcore\n", tmp_path, monkeypatch)
+    bad = _check_source("snapcore.cli._plot", "import snapcore\n", tmp_path, monkeypatch)
     assert any("package root" in b for b in bad), bad
 
 

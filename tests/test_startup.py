@@ -126,7 +126,7 @@ def test_the_module_check_sees_an_import(module, tmp_path):
 def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
     import csv
 
-    from snapcore.cli.release import _csv_table
+    from snapcore.cli._release import _csv_table
     from snapcore.data._files import cell
 
     text = "a,b,c\n1,2.5,x\n,nan,  7 \n-3,1e400,0.1\n"

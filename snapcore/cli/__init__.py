@@ -59,37 +59,37 @@ __all__ = [
 
 
 def _info() -> click.Command:
-    from snapcore.cli.info import info
+    from snapcore.cli._info import info
 
     return info
 
 
 def _compare() -> click.Command:
-    from snapcore.cli.compare import compare
+    from snapcore.cli._compare import compare
 
     return compare
 
 
 def _release() -> click.Command:
-    from snapcore.cli.release import release
+    from snapcore.cli._release import release
 
     return release
 
 
 def _audit() -> click.Command:
-    from snapcore.cli.audit import audit_command
+    from snapcore.cli._audit import audit_command
 
     return audit_command
 
 
 def _budget() -> click.Command:
-    from snapcore.cli.budget import budget
+    from snapcore.cli._budget import budget
 
     return budget
 
 
 def _plot() -> click.Command:
-    from snapcore.cli.plot import plot
+    from snapcore.cli._plot import plot
 
     return plot
 

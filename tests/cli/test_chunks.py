@@ -18,7 +18,7 @@ from snapcore.plugins._manager import get_registries
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from snapcore.cli.chunks import stream_partial  # noqa: E402
+from snapcore.cli._chunks import stream_partial  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ CASES = [
 def _streamed_json(cli, monkeypatch, argv):
     """``snapcore release ARGV -e 1 --seed s --block-size 1024 --json``, read block by
     block (the in-memory reader must not be used): the parsed JSON record."""
-    import snapcore.cli.release as cli_release
+    import snapcore.cli._release as cli_release
 
     def whole_file(*_a, **_k):
         raise AssertionError("read the whole file")

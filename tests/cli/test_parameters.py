@@ -18,7 +18,7 @@ import click
 import pytest
 
 import snapcore
-from snapcore.cli.release import release as release_command
+from snapcore.cli._release import release as release_command
 from snapcore.errors import ParameterError, keyword, parameter_name, spelling
 from snapcore.plugins._manager import resolve_statistic
 

@@ -29,7 +29,7 @@ def test_compare_backends_measures_every_backend():
 
 
 def test_compare_cli():
-    from snapcore.cli.compare import compare
+    from snapcore.cli._compare import compare
 
     assert SUBCOMMANDS["compare"]() is compare
     res = CliRunner().invoke(

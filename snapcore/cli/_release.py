@@ -115,7 +115,7 @@ def _read_input(
     partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
     chunk; with ``grouping``, one state per key), or else the whole CSV file read field
     by field with :func:`cell`."""
-    from snapcore.cli.chunks import stream_group_partials, stream_partial
+    from snapcore.cli._chunks import stream_group_partials, stream_partial
     from snapcore.data._files import BLOCK_BYTES, pyarrow_available
 
     if csv_file is None:
