@@ -118,15 +118,12 @@ def test_fused_path_declines_a_source_that_decodes_itself(exact_fused):
 
 
 def test_a_copy_with_another_source_draws_from_its_own(exact_fused):
-    """A shallow copy given another source (timing calibration makes such copies) does
-    not release through the fused function bound to the original source."""
-    import copy
-
+    """A copy given another source (timing calibration makes such copies) does not
+    release through the fused function bound to the original source."""
     m = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(5), timing="off")
-    sib = copy.copy(m)
-    sib._source = SeededSource(6)
+    copy = m.unpadded_copy(SeededSource(6))
     other = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(6), timing="off")
-    assert [sib.release(0.5) for _ in range(20)] == [other.release(0.5) for _ in range(20)]
+    assert [copy.release(0.5) for _ in range(20)] == [other.release(0.5) for _ in range(20)]
     fresh = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(5), timing="off")
     assert m.release(0.5) == fresh.release(0.5)  # m's stream untouched by the copy
 
@@ -160,9 +157,9 @@ class _Spy:
     def __init__(self, kernel):
         self.kernel, self.calls = kernel, 0
 
-    def __call__(self, v, row, prm):
+    def __call__(self, v, row, params):
         self.calls += 1
-        return self.kernel(v, row, prm)
+        return self.kernel(v, row, params)
 
 
 @pytest.fixture
@@ -261,9 +258,9 @@ COMPILED_MECHANISMS = [
 
 
 def _mode(m: SnappingMechanism) -> float:
-    prm = _engine.scalar_params(m.pipeline)
-    assert prm is not None
-    return float(prm[_compiled._MODE])
+    params = _engine.scalar_params(m.pipeline)
+    assert params is not None
+    return float(params[_compiled._MODE])
 
 
 def test_the_status_codes_the_release_reads_are_the_kernels():
