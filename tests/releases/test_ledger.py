@@ -17,11 +17,10 @@ from click.testing import CliRunner
 
 import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
-from snapcore._display import short
 from snapcore.cli import main
 from snapcore.errors import LedgerError, ParameterError
 from snapcore.releases._budget import LedgerBudget
-from snapcore.releases._ledger import Ledger, parse_epsilon
+from snapcore.releases._ledger import Ledger
 
 DATA = [float(v) for v in range(20)]
 SPAWN = multiprocessing.get_context("spawn")
@@ -274,16 +273,6 @@ def test_killed_release_stays_spent(tmp_path: Path) -> None:
     assert {e.pid for e in st.entries} == {p.pid for _, _, p in procs}
     with pytest.raises(BudgetExceededError):
         Ledger(path).spend(Fraction(1, 4) + Fraction(1, 10**30))
-
-
-def test_short_decimal_and_parse_epsilon() -> None:
-    assert short(Fraction(1, 5)) == "0.2"
-    assert short(Fraction(1)) == "1"
-    assert short(Fraction(1, 3)) == "≈0.333333333333"
-    assert short(Fraction(0.1)) == "≈0.1"  # the double 0.1 is not 1/10
-    assert parse_epsilon("0.2") == Fraction(1, 5) and parse_epsilon("1/3") == Fraction(1, 3)
-    with pytest.raises(ParameterError, match="epsilon"):
-        parse_epsilon("a lot")
 
 
 def test_cli_budget_session(tmp_path: Path) -> None:

@@ -1,0 +1,71 @@
+"""One call of snapcore.release as one value (snapcore.releases._request.ReleaseRequest).
+
+How :func:`snapcore.release` checks its keywords into a request is tested in
+``tests/releases/test_api.py`` and ``tests/releases/test_grouped.py``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+
+from snapcore.data._missing import check_missing_policy
+from snapcore.data._neighbouring import Neighbouring
+from snapcore.plugins._manager import resolve_statistic
+from snapcore.releases._request import ReleaseRequest
+
+
+def request(**changes: Any) -> ReleaseRequest:
+    fields: dict[str, Any] = {
+        "statistic": resolve_statistic("sum"),
+        "data": [1.0, 2.0],
+        "epsilon": Fraction(1),
+        "data_bounds": (0, 10),
+        "gamma": Fraction(1, 20),
+        "clamp_bounds": None,
+        "n": None,
+        "relation": Neighbouring.REPLACE,
+        "column": None,
+        "by": None,
+        "keys": None,
+        "group_sizes": None,
+        "missing": check_missing_policy("error", None, Neighbouring.REPLACE),
+        "backend": "mpfr",
+        "source": None,
+        "budget": None,
+        "precision": None,
+        "timing": None,
+        "options": {},
+    }
+    return ReleaseRequest(**(fields | changes))
+
+
+@pytest.mark.parametrize(
+    ("changes", "grouped"),
+    [
+        ({}, False),
+        ({"column": "age"}, False),
+        ({"by": "sex"}, True),
+        ({"keys": [1, 2]}, True),
+        ({"group_sizes": {1: 3}}, True),
+        ({"by": "sex", "keys": [1, 2], "group_sizes": {1: 3, 2: 4}}, True),
+    ],
+    ids=str,
+)
+def test_grouped_when_by_keys_or_group_sizes_is_given(changes, grouped):
+    assert request(**changes).grouped is grouped
+
+
+def test_a_request_is_frozen_and_compared_by_identity():
+    """The private data may be an array or a list: a request is neither compared nor
+    hashed by its fields, so holding them never fails."""
+    arr = request(data=np.arange(3.0))
+    same = request(data=np.arange(3.0))
+    assert arr == arr and arr != same  # no elementwise comparison of the data
+    assert len({request(), request()}) == 2  # a list as data: hashable all the same
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        arr.epsilon = Fraction(2)  # type: ignore[misc]
