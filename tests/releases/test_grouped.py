@@ -1,17 +1,14 @@
-"""Group-by with a public key set, and the missing-value policy."""
+"""Group-by with a public key set (snapcore.releases._grouped)."""
 
 from __future__ import annotations
 
 import json
-import math
 from fractions import Fraction
 
-import numpy as np
 import pytest
 
 import snapcore
-from snapcore.data._columns import Dataset
-from snapcore.data._missing import check_missing_policy, take, take_groups
+from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.plugins._manager import resolve_statistic
@@ -163,46 +160,6 @@ def test_grouped_dataframe():
     assert g["1"].labels == ("< 50", "≥ 50")
 
 
-# -- missing values -----------------------------------------------------------------
-
-
-def test_missing_error_is_the_default():
-    with pytest.raises(ParameterError, match=r"contains missing values.*missing=.drop"):
-        snapcore.release("sum", [1.0, math.nan], data_bounds=(0, 1), epsilon=1)
-
-
-def test_missing_drop_is_record_removal_under_add_remove():
-    with_nan = [3.0, None, 4.0, math.nan, 5.0]
-    r = snapcore.release(
-        "sum", with_nan, data_bounds=(0, 10), n=10, relation="add-remove", missing="drop",
-        epsilon=1, source=snapcore.SeededSource(2),
-    )  # fmt: skip
-    s = snapcore.release(
-        "sum", [3.0, 4.0, 5.0], data_bounds=(0, 10), n=10, relation="add-remove",
-        epsilon=1, source=snapcore.SeededSource(2),
-    )  # fmt: skip
-    assert r.value == s.value
-    with pytest.raises(ParameterError, match="not a neighbour under the replace"):
-        snapcore.release("mean", with_nan, data_bounds=(0, 10), missing="drop", epsilon=1)
-
-
-def test_missing_impute_public_constant():
-    arr = np.array([3.0, np.nan, 4.0])
-    r = snapcore.release(
-        "mean", arr, data_bounds=(0, 10), missing="impute", impute=5, epsilon=1,
-        source=snapcore.SeededSource(2),
-    )  # fmt: skip
-    s = snapcore.release(
-        "mean", [3.0, 5.0, 4.0], data_bounds=(0, 10), epsilon=1,
-        source=snapcore.SeededSource(2),
-    )  # fmt: skip
-    assert r.value == s.value and r.n == 3
-    with pytest.raises(ParameterError, match="needs impute="):
-        snapcore.release("mean", arr, data_bounds=(0, 10), missing="impute", epsilon=1)
-    with pytest.raises(ParameterError, match="missing must be one of"):
-        snapcore.release("mean", arr, data_bounds=(0, 10), missing="skip", epsilon=1)
-
-
 def test_grouped_release_draws_all_its_noise_or_none():
     """Each group alone could draw from the shared replay source, all together cannot:
     refused before any group draws, nothing consumed, nothing charged."""
@@ -245,17 +202,3 @@ def test_grouped_release_from_partial_states_per_key():
     with pytest.raises(ParameterError, match="applies to data held in memory"):
         snapcore.release("sum", parts, missing="impute", impute=0, **common)
 
-
-def test_take_groups_is_take_per_group() -> None:
-    rng = np.random.default_rng(7)
-    group = rng.integers(-1, 4, size=200)  # group 4 of 5 stays empty
-    ds = Dataset([rng.normal(size=200), list(rng.integers(0, 9, size=200))], ["x", "y"], 200)
-    subs = take_groups(ds, group, 5)
-    assert len(subs) == 5
-    assert subs[4].size == 0
-    for i, sub in enumerate(subs):
-        want = take(ds, np.flatnonzero(group == i))
-        assert sub.size == want.size and sub.names == want.names
-        for got_col, want_col in zip(sub._cols, want._cols, strict=True):
-            assert got_col.dtype == want_col.dtype
-            assert got_col.tolist() == want_col.tolist()
