@@ -140,7 +140,7 @@ def test_to_dict_is_json_ready_with_every_field_and_exact_strings():
     assert d["grid_step"] == 20.0 and d["grid_step_exact"] == "20"
     assert d["value_range"] == [-20.0, 100.0] and d["b_prime"] == 100.0
     assert d["relation"] == "replace"
-    assert d["relation_description"] == "bounded: n public, one record replaced"
+    assert d["relation_description"] == Neighbouring.REPLACE.description
     assert d["clamp_bounds"] == [-10.0, 110.0] and d["data_bounds"] == [[0.0, 100.0]]
     assert d["gamma"] is None and d["notes"] == []
     assert d["grid_explanation"] == r.grid_explanation
