@@ -18,6 +18,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from param_errors import raises_param
+from rounding_cases import ties
 from snapref import RN, RU, RZ, round_p
 from snapref import ceil_log2 as ref_ceil_log2
 
@@ -332,6 +333,23 @@ def test_derive_calibration_is_s1_to_s3_at_any_precision(kw):
     assert cal.epsilon_prime == eps_p
     assert cal.scale == lam
     assert cal.granularity == Fraction(2) ** ref_ceil_log2(lam)
+
+
+@settings(max_examples=100, deadline=None)
+@given(t=ties(), half=st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(2**30)]))
+def test_calibration_clamp_bound_ties_go_to_even(t, half):
+    """``b = RN(B/Δ)`` for a Δ that puts B/Δ exactly on a tie."""
+    n, E, p = t
+    assume(p >= 8 and n > 0)
+    tie = Fraction(n) * Fraction(2) ** E
+    cal = derive_calibration(
+        epsilon=Fraction(1),
+        lower=-half,
+        upper=half,
+        sensitivity=half / tie,
+        precision=p,
+    )
+    assert cal.unit_clamp_bound == round_p(tie, p, RN)
 
 
 # -- the privacy analysis and a record's calibration ----------------------------------

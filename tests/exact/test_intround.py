@@ -1,0 +1,62 @@
+"""The integer roundings the backends share (snapcore.exact._intround), against the
+independent reference ``snapref.round_p``.
+
+``add_nearest`` forms the exact sum only when the smaller operand can change the
+rounded result; when it lies below a quarter of the larger one's unit in the last
+place it returns the larger one.  Both branches are checked, and the boundary between
+them (operands whose exponents differ by about ``p``), with the larger operand a power
+of two (whose lower neighbour is only half an ulp away) among them.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from snapref import RN, round_p
+
+from snapcore.exact._intround import add_nearest, fits, round_nearest
+
+PRECISIONS = st.sampled_from([2, 3, 5, 24, 53, 118])
+
+
+def value(m: int, e: int) -> Fraction:
+    return Fraction(m) * Fraction(2) ** e
+
+
+@st.composite
+def operands(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
+    """Two p-bit dyadics ``(ma, ea, mb, eb)`` and ``p``; ``b``'s exponent is ``a``'s
+    shifted by up to about ``2p``, so the sum sits on either side of the shortcut."""
+    p = draw(PRECISIONS)
+    mantissa = st.integers(-(1 << p) + 1, (1 << p) - 1) | st.sampled_from(
+        [1 << (p - 1), -(1 << (p - 1)), 1, -1, 0]  # powers of two, and zero
+    )
+    ma, mb = draw(mantissa), draw(mantissa)
+    ea = draw(st.integers(-300, 300))
+    eb = ea - draw(st.integers(-2 * p - 8, 2 * p + 8))
+    return ma, ea, mb, eb, p
+
+
+@settings(max_examples=1000, deadline=None)
+@given(t=operands())
+@example(t=(1 << 52, 0, -1, -55, 53))  # a power of two less a quarter-ulp-sized term
+@example(t=(1 << 52, 0, -1, -54, 53))  # ... less half an ulp of the binade below: a tie
+@example(t=(1 << 52, 0, 1, -54, 53))  # ... plus a quarter ulp: rounds back down
+@example(t=(3, 10, -3, 10, 2))  # the sum is zero
+def test_add_nearest_is_the_sum_rounded_to_nearest(t):
+    ma, ea, mb, eb, p = t
+    got = add_nearest(ma, ea, mb, eb, p)
+    want = round_p(value(ma, ea) + value(mb, eb), p, RN)
+    assert value(*got) == want
+    assert got == (0, 0) if want == 0 else fits(got[0], p)
+    assert add_nearest(mb, eb, ma, ea, p) == got  # the order does not matter
+
+
+@settings(max_examples=300, deadline=None)
+@given(m=st.integers(-(2**200), 2**200), e=st.integers(-300, 300), p=PRECISIONS)
+def test_round_nearest_and_fits_are_the_dyadic_roundings(m, e, p):
+    got = round_nearest(m, e, p)
+    assert value(*got) == round_p(value(m, e), p, RN)
+    assert fits(m, p) == (m == 0 or round_p(Fraction(m), p, RN) == m)
