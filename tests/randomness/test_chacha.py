@@ -7,6 +7,9 @@ stream is then computed by ``tests/helpers/chacha_ref.py`` (independent of the
 Mixed ``read``/``readinto`` schedules are checked from the very first byte of a fresh
 source, and the re-key limit is checked exactly: each key serves its first
 ``REKEY_BYTES`` keystream bytes, no more and no fewer, when the reads divide the limit.
+Two checks run at the source's own block size: reads in place and buffered reads of
+up to 100,000 bytes against one piece of the keystream, and re-keying within a limit
+of 64 KiB.
 """
 
 from __future__ import annotations
@@ -160,3 +163,46 @@ def test_a_read_that_empties_the_buffer_fetches_nothing(c, a):
         keys = fake.keys()
     assert len(keys) == 2
     assert served == keystream(*keys[0], LIMIT) + keystream(*keys[1], 1)
+
+
+# -- at the source's own block size ------------------------------------------------
+
+
+def _keyed(key: bytes, nonce: bytes) -> ChaCha20Source:
+    src = ChaCha20Source()
+    src._enc = src._Cipher(src._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    src._buf, src._pos = b"", 0
+    return src
+
+
+def test_chacha20_readinto_is_read():
+    """In-place reads give the stream's bytes in order, mixed with buffered reads;
+    the stream is RFC 8439's ChaCha20 (the reference is cryptography's keystream
+    read in one piece, checked against the RFC's own vector)."""
+    key = bytes(range(32))
+    nonce = (1).to_bytes(4, "little") + bytes.fromhex("000000000000004a00000000")
+    ref = _keyed(key, nonce)._enc.update(bytes(300_000))
+    assert ref[:16].hex() == "224f51f3401bd9e12fde276fb8631ded"  # RFC 8439 §2.4.2
+    src = _keyed(key, nonce)
+    got = bytearray()
+    for n in (3, 70_000, 5, 1, 100_000, 64, 129_927):
+        if n % 2:
+            got += src.read(n)
+        else:
+            buf = np.empty(n, np.uint8)
+            src.readinto(buf)
+            got += buf.tobytes()
+    assert bytes(got) == ref
+
+
+def test_chacha20_rekeys_after_the_limit(monkeypatch):
+    monkeypatch.setattr("snapcore.randomness._chacha.REKEY_BYTES", 1 << 16)
+    src = ChaCha20Source()
+    seen = {id(src._enc)}
+    encs = [src._enc]  # keep them alive so ids stay distinct
+    for _ in range(10):
+        src.read(40_000)
+        encs.append(src._enc)
+        seen.add(id(src._enc))
+        assert src._produced <= 1 << 16
+    assert len(seen) >= 5

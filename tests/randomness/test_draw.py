@@ -17,18 +17,31 @@ float conversion in ``_bit_length_u63`` rounds them up to the power of two), exa
 powers of two, the extremes ``1`` and ``2**63 − 1``, both signs, and precisions whose
 row length is not that of their neighbours (``p ≡ 1 (mod 8)``: ``p = 121`` has 15
 mantissa bytes, 120 and 122 have 15 and 16).
+
+**The format by hand.**  Decoding is checked against hand-made byte strings whose
+(S, e, m) are derived bit by bit from the format's text (``tests/helpers/draw_format.py``).
+
+**The distribution.**  Draws decoded from fair bytes (a seeded stream) have a fair
+sign, a geometric exponent, uniform mantissa bits and ``P(U* <= u) = u + ulp_p(u)``.
+The checks run at fixed seeds (deterministic); each statistical assertion has
+false-alarm rate ``ALPHA`` = 1e-6: a correct decoder fails one only for a seed that
+unlucky.  Large sizes are behind ``@pytest.mark.slow``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import math
 import random
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from draw_format import bit_decode, check_draw, u_star
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stattests import ALPHA, binomial_two_sided, chi_square, counts
 
 from snapcore.errors import ParameterError
 from snapcore.pipeline._compiled import compiled
@@ -42,9 +55,11 @@ from snapcore.randomness._draw import (
     draw_from_u,
     encode_draw,
 )
+from snapcore.randomness._sources import SeededSource
 from snapcore.testing.sources import FixedBytes
 
 TWO = Fraction(2)
+FAST, SLOW = 20_000, 1_000_000
 
 # -- one draw ----------------------------------------------------------------------------
 
@@ -258,3 +273,156 @@ def test_row_fields_are_the_same_on_scalars_and_arrays():
             assert a[j] == x
     assert arrays[0].dtype == np.float64 and set(arrays[0].tolist()) <= {-1.0, 1.0}
     assert [a.dtype for a in arrays[1:]] == [np.uint64] * 3
+
+
+# -- the format by hand: hand-written vectors ------------------------------------------
+
+ONES = b"\xff" * 32
+
+
+@pytest.mark.parametrize(
+    ("data", "p", "sign", "e", "m", "used"),
+    [
+        # 1010 0000 ...: S = -1, one zero then a one: e = 2; 15 bytes of ones -> the
+        # top 117 of 120 bits: m = 2**117 - 1, U* = (2**118 - 1) / 2**119.
+        (bytes([0b1010_0000]) + bytes(7) + ONES[:15], 118, -1, 2, 2**117 - 1, 23),
+        # 0111 1111 ...: S = +1, first fair bit is a one: e = 1; mantissa bytes 0x80 then
+        # zeros: m = 2**116 (its first bit only).
+        (b"\x7f" + b"\xff" * 7 + b"\x80" + bytes(14), 118, 1, 1, 2**116, 23),
+        # 0000 ... 0001 in the first word: 62 zeros after the sign, then a one: e = 63.
+        # Mantissa 0x01 then 0x00...: bit 8 of 117 is set: m = 2**(117 - 8).
+        (bytes(7) + b"\x01" + b"\x01" + bytes(14), 118, 1, 63, 2**109, 23),
+        # The 63-zero continuation: sign set, 63 zeros; a zero word (+64); then a word
+        # 0x00..0100 (55 zeros, then a one): e = 1 + 63 + 64 + 55 = 183.  Bits after the
+        # one are discarded (0x01 0xff below are the rest of that word).  Mantissa: the
+        # 15 bytes 0x00 0x00 ... 0x0f: the last 3 of 120 bits are dropped: m = 0b1.
+        (
+            b"\x80" + bytes(7) + bytes(8) + bytes(6) + b"\x01\xff" + bytes(14) + b"\x0f",
+            118,
+            -1,
+            183,
+            1,
+            39,
+        ),
+        # p = 200: 25 bytes = 200 bits for 199 mantissa bits: the last bit is dropped.
+        (b"\x20" + bytes(7) + b"\xaa" * 25, 200, 1, 2, int("10" * 99 + "1", 2), 33),
+        # p = 119 (odd): ceil(118/8) = 15 bytes, 2 low bits dropped.
+        (b"\xc0" + bytes(7) + bytes(14) + b"\x07", 119, -1, 1, 1, 23),
+        # p = 125: 16 bytes = 128 bits for 124: 4 bits dropped.
+        (b"\x10" + bytes(7) + bytes(15) + b"\x1f", 125, 1, 3, 1, 24),
+        # p = 121: 15 bytes = 120 bits exactly: nothing dropped.
+        (b"\x08" + bytes(7) + bytes(14) + b"\x03", 121, 1, 4, 3, 23),
+    ],
+    ids=["p118-e2", "p118-e1", "p118-e63", "p118-continuation", "p200", "p119", "p125", "p121"],
+)
+def test_hand_vectors(data, p, sign, e, m, used):
+    # The bit-level reading of the text agrees with the hand derivation ...
+    assert bit_decode(data, p) == (sign, e, m, used)
+    # ... and so does snapcore's decoder, consuming exactly the same bytes.
+    src = FixedBytes(data)
+    check_draw(src.draw(p), sign, e, m, p)
+    assert src.position == used == len(data)
+
+
+def test_continuation_over_many_zero_words():
+    """Five all-zero continuation words: e = 1 + 63 + 5·64 + (64 - 1) = 447."""
+    data = b"\x00" * 8 + b"\x00" * 40 + b"\x00" * 7 + b"\x01" + bytes(15)
+    assert bit_decode(data, 118)[:3] == (1, 447, 0)
+    check_draw(FixedBytes(data).draw(118), 1, 447, 0, 118)
+
+
+def test_consecutive_draws_use_contiguous_bytes():
+    rnd = hashlib.sha512(b"vectors").digest() * 4
+    src = FixedBytes(rnd[:69])
+    pos = 0
+    for _ in range(3):
+        sign, e, m, used = bit_decode(rnd, 118, pos)
+        check_draw(src.draw(118), sign, e, m, 118)
+        pos += used
+    assert src.position == pos == 69
+
+
+# -- the distribution of a draw from fair bytes: S and U* ------------------------------
+
+
+def _draws(n: int, p: int, seed: int) -> list[Draw]:
+    return SeededSource(seed).draws(n, p)
+
+
+def check_u_star_distribution(n: int, p: int, seed: int) -> None:
+    ds = _draws(n, p, seed)
+    # S is a fair bit.
+    plus = sum(d.sign == 1 for d in ds)
+    assert binomial_two_sided(plus, n, Fraction(1, 2)) > ALPHA
+    # e ~ Geometric(1/2): P(e = k) = 2**-k; cells 1..K and a tail e > K.
+    es = [-(p - 1) - d.exponent for d in ds]
+    K = max(1, int(math.log2(n)) - 3)
+    obs = counts([min(e, K + 1) for e in es])
+    probs = {k: Fraction(1, 2**k) for k in range(1, K + 1)} | {K + 1: Fraction(1, 2**K)}
+    assert chi_square(obs, probs)[1] > ALPHA
+    # Mantissa bits uniform: the top 4 and the bottom 4 of the p - 1 drawn bits.
+    ms = [d.mantissa - 2 ** (p - 1) for d in ds]
+    uniform16 = {k: Fraction(1, 16) for k in range(16)}
+    assert chi_square(counts([m >> (p - 5) for m in ms]), uniform16)[1] > ALPHA
+    assert chi_square(counts([m & 15 for m in ms]), uniform16)[1] > ALPHA
+    # S independent of the exponent's first cell (2x2 table as 4 cells).
+    joint = counts([(d.sign, -(p - 1) - d.exponent == 1) for d in ds])
+    quarter = {(s, f): Fraction(1, 4) for s in (1, -1) for f in (True, False)}
+    assert chi_square(joint, quarter)[1] > ALPHA
+
+
+@pytest.mark.parametrize("p", [118, 119, 200])
+def test_u_star_distribution(p):
+    check_u_star_distribution(FAST, p, seed=20240)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", [118, 200])
+def test_u_star_distribution_large(p, slow_size):
+    check_u_star_distribution(slow_size(SLOW, FAST), p, seed=20241)
+
+
+def exact_cdf(u: Fraction, p: int) -> Fraction:
+    """P(U* <= u) for a p-bit u in (0, 1), summed from the definition
+    P(U* = v) = ulp_p(v) = 2**-e · 2**-(p-1) for v in [2**-e, 2**(1-e))."""
+    e = 1
+    while u < Fraction(1, 2**e):
+        e += 1
+    below = Fraction(1, 2**e)  # all binades under 2**-e have total mass 2**-e
+    m = (u * 2**e - 1) * 2 ** (p - 1)
+    assert m.denominator == 1
+    return below + (m + 1) * Fraction(1, 2**e) / 2 ** (p - 1)
+
+
+def test_exact_cdf_identity_small_precision():
+    """P(U* <= u) = u + ulp_p(u): checked on every 3-bit float down to 2**-12."""
+    p = 3
+    for e in range(1, 13):
+        for m in range(4):
+            u = u_star(e, m, p)
+            ulp = Fraction(1, 2**e) / 2 ** (p - 1)
+            assert exact_cdf(u, p) == u + ulp
+
+
+@pytest.mark.parametrize(
+    "n", [pytest.param(FAST, id="fast"), pytest.param(SLOW, id="large", marks=pytest.mark.slow)]
+)
+def test_u_star_cell_probabilities_at_three_bits(n, slow_size):
+    """At p = 3 every value's probability (its ulp) is large enough to see: a
+    chi-square over all values, and binomial tests of P(U* <= u) = u + ulp_p(u)
+    (at u = 1/2 the ulp term is 1/8, which a wrong CDF u would miss by 25%)."""
+    p = 3
+    n = slow_size(n, FAST)
+    src = SeededSource(31337)
+    vals = [d.u for d in src.draws(n, p)]
+    cells = {}
+    for e in range(1, 40):
+        for m in range(4):
+            cells[u_star(e, m, p)] = Fraction(1, 2**e) / 4
+    leftover = 1 - sum(cells.values())
+    obs = counts([v if v in cells else "tail" for v in vals])
+    cells["tail"] = leftover
+    assert chi_square(obs, cells)[1] > ALPHA
+    for u in [Fraction(1, 2), Fraction(5, 8), Fraction(7, 8), Fraction(3, 16), Fraction(1, 64)]:
+        k = sum(v <= u for v in vals)
+        assert binomial_two_sided(k, n, exact_cdf(u, p)) > ALPHA, u

@@ -1,35 +1,48 @@
-"""The cryptographic sources at the value level, across read, refill and re-key boundaries.
+"""The sources (snapcore.randomness._sources) at the value level.
 
-Every draw must be the ``snapcore-draw-v1`` decoding of the next bytes of the stream
-the source really obtained: no byte served twice, none skipped, consecutive draws on
-disjoint bytes, draws on either side of a refill decoded from the fresh bytes (so
-independent, as the OS's bytes are).  The stream is known because the test supplies
-it: :class:`~snapcore.SystemSource` takes a ``reader`` (``os.urandom`` by default),
-and the ChaCha20 source's key and nonce come from ``os.urandom``, which the test
-replaces while the source keys itself, then recomputes the keystream with the
-``cryptography`` package directly.
+**The byte sources across read, refill and re-key boundaries.**  Every draw must be the
+``snapcore-draw-v1`` decoding of the next bytes of the stream the source really
+obtained: no byte served twice, none skipped, consecutive draws on disjoint bytes,
+draws on either side of a refill decoded from the fresh bytes (so independent, as the
+OS's bytes are).  The stream is known because the test supplies it:
+:class:`~snapcore.SystemSource` takes a ``reader`` (``os.urandom`` by default), and
+the ChaCha20 source's key and nonce come from ``os.urandom``, which the test replaces
+while the source keys itself, then recomputes the keystream with the ``cryptography``
+package directly.  Each operation of a generated schedule (``read``, ``draw``,
+``draw_raw``, ``draws``, ``draws_raw`` at several precisions, including ones whose
+draws are larger than a refill block) is compared with
+:func:`snapcore.randomness._draw.decode_draw` applied to the expected stream from a
+cursor.  Reproduce a failure with the ``@reproduce_failure`` line hypothesis prints.
 
-Each operation of a generated schedule (``read``, ``draw``, ``draw_raw``, ``draws``,
-``draws_raw`` at several precisions, including ones whose draws are larger than a
-refill block) is compared with :func:`snapcore.randomness._draw.decode_draw` applied to the
-expected stream from a cursor.  Reproduce a failure with the ``@reproduce_failure``
-line hypothesis prints.
+**The reproducible sources.**  The stream of SeededSource is re-implemented here from
+``hashlib`` (BLAKE2b counter mode) and decoded by the bit-level reading of the format
+in ``tests/helpers/draw_format.py``; ReplaySource gives its draws in order, all or
+nothing, and checks each at the precision it is drawn at.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
+from draw_format import bit_decode, check_draw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from param_errors import raises_param
 
+from snapcore.errors import ParameterError, SourceExhaustedError
 from snapcore.randomness._draw import Draw, decode_draw
-from snapcore.randomness._sources import ByteSource, SystemSource
+from snapcore.randomness._sources import (
+    ByteSource,
+    RandomSource,
+    ReplaySource,
+    SeededSource,
+    SystemSource,
+)
 from snapcore.testing.sources import SeededUrandom
 
 
@@ -178,7 +191,162 @@ def test_system_source_default_reader_is_the_os():
     assert SystemSource()._reader is os.urandom
 
 
-# -- ChaCha20 -------------------------------------------------------------------------
+def test_system_source_reads_and_decodes():
+    src = SystemSource()
+    ds = src.draws(100, 118)
+    assert all(0 < d.u < 1 and d.sign in (1, -1) for d in ds)
+    assert len({d.mantissa for d in ds}) == 100
+    assert src.read(10000).__len__() == 10000  # a request larger than one block
+
+
+# -- a source that only draws ----------------------------------------------------------
+
+
+def test_random_source_defaults_draw_one_at_a_time():
+    """A source that only implements ``draw`` gets ``draws``/``draw_raw`` in stream order."""
+
+    class Counting(RandomSource):
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.i = 0
+
+        def draw(self, precision: int) -> Draw:
+            self.i += 1
+            return Draw(sign=1, mantissa=(1 << (precision - 1)) + self.i, exponent=-precision)
+
+    src = Counting()
+    assert [d.mantissa & 0xFF for d in src.draws(3, 118)] == [1, 2, 3]
+    assert src.draw_raw(118) == (1, (1 << 117) + 4, -118)
+    assert src.draws(0, 118) == []
+    assert repr(src) == "<Counting 'counting'>"
+
+
+# -- SeededSource's stream, re-implemented from hashlib --------------------------------
+
+
+def blake2b_stream(raw: bytes, nbytes: int) -> bytes:
+    key = hashlib.blake2b(b"snapcore-seeded-v1" + raw, digest_size=64).digest()
+    out, i = b"", 0
+    while len(out) < nbytes:
+        out += hashlib.blake2b(i.to_bytes(16, "big"), key=key).digest()
+        i += 1
+    return out[:nbytes]
+
+
+@pytest.mark.parametrize(
+    ("seed", "raw"),
+    [
+        (0, b"i\x00"),
+        (1, b"i\x01"),
+        (2**70 + 5, b"i" + (2**70 + 5).to_bytes(9, "big")),
+        ("snap", b"ssnap"),
+        (b"\x00\xff", b"b\x00\xff"),
+        ("é", b"s\xc3\xa9"),
+    ],
+)
+def test_seeded_stream_is_blake2b_counter_mode(seed, raw):
+    stream = blake2b_stream(raw, 23 * 40 + 64)
+    want, pos = [], 0
+    for _ in range(40):
+        sign, e, m, used = bit_decode(stream, 118, pos)
+        want.append((sign, e, m))
+        pos += used
+    one_by_one = SeededSource(seed)
+    batched = SeededSource(seed).draws(40, 118)
+    for (sign, e, m), d in zip(want, batched, strict=True):
+        check_draw(d, sign, e, m, 118)
+        check_draw(one_by_one.draw(118), sign, e, m, 118)
+
+
+def test_seeded_seed_zero_first_draws_are_pinned():
+    """Stable vectors for SeededSource(0) at p = 118.  The literals below were computed once
+    from hashlib's BLAKE2b by the re-implementation above (not from snapcore), so the
+    stream can never drift silently, even together with the re-implementation."""
+    stream = blake2b_stream(b"i\x00", 64)
+    assert stream[:16].hex() == PINNED_SEED0_PREFIX
+    src = SeededSource(0)
+    got = [src.draw(118) for _ in range(3)]
+    assert [(d.sign, -(117 + d.exponent), d.mantissa - 2**117) for d in got] == PINNED_SEED0
+
+
+# From blake2b_stream(b"i\x00", ...) and bit_decode above (hashlib only).
+PINNED_SEED0_PREFIX = "bed0aeedced71550431b04d7b217f52f"
+PINNED_SEED0: list[tuple[int, int, int]] = [  # (S, e, m)
+    (-1, 2, 43553987281045143511103450878216451),
+    (-1, 1, 10032289878018320944271669944023749),
+    (1, 2, 45891115085283941551620111490526486),
+]
+
+
+def test_seeded_sources_are_independent_of_other_instances():
+    a, b = SeededSource(5), SeededSource(5)
+    first = a.draw(118)
+    SeededSource(6).draws(10, 118)
+    assert b.draw(118) == first
+    assert SeededSource(5).draw(118) != SeededSource(6).draw(118)
+
+
+def test_seed_validation():
+    for bad in (-1, 1.5, None, True, [1]):
+        with raises_param(["seed", repr(bad)]):
+            SeededSource(bad)  # type: ignore[arg-type]
+
+
+# -- the replay source -----------------------------------------------------------------
+
+
+def test_replay_source_replays_in_order_and_exhausts():
+    p = 118
+    src = ReplaySource([(1, 0.5), (-1, Fraction(3, 4)), (1, 1 - Fraction(1, 2**p))])
+    assert src.remaining == 3
+    d = src.draw(p)
+    assert (d.sign, d.u) == (1, Fraction(1, 2))
+    assert [(d.sign, d.u) for d in src.draws(2, p)] == [
+        (-1, Fraction(3, 4)),
+        (1, 1 - Fraction(1, 2**p)),
+    ]
+    assert src.remaining == 0
+    with pytest.raises(SourceExhaustedError):
+        src.draw(p)
+
+
+def test_replay_source_scalar_draws_in_order_then_exhausted():
+    given_draws = [(1, 0.5), (-1, 0.25), (1, 0.75), (-1, 0.125)]
+    src = ReplaySource(given_draws)
+    got = [src.draw(118) for _ in given_draws]
+    assert [(d.sign, d.u) for d in got] == [(s, Fraction(u)) for s, u in given_draws]
+    assert src.remaining == 0
+    with pytest.raises(SourceExhaustedError, match=r"^replay source has no draws left$"):
+        src.draw(118)
+
+
+def test_replay_draws_is_all_or_nothing():
+    src = ReplaySource([(1, 0.5), (1, 0.25)])
+    with pytest.raises(SourceExhaustedError, match="2 draws left, 3 requested"):
+        src.draws(3, 118)
+    assert src.remaining == 2
+
+
+def test_replay_checks_precision_when_drawn():
+    u = 1 - Fraction(1, 2**130)  # a 130-bit float
+    src = ReplaySource([(1, u)])
+    with pytest.raises(ParameterError, match=r"draws\[0\]\.u"):
+        src.draw(118)
+    assert src.remaining == 1
+    assert src.draw(130).u == u
+
+
+def test_replay_draws_are_all_or_nothing():
+    """An invalid draw in a batch raises and consumes none of the batch."""
+    src = ReplaySource([(1, Fraction(1, 2)), (1, Fraction(1, 3)), (-1, Fraction(3, 4))])
+    with pytest.raises(ParameterError, match=r"draws\[1\]\.u"):
+        src.draws(3, 118)
+    assert src.remaining == 3
+    assert src.draw(118).u == Fraction(1, 2)
+
+
+# -- ChaCha20 --------------------------------------------------------------------------
 
 
 cryptography = pytest.importorskip("cryptography")
@@ -268,48 +436,3 @@ def test_chacha20_rekey_starts_a_fresh_keystream(seed, sizes):
         ]
         assert seams, f"key {i}: no seam where key {i + 1}'s keystream starts"
         rest = rest[seams[-1] :]
-
-
-# -- the draw-level sources -----------------------------------------------------------
-
-
-def test_replay_source_scalar_draws_in_order_then_exhausted():
-    from snapcore import ReplaySource
-    from snapcore.errors import SourceExhaustedError
-
-    given_draws = [(1, 0.5), (-1, 0.25), (1, 0.75), (-1, 0.125)]
-    src = ReplaySource(given_draws)
-    got = [src.draw(118) for _ in given_draws]
-    assert [(d.sign, d.u) for d in got] == [(s, Fraction(u)) for s, u in given_draws]
-    assert src.remaining == 0
-    with pytest.raises(SourceExhaustedError, match=r"^replay source has no draws left$"):
-        src.draw(118)
-
-
-def test_random_source_defaults_draw_one_at_a_time():
-    """A source that only implements ``draw`` gets ``draws``/``draw_raw`` in stream order."""
-    from snapcore.randomness._sources import RandomSource
-
-    class Counting(RandomSource):
-        name = "counting"
-
-        def __init__(self) -> None:
-            self.i = 0
-
-        def draw(self, precision: int) -> Draw:
-            self.i += 1
-            return Draw(sign=1, mantissa=(1 << (precision - 1)) + self.i, exponent=-precision)
-
-    src = Counting()
-    assert [d.mantissa & 0xFF for d in src.draws(3, 118)] == [1, 2, 3]
-    assert src.draw_raw(118) == (1, (1 << 117) + 4, -118)
-    assert src.draws(0, 118) == []
-    assert repr(src) == "<Counting 'counting'>"
-
-
-def test_seed_validation():
-    from snapcore import SeededSource
-
-    for bad in (-1, 1.5, None, True, [1]):
-        with raises_param(["seed", repr(bad)]):
-            SeededSource(bad)  # type: ignore[arg-type]
