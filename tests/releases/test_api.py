@@ -200,16 +200,3 @@ def test_statistic_object_and_registry():
     assert reg.origin("mean") == "moments" and reg.origin("histogram") == "counting"
     r = snapcore.release(reg.get("variance"), AGES, epsilon=2, data_bounds=(0, 100))
     assert r.statistic == "variance" and r.sensitivity == Fraction(100**2, 10)
-
-
-def test_builtin_entry_points_agree():
-    from pathlib import Path
-
-    import tomllib
-
-    from snapcore.plugins._manager import BUILTIN_PLUGINS
-
-    root = Path(__file__).resolve().parents[2]
-    eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"]
-    for name in ("counting", "moments"):
-        assert eps["snapcore"][name] == BUILTIN_PLUGINS[name]
