@@ -201,4 +201,3 @@ def test_grouped_release_from_partial_states_per_key():
         snapcore.release("sum", {1: parts[1]}, **common)
     with pytest.raises(ParameterError, match="applies to data held in memory"):
         snapcore.release("sum", parts, missing="impute", impute=0, **common)
-
