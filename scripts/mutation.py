@@ -39,26 +39,14 @@ CERTIFICATE = "tests/pipeline/test_engine_certificate.py"
 #: The tests of the byte format through the sources (a failure kills a mutant of the
 #: draw's decoder as well as one of a source).
 SAMPLER = [
-    f"tests/randomness/test_sampler.py::{name}"
-    for name in (
-        "test_hand_vectors",
-        "test_continuation_over_many_zero_words",
-        "test_consecutive_draws_use_contiguous_bytes",
-        "test_seeded_stream_is_blake2b_counter_mode",
-        "test_seeded_seed_zero_first_draws_are_pinned",
-        "test_seeded_sources_are_independent_of_other_instances",
-        "test_replay_source_replays_in_order_and_exhausts",
-        "test_replay_draws_is_all_or_nothing",
-        "test_replay_checks_precision_when_drawn",
-        "test_system_source_reads_and_decodes",
-        "test_system_source_buffer_dropped_in_forked_child",
-        "test_replay_draws_are_all_or_nothing",
-    )
+    "tests/randomness/test_draw.py",
+    "tests/randomness/test_sources.py",
+    "tests/randomness/test_fork.py",
 ]
 TESTS: dict[str, list[str]] = {
     "dyadic": [
         "tests/exact/test_dyadic.py",
-        "tests/exact/test_rounding.py",
+        "tests/pipeline/test_stages.py",
         f"{REF}::test_round_fraction_matches_reference",
         f"{REF}::test_add_rounds_the_exact_sum_once",
         f"{REF}::test_reference_rounding_hand_cases",
@@ -66,28 +54,26 @@ TESTS: dict[str, list[str]] = {
     "params": [
         f"{REF}::test_transform_matches_reference",
         f"{REF}::test_extreme_draws",
-        "tests/mechanism/test_validation.py",
+        "tests/calibration/test_params.py",
+        "tests/mechanism/test_mechanism.py",
         "tests/exact/test_dyadic.py",
     ],
     "pipeline": [
         REF,
         "tests/exact/test_dyadic.py",
         "tests/pipeline/test_centre.py",
+        "tests/pipeline/test_stages.py",
     ],
     "budget": ["tests/releases/test_budget.py", "tests/releases/test_budget_schedules.py"],
     "sources": [
-        "tests/randomness/test_sources.py",
-        "tests/randomness/test_draw.py",
         *SAMPLER,
-        "tests/mechanism/test_validation.py",
+        "tests/mechanism/test_mechanism.py",
     ],
     "draw": [
-        "tests/randomness/test_draw.py",
-        "tests/randomness/test_sources.py",
         *SAMPLER,
         f"{FAST}::test_bulk_decoding_equals_scalar_decoding",
         f"{FAST}::test_bulk_decoding_seeded_stream_position",
-        "tests/mechanism/test_validation.py",
+        "tests/mechanism/test_mechanism.py",
     ],
     "chacha": [
         "tests/randomness/test_sources.py",
@@ -97,19 +83,19 @@ TESTS: dict[str, list[str]] = {
     "statistic": [
         "tests/plugins/test_statistic.py",
         "tests/statistics/test_builtin.py",
-        "tests/plugins/test_thirdparty_statistic.py",
+        "tests/plugins/test_manager.py",
     ],
     "counting": [
         "tests/statistics/test_counting.py",
         "tests/statistics/test_builtin.py",
         "tests/statistics/test_suite.py",
-        "tests/plugins/test_prepared.py",
+        "tests/plugins/test_statistic.py",
     ],
     "moments": [
         "tests/statistics/test_moments.py",
         "tests/statistics/test_builtin.py",
         "tests/statistics/test_suite.py",
-        "tests/plugins/test_prepared.py",
+        "tests/plugins/test_statistic.py",
     ],
     "engine": [
         FAST,
