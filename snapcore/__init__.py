@@ -17,56 +17,28 @@ from snapcore._lazy import attach
 if TYPE_CHECKING:
     from snapcore import (
         adapters as adapters,
-    )
-    from snapcore import (
         analysis as analysis,
-    )
-    from snapcore import (
+        backends as backends,
         calibration as calibration,
-    )
-    from snapcore import (
         cli as cli,
-    )
-    from snapcore import (
         data as data,
-    )
-    from snapcore import (
         exact as exact,
-    )
-    from snapcore import (
         mechanism as mechanism,
-    )
-    from snapcore import (
         padding as padding,
-    )
-    from snapcore import (
         pipeline as pipeline,
-    )
-    from snapcore import (
         plots as plots,
-    )
-    from snapcore import (
         plugins as plugins,
-    )
-    from snapcore import (
         randomness as randomness,
-    )
-    from snapcore import (
         releases as releases,
-    )
-    from snapcore import (
+        statistics as statistics,
         testing as testing,
     )
     from snapcore.analysis._audit import (
         AuditResult as AuditResult,
-    )
-    from snapcore.analysis._audit import (
         audit as audit,
     )
     from snapcore.calibration._params import (
         Calibration as Calibration,
-    )
-    from snapcore.calibration._params import (
         PrivacyAnalysis as PrivacyAnalysis,
     )
     from snapcore.data._neighbouring import (
@@ -74,50 +46,20 @@ if TYPE_CHECKING:
     )
     from snapcore.errors import (
         AuditError as AuditError,
-    )
-    from snapcore.errors import (
         AuditLimitError as AuditLimitError,
-    )
-    from snapcore.errors import (
         BackendUnavailableError as BackendUnavailableError,
-    )
-    from snapcore.errors import (
         BudgetExceededError as BudgetExceededError,
-    )
-    from snapcore.errors import (
         ConformanceError as ConformanceError,
-    )
-    from snapcore.errors import (
         DataError as DataError,
-    )
-    from snapcore.errors import (
         LedgerError as LedgerError,
-    )
-    from snapcore.errors import (
         MissingValueError as MissingValueError,
-    )
-    from snapcore.errors import (
         ParameterError as ParameterError,
-    )
-    from snapcore.errors import (
         PlotDependencyError as PlotDependencyError,
-    )
-    from snapcore.errors import (
         PluginError as PluginError,
-    )
-    from snapcore.errors import (
         SnapcoreError as SnapcoreError,
-    )
-    from snapcore.errors import (
         SnapOverflowError as SnapOverflowError,
-    )
-    from snapcore.errors import (
         SourceExhaustedError as SourceExhaustedError,
-    )
-    from snapcore.errors import (
         StatisticConformanceError as StatisticConformanceError,
-    )
-    from snapcore.errors import (
         WorkerError as WorkerError,
     )
     from snapcore.mechanism._mechanism import (
@@ -134,8 +76,6 @@ if TYPE_CHECKING:
     )
     from snapcore.plugins._statistic import (
         Prepared as Prepared,
-    )
-    from snapcore.plugins._statistic import (
         Statistic as Statistic,
     )
     from snapcore.randomness._chacha import (
@@ -146,17 +86,9 @@ if TYPE_CHECKING:
     )
     from snapcore.randomness._sources import (
         ByteSource as ByteSource,
-    )
-    from snapcore.randomness._sources import (
         RandomSource as RandomSource,
-    )
-    from snapcore.randomness._sources import (
         ReplaySource as ReplaySource,
-    )
-    from snapcore.randomness._sources import (
         SeededSource as SeededSource,
-    )
-    from snapcore.randomness._sources import (
         SystemSource as SystemSource,
     )
     from snapcore.releases._api import (
@@ -164,8 +96,6 @@ if TYPE_CHECKING:
     )
     from snapcore.releases._budget import (
         Budget as Budget,
-    )
-    from snapcore.releases._budget import (
         LedgerBudget as LedgerBudget,
     )
     from snapcore.releases._grouped import (
@@ -176,11 +106,7 @@ if TYPE_CHECKING:
     )
     from snapcore.releases._partials import (
         Partial as Partial,
-    )
-    from snapcore.releases._partials import (
         merge as merge,
-    )
-    from snapcore.releases._partials import (
         partial as partial,
     )
     from snapcore.releases._record import (

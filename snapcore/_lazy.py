@@ -76,7 +76,7 @@ def attach(package: str, path: str) -> tuple[Callable[[str], Any], Callable[[], 
         return value
 
     def __dir__() -> list[str]:
-        own = vars(importlib.import_module(package))
-        return sorted(set(own) | set(_public_names(package, path)))
+        dunders = {n for n in vars(importlib.import_module(package)) if n.startswith("__")}
+        return sorted(dunders | set(_public_names(package, path)))
 
     return __getattr__, __dir__

@@ -18,29 +18,15 @@ if TYPE_CHECKING:
     )
     from snapcore.randomness._draw import (
         Draw as Draw,
-    )
-    from snapcore.randomness._draw import (
         decode_draw as decode_draw,
-    )
-    from snapcore.randomness._draw import (
         draw_from_u as draw_from_u,
-    )
-    from snapcore.randomness._draw import (
         encode_draw as encode_draw,
     )
     from snapcore.randomness._sources import (
         ByteSource as ByteSource,
-    )
-    from snapcore.randomness._sources import (
         RandomSource as RandomSource,
-    )
-    from snapcore.randomness._sources import (
         ReplaySource as ReplaySource,
-    )
-    from snapcore.randomness._sources import (
         SeededSource as SeededSource,
-    )
-    from snapcore.randomness._sources import (
         SystemSource as SystemSource,
     )
 

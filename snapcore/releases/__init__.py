@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     )
     from snapcore.releases._budget import (
         Budget as Budget,
-    )
-    from snapcore.releases._budget import (
         LedgerBudget as LedgerBudget,
     )
     from snapcore.releases._grouped import (
@@ -25,20 +23,12 @@ if TYPE_CHECKING:
     )
     from snapcore.releases._ledger import (
         Ledger as Ledger,
-    )
-    from snapcore.releases._ledger import (
         LedgerEntry as LedgerEntry,
-    )
-    from snapcore.releases._ledger import (
         LedgerState as LedgerState,
     )
     from snapcore.releases._partials import (
         Partial as Partial,
-    )
-    from snapcore.releases._partials import (
         merge as merge,
-    )
-    from snapcore.releases._partials import (
         partial as partial,
     )
     from snapcore.releases._record import (

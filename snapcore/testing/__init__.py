@@ -48,62 +48,34 @@ from snapcore._lazy import attach
 if TYPE_CHECKING:
     from snapcore.errors import (
         ConformanceError as ConformanceError,
-    )
-    from snapcore.errors import (
         StatisticConformanceError as StatisticConformanceError,
     )
     from snapcore.testing._comparison import (
         BackendComparison as BackendComparison,
-    )
-    from snapcore.testing._comparison import (
         StatisticComparison as StatisticComparison,
-    )
-    from snapcore.testing._comparison import (
         compare_backends as compare_backends,
-    )
-    from snapcore.testing._comparison import (
         compare_statistics as compare_statistics,
     )
     from snapcore.testing.checks import (
         PRECISIONS as PRECISIONS,
-    )
-    from snapcore.testing.checks import (
         ConformanceReport as ConformanceReport,
-    )
-    from snapcore.testing.checks import (
         hard_ln_cases as hard_ln_cases,
-    )
-    from snapcore.testing.checks import (
         run_conformance as run_conformance,
     )
     from snapcore.testing.conformance import (
         BackendConformance as BackendConformance,
-    )
-    from snapcore.testing.conformance import (
         RegisteredBackendsConformance as RegisteredBackendsConformance,
-    )
-    from snapcore.testing.conformance import (
         conformance_suite as conformance_suite,
-    )
-    from snapcore.testing.conformance import (
         registered_backend_params as registered_backend_params,
     )
     from snapcore.testing.statistic_checks import (
         StatisticReport as StatisticReport,
-    )
-    from snapcore.testing.statistic_checks import (
         run_statistic_conformance as run_statistic_conformance,
     )
     from snapcore.testing.statistic_conformance import (
         RegisteredStatisticsConformance as RegisteredStatisticsConformance,
-    )
-    from snapcore.testing.statistic_conformance import (
         StatisticConformance as StatisticConformance,
-    )
-    from snapcore.testing.statistic_conformance import (
         registered_statistic_params as registered_statistic_params,
-    )
-    from snapcore.testing.statistic_conformance import (
         statistic_suite as statistic_suite,
     )
     from snapcore.testing.statistic_settings import (
