@@ -15,6 +15,7 @@ import contextlib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
 import attrs
@@ -46,7 +47,7 @@ from snapcore.plugins._statistic import (
     resolve_relation,
 )
 from snapcore.randomness._sources import RandomSource, require_draws
-from snapcore.releases._grouped import GroupedRelease, plan_groups
+from snapcore.releases._grouped import GroupedRelease, check_grouping, plan_groups
 from snapcore.releases._padding import padded_statistic
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest
@@ -369,20 +370,28 @@ def release(
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
         )
+    policy = check_missing_policy(missing, impute, rel)
+    grouped = by is not None or keys is not None or group_sizes is not None
+    public_n = _check_public_n(n, grouped)
+    # A partial state carries the data bounds it was computed with.
+    bounds = (
+        None if data_bounds is None and _is_partial(data) else check_data_bounds(data_bounds, stat)
+    )
+    key_set = check_grouping(by, keys) if grouped else None
     request = ReleaseRequest(
         statistic=stat,
         data=data,
         epsilon=eps,
-        data_bounds=data_bounds,
+        data_bounds=bounds,
         gamma=gamma,
         clamp_bounds=given,
-        n=n,
+        n=public_n,
         relation=rel,
         column=column,
         by=by,
-        keys=keys,
+        keys=key_set,
         group_sizes=group_sizes,
-        missing=check_missing_policy(missing, impute, rel),
+        missing=policy,
         backend=backend,
         source=source,
         budget=budget,
@@ -395,11 +404,20 @@ def release(
     return _release_single(request)
 
 
+def _check_public_n(n: Any, grouped: bool) -> int | Mapping[Any, int | None] | None:
+    """The public n, checked: with ``by=`` one n for every key or a mapping with one per
+    key (a read-only copy; its keys are matched against the key set with the data)."""
+    if grouped and isinstance(n, Mapping):
+        return MappingProxyType({k: check_n(v) for k, v in n.items()})
+    return check_n(n)
+
+
 @padded_statistic
 def _release_single(request: ReleaseRequest) -> Release:
     stat = request.statistic
-    n = check_n(request.n)
-    prep, data_bounds = _prepare(request, request.data, request.column, n)
+    if isinstance(request.n, Mapping):
+        raise SnapcoreError("a release without by= has one public n")
+    prep, data_bounds = _prepare(request, request.data, request.column, request.n)
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
     with _reserve(request.budget, plan.epsilon, stat.name):
@@ -410,7 +428,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     from snapcore.releases._partials import Partial
 
     stat = request.statistic
-    data_bounds = check_data_bounds(request.data_bounds, stat)
+    data_bounds = request.data_bounds
 
     def plan_one(data: Any, n: int | None) -> _Plan:
         if isinstance(data, Partial):  # a group's records, read in chunks
@@ -436,10 +454,9 @@ def _prepare(
     stat, relation, policy = request.statistic, request.relation, request.missing
     data_bounds, options = request.data_bounds, request.options
     if not _is_partial(data) and not is_dask(data):
-        checked = check_data_bounds(data_bounds, stat)
         ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
-        prep = stat.prepare(ds, data_bounds=checked, n=n, relation=relation, **options)
-        return prep, checked
+        prep = stat.prepare(ds, data_bounds=data_bounds, n=n, relation=relation, **options)
+        return prep, data_bounds
     from snapcore.releases._partials import Partial, dask_state, freeze_options
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
@@ -455,7 +472,7 @@ def _prepare(
                 f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}"
             )
         checked = data.data_bounds
-        if data_bounds is not None and check_data_bounds(data_bounds, stat) != checked:
+        if data_bounds is not None and data_bounds != checked:
             raise ParameterError(
                 f"{parameter_name('data_bounds')} must be those the partial state was "
                 f"computed with ({checked!r}), or omitted",
@@ -472,7 +489,7 @@ def _prepare(
         state = data.state
     else:
         opts = dict(options)  # a Dask data frame
-        checked = check_data_bounds(data_bounds, stat)
+        checked = data_bounds
         if not stat.mergeable:
             raise ParameterError(
                 f"statistic {stat.name!r} does not implement partial() and finalize(), "

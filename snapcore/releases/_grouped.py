@@ -136,7 +136,13 @@ def _json_key(k: Any) -> Any:
     return k if isinstance(k, str) else str(k)
 
 
-def _check_keys(keys: Any) -> tuple[Any, ...]:
+def check_grouping(by: Any, keys: Any) -> tuple[Any, ...]:
+    """The public key set of a group-by on column ``by``, checked: a non-empty tuple of
+    distinct, non-missing keys; a ParameterError otherwise."""
+    if not isinstance(by, str):
+        raise ParameterError(
+            f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
+        )
     if keys is None:
         raise ParameterError(
             f"{keyword('by')} needs {keyword('keys')}, the public key set (every key is "
@@ -201,12 +207,9 @@ def plan_groups(
     from snapcore.releases._partials import Partial
 
     stat, data, by, rel = request.statistic, request.data, request.by, request.relation
-    group_sizes, n = request.group_sizes, request.n
-    if not isinstance(by, str):
-        raise ParameterError(
-            f"{parameter_name('by')} must be a column name, got {by!r}", parameter="by"
-        )
-    key_set = _check_keys(request.keys)
+    group_sizes, n, key_set = request.group_sizes, request.n, request.keys
+    if by is None or key_set is None:
+        raise ValueError("plan_groups needs a request checked by check_grouping")
     partials = (
         isinstance(data, Mapping)
         and len(data) > 0
@@ -245,8 +248,7 @@ def plan_groups(
             stat, data, by=by, key_set=key_set, column=request.column, policy=request.missing
         )
     if rel is Neighbouring.REPLACE:
-        sizes = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
-        ns: list[int | None] = list(sizes)
+        ns: list[int | None] = [check_n(s) for s in _per_key("group_sizes", group_sizes, key_set)]
         if n is not None:
             raise ParameterError(
                 f"under replace with {keyword('by')}, give {keyword('group_sizes')} and leave "
@@ -255,7 +257,7 @@ def plan_groups(
             )
         sizes_note = f"public (declared with {keyword('group_sizes')})"
     else:
-        ns = [check_n(v) for v in _per_key("n", n, key_set)]
+        ns = _per_key("n", n, key_set)  # each n checked in the request
         sizes_note = "private (each group is capped at its public n)"
     plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
     return _record(stat, by, key_set, rel, sizes_note, request.epsilon), plans

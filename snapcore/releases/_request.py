@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -13,7 +14,7 @@ from snapcore.data._missing import MissingPolicy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.padding._pad import TimingMode
 from snapcore.pipeline._backend import Backend
-from snapcore.plugins._statistic import Statistic
+from snapcore.plugins._statistic import DataBounds, Statistic
 from snapcore.randomness._sources import RandomSource
 
 if TYPE_CHECKING:
@@ -22,15 +23,31 @@ if TYPE_CHECKING:
 __all__ = ["ReleaseRequest"]
 
 
+def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """A read-only view of a copy of ``mapping``: later changes to the caller's
+    mapping do not reach the request."""
+    return MappingProxyType(dict(mapping))
+
+
+def _read_only_if_mapping(value: Any) -> Any:
+    return _read_only(value) if isinstance(value, Mapping) else value
+
+
+def _optional_tuple(items: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    return None if items is None else tuple(items)
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class ReleaseRequest:
     """The statistic, the data and the keywords of one release, checked before anything
     is read, drawn or charged.
 
-    :func:`~snapcore.release` builds it from its arguments (see there for
-    each keyword); the single and the grouped releases, the padding of a statistic's
-    release and the record read it.  A keyword whose check needs the data is kept as
-    given and checked where the data are read.
+    :func:`~snapcore.release` checks its arguments (see there for each keyword) and
+    builds it; the single and the grouped releases, the padding of a statistic's
+    release and the record read it.  What a request holds is checked: a keyword whose
+    check needs the data (a mapping's keys against the key set, the data's columns) is
+    checked where the data are read.  Sequences are held as tuples and mappings as
+    read-only copies, so a request does not change after it is made.
 
     Attributes
     ----------
@@ -40,20 +57,26 @@ class ReleaseRequest:
         The private data, as given.
     epsilon : Fraction
         The total ε, positive.
-    data_bounds : object
-        As given (a partial state carries its own).
+    data_bounds : DataBounds or None
+        The data bounds, checked against the statistic; None when not given (a
+        statistic that needs them then reads them from a partial state).
     gamma : Fraction or None
         The γ that chooses the clamp interval (0.05 unless given); None when
         :attr:`clamp_bounds` is given.
     clamp_bounds : ClampChoice or None
         The clamp interval given directly.
-    n : object
-        The public n as given (one per key with ``by=``).
+    n : int, mapping key -> int or None, or None
+        The public n, checked; with ``by=`` one for every key, or a read-only
+        mapping with one per key.
     relation : Neighbouring
         The neighbouring relation (with ``by=`` and no ``group_sizes=``, add-remove
         when the statistic has it and none was given).
-    column, by, keys, group_sizes : object
-        As given.
+    column, by : object
+        As given (``by`` is a column name when ``keys`` is given).
+    keys : tuple or None
+        The public key set, checked (``by=``); None without ``by=``.
+    group_sizes : mapping or None
+        As given, held as a read-only copy when a mapping.
     missing : MissingPolicy
         ``missing=`` and ``impute=``, checked against the relation.
     backend, source, precision : object
@@ -63,28 +86,28 @@ class ReleaseRequest:
     timing : {"constant", "off"} or None
         The padding switch (None: by the source).
     options : mapping
-        The statistic's own options, each one it takes.
+        The statistic's own options, each one it takes (a read-only copy).
     """
 
     statistic: Statistic
     data: Any
     epsilon: Fraction
-    data_bounds: Any
+    data_bounds: DataBounds | None
     gamma: Fraction | None
     clamp_bounds: ClampChoice | None
-    n: Any
+    n: int | Mapping[Any, int | None] | None
     relation: Neighbouring
     column: str | tuple[str, ...] | None
     by: str | None
-    keys: Iterable[Any] | None
-    group_sizes: Mapping[Any, int] | None
+    keys: tuple[Any, ...] | None = attrs.field(converter=_optional_tuple)
+    group_sizes: Mapping[Any, int] | None = attrs.field(converter=_read_only_if_mapping)
     missing: MissingPolicy
     backend: str | Backend
     source: str | RandomSource | None
     budget: Budget | None
     precision: int | None
     timing: TimingMode | None
-    options: Mapping[str, Any]
+    options: Mapping[str, Any] = attrs.field(converter=_read_only)
 
     @property
     def grouped(self) -> bool:

@@ -69,3 +69,30 @@ def test_a_request_is_frozen_and_compared_by_identity():
     assert len({request(), request()}) == 2  # a list as data: hashable all the same
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         arr.epsilon = Fraction(2)  # type: ignore[misc]
+
+
+def test_a_request_holds_tuples_and_read_only_copies():
+    """A one-shot key generator is read once; the caller's mappings may change after."""
+    options: dict[str, Any] = {"bins": 3}
+    sizes = {1: 3, 2: 4}
+    r = request(by="sex", keys=(k for k in [1, 2]), group_sizes=sizes, options=options)
+    options["bins"] = 5
+    sizes[1] = 9
+    assert r.keys == (1, 2) and r.keys == (1, 2)
+    assert r.options["bins"] == 3 and r.group_sizes is not None and r.group_sizes[1] == 3
+    with pytest.raises(TypeError):
+        r.options["bins"] = 4  # type: ignore[index]
+
+
+def test_release_checks_n_and_the_data_bounds_into_the_request():
+    """release() checks n (one per key with by=) and the data bounds once, before any
+    data is read."""
+    import snapcore
+    from snapcore.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="n"):
+        snapcore.release("count", [1, 2], epsilon=1, n=-1, relation="add-remove")
+    with pytest.raises(ParameterError, match="data_bounds"):
+        snapcore.release("sum", object(), epsilon=1, data_bounds=(3, 1))
+    with pytest.raises(ParameterError, match="n"):
+        snapcore.release("count", {"s": [1]}, by="s", keys=[1], n={1: -1}, epsilon=1)
