@@ -115,11 +115,22 @@ class SnapcoreCli:
         assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
         return json.loads(result.stdout)
 
+    def error(self, code: int, kind: str, *args: str, input: str | bytes | None = None) -> str:
+        """Run ``snapcore ARGS`` (ARGS include ``--json``); the message of the JSON error
+        it reports.  The test fails unless it exits with status ``code`` and reports an
+        error of kind ``kind``."""
+        result = self(*args, input=input)
+        assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+        err = json.loads(result.stdout)["error"]
+        assert err["exit_code"] == code and err["kind"] == kind, err
+        return str(err["message"])
+
 
 @pytest.fixture
 def cli() -> SnapcoreCli:
     """``cli(*args, input=None)``: ``snapcore ARGS`` run in-process (click's result);
-    ``cli.json(*args)``: the parsed ``--json`` output of a run that succeeds."""
+    ``cli.json(*args)``: the parsed ``--json`` output of a run that succeeds;
+    ``cli.error(code, kind, *args)``: the message of a ``--json`` run that fails."""
     return SnapcoreCli()
 
 

@@ -6,15 +6,11 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 
-from click.testing import CliRunner
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from snapcore import Budget
 from snapcore._display import DIGITS, DOUBLE_DIGITS, short
-from snapcore.cli import main
 from snapcore.mechanism._mechanism import SnappingMechanism
 
 
@@ -66,18 +62,6 @@ def test_the_pains_of_the_issue() -> None:
         text = repr(m.privacy)
         assert not re.search(r"[0-9]{13}", text), text  # no long Fractions or digit runs
         assert f"epsilon={short(Fraction(eps))}" in text
-
-
-def test_ledger_and_cli_use_the_same_rule(tmp_path: Path) -> None:
-    path = tmp_path / "l.db"
-    runner = CliRunner()
-    assert runner.invoke(main, ["budget", "init", str(path), "--epsilon", "1"]).exit_code == 0
-    b = Budget.from_ledger(path)
-    b.spend(Fraction(1, 3))
-    r = runner.invoke(main, ["budget", "show", str(path)])
-    assert r.exit_code == 0
-    assert f"remaining  {short(Fraction(2, 3))}" in r.output and "≈0.666666666667" in r.output
-    assert repr(b).endswith("remaining=≈0.666666666667)")
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False, min_value=0.0, exclude_min=True))

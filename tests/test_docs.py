@@ -172,14 +172,10 @@ def test_every_hook_is_documented_in_the_plugin_guide():
         assert f"`{name}(registry)`" in text, f"hook {name} missing from docs/plugins.md"
 
 
-def test_plot_commands_in_the_docs_are_real_subcommands():
-    from click.testing import CliRunner
-
-    from snapcore.cli import main
-
+def test_plot_commands_in_the_docs_are_real_subcommands(cli):
     text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
     cmds = set(re.findall(r"snapcore plot (\w+)", text))
     assert {"accuracy", "distribution", "gamma"} <= cmds
     for cmd in cmds:
-        res = CliRunner().invoke(main, ["plot", cmd, "--help"])
+        res = cli("plot", cmd, "--help")
         assert res.exit_code == 0, (cmd, res.output)

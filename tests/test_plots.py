@@ -1,4 +1,4 @@
-"""The accuracy pictures: functions return figures with the right data; the CLI writes files."""
+"""The accuracy pictures (snapcore.plots): the functions return figures with the right data."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import builtins
 import math
 
 import pytest
-from click.testing import CliRunner
 
 from snapcore.analysis import _guarantees as accuracy
-from snapcore.cli import main
 from snapcore.errors import PlotDependencyError
 
 mpl = pytest.importorskip("matplotlib")
@@ -70,51 +68,7 @@ def test_accuracy_vs_gamma_figure():
     assert list(b_line.get_ydata()) == sorted(b_line.get_ydata(), reverse=True)
 
 
-@pytest.mark.parametrize(
-    ("args", "name"),
-    [
-        (
-            ["accuracy", "--clamp-bounds", "0", "10", "--eps-min", "0.1", "--eps-max", "10"],
-            "a.png",
-        ),
-        (["distribution", "--epsilon", "1", "--clamp-bound", "8", "--guess", "3"], "d.svg"),
-        (["gamma", "--b-prime", "10", "--epsilon", "2"], "g.png"),
-    ],
-)
-def test_cli_plot_writes_files(tmp_path, args, name):
-    out = tmp_path / name
-    res = CliRunner().invoke(main, ["plot", *args, "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    data = out.read_bytes()
-    assert data[:4] == b"\x89PNG" if name.endswith(".png") else b"<svg" in data[:400]
-
-
-def test_cli_plot_bad_arguments(tmp_path):
-    r = CliRunner().invoke(main, ["plot", "accuracy", "-o", str(tmp_path / "x.png")])
-    assert r.exit_code != 0 and "exactly one of --clamp-bounds" in r.output
-    r = CliRunner().invoke(
-        main, ["plot", "accuracy", "--clamp-bounds", "0", "1", "-o", str(tmp_path / "x.pdf")]
-    )
-    assert r.exit_code != 0 and ".png or .svg" in r.output
-    r = CliRunner().invoke(
-        main,
-        [
-            "plot",
-            "distribution",
-            "--epsilon",
-            "-1",
-            "--clamp-bound",
-            "1",
-            "--guess",
-            "0",
-            "-o",
-            str(tmp_path / "x.png"),
-        ],
-    )
-    assert r.exit_code != 0 and "epsilon must be" in r.output and "Traceback" not in r.output
-
-
-def test_missing_matplotlib_message(monkeypatch, tmp_path):
+def test_missing_matplotlib_message(monkeypatch):
     from snapcore import plots
 
     real_import = builtins.__import__
@@ -127,47 +81,6 @@ def test_missing_matplotlib_message(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(PlotDependencyError, match=r"pip install \"snapcore\[plot\]\""):
         plots.accuracy_vs_epsilon(clamp_bounds=(0.0, 1.0), epsilons=[1.0])
-    r = CliRunner().invoke(
-        main, ["plot", "accuracy", "--clamp-bounds", "0", "1", "-o", str(tmp_path / "x.png")]
-    )
-    assert r.exit_code == 1 and "snapcore[plot]" in r.output
-
-
-@pytest.mark.parametrize(
-    ("plan", "want"),
-    [
-        # mean of 442 records on [0, 100] under replace: Δ = 100/442, B′ = 50, ε as given
-        (
-            ["--statistic", "mean", "--n", "442", "--data-bounds", "0", "100", "--epsilon", "1"],
-            (50.0, 1.0, 100 / 442),
-        ),
-        # count capped at a public n = 100000 (add-remove): Δ = 1, B′ = n/2
-        (["--statistic", "count", "--n", "100000", "--epsilon", "0.25"], (50000.0, 0.25, 1.0)),
-        (["--b-prime", "10", "--epsilon", "2", "--sensitivity", "3"], (10.0, 2.0, 3.0)),
-    ],
-)
-def test_cli_plot_gamma_from_a_release_plan(tmp_path, plan, want):
-    import json
-
-    out = tmp_path / "g.png"
-    r = CliRunner().invoke(main, ["plot", "gamma", *plan, "--dpi", "40", "-o", str(out), "--json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
-    assert (d["b_prime"], d["epsilon_per_value"], d["sensitivity"]) == pytest.approx(want)
-    assert out.read_bytes()[:4] == b"\x89PNG"
-
-
-def test_cli_plot_gamma_plan_errors(tmp_path):
-    out = str(tmp_path / "g.png")
-    for args, words in (
-        (["--epsilon", "1"], "--b-prime"),
-        (["--statistic", "mean", "--epsilon", "1"], "--n"),
-        (["--statistic", "mean", "--n", "9", "--b-prime", "3", "--epsilon", "1"], "--b-prime"),
-        (["--n", "9", "--b-prime", "3", "--epsilon", "1"], "--statistic"),
-        (["--statistic", "mean", "--n", "9", "--epsilon", "1"], "--data-bounds"),
-    ):
-        r = CliRunner().invoke(main, ["plot", "gamma", *args, "-o", out])
-        assert r.exit_code == 2 and words in r.output, (args, r.output)
 
 
 def test_plot_titles_fit_and_name_the_plan():

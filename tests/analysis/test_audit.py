@@ -384,48 +384,6 @@ def test_exported():
     assert "audit" in snapcore.__all__
 
 
-# ----------------------------------------------------------------------------------
-# CLI
-# ----------------------------------------------------------------------------------
-
-
-def test_cli_audit_reports_loss_output_and_verdict():
-    from click.testing import CliRunner
-
-    from snapcore.cli import main
-
-    res = CliRunner().invoke(
-        main, ["audit", "--epsilon", "1", "--clamp-bound", "8", "--value", "0", "--neighbour", "1"]
-    )
-    assert res.exit_code == 0, res.output
-    # docs/semantics.md [SD]: loss = epsilon - 2.8e-34 for this example
-    assert "privacy loss: 0.999999999999999999999999999999999720" in res.output
-    assert "(loss - epsilon = -2.79" in res.output
-    assert "attained at output: 6.0" in res.output
-    assert "verdict: private" in res.output
-    res = CliRunner().invoke(
-        main,
-        [
-            "audit",
-            "--epsilon",
-            "1",
-            "--clamp-bounds",
-            "-8",
-            "8",
-            "--value",
-            "0",
-            "--sampler-precision",
-            "53",
-        ],
-    )
-    assert res.exit_code == 4, res.output  # privacy refused (snapcore.cli exit codes)
-    assert "DEMONSTRATION" in res.output and "NOT PRIVATE" in res.output
-    res = CliRunner().invoke(
-        main, ["audit", "--epsilon", "8", "--clamp-bound", "1e6", "--value", "0"]
-    )
-    assert res.exit_code == 2 and "max_outputs = 32768" in res.output
-
-
 def test_progress_bar_runs(capsys):
     pytest.importorskip("tqdm")
     m = SnappingMechanism(epsilon=1.0, clamp_bound=8.0)

@@ -1,12 +1,10 @@
 """What a release tells its user, on small tables shaped like real ones (category codes
 stored as floats, as in statsmodels' fair table): the notes on records not counted,
 the finer-grid advice and the public group sizes, each in the words of the Python
-API and of the command line; ``snapcore info`` and ``snapcore compare`` errors naming
-their flag before printing anything; one form for exact numbers in JSON output."""
+API and of the command line."""
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -139,27 +137,3 @@ def test_grouped_sizes_note_in_the_interface_words(cli, fair_like: Path):
     )
     assert out.exit_code == 0, out.stderr
     assert "group sizes      public (declared with --group-sizes)" in out.stdout
-
-
-def test_info_refuses_before_printing_and_names_the_flag(cli):
-    r = cli("info", "--epsilon", "-1", "--clamp-bounds", "0", "1")
-    assert r.exit_code == 2 and r.stdout == "" and "--epsilon must be" in r.stderr
-    r = cli("info", "--epsilon", "-1", "--clamp-bounds", "0", "1", "--json")
-    err = json.loads(r.stdout)["error"]
-    assert err["parameter"] == "--epsilon" and err["exit_code"] == 2
-
-
-def test_compare_names_its_backend_flag(cli):
-    r = cli("compare", "--backend", "nope", "--json")
-    err = json.loads(r.stdout)["error"]
-    assert err["parameter"] == "--backend" and err["message"].startswith("--backend must be")
-
-
-def test_exact_numbers_in_json_have_one_form(cli, tmp_path: Path):
-    """``*_exact`` fields are str(Fraction) in every subcommand ("1", "7/10")."""
-    path = tmp_path / "l.db"
-    assert cli("budget", "init", str(path), "-e", "1").exit_code == 0
-    snapcore.Budget.from_ledger(path).spend(Fraction(7, 10))
-    d = cli.json("budget", "show", str(path), "--json")
-    assert (d["total_exact"], d["spent_exact"], d["remaining_exact"]) == ("1", "7/10", "3/10")
-    assert d["entries"][0]["epsilon_exact"] == str(Fraction(7, 10))

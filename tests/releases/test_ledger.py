@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
-import shutil
 import sqlite3
 import sys
 from fractions import Fraction
@@ -13,11 +11,9 @@ from pathlib import Path
 
 import ledger_workers
 import pytest
-from click.testing import CliRunner
 
 import snapcore
 from snapcore import Budget, BudgetExceededError, ReplaySource
-from snapcore.cli import main
 from snapcore.errors import LedgerError, ParameterError
 from snapcore.releases._budget import LedgerBudget
 from snapcore.releases._ledger import Ledger
@@ -273,39 +269,3 @@ def test_killed_release_stays_spent(tmp_path: Path) -> None:
     assert {e.pid for e in st.entries} == {p.pid for _, _, p in procs}
     with pytest.raises(BudgetExceededError):
         Ledger(path).spend(Fraction(1, 4) + Fraction(1, 10**30))
-
-
-def test_cli_budget_session(tmp_path: Path) -> None:
-    runner = CliRunner()
-    path = str(tmp_path / "cli.ledger")
-    r = runner.invoke(main, ["budget", "init", path, "--epsilon", "1"])
-    assert r.exit_code == 0, r.output
-    r = runner.invoke(main, ["budget", "init", path, "--epsilon", "1"])
-    assert r.exit_code != 0 and "already exists" in r.output
-    for _ in range(5):
-        r = runner.invoke(
-            main,
-            ["release", "mean", "-c", "age", "-b", "0", "100", "-e", "0.2", "--ledger", path],
-        )
-        assert r.exit_code == 0, r.output
-    # 5 x 0.2 is exactly 1 (--epsilon is read as an exact decimal): the next is refused.
-    r = runner.invoke(
-        main, ["release", "mean", "-c", "age", "-b", "0", "100", "-e", "0.2", "--ledger", path]
-    )
-    assert r.exit_code != 0 and "refused" in r.output and "released value" not in r.output
-    r = runner.invoke(main, ["budget", "show", path, "--json"])
-    assert r.exit_code == 0, r.output
-    shown = json.loads(r.output)
-    assert shown["spent_exact"] == "1" and shown["remaining_exact"] == "0"  # as str(Fraction)
-    assert [e["epsilon_exact"] for e in shown["entries"]] == ["1/5"] * 5
-    r = runner.invoke(main, ["budget", "show", path])
-    assert r.exit_code == 0 and "remaining  0" in r.output and "0.2" in r.output
-    broken = tmp_path / "broken.ledger"
-    shutil.copy(path, broken)
-    _tamper_sql(str(broken), "UPDATE meta SET value = '1/2' WHERE key = 'spent'")
-    for argv in (
-        ["budget", "show", str(broken)],
-        ["release", "count", "-e", "0.1", "--ledger", str(broken)],
-    ):
-        r = runner.invoke(main, argv)
-        assert r.exit_code != 0 and "refused" in r.output and "not modified" in r.output

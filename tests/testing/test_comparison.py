@@ -1,10 +1,8 @@
-"""`snapcore compare` and snapcore.testing._comparison.compare_backends (small sizes)."""
+"""snapcore.testing._comparison: the backends' and statistics' comparison tables (small
+sizes)."""
 
 from __future__ import annotations
 
-from click.testing import CliRunner
-
-from snapcore.cli import SUBCOMMANDS, main
 from snapcore.testing._comparison import (
     compare_backends,
     compare_statistics,
@@ -28,25 +26,6 @@ def test_compare_backends_measures_every_backend():
     assert md.startswith("| backend |") and md.count("\n") == len(rows) + 1
 
 
-def test_compare_cli():
-    from snapcore.cli._compare import compare
-
-    assert SUBCOMMANDS["compare"]() is compare
-    res = CliRunner().invoke(
-        main,
-        ["compare", "--size", "200", "--seconds", "0.05", "--no-conformance", "--backend", "arb"],
-    )
-    assert res.exit_code == 0, res.output
-    assert "arb" in res.output and "python-flint" in res.output and "not run" in res.output
-    assert "mpmath" not in res.output.split("\n", 1)[1]
-
-
-def test_compare_cli_unknown_backend():
-    res = CliRunner().invoke(main, ["compare", "--backend", "nope", "--size", "10"])
-    assert res.exit_code != 0
-    assert "backend must be one of" in res.output
-
-
 def test_compare_statistics_runs_the_statistic_suite():
     rows = compare_statistics(["count", "covariance"], random_pairs=6)
     assert [r.name for r in rows] == ["count", "covariance"]
@@ -55,24 +34,3 @@ def test_compare_statistics_runs_the_statistic_suite():
         assert r.conformance.startswith("pass ("), r.conformance
     text = format_statistics_table(rows)
     assert "statistic" in text.splitlines()[0] and "pass (" in text
-
-
-def test_compare_cli_lists_statistics():
-    res = CliRunner().invoke(
-        main,
-        [
-            "compare",
-            "--size",
-            "200",
-            "--seconds",
-            "0.05",
-            "--no-conformance",
-            "--backend",
-            "arb",
-            "--statistic",
-            "histogram",
-        ],
-    )
-    assert res.exit_code == 0, res.output
-    last = res.output.strip().splitlines()[-1]
-    assert last.split()[:2] == ["histogram", "counting"] and "not run" in last
