@@ -4,13 +4,22 @@ and against an independent backend (mpmath) reading the same bytes."""
 
 from __future__ import annotations
 
+import math
 import random
+import subprocess
+import sys
 from fractions import Fraction
 
+import gmpy2
 import pytest
+from hypothesis import given, strategies as st
+from snapcore.backends import mpfr as mp
 
 from snapcore import SnappingMechanism
-from snapcore.randomness._draw import decode_draw
+from snapcore.exact._dyadic import to_fraction
+from snapcore.exact._sums import numba_available
+from snapcore.pipeline import _compiled, _engine
+from snapcore.randomness._draw import Draw, decode_draw
 from snapcore.randomness._sources import SeededSource
 from snapcore.testing.sources import FixedBytes
 
@@ -134,20 +143,6 @@ def test_a_copy_with_another_source_draws_from_its_own(exact_fused):
 # the draw open.  Every release is compared with the exact composition on the bytes
 # the source delivered, and must consume exactly those bytes.
 # ----------------------------------------------------------------------------------
-import math  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-
-import gmpy2  # noqa: E402
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from snapcore.backends import mpfr as mp  # noqa: E402
-
-from snapcore.exact._dyadic import to_fraction  # noqa: E402
-from snapcore.exact._sums import numba_available  # noqa: E402
-from snapcore.pipeline import _compiled, _engine  # noqa: E402
-from snapcore.randomness._draw import Draw  # noqa: E402
-
 needs_numba = pytest.mark.skipif(not numba_available(), reason="the kernel needs numba")
 
 
