@@ -83,6 +83,17 @@ class MPFRArithmetic(Arithmetic):
             for n in ("from_dyadic", "ln", "mul", "neg", "to_dyadic")
         )
 
+    @property
+    def inlines_noise(self) -> bool:
+        """Whether the primitives :meth:`noise` inlines are MPFR's own (no subclass
+        overrides one), so that the fused release paths may inline them too."""
+        return self._inline
+
+    @property
+    def thread_contexts(self) -> threading.local:
+        """The per-thread gmpy2 contexts: ``thread_contexts.ctx`` is this thread's."""
+        return self._local
+
     def from_dyadic(self, m: int, e: int) -> Any:
         # Only a mantissa longer than p bits can need more than p significant bits.
         if m.bit_length() > self.precision and not is_p_bit(m, self.precision):
@@ -488,17 +499,17 @@ def _fused_parts(
     arith = pipeline.arith
     if (
         type(arith) is not MPFRArithmetic
-        or not arith._inline
+        or not arith.inlines_noise
         or not isinstance(source, ByteSource)
         or type(source).draw_raw is not ByteSource.draw_raw
     ):
         return None
     p = arith.precision
-    local = arith._local
-    lam = pipeline._lam
-    L = pipeline._L
-    kmax = pipeline._kmax
-    grid, end = pipeline._grid_output, pipeline._end
+    local = arith.thread_contexts
+    lam = pipeline.noise_scale
+    L = pipeline.granularity_log2
+    kmax = pipeline.grid_index_bound
+    grid, end = pipeline.grid_output, pipeline.clamped_output
 
     def finish(x: tuple[int, int], sign: int, um: int, ue: int) -> float:
         ctx = local.ctx

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "accuracy_vs_epsilon",
     "accuracy_vs_gamma",
+    "log_spaced",
     "output_distribution_figure",
 ]
 
@@ -54,7 +55,9 @@ def _of(subject: str | None) -> str:
     return "" if not subject else f": {subject}"
 
 
-def _geomspace(lo: float, hi: float, n: int) -> list[float]:
+def log_spaced(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` points from ``lo`` to ``hi`` (both ``> 0``), evenly spaced on a log scale;
+    the ends are exactly ``lo`` and ``hi``."""
     a, b = math.log(lo), math.log(hi)
     pts = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
     return [min(max(p, lo), hi) for p in pts]  # ends exactly lo and hi
@@ -93,7 +96,7 @@ def accuracy_vs_epsilon(
     -------
     matplotlib.figure.Figure
     """
-    eps_list = list(epsilons) if epsilons is not None else _geomspace(0.01, 100.0, 600)
+    eps_list = list(epsilons) if epsilons is not None else log_spaced(0.01, 100.0, 600)
     if not eps_list:
         raise ParameterError("epsilons must not be empty")
     snap_e: list[float] = []
@@ -249,7 +252,7 @@ def accuracy_vs_gamma(
     -------
     matplotlib.figure.Figure
     """
-    g_list = list(gammas) if gammas is not None else _geomspace(1e-6, 1.0, 60)
+    g_list = list(gammas) if gammas is not None else log_spaced(1e-6, 1.0, 60)
     if not g_list:
         raise ParameterError("gammas must not be empty")
     acc, big_b, b_plus, b_ideal, p_clamp = [], [], [], [], []

@@ -663,7 +663,7 @@ class _DirectRun:
 
         if type(mechanism) is not SnappingMechanism:
             return None  # wrappers and test doubles keep their own transform
-        return cls(mechanism._pipeline, value, q)
+        return cls(mechanism.pipeline, value, q)
 
     def index_map(self, sign: int) -> Callable[[int], int]:
         """Grid index of ``U*`` -> clamped snap index, for one sign."""

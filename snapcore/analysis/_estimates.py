@@ -73,12 +73,12 @@ class _Ideal:
         self.m = self.x + shift  # the Laplace centre
         self.k1 = math.ceil(-b / g)
         self.k2 = math.floor(b / g)
-        self._lam = _mp(ctx, cal.scale)
+        self.lam = _mp(ctx, cal.scale)  # λ at the context's precision
 
     def half_exp(self, u_q: Fraction) -> Any:
         """``½·e^{−|u|/λ}``: the Laplace tail beyond distance ``|u|``."""
         ctx = self.ctx
-        return ctx.mul(0.5, ctx.exp(ctx.div(-abs(_mp(ctx, u_q)), self._lam)))
+        return ctx.mul(0.5, ctx.exp(ctx.div(-abs(_mp(ctx, u_q)), self.lam)))
 
     def survival(self, w: Fraction) -> Any:
         """``P(W >= w)``."""
@@ -103,7 +103,7 @@ class _Ideal:
             return total
         g, m, half = self.grid, self.m, Fraction(1, 2)
         split = math.ceil(m / g + half)  # first index whose threshold is >= m
-        r = ctx.exp(ctx.div(-_mp(ctx, g), self._lam))  # e^{-Λ/λ} <= 1/e
+        r = ctx.exp(ctx.div(-_mp(ctx, g), self.lam))  # e^{-Λ/λ} <= 1/e
         one_minus_r = ctx.sub(1, r)
         a1, a2 = max(j1, split), j2
         if a1 <= a2:  # thresholds >= m: ½e^{-(t-m)/λ}, decreasing by r
@@ -275,7 +275,7 @@ def clamp_probability(mechanism: Any, guess: Any) -> float:
 def _clamped_laplace_mean(cal: Calibration, x: Fraction, shift: Fraction) -> Any:
     """``E[clamp_b(x + Y)]``, ``Y ~ Laplace(shift, λ)``: ``−b + ∫_{−b}^{b} P(x+Y >= s) ds``."""
     ideal = _Ideal(cal, x, shift)
-    ctx, lam = ideal.ctx, ideal._lam
+    ctx, lam = ideal.ctx, ideal.lam
     b = ideal.b
 
     def antiderivative(u_q: Fraction) -> Any:  # ∫_0^u P(L >= s) ds, L ~ Laplace(0, λ)

@@ -170,7 +170,7 @@ def accuracy_cmd(
 
     if not 0 < eps_min < eps_max:
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
-    eps = plots._geomspace(eps_min, eps_max, 600)
+    eps = plots.log_spaced(eps_min, eps_max, 600)
     _, sensitivity, where = _planned(
         statistic, n, data_bounds, relation, 1.0, gamma, sensitivity, clamp_bounds, clamp_bound
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, overload
@@ -12,8 +11,7 @@ import numpy as np
 from snapcore._display import short
 from snapcore.calibration._guarantee import calibration_accuracy
 from snapcore.calibration._params import Calibration, PrivacyAnalysis, calibrate
-from snapcore.data._values import exact_ratio as exact_ratio_of
-from snapcore.data._values import read_value, read_values
+from snapcore.data._values import exact_ratio as exact_ratio_of, read_value, read_values
 from snapcore.errors import ParameterError
 from snapcore.mechanism._padding import Padding
 from snapcore.padding._pad import fallbacks_covered, resolve_mode
@@ -141,6 +139,38 @@ class SnappingMechanism:
         if padded:
             self._padding = Padding(self._cal, self._backend, self._source, self._unpadded_release)
 
+    @classmethod
+    def _unpadded(
+        cls,
+        calibration: Calibration,
+        backend: Backend,
+        pipeline: Pipeline,
+        source: RandomSource,
+        *,
+        uniform: bool,
+    ) -> SnappingMechanism:
+        """A mechanism without padding made from the parts of another: its calibration,
+        backend and pipeline (shared, never re-derived), drawing from ``source`` on the
+        uniform paths or not."""
+        mech = cls.__new__(cls)
+        cls._assemble(mech, calibration, backend, pipeline, source, uniform=uniform)
+        return mech
+
+    def _assemble(
+        self,
+        calibration: Calibration,
+        backend: Backend,
+        pipeline: Pipeline,
+        source: RandomSource,
+        *,
+        uniform: bool,
+    ) -> None:
+        self._cal = calibration
+        self._backend = backend
+        self._pipeline = pipeline
+        self._padding = None
+        self._draw_from(source, uniform=uniform)
+
     def _draw_from(self, source: RandomSource, *, uniform: bool) -> None:
         """Draw from ``source``, on the backend's uniform paths or not.
 
@@ -179,13 +209,9 @@ class SnappingMechanism:
         SnappingMechanism
             Same calibration, backend and pipeline; :attr:`padding` is None.
         """
-        twin = copy.copy(self)
-        twin._unpad(source)
-        return twin
-
-    def _unpad(self, source: RandomSource) -> None:
-        self._padding = None
-        self._draw_from(source, uniform=self._uniform)
+        return type(self)._unpadded(
+            self._cal, self._backend, self._pipeline, source, uniform=self._uniform
+        )
 
     def _unpadded_release(self, source: RandomSource) -> Callable[[Any], object]:
         return self.unpadded_copy(source).release

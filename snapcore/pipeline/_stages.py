@@ -133,6 +133,22 @@ class Pipeline:
             self.output(clamp(kmax + 1, L, self._b)),
         )
 
+    # -- the constants the stages use, read-only ------------------------------------
+    @property
+    def noise_scale(self) -> Num:
+        """λ, the Laplace scale, as a number of :attr:`arith`."""
+        return self._lam
+
+    @property
+    def granularity_log2(self) -> int:
+        """``L``: the grid spacing is ``Λ = 2**L``."""
+        return self._L
+
+    @property
+    def grid_index_bound(self) -> int:
+        """``kmax``: the grid indices ``k`` with ``|k·Λ| <= b`` are ``[-kmax, kmax]``."""
+        return self._kmax
+
     # -- step 1 for one value: x = clamp_b((v - c)/Δ), exact ----------------------
     def centre(self, value: Fraction) -> tuple[int, int]:
         """``x = clamp_b((v − c)/Δ)``, exactly, as ``(numerator, denominator)``."""
@@ -241,7 +257,7 @@ class Pipeline:
             top, den = (cn * dd) << -L, (cd * dd) << -L
             off = cddn * M
         top -= off
-        end = self._end
+        end = self.clamped_output
 
         def index_output(k: int) -> float:
             kc = min(max(k, 1 - kmax), kmax - 1) + M
@@ -259,9 +275,9 @@ class Pipeline:
         bm, be = self._b
         if zm and dyadic_cmp(abs(zm), ze, bm, be) == 0:
             return self._upper if zm > 0 else self._lower
-        return self._grid_output(zm, ze)
+        return self.grid_output(zm, ze)
 
-    def _grid_output(self, zm: int, ze: int) -> float:
+    def grid_output(self, zm: int, ze: int) -> float:
         """``c + Δ·zm·2**ze`` rounded once to the nearest double, for a grid point
         ``|zm·2**ze| < b`` (an endpoint ``±b`` goes through :meth:`output`).
 
@@ -296,7 +312,7 @@ class Pipeline:
         y = add(x, self.arith.noise(self._lam, sign, (um, ue)), self._p)
         return self.index_output(snap(*y, self._L))
 
-    def _end(self, k: int) -> float:
+    def clamped_output(self, k: int) -> float:
         """``output(clamp(k))`` for ``|k| >= kmax``, from the four precomputed outputs."""
         kmax = self._kmax
         if k >= kmax:
@@ -312,8 +328,8 @@ class Pipeline:
         """Steps 8-9 for the grid index ``k``: the clamp and the output double."""
         kmax = self._kmax
         if -kmax < k < kmax:  # strictly inside: neither clamped nor an endpoint
-            return self._grid_output(k, self._L)
-        return self._end(k)
+            return self.grid_output(k, self._L)
+        return self.clamped_output(k)
 
     def run_many(
         self, xs: list[tuple[int, int]], draws: list[tuple[int, int, int]]
@@ -321,8 +337,8 @@ class Pipeline:
         """:meth:`run` over paired lists (same results, less per-element overhead)."""
         noise, end, grid, lam, L, kmax, p = (
             self.arith.noise,
-            self._end,
-            self._grid_output,
+            self.clamped_output,
+            self.grid_output,
             self._lam,
             self._L,
             self._kmax,
