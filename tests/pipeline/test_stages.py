@@ -7,7 +7,7 @@
   ε = 1, Δ = 0.7, bounds (−2, 0) gives 0.0, not c + Δ·b ≈ −1.67e−36.
 - **The grid path needs no output clamp**: ``c + Δ·k·Λ`` for the outermost grid points
   strictly inside ``(−b, b)`` lies strictly inside the interval (the premise of the
-  proof in :meth:`snapcore.pipeline._stages.Pipeline._grid_output`), and its double lies
+  proof in :meth:`snapcore.pipeline._stages.Pipeline.grid_output`), and its double lies
   in ``[lower, upper]``.
 - *snap* is ``⌊y/Λ + 1/2⌋`` for any dyadic ``y``; ``run_many`` is ``run`` element by
   element, against the reference's outputs.
@@ -163,7 +163,7 @@ def test_outermost_grid_points_lie_inside_the_interval(eps, delta, lo, width, ex
             continue
         exact = cal.centre + cal.sensitivity * z
         assert cal.lower < exact < cal.upper  # the premise: strictly inside
-        out = pipe._grid_output(k, cal.granularity_log2)
+        out = pipe.grid_output(k, cal.granularity_log2)
         assert float(cal.lower) <= out <= float(cal.upper)
         assert out == float(exact)  # one rounding of the exact value
     # Through the public path too: the outermost grid point, reached with tiny noise.
