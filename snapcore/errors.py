@@ -31,7 +31,9 @@ The hierarchy::
 
 Parameter errors are also :class:`ValueError`, so code written against the standard library
 keeps working.  They are raised before any randomness is drawn and never depend on private
-data.  Other modules import their exceptions from here; none defines its own.
+data.  Other modules import their exceptions from here; none defines its own, but for the
+command line's one exception type, ``snapcore.cli._output.UsageError``: a click usage
+error (exit status 2) that click reports, never raised by the library.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_USAGE",
     "SpelledCommand",
     "SpelledGroup",
+    "UsageError",
     "classify",
     "emit_json",
     "flag_of",
@@ -37,6 +38,27 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_DATA = 3
 EXIT_REFUSED = 4
+
+
+class UsageError(click.ClickException):
+    """A command-line argument a subcommand refuses itself: exit status 2, reported as
+    one line (the command line's one exception type; every other error snapcore raises
+    is in :mod:`snapcore.errors`).
+
+    Parameters
+    ----------
+    message : str
+        What is wrong (white space runs become one space).
+    option : str, optional
+        The flag at fault, as the command line spells it (the JSON error's
+        ``"parameter"``).
+    """
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(" ".join(str(message).split()))
+        self.option = option
 
 
 def emit_json(obj: Any) -> None:
@@ -96,9 +118,8 @@ def flag_of(exc: BaseException) -> str | None:
     """The option an error is about, as the command line spells it, when it names one."""
     if isinstance(exc, ParameterError):
         return exc.shown_as
-    option = getattr(exc, "option", None)  # a subcommand's own usage error
-    if isinstance(exc, click.ClickException) and isinstance(option, str):
-        return option
+    if isinstance(exc, UsageError) and exc.option is not None:
+        return exc.option
     if isinstance(exc, click.BadParameter) and exc.param is not None:
         opts = [o for o in exc.param.opts if o.startswith("--")] or exc.param.opts
         return opts[0] if isinstance(exc.param, click.Option) else exc.param.human_readable_name

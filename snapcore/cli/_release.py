@@ -9,10 +9,8 @@ Without a CSV file it uses the bundled synthetic example table
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import sys
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +18,8 @@ import click
 
 from snapcore._display import short
 from snapcore.calibration._params import parse_epsilon
-from snapcore.cli._output import SpelledCommand, emit_json
-from snapcore.data._files import cell
+from snapcore.cli._output import SpelledCommand, UsageError, emit_json
+from snapcore.data._files import cell, read_csv_table
 from snapcore.errors import DataError
 
 if TYPE_CHECKING:
@@ -46,60 +44,6 @@ class _OneLineErrors(SpelledCommand):
             raise UsageError(f"{exc.format_message()} (see 'snapcore release --help')") from None
 
 
-class UsageError(click.ClickException):
-    exit_code = 2
-
-    def __init__(self, message: str, option: str | None = None) -> None:
-        super().__init__(" ".join(str(message).split()))
-        self.option = option  # the flag at fault, for the JSON error
-
-
-class _Columns(Mapping[str, list[Any]]):
-    """A CSV table's columns by header name, each read with :func:`cell` when first
-    asked for: a release reads only the columns it names, and every column it reads
-    holds what reading every field would give."""
-
-    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
-        self._index = {h: i for i, h in enumerate(header)}
-        self._rows = rows
-        self._read: dict[str, list[Any]] = {}
-
-    def __getitem__(self, name: str) -> list[Any]:
-        col = self._read.get(name)
-        if col is None:
-            i = self._index[name]
-            col = self._read[name] = [cell(row[i]) for row in self._rows]
-        return col
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-def _read_csv_stream(fh: Any, label: str) -> Mapping[str, list[Any]]:
-    """A whole CSV file as columns of values (the reader without pyarrow, or for a
-    statistic that cannot merge partial states): blank cells are missing (None), numbers
-    are numbers, other text stays text."""
-    reader = csv.reader(fh)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise DataError(f"{label} is empty") from None
-    if len(set(header)) != len(header):
-        raise DataError(f"{label} has duplicate column names")
-    rows: list[list[str]] = []
-    width = len(header)
-    for row in reader:
-        if not row:
-            continue
-        if len(row) != width:
-            raise DataError(f"{label}: a row has {len(row)} fields, the header has {width}")
-        rows.append(row)
-    return _Columns(header, rows)
-
-
 def _read_input(
     stat: Statistic,
     csv_file: str | None,
@@ -114,7 +58,7 @@ def _read_input(
     """The data to release, how to name it, and whether it was read in chunks: a merged
     partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
     chunk; with ``grouping``, one state per key), or else the whole CSV file read field
-    by field with :func:`cell`."""
+    by field (:func:`~snapcore.data._files.read_csv_table`)."""
     from snapcore.cli._chunks import stream_group_partials, stream_partial
     from snapcore.data._files import BLOCK_BYTES, pyarrow_available
 
@@ -138,10 +82,10 @@ def _read_input(
             raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
         if path is None:
             stdin_text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-            return _csv_table(stdin_text, label), label, False
+            return read_csv_table(stdin_text, label), label, False
         try:
             with path.open(newline="", encoding="utf-8") as fh:
-                return _csv_table(fh, label), label, False
+                return read_csv_table(fh, label), label, False
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
     stdin = sys.stdin.buffer
@@ -183,13 +127,6 @@ def _fits(path: Path) -> bool:
         return path.stat().st_size <= BLOCK_BYTES
     except OSError:
         return False
-
-
-def _csv_table(fh: Any, label: str) -> Mapping[str, list[Any]]:
-    try:
-        return _read_csv_stream(fh, label)
-    except (UnicodeDecodeError, csv.Error):
-        raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
 
 
 def _numbers(text: str, what: str) -> list[float]:

@@ -7,8 +7,9 @@
   pyarrow and other data frames) become the named columns a statistic reads
   (:class:`Dataset`, :func:`as_dataset`, :func:`read_dataset`).
 - **Files**: CSV and Parquet files read in blocks of columns (:func:`csv_header`,
-  :func:`csv_blocks`, :func:`parquet_columns`, :func:`parquet_blocks`), each CSV field
-  outside them by one rule (:func:`cell`).
+  :func:`csv_blocks`, :func:`parquet_columns`, :func:`parquet_blocks`), or a small CSV
+  file read whole without pyarrow (:func:`read_csv_table`), each CSV field outside
+  the blocks by one rule (:func:`cell`).
 - **Missing values**: the policy (:class:`MissingPolicy`, :func:`check_missing_policy`,
   :func:`apply_missing`).
 - :class:`Neighbouring`: the neighbouring relations.
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         csv_header as csv_header,
         parquet_blocks as parquet_blocks,
         parquet_columns as parquet_columns,
+        read_csv_table as read_csv_table,
     )
     from snapcore.data._frames import (
         read_dataset as read_dataset,

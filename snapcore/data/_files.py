@@ -1,10 +1,13 @@
-"""CSV and Parquet files (or standard input) read in blocks of columns.
+"""CSV and Parquet files (or standard input): read in blocks of columns, or a small
+CSV file read whole.
 
-The file is never held in memory: pyarrow's streaming CSV reader (or a Parquet file's
-row batches) yields one block of records at a time, and only the columns asked for
-are converted, each to a NumPy array.  What a block is used for (a statistic's partial
-state) is the caller's business.  Every CSV field outside these blocks (a header, a
-``--categories`` item, a key) is read by :func:`cell`, the rule the blocks follow.
+In blocks the file is never held in memory: pyarrow's streaming CSV reader (or a
+Parquet file's row batches) yields one block of records at a time, and only the
+columns asked for are converted, each to a NumPy array.  What a block is used for (a
+statistic's partial state) is the caller's business.  Every CSV field outside these
+blocks (a header, a ``--categories`` item, a key), and every field of a CSV file read
+whole (:func:`read_csv_table`, without pyarrow), is read by :func:`cell`, the rule the
+blocks follow.
 
 pyarrow is optional (``pip install "snapcore[arrow]"``) and imported only here, when a
 file is read in blocks.
@@ -16,7 +19,7 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, Literal
 
 import attrs
@@ -34,6 +37,7 @@ __all__ = [
     "parquet_blocks",
     "parquet_columns",
     "pyarrow_available",
+    "read_csv_table",
     "read_stdin_buffer",
 ]
 
@@ -240,3 +244,59 @@ def _conversion_message(message: str, file_columns: list[str], label: str) -> st
 def read_stdin_buffer(stdin: IO[bytes]) -> io.BytesIO:
     """Standard input as a seekable buffer (Parquet keeps its footer at the end)."""
     return io.BytesIO(stdin.read())
+
+
+class _CsvColumns(Mapping[str, list[Any]]):
+    """A CSV table's columns by header name, each read with :func:`cell` when first
+    asked for: a caller reads only the columns it names, and every column it reads
+    holds what reading every field would give."""
+
+    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
+        self._index = {h: i for i, h in enumerate(header)}
+        self._rows = rows
+        self._read: dict[str, list[Any]] = {}
+
+    def __getitem__(self, name: str) -> list[Any]:
+        col = self._read.get(name)
+        if col is None:
+            i = self._index[name]
+            col = self._read[name] = [cell(row[i]) for row in self._rows]
+        return col
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def read_csv_table(fh: Iterable[str], label: str) -> Mapping[str, list[Any]]:
+    """A whole CSV file (text, opened with ``newline=""``) as columns of values by
+    header name, each column read with :func:`cell` when first asked for: blank cells
+    are missing (None), numbers are numbers, other text stays text.  Needs no pyarrow.
+
+    Raises
+    ------
+    DataError
+        If the file is empty, not UTF-8 CSV, names a column twice, or has a row whose
+        number of fields differs from the header's (``label`` names the file).
+    """
+    try:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise DataError(f"{label} is empty") from None
+        if len(set(header)) != len(header):
+            raise DataError(f"{label} has duplicate column names")
+        rows: list[list[str]] = []
+        width = len(header)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != width:
+                raise DataError(f"{label}: a row has {len(row)} fields, the header has {width}")
+            rows.append(row)
+    except (UnicodeDecodeError, csv.Error):
+        raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
+    return _CsvColumns(header, rows)

@@ -59,7 +59,7 @@ def _streamed_json(cli, monkeypatch, argv):
     def whole_file(*_a, **_k):
         raise AssertionError("read the whole file")
 
-    monkeypatch.setattr(cli_release, "_csv_table", whole_file)
+    monkeypatch.setattr(cli_release, "read_csv_table", whole_file)
     tail = ["-e", "1", "--seed", "s", "--block-size", "1024", "--json"]
     return cli.json("release", *argv, *tail)
 

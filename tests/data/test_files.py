@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapcore.data._files import cell, csv_header
+from snapcore.data._files import cell, csv_header, read_csv_table
 from snapcore.errors import DataError
 
 pa = pytest.importorskip("pyarrow")
@@ -128,3 +128,41 @@ def test_parquet_blocks_read_the_columns_asked_for(tmp_path: Path) -> None:
     assert (
         np.concatenate([b.columns["x"] for b in blocks]).tolist() == (np.arange(10) / 8).tolist()
     )
+
+
+def test_read_csv_table_reads_a_column_when_asked_for_and_as_every_field_is(tmp_path):
+    import csv
+
+    text = "a,b,c\n1,2.5,x\n,nan,  7 \n-3,1e400,0.1\n"
+    (tmp_path / "t.csv").write_text(text)
+    with (tmp_path / "t.csv").open(newline="") as fh:
+        table = read_csv_table(fh, "t")
+    assert list(table) == ["a", "b", "c"] and len(table) == 3
+    assert table._read == {}  # nothing converted yet
+    rows = list(csv.reader(text.splitlines()))[1:]
+    for name in ["c", "a", "b"]:
+        expected = [cell(r[["a", "b", "c"].index(name)]) for r in rows]
+        assert table[name] == expected
+        assert table[name] is table[name]  # converted once
+    assert table["a"] == [1, None, -3] and table["b"] == [2.5, None, "1e400"]
+    with pytest.raises(KeyError):
+        table["d"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "t is empty"),
+        ("a,a\n1,2\n", "duplicate column names"),
+        ("a,b\n1\n", "a row has 1 fields, the header has 2"),
+    ],
+)
+def test_read_csv_table_refuses_what_it_cannot_read(text, message):
+    with pytest.raises(DataError, match=message):
+        read_csv_table(io.StringIO(text), "t")
+
+
+def test_read_csv_table_refuses_text_that_is_not_utf8():
+    fh = io.TextIOWrapper(io.BytesIO(b"a\n\xff\n"), encoding="utf-8", newline="")
+    with pytest.raises(DataError, match="not a UTF-8 CSV file"):
+        read_csv_table(fh, "t")
