@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapcore._lazy import attach
+from snapcore._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from snapcore import (
@@ -116,5 +117,3 @@ if TYPE_CHECKING:
 #: Every public name (and each layer's package) is imported on first use, so
 #: ``import snapcore`` stays cheap.
 __getattr__, __dir__ = attach(__name__, __file__)
-
-__version__ = "0.1.0"

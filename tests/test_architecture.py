@@ -2,8 +2,10 @@
 
 - Every module lives in the package of one layer (or is one of the few top-level
   modules), and imports go only to its own layer or below: module-level imports, those
-  inside functions, ``importlib.import_module("snapcore....")`` with a constant name,
-  and those under ``if TYPE_CHECKING:`` alike.
+  inside functions, ``importlib.import_module("snapcore....")`` and
+  ``sys.modules["snapcore...."]`` with a constant name, and those under
+  ``if TYPE_CHECKING:`` alike.  A module name computed at run time hides an import:
+  only the plugin manager and the lazy exports import that way.
 - No cycle among those imports, annotation-only ones included.
 - No module of the package imports the package root (the users' front door).
 - No module writes another object's private attribute (``obj._x = ...`` where ``obj``
@@ -33,7 +35,7 @@ PACKAGES = {
 #: The layers, bottom up, by package: a module belongs to the entry whose name is the
 #: longest prefix of its own (``"snapcore.cli"`` covers ``snapcore.cli._release``).
 LAYERS: list[tuple[str, list[str]]] = [
-    ("errors", ["snapcore.errors", "snapcore._display", "snapcore._lazy"]),
+    ("errors", ["snapcore.errors", "snapcore._display", "snapcore._lazy", "snapcore._version"]),
     ("exact arithmetic", ["snapcore.exact"]),
     ("data", ["snapcore.data"]),
     ("calibration", ["snapcore.calibration"]),
@@ -56,6 +58,7 @@ TOP_LEVEL = {
     "snapcore.errors",
     "snapcore._display",
     "snapcore._lazy",
+    "snapcore._version",
     "snapcore.plots",
 }
 
@@ -105,6 +108,8 @@ class Imports(ast.NodeVisitor):
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.found: list[tuple[str, int, bool, bool]] = []
+        #: lines that import a module, or look one up in ``sys.modules``, by a computed name
+        self.dynamic: list[int] = []
         self._type_only = 0
         self._depth = 0
 
@@ -150,25 +155,57 @@ class Imports(ast.NodeVisitor):
             sub = f"{mod}.{alias.name}"
             self._add(sub if sub in MODULES else mod, node)
 
+    def _by_name(self, name: ast.AST | None, node: ast.AST) -> None:
+        """An import (or a lookup among the imported modules) of the module ``name``."""
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            self._add(name.value, node)
+        else:
+            self.dynamic.append(node.lineno)  # type: ignore[attr-defined]
+
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        if (
-            name in ("import_module", "__import__")
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            self._add(node.args[0].value, node)
+        by_name = name in ("import_module", "__import__") or (
+            name == "get" and _is_sys_modules(f.value)  # type: ignore[attr-defined]
+        )  # sys.modules.get("snapcore....") looks the module up as sys.modules[...] does
+        if by_name:
+            self._by_name(node.args[0] if node.args else None, node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if _is_sys_modules(node.value):  # sys.modules["snapcore...."]
+            self._by_name(node.slice, node)
         self.generic_visit(node)
 
 
-def imports_of(module: str) -> list[tuple[str, int, bool, bool]]:
+def _is_sys_modules(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "modules"
+        and (isinstance(node.value, ast.Name) and node.value.id == "sys")
+    )
+
+
+def _visited(module: str) -> Imports:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     v = Imports(module, path.name == "__init__.py")
     v.visit(tree)
-    return v.found
+    return v
+
+
+def imports_of(module: str) -> list[tuple[str, int, bool, bool]]:
+    return _visited(module).found
+
+
+#: Modules allowed to import by a computed name, and why.
+ALLOWED_DYNAMIC_IMPORTS = {
+    # Plugins are loaded by the module name their entry point (or the built-in table)
+    # declares: the one place a module's name is data.
+    "snapcore.plugins._manager": "plugins loaded by their declared module name",
+    # attach() loads a package's export from the module its mapping names, on first use.
+    "snapcore._lazy": "lazy exports loaded from their defining module",
+}
 
 
 def own(target: str) -> str | None:
@@ -253,6 +290,38 @@ def test_no_import_cycle():
     edges, _ = graph()
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_hidden_import():
+    bad = [
+        f"{m}:{line} imports a module, or looks one up in sys.modules, by a computed "
+        "name: the layers cannot be checked"
+        for m in MODULES
+        if m not in ALLOWED_DYNAMIC_IMPORTS
+        for line in _visited(m).dynamic
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_checker_catches_a_hidden_import(tmp_path, monkeypatch):
+    src = "import importlib\n\ndef f(name):\n    return importlib.import_module(name)\n"
+    monkeypatch.setitem(MODULES, "snapcore.padding._quanta", tmp_path / "planted.py")
+    (tmp_path / "planted.py").write_text(src)
+    with pytest.raises(AssertionError, match=r"snapcore\.padding\._quanta:4 .*computed"):
+        test_no_hidden_import()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\n\ndef f():\n    return sys.modules['snapcore'].__version__\n",
+        "import sys\n\ndef f():\n    return sys.modules.get('snapcore')\n",
+    ],
+    ids=["subscript", "get"],
+)
+def test_checker_catches_a_sys_modules_lookup_of_the_root(source, tmp_path, monkeypatch):
+    bad = _check_source("snapcore.padding._quanta", source, tmp_path, monkeypatch)
+    assert any("snapcore.padding._quanta:4" in b and "package root" in b for b in bad), bad
 
 
 def test_third_party_optional_libraries_are_lazy_and_documented():
@@ -530,10 +599,6 @@ ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {
     ("snapcore.randomness._chacha", "_after_fork"): "fork hook",
     ("snapcore.randomness._sources", "_instances"): "fork hook",
     ("snapcore.randomness._sources", "_after_fork"): "fork hook",
-    # Columns of a Dataset read by the data layer and the CLI's chunk reader, until
-    # Dataset offers them publicly.
-    ("snapcore.data._missing", "_cols"): "pending: Dataset's public columns",
-    ("snapcore.cli._chunks", "_cols"): "pending: Dataset's public columns",
 }
 #: Private-looking names that are another library's documented interface: mpmath's
 #: raw ``mpf`` tuple ``_mpf_`` (read by the mpmath backend's correctly rounded ops).

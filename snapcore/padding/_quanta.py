@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from snapcore._version import __version__
 from snapcore.padding._pad import PaddingStats
 
 if TYPE_CHECKING:
@@ -145,11 +146,6 @@ class QuantaStore:
 def machine_fingerprint() -> str:
     """What a stored quantum is tied to: host, processor, Python and library versions."""
     import platform
-    import sys
-
-    # The package's version string (the package is imported before any of its modules;
-    # reading its distribution metadata instead would parse the README-sized METADATA).
-    ours = str(getattr(sys.modules.get("snapcore"), "__version__", "source"))
 
     cpu = None
     try:
@@ -167,7 +163,7 @@ def machine_fingerprint() -> str:
             str(os.cpu_count()),
             platform.python_implementation(),
             platform.python_version(),
-            ours,
+            __version__,
             np.__version__,
         ]
     )
