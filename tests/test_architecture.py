@@ -324,6 +324,49 @@ def test_checker_catches_a_sys_modules_lookup_of_the_root(source, tmp_path, monk
     assert any("snapcore.padding._quanta:4" in b and "package root" in b for b in bad), bad
 
 
+#: The built-in plugins' packages: found by the plugin manager through their entry
+#: points like any third-party plugin, so no module outside one of them imports it
+#: by name (their layer is the mechanism's only so that they may use it).
+PLUGIN_PACKAGES = ("snapcore.backends", "snapcore.statistics")
+
+
+def plugin_imports(module: str) -> list[str]:
+    """Imports of a built-in plugin's module by ``module``, outside that plugin's package."""
+    bad = []
+    for target, line, _, _ in imports_of(module):
+        for pkg in PLUGIN_PACKAGES:
+            if not (target == pkg or target.startswith(pkg + ".")):
+                continue
+            if module == pkg or module.startswith(pkg + "."):
+                continue  # within the plugin's own package (fast uses mpfr)
+            if module == "snapcore" and target == pkg:
+                continue  # the front door makes the package an attribute, loaded lazily
+            bad.append(f"{module}:{line} imports the built-in plugin {target} by name")
+    return bad
+
+
+def test_no_module_imports_a_built_in_plugin_by_name():
+    bad = [b for m in MODULES for b in plugin_imports(m)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("snapcore.releases._api", "from snapcore.backends.mpfr import MPFRBackend\n"),
+        ("snapcore.analysis._audit", "def f():\n    import snapcore.statistics.moments\n"),
+        ("snapcore.statistics.counting", "from snapcore.backends import mpfr\n"),
+        ("snapcore", "from snapcore.backends.mpfr import MPFRBackend\n"),
+    ],
+    ids=["backend", "statistic-inside-function", "other-plugin", "front-door-module"],
+)
+def test_checker_catches_an_import_of_a_built_in_plugin(module, source, tmp_path, monkeypatch):
+    path = tmp_path / "planted.py"
+    path.write_text(source, encoding="utf-8")
+    monkeypatch.setitem(MODULES, module, path)
+    assert plugin_imports(module), source
+
+
 def test_third_party_optional_libraries_are_lazy_and_documented():
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"`([a-z_0-9]+)`", doc))
