@@ -187,7 +187,7 @@ class MissingValueError(DataError):
 
     The release refuses them unless a missing-value policy says otherwise
     (``missing="drop"`` or ``"impute"``, :mod:`snapcore.data`); the one place that
-    detects missing values is ``check_missing`` in ``snapcore.data._values``.
+    detects missing values is ``check_missing`` in ``snapcore.data._missing``.
     """
 
 

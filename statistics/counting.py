@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, overload
 import numpy as np
 
 from snapcore.data._columns import Dataset
+from snapcore.data._missing import is_missing
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import CategoryKey, category_key, is_missing, read_double
+from snapcore.data._values import CategoryKey, category_key, read_double
 from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.exact._sums import bin_counts, bin_index
 from snapcore.plugins._hookspecs import hookimpl

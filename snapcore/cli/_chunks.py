@@ -117,13 +117,12 @@ def _block_partial(
     policy: MissingPolicy | None,
 ) -> Partial:
     from snapcore.data._columns import Dataset
-    from snapcore.data._missing import apply_missing
     from snapcore.releases._partials import partial
 
     block = {c: block[c] for c in cols}
     if policy is not None and policy.kind != "error" and stat.columns:
-        ds = apply_missing(Dataset([block[c] for c in cols], cols, size), policy)
-        block = dict(zip(ds.names, ds._cols, strict=True))
+        ds = Dataset([block[c] for c in cols], cols, size).apply_missing(policy)
+        block = dict(zip(ds.names, ds.columns_as_given, strict=True))
     return partial(stat, block, column=column, data_bounds=data_bounds, **options)
 
 
@@ -157,7 +156,7 @@ def stream_partial(
     policy : MissingPolicy, optional
         A missing-value policy (``drop`` or ``impute``, checked against the relation by
         the caller) applied to each block before its partial state, exactly as a
-        release applies it to data held in memory (:func:`snapcore.data.apply_missing`).
+        release applies it to data held in memory (:meth:`snapcore.data.Dataset.apply_missing`).
 
     Raises
     ------
@@ -221,7 +220,8 @@ def stream_group_partials(
     DataError
         As :func:`stream_partial`, and when the ``by`` column is not there.
     """
-    from snapcore.data._values import category_key, is_missing
+    from snapcore.data._missing import is_missing
+    from snapcore.data._values import category_key
 
     cols, blocks = _open_blocks(
         stat,

@@ -10,8 +10,9 @@
   :func:`csv_blocks`, :func:`parquet_columns`, :func:`parquet_blocks`), or a small CSV
   file read whole without pyarrow (:func:`read_csv_table`), each CSV field outside
   the blocks by one rule (:func:`cell`).
-- **Missing values**: the policy (:class:`MissingPolicy`, :func:`check_missing_policy`,
-  :func:`apply_missing`).
+- **Missing values**: what is missing (:func:`is_missing`) and the policy
+  (:class:`MissingPolicy`, :func:`check_missing_policy`, applied by
+  :meth:`Dataset.apply_missing`).
 - :class:`Neighbouring`: the neighbouring relations.
 - The bundled example table (:func:`example_path`).
 """
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     )
     from snapcore.data._missing import (
         MissingPolicy as MissingPolicy,
-        apply_missing as apply_missing,
         check_missing_policy as check_missing_policy,
+        is_missing as is_missing,
     )
     from snapcore.data._neighbouring import (
         Neighbouring as Neighbouring,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
         category_key as category_key,
         category_keys as category_keys,
         exact_ratio as exact_ratio,
-        is_missing as is_missing,
         read_column as read_column,
         read_double as read_double,
         read_double_pair as read_double_pair,

@@ -8,11 +8,13 @@ problem, never a record, its position or its value.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from snapcore.data._missing import MissingPolicy, missing_mask
 from snapcore.data._values import CategoryKey, Column, category_keys, read_column
 from snapcore.errors import DataError, ParameterError, keyword, parameter_name
 
@@ -24,7 +26,9 @@ CHUNK_ROWS = 1 << 20
 _T = TypeVar("_T")
 
 
-def _is_frame(obj: Any) -> bool:
+def is_data_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a two-dimensional data frame (duck-typed as pandas': ``columns``
+    and ``iloc``)."""
     return hasattr(obj, "columns") and hasattr(obj, "iloc") and getattr(obj, "ndim", 2) == 2
 
 
@@ -61,6 +65,53 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"<Dataset {self.size} records, columns {list(self.names)}>"
+
+    @property
+    def columns_as_given(self) -> tuple[Any, ...]:
+        """The column objects as given (array-likes, unread), one per name."""
+        return self._cols
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every column as a 1-D NumPy array, no record converted: a NumPy column as
+        given, any other as an array of its records (objects)."""
+        return [_objects(c) for c in self._cols]
+
+    def take(self, index: np.ndarray) -> Dataset:
+        """The records at ``index`` (an integer array), as a new dataset."""
+        return Dataset([arr[index] for arr in self.arrays()], self.names, int(index.size))
+
+    def take_groups(self, group: np.ndarray, count: int) -> list[Dataset]:
+        """``[self.take(np.flatnonzero(group == i)) for i in range(count)]`` (``group``
+        holds each record's group, -1 for none), with each column converted once and
+        the records sorted into their groups once, not once per group."""
+        arrays = self.arrays()
+        order = np.argsort(group, kind="stable")  # each group's records stay in order
+        cuts = np.searchsorted(group[order], np.arange(count + 1)).tolist()
+        return [
+            Dataset([arr[order[a:b]] for arr in arrays], self.names, b - a)
+            for a, b in itertools.pairwise(cuts)
+        ]
+
+    def apply_missing(self, policy: MissingPolicy) -> Dataset:
+        """The records with the missing-value ``policy`` applied (``"error"`` leaves
+        the refusal to the statistic, and returns this dataset): ``"drop"`` removes the
+        records with a missing value in any column, ``"impute"`` replaces each missing
+        value by the policy's constant."""
+        if policy.kind == "error" or not self.names:
+            return self
+        arrays = self.arrays()  # each column converted once
+        masks = [missing_mask(arr) for arr in arrays]
+        if policy.kind == "drop":
+            keep = ~np.logical_or.reduce(masks) if masks else np.ones(self.size, dtype=bool)
+            index = np.flatnonzero(keep)
+            return Dataset([arr[index] for arr in arrays], self.names, int(index.size))
+        cols = []
+        for arr, m in zip(arrays, masks, strict=True):
+            if m.any():
+                arr = arr.astype(object) if arr.dtype.kind != "O" else arr.copy()
+                arr[m] = policy.constant
+            cols.append(arr)
+        return Dataset(cols, self.names, self.size)
 
     def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[Dataset]:
         """The records in consecutive chunks of at most ``rows`` (views where possible).
@@ -159,16 +210,32 @@ def _as_data_error(read: Callable[[Any, str], _T], obj: Any, name: str) -> _T:
     raise DataError(message)  # outside the handler: no chained context
 
 
+def _objects(col: Any) -> np.ndarray:
+    if hasattr(col, "to_numpy"):
+        return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
+    if isinstance(col, np.ndarray):
+        return col.reshape(-1)
+    return np.asarray(list(col), dtype=object).reshape(-1)
+
+
 def _rows(obj: Any, start: int, stop: int) -> Any:
     return obj.iloc[start:stop] if hasattr(obj, "iloc") else obj[start:stop]
 
 
-def _column_of(data: Any, key: str, parameter: str = "column") -> Any:
+def table_column(data: Any, key: str, parameter: str = "column") -> Any:
+    """The column ``key`` of ``data`` (a data frame or a mapping of columns), as given.
+
+    Raises
+    ------
+    DataError
+        If there is no such column: the message names the keyword ``parameter`` and
+        the available columns.
+    """
     try:
         return data[key]
     except (KeyError, IndexError, TypeError):
         pass
-    available = list(data.columns) if _is_frame(data) else list(data)
+    available = list(data.columns) if is_data_frame(data) else list(data)
     raise DataError(
         f"column {key!r} not found ({keyword(parameter, key)}); available columns: {available}",
         parameter=parameter,
@@ -217,7 +284,7 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
             f"data must be a sequence, array, Series, DataFrame or mapping, "
             f"got {type(data).__name__}"
         )
-    table = _is_frame(data) or isinstance(data, Mapping)
+    table = is_data_frame(data) or isinstance(data, Mapping)
     if keys is not None:
         if not table:
             raise ParameterError(
@@ -230,19 +297,19 @@ def as_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
                 f"this statistic reads {columns} column(s), got {keyword('column', column)}",
                 parameter="column",
             )
-        cols = [_column_of(data, k) for k in keys]
+        cols = [table_column(data, k) for k in keys]
         names = keys
     elif table:
-        names = [str(c) for c in (data.columns if _is_frame(data) else data)]
+        names = [str(c) for c in (data.columns if is_data_frame(data) else data)]
         if columns and len(names) != columns:
             raise ParameterError(
                 f"this statistic reads {columns} column(s); the table has {len(names)}: "
                 f"choose with {keyword('column')}...",
                 parameter="column",
             )
-        cols = [data[c] for c in (data.columns if _is_frame(data) else data)]
+        cols = [data[c] for c in (data.columns if is_data_frame(data) else data)]
         if not columns:
-            size = len(data) if _is_frame(data) else (_length(cols[0]) if cols else 0)
+            size = len(data) if is_data_frame(data) else (_length(cols[0]) if cols else 0)
             return Dataset([], [], size)
     elif _is_series(data):
         cols, names = [data], [str(data.name) if data.name is not None else "data"]

@@ -1,4 +1,9 @@
-"""What missing values (None, NaN, pandas NA, blank CSV cells) do: a public policy.
+"""Missing values (None, NaN, pandas NA, NaT, blank CSV cells): what is missing, and
+what a public policy does with them.
+
+:func:`is_missing` decides what a missing value is and :func:`check_missing` refuses a
+column holding one, with the one error of :func:`missing_values_error` (extend them,
+not their callers).  The policy:
 
 - ``"error"`` (the default): the release is refused before any noise;
 - ``"drop"``: records with a missing value in a column the statistic reads are
@@ -12,26 +17,85 @@ Neither choice depends on the data, and no message names a record or a value.
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
+from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import attrs
 import numpy as np
 
-from snapcore.data._columns import Dataset
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import is_missing
-from snapcore.errors import ParameterError, keyword, parameter_name
+from snapcore.errors import MissingValueError, ParameterError, keyword, parameter_name
 
 __all__ = [
     "MissingPolicy",
-    "apply_missing",
+    "check_missing",
     "check_missing_policy",
-    "take",
-    "take_groups",
+    "is_missing",
+    "missing_mask",
+    "missing_values_error",
 ]
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is a missing-value marker: None, NaN, pandas NA or NaT."""
+    if value is None:
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(value != value)
+    t = type(value)
+    if t.__name__ in ("NAType", "NaTType"):
+        return True
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return bool(np.isnat(value))
+    if isinstance(value, Decimal):
+        return value.is_nan()
+    if t.__module__ == "gmpy2" and t.__name__ == "mpfr":
+        return bool(value != value)
+    return False
+
+
+def missing_values_error(what: str) -> MissingValueError:
+    """The one missing-values error (the same text whatever the marker and wherever)."""
+    return MissingValueError(
+        f"{what} contains missing values (None, NaN, pandas NA or NaT); by default a "
+        f"release refuses them; choose a public policy with {keyword('missing', 'drop')} "
+        "(add-remove relation only: removing a record is a neighbour there) or "
+        f"{keyword('missing', 'impute')} with {keyword('impute')}, a public constant "
+        "(docs/statistics.md)",
+        parameter="missing",
+    )
+
+
+def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
+    """Raise the one missing-values error if any record is missing.
+
+    The single place that decides what a missing value is and what happens to it
+    (:func:`is_missing`: None, NaN, pandas NA, NaT).  The message names the column and
+    the kind of marker, never a record's position.
+
+    Raises
+    ------
+    MissingValueError
+        ``column 'x' contains missing values ...`` (a ParameterError).
+    """
+    arr = records if isinstance(records, np.ndarray) else None
+    if arr is not None and arr.dtype.kind == "f":
+        if np.isnan(arr).any():
+            raise missing_values_error(f"column {column!r}")
+        return
+    if arr is not None and arr.dtype.kind in "mM":
+        if np.isnat(arr).any():
+            raise missing_values_error(f"column {column!r}")
+        return
+    if arr is not None and arr.dtype.kind != "O":
+        return
+    for v in records if arr is None else arr.reshape(-1):
+        if is_missing(v):
+            raise missing_values_error(f"column {column!r}")
+
 
 POLICIES = ("error", "drop", "impute")
 
@@ -80,56 +144,10 @@ def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> M
     return MissingPolicy(kind=missing, constant=impute)
 
 
-def _objects(col: Any) -> np.ndarray:
-    if hasattr(col, "to_numpy"):
-        return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
-    if isinstance(col, np.ndarray):
-        return col.reshape(-1)
-    return np.asarray(list(col), dtype=object).reshape(-1)
-
-
-def _missing_mask(arr: np.ndarray) -> np.ndarray:
-    """Which records of ``arr`` (a column as :func:`_objects` gives it) are missing."""
+def missing_mask(arr: np.ndarray) -> np.ndarray:
+    """Which records of ``arr`` (one column as a 1-D NumPy array) are missing."""
     if arr.dtype.kind == "f":
         return np.asarray(np.isnan(arr), dtype=bool)
     if arr.dtype.kind != "O":
         return np.zeros(arr.shape, dtype=bool)
     return np.fromiter((is_missing(v) for v in arr), dtype=bool, count=arr.size)
-
-
-def take(ds: Dataset, index: np.ndarray) -> Dataset:
-    """The records of ``ds`` at ``index`` (an integer array), as a new dataset."""
-    cols = [_objects(c)[index] for c in ds._cols]
-    return Dataset(cols, ds.names, int(index.size))
-
-
-def take_groups(ds: Dataset, group: np.ndarray, count: int) -> list[Dataset]:
-    """``[take(ds, np.flatnonzero(group == i)) for i in range(count)]`` (``group`` holds
-    each record's group, -1 for none), with each column converted once and the records
-    sorted into their groups once, not once per group."""
-    arrays = [_objects(c) for c in ds._cols]
-    order = np.argsort(group, kind="stable")  # each group's records stay in order
-    cuts = np.searchsorted(group[order], np.arange(count + 1)).tolist()
-    return [
-        Dataset([arr[order[a:b]] for arr in arrays], ds.names, b - a)
-        for a, b in itertools.pairwise(cuts)
-    ]
-
-
-def apply_missing(ds: Dataset, policy: MissingPolicy) -> Dataset:
-    """``ds`` with ``policy`` applied (``"error"`` leaves the refusal to the statistic)."""
-    if policy.kind == "error" or not ds.names:
-        return ds
-    arrays = [_objects(c) for c in ds._cols]  # each column converted once
-    masks = [_missing_mask(arr) for arr in arrays]
-    if policy.kind == "drop":
-        keep = ~np.logical_or.reduce(masks) if masks else np.ones(ds.size, dtype=bool)
-        index = np.flatnonzero(keep)
-        return Dataset([arr[index] for arr in arrays], ds.names, int(index.size))
-    cols = []
-    for arr, m in zip(arrays, masks, strict=True):
-        if m.any():
-            arr = arr.astype(object) if arr.dtype.kind != "O" else arr.copy()
-            arr[m] = policy.constant
-        cols.append(arr)
-    return Dataset(cols, ds.names, ds.size)

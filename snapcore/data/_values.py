@@ -27,8 +27,8 @@ Values about private data are reported by type only, never by value or position
 public and are shown, kept short by :func:`snapcore.errors.show`.
 
 Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
-error, :class:`~snapcore.errors.MissingValueError` (:func:`is_missing` decides what is
-missing; ``check_missing`` checks a column; extend them, not their callers).
+error, :class:`~snapcore.errors.MissingValueError`, by the rule of
+:mod:`snapcore.data._missing` (``is_missing``, ``check_missing``).
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from snapcore.data._missing import check_missing, is_missing, missing_values_error
 from snapcore.errors import (
-    MissingValueError,
     ParameterError,
-    keyword,
     parameter_name,
     show,
 )
@@ -58,9 +57,7 @@ __all__ = [
     "ReadValues",
     "category_key",
     "category_keys",
-    "check_missing",
     "exact_ratio",
-    "is_missing",
     "read_column",
     "read_double",
     "read_double_pair",
@@ -90,24 +87,6 @@ def type_name(value: Any) -> str:
     t = type(value)
     mod = t.__module__.split(".")[0]
     return t.__name__ if mod == "builtins" else f"{mod}.{t.__name__}"
-
-
-def is_missing(value: Any) -> bool:
-    """Whether ``value`` is a missing-value marker: None, NaN, pandas NA or NaT."""
-    if value is None:
-        return True
-    if isinstance(value, float | np.floating):
-        return bool(value != value)
-    t = type(value)
-    if t.__name__ in ("NAType", "NaTType"):
-        return True
-    if isinstance(value, np.datetime64 | np.timedelta64):
-        return bool(np.isnat(value))
-    if isinstance(value, Decimal):
-        return value.is_nan()
-    if t.__module__ == "gmpy2" and t.__name__ == "mpfr":
-        return bool(value != value)
-    return False
 
 
 def exact_ratio(value: Any) -> tuple[int, int]:
@@ -392,7 +371,7 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     if kind == "f":
         if not _all_finite(flat):
             if np.isnan(flat).any():
-                raise _missing(what)
+                raise missing_values_error(what)
             raise _bad_element(what, f"an infinite {type_name(flat.dtype.type(0))}")
         if arr.dtype.itemsize <= 8:
             return ReadValues(shape, _as_float64(flat), None)
@@ -408,7 +387,7 @@ def _from_array(arr: np.ndarray, what: str) -> ReadValues:
     if kind == "O":
         return _from_objects(list(flat), shape, what)
     if kind in "mM" and np.isnat(flat).any():
-        raise _missing(what)
+        raise missing_values_error(what)
     refused = {"b": "bool", "c": "complex", "U": "str", "S": "bytes"}.get(kind, str(arr.dtype))
     raise _bad_element(what, f"an array of dtype {refused}")
 
@@ -445,7 +424,7 @@ def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadVa
         arr = np.array(items, dtype=np.float64)
         if not np.isfinite(arr).all():
             if np.isnan(arr).any():
-                raise _missing(what)
+                raise missing_values_error(what)
             raise _bad_element(what, "an infinite float")
         return ReadValues(shape, arr, None)
     ratios: list[tuple[int, int]] = []
@@ -461,7 +440,7 @@ def _from_objects(items: list[Any], shape: tuple[int, ...], what: str) -> ReadVa
         # Missing values take precedence over other refusals: one error for them
         # wherever they are (checked only on this error path, so it costs nothing).
         if any(is_missing(v) for v in items):
-            raise _missing(what)
+            raise missing_values_error(what)
         raise _bad_element(what, why)
     doubles = _ratios_to_doubles(ratios)
     if doubles is not None:
@@ -538,46 +517,6 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
 
 
 # -- data columns -------------------------------------------------------------------
-
-
-def _missing(what: str) -> MissingValueError:
-    """The one missing-values error (the same text whatever the marker and wherever)."""
-    return MissingValueError(
-        f"{what} contains missing values (None, NaN, pandas NA or NaT); by default a "
-        f"release refuses them; choose a public policy with {keyword('missing', 'drop')} "
-        "(add-remove relation only: removing a record is a neighbour there) or "
-        f"{keyword('missing', 'impute')} with {keyword('impute')}, a public constant "
-        "(docs/statistics.md)",
-        parameter="missing",
-    )
-
-
-def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
-    """Raise the one missing-values error if any record is missing.
-
-    The single place that decides what a missing value is and what happens to it
-    (:func:`is_missing`: None, NaN, pandas NA, NaT).  The message names the column and
-    the kind of marker, never a record's position.
-
-    Raises
-    ------
-    MissingValueError
-        ``column 'x' contains missing values ...`` (a ParameterError).
-    """
-    arr = records if isinstance(records, np.ndarray) else None
-    if arr is not None and arr.dtype.kind == "f":
-        if np.isnan(arr).any():
-            raise _missing(f"column {column!r}")
-        return
-    if arr is not None and arr.dtype.kind in "mM":
-        if np.isnat(arr).any():
-            raise _missing(f"column {column!r}")
-        return
-    if arr is not None and arr.dtype.kind != "O":
-        return
-    for v in records if arr is None else arr.reshape(-1):
-        if is_missing(v):
-            raise _missing(f"column {column!r}")
 
 
 def _column_array(obj: Any) -> np.ndarray:

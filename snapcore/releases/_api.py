@@ -30,7 +30,7 @@ from snapcore.calibration._clamp import (
 )
 from snapcore.calibration._params import check_real
 from snapcore.data._frames import is_dask, read_dataset
-from snapcore.data._missing import apply_missing, check_missing_policy
+from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
@@ -454,7 +454,7 @@ def _prepare(
     stat, relation, policy = request.statistic, request.relation, request.missing
     data_bounds, options = request.data_bounds, request.options
     if not _is_partial(data) and not is_dask(data):
-        ds = apply_missing(read_dataset(data, column=column, columns=stat.columns), policy)
+        ds = read_dataset(data, column=column, columns=stat.columns).apply_missing(policy)
         prep = stat.prepare(ds, data_bounds=data_bounds, n=n, relation=relation, **options)
         return prep, data_bounds
     from snapcore.releases._partials import Partial, dask_state, freeze_options

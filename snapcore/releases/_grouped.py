@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import numpy as np
 
-from snapcore.data._columns import _column_of, _is_frame, as_dataset
-from snapcore.data._missing import MissingPolicy, apply_missing, take_groups
+from snapcore.data._columns import as_dataset, is_data_frame, table_column
+from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import category_key, is_missing
+from snapcore.data._values import category_key
 from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.plugins._statistic import Statistic, check_n
 from snapcore.releases._record import Release
@@ -215,7 +215,7 @@ def plan_groups(
         and len(data) > 0
         and all(isinstance(v, Partial) for v in data.values())
     )
-    if isinstance(data, str | bytes) or not (_is_frame(data) or isinstance(data, Mapping)):
+    if isinstance(data, str | bytes) or not (is_data_frame(data) or isinstance(data, Mapping)):
         raise ParameterError(
             f"{keyword('by', by)} needs a DataFrame or a mapping of columns, got "
             f"{type(data).__name__}",
@@ -273,7 +273,7 @@ def _split(
     policy: MissingPolicy,
 ) -> list[Dataset]:
     """The records of each key of ``key_set``, the missing-value policy applied."""
-    by_col = _column_of(data, by, "by")
+    by_col = table_column(data, by, "by")
     ds = as_dataset(data, column=column, columns=stat.columns)
     by_arr = (
         by_col.to_numpy(dtype=object)
@@ -293,7 +293,7 @@ def _split(
             group[j] = index.get(category_key(v), -1)
         except ParameterError:
             group[j] = -1  # an unmatchable key is not in the key set
-    return [apply_missing(sub, policy) for sub in take_groups(ds, group, len(key_set))]
+    return [sub.apply_missing(policy) for sub in ds.take_groups(group, len(key_set))]
 
 
 def _record(

@@ -166,3 +166,42 @@ def test_a_bad_record_is_a_data_error_that_names_the_column_only(read):
     assert msg.startswith("column 'salary'") and "complex" in msg
     assert "41.5" not in msg and "99.25" not in msg and "1j" not in msg
     assert info.value.__context__ is None and info.value.__cause__ is None
+
+
+# -- selecting records ----------------------------------------------------------------
+
+
+def _with_text() -> Dataset:
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    y = pd.Series(["a", "b", "c", "d", "e"], dtype=object)
+    return Dataset([x, y], ["x", "y"], 5)
+
+
+def test_columns_as_given_are_the_column_objects_unread():
+    x, y = np.arange(3.0), [1, "a", None]
+    ds = Dataset([x, y], ["x", "y"], 3)
+    assert ds.columns_as_given[0] is x and ds.columns_as_given[1] is y
+
+
+def test_take_keeps_the_records_at_the_index_in_its_order():
+    ds = _with_text()
+    out = ds.take(np.array([4, 2]))
+    assert out.size == 2 and out.names == ("x", "y")
+    assert out.column(0).doubles.tolist() == [5.0, 3.0]
+    assert out.categorical(1) == [category_key("e"), category_key("c")]
+    assert ds.take(np.array([], dtype=np.intp)).size == 0
+
+
+def test_take_groups_is_take_per_group() -> None:
+    rng = np.random.default_rng(7)
+    group = rng.integers(-1, 4, size=200)  # group 4 of 5 stays empty
+    ds = Dataset([rng.normal(size=200), list(rng.integers(0, 9, size=200))], ["x", "y"], 200)
+    subs = ds.take_groups(group, 5)
+    assert len(subs) == 5
+    assert subs[4].size == 0
+    for i, sub in enumerate(subs):
+        want = ds.take(np.flatnonzero(group == i))
+        assert sub.size == want.size and sub.names == want.names
+        for got_col, want_col in zip(sub.columns_as_given, want.columns_as_given, strict=True):
+            assert got_col.dtype == want_col.dtype
+            assert got_col.tolist() == want_col.tolist()

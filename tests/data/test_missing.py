@@ -1,5 +1,5 @@
 """The missing-value policy (snapcore.data._missing): checked against the relation,
-then applied to a dataset before a statistic reads it.
+then applied to a dataset before a statistic reads it (Dataset.apply_missing).
 
 ``"error"`` leaves the refusal to the reading of the column (its message is tested in
 ``tests/data/test_values.py``); ``"drop"`` removes every record with a missing value
@@ -19,13 +19,7 @@ from param_errors import raises_param
 
 import snapcore
 from snapcore.data._columns import Dataset
-from snapcore.data._missing import (
-    MissingPolicy,
-    apply_missing,
-    check_missing_policy,
-    take,
-    take_groups,
-)
+from snapcore.data._missing import MissingPolicy, check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key
 from snapcore.errors import ParameterError
@@ -89,7 +83,7 @@ def two_columns() -> Dataset:
 
 def test_drop_removes_every_record_with_a_missing_value():
     ds = two_columns()
-    out = apply_missing(ds, MissingPolicy(kind="drop"))
+    out = ds.apply_missing(MissingPolicy(kind="drop"))
     assert out.size == 2 and out.names == ("x", "y")
     assert out.column(0).doubles.tolist() == [3.0, 5.0]
     assert out.categorical(1) == [category_key("c"), category_key("e")]
@@ -97,7 +91,7 @@ def test_drop_removes_every_record_with_a_missing_value():
 
 def test_impute_replaces_each_missing_value_and_leaves_the_data_alone():
     ds = two_columns()
-    out = apply_missing(ds, MissingPolicy(kind="impute", constant=0))
+    out = ds.apply_missing(MissingPolicy(kind="impute", constant=0))
     assert out.size == 5
     assert out.column(0).fractions() == [1, 0, 3, 4, 5]
     assert out.categorical(1) == [category_key(v) for v in (0, "b", "c", 0, "e")]
@@ -106,40 +100,16 @@ def test_impute_replaces_each_missing_value_and_leaves_the_data_alone():
 
 def test_error_and_no_columns_leave_the_dataset_as_it_is():
     ds = two_columns()
-    assert apply_missing(ds, MissingPolicy(kind="error")) is ds
+    assert ds.apply_missing(MissingPolicy(kind="error")) is ds
     counted = Dataset([], [], 7)  # a count reads no column: nothing can be missing
-    assert apply_missing(counted, MissingPolicy(kind="drop")) is counted
+    assert counted.apply_missing(MissingPolicy(kind="drop")) is counted
 
 
 def test_columns_that_cannot_hold_a_missing_value_are_kept_whole():
     ds = Dataset([np.arange(4, dtype=np.int64), [1.0, 2.0, None, 4.0]], ["i", "f"], 4)
-    out = apply_missing(ds, MissingPolicy(kind="drop"))
+    out = ds.apply_missing(MissingPolicy(kind="drop"))
     assert out.column(0).fractions() == [0, 1, 3]
     assert out.column(1).fractions() == [1, 2, 4]
-
-
-def test_take_keeps_the_records_at_the_index_in_its_order():
-    ds = two_columns()
-    out = take(ds, np.array([4, 2]))
-    assert out.size == 2 and out.names == ("x", "y")
-    assert out.column(0).doubles.tolist() == [5.0, 3.0]
-    assert out.categorical(1) == [category_key("e"), category_key("c")]
-    assert take(ds, np.array([], dtype=np.intp)).size == 0
-
-
-def test_take_groups_is_take_per_group() -> None:
-    rng = np.random.default_rng(7)
-    group = rng.integers(-1, 4, size=200)  # group 4 of 5 stays empty
-    ds = Dataset([rng.normal(size=200), list(rng.integers(0, 9, size=200))], ["x", "y"], 200)
-    subs = take_groups(ds, group, 5)
-    assert len(subs) == 5
-    assert subs[4].size == 0
-    for i, sub in enumerate(subs):
-        want = take(ds, np.flatnonzero(group == i))
-        assert sub.size == want.size and sub.names == want.names
-        for got_col, want_col in zip(sub._cols, want._cols, strict=True):
-            assert got_col.dtype == want_col.dtype
-            assert got_col.tolist() == want_col.tolist()
 
 
 # -- through a release --------------------------------------------------------------

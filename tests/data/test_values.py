@@ -15,8 +15,7 @@ import gmpy2
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import snapcore
 from snapcore import SnappingMechanism, audit
