@@ -61,7 +61,6 @@ TESTS: dict[str, list[str]] = {
     "pipeline": [
         REF,
         "tests/exact/test_dyadic.py",
-        "tests/pipeline/test_centre.py",
         "tests/pipeline/test_stages.py",
     ],
     "budget": ["tests/releases/test_budget.py", "tests/releases/test_budget_schedules.py"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from snapcore.errors import BackendUnavailableError
@@ -30,6 +31,13 @@ _BLOCK = 1 << 16
 class ChaCha20Source(ByteSource):
     """ChaCha20 keystream, keyed from ``os.urandom``; cryptographic and fork-safe.
 
+    Parameters
+    ----------
+    reader : callable, optional
+        Where the key (32 bytes) and the nonce (12 bytes) of each key period are read,
+        at the start, after a fork and every :data:`REKEY_BYTES`; ``os.urandom`` (looked up
+        at each key period) by default.  Another reader is for tests with a known keystream.
+
     Raises
     ------
     BackendUnavailableError
@@ -40,8 +48,9 @@ class ChaCha20Source(ByteSource):
     cryptographic = True
     _instances: ClassVar[weakref.WeakSet[ChaCha20Source]] = weakref.WeakSet()
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Callable[[int], bytes] | None = None) -> None:
         super().__init__()
+        self._reader = reader
         try:
             from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
         except ImportError:
@@ -59,7 +68,8 @@ class ChaCha20Source(ByteSource):
         # cryptography's 16-byte nonce is RFC 8439's 32-bit block counter (little
         # endian) and 96-bit nonce.  The counter starts at 0, so the 2**24 blocks
         # produced under one key never wrap it; the key alone makes the stream fresh.
-        key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
+        read = self._reader or os.urandom
+        key, nonce = read(32), bytes(4) + read(12)
         self._enc: Any = self._Cipher(self._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
         self._produced = 0
         self._pid = os.getpid()

@@ -11,7 +11,7 @@
 The compiled output stage's certificate is tested beside the numpy one
 (test_engine_certificate.py), the compiled row decoder beside the numpy one
 (tests/randomness/test_draw.py), and the release of one value through MPFR's scalar
-path (test_scalar_path.py).
+path (tests/backends/test_mpfr.py).
 """
 
 from __future__ import annotations
