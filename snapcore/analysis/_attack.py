@@ -37,13 +37,13 @@ import math
 import random
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
 
 import attrs
 import numpy as np
 
 from snapcore.analysis._audit import exact_output_distribution
 from snapcore.errors import ParameterError
+from snapcore.mechanism._mechanism import SnappingMechanism
 
 __all__ = [
     "AttackReport",
@@ -191,7 +191,7 @@ def run_numpy_attack(
 
 
 def run_snapcore_attack(
-    mechanism: Any,
+    mechanism: SnappingMechanism,
     inputs: tuple[float, float] = (0.0, 1.0),
     *,
     trials: int = 10_000,

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import gmpy2
 
-from snapcore.analysis._guarantees import accuracy_details, calibration_of
+from snapcore.analysis._guarantees import Calibrated, accuracy_details, calibration_of
 from snapcore.calibration._guarantee import check_probability
 from snapcore.calibration._params import Calibration, check_real
 from snapcore.errors import ParameterError, parameter_name
@@ -183,7 +183,7 @@ class IdealOutputDistribution:
 
 
 def ideal_output_distribution(
-    mechanism: Any, guess: Any, *, window: int = 40
+    mechanism: Calibrated, guess: Any, *, window: int = 40
 ) -> IdealOutputDistribution:
     """The ideal output distribution of one release for a *guess* of f(D).
 
@@ -244,7 +244,7 @@ def ideal_output_distribution(
     )
 
 
-def clamp_probability(mechanism: Any, guess: Any) -> float:
+def clamp_probability(mechanism: Calibrated, guess: Any) -> float:
     """The probability that the output clamp binds, for a *guess* of f(D).
 
     ``P(|⌊x + Y⌉_Λ| > b)`` for the ideal mechanism: the snapped value falls outside the
@@ -313,7 +313,7 @@ class Bias:
     ideal: float
 
 
-def bias(mechanism: Any, guess: Any) -> Bias:
+def bias(mechanism: Calibrated, guess: Any) -> Bias:
     """Bias bounds for a user's *guess* of f(D) (Bias⁺, docs/accuracy.md).
 
     Never pass the real f(D): the bias depends on it, so publishing it would leak it.
@@ -349,7 +349,7 @@ def bias(mechanism: Any, guess: Any) -> Bias:
 # -- data-dependent accuracy for a guess ------------------------------------------------
 
 
-def guess_accuracy(mechanism: Any, guess: Any, alpha: Any) -> float:
+def guess_accuracy(mechanism: Calibrated, guess: Any, alpha: Any) -> float:
     """The data-dependent accuracy (docs/accuracy.md) for a *guess* of f(D).
 
     The least ``a`` with ``P(|output − guess| > a) <= alpha`` when f(D) equals the guess,
@@ -456,7 +456,7 @@ class LaplaceDistance:
     bound: float | None
 
 
-def laplace_distance(mechanism: Any, guess: Any, noise: Any) -> LaplaceDistance:
+def laplace_distance(mechanism: Calibrated, guess: Any, noise: Any) -> LaplaceDistance:
     """The distance cases for one coupled draw, for a *guess* of f(D).
 
     Couples the two mechanisms through the same noise ``Y`` (user units):

@@ -25,16 +25,23 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
 from snapcore.calibration._clamp import choose_clamp_bounds, ln_upper
 from snapcore.calibration._guarantee import Accuracy, calibration_accuracy, check_probability
-from snapcore.calibration._params import Calibration, calibrate, check_real, record_calibration
+from snapcore.calibration._params import (
+    Calibration,
+    ReleaseParameters,
+    calibrate,
+    check_real,
+    record_calibration,
+)
 from snapcore.data._columns import as_dataset
 from snapcore.errors import ParameterError, parameter_name
 from snapcore.exact._ieee754 import double_bits, double_from_bits, round_up_double
+from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import check_data_bounds, resolve_relation
 
@@ -56,39 +63,39 @@ __all__ = [
 # -- the mechanism's calibration -------------------------------------------------------
 
 
-def calibration_of(obj: Any) -> Calibration:
-    """The :class:`Calibration` of a mechanism, a calibration, anything carrying one, or
-    a release record.
+#: What the accuracy functions take: a mechanism, its calibration, or the public
+#: parameters of one release (a :class:`~snapcore.Release`).
+Calibrated: TypeAlias = SnappingMechanism | Calibration | ReleaseParameters
 
-    A release record is anything with ``clamp_bounds`` (lower, upper),
-    ``epsilon_per_value``, ``sensitivity`` and ``precision`` attributes (the public
-    parameters of one released value, never its data); its calibration is recomputed
-    from them exactly.
+
+def calibration_of(obj: Calibrated) -> Calibration:
+    """The :class:`Calibration` of a mechanism, a calibration, or a release record.
+
+    A release record's calibration is recomputed exactly from its public parameters
+    (:class:`~snapcore.calibration._params.ReleaseParameters`), never its data.
     """
     if isinstance(obj, Calibration):
         return obj
-    cal = getattr(obj, "calibration", None)
-    if isinstance(cal, Calibration):
-        return cal
-    record_fields = ("clamp_bounds", "epsilon_per_value", "sensitivity", "precision")
-    if all(hasattr(obj, f) for f in record_fields):
+    if isinstance(obj, SnappingMechanism):
+        return obj.calibration
+    if isinstance(obj, ReleaseParameters):
         return record_calibration(obj)
     raise ParameterError(
-        "expected a SnappingMechanism, a Calibration, an object with a .calibration "
-        f"attribute or a release record, got {type(obj).__name__} {obj!r}"
+        "expected a SnappingMechanism, a Calibration or a release record, "
+        f"got {type(obj).__name__} {obj!r}"
     )
 
 
 # -- accuracy (data-independent, the guarantee) ------------------------------------
 
 
-def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
+def accuracy_details(mechanism: Calibrated, alpha: Any) -> Accuracy:
     """The accuracy guarantee of a mechanism at confidence ``alpha``, with its parts.
 
     Parameters
     ----------
-    mechanism : SnappingMechanism, Calibration or release record
-        Anything with a :class:`~snapcore.Calibration`.
+    mechanism : SnappingMechanism, Calibration or Release
+        The mechanism, its calibration, or a release record.
     alpha : real
         α in (0, 1).
 
@@ -114,7 +121,7 @@ def accuracy_details(mechanism: Any, alpha: Any) -> Accuracy:
     return calibration_accuracy(calibration_of(mechanism), alpha)
 
 
-def accuracy(mechanism: Any, alpha: Any) -> float:
+def accuracy(mechanism: Calibrated, alpha: Any) -> float:
     """The accuracy ``a`` of a mechanism at confidence ``alpha`` .
 
     For every f(D) in the mechanism's interval, ``P(|output - f(D)| > a) <= alpha``.
@@ -125,7 +132,7 @@ def accuracy(mechanism: Any, alpha: Any) -> float:
 
     Parameters
     ----------
-    mechanism : SnappingMechanism or Calibration
+    mechanism : SnappingMechanism, Calibration or Release
     alpha : real
         α in (0, 1).
 
@@ -575,7 +582,7 @@ class LaplaceComparison:
     ratio: float
 
 
-def compare_with_laplace(mechanism: Any, alpha: Any) -> LaplaceComparison:
+def compare_with_laplace(mechanism: Calibrated, alpha: Any) -> LaplaceComparison:
     """Compare the snapping guarantee with the Laplace mechanism's at the same ε.
 
     Examples

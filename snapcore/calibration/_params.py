@@ -8,7 +8,7 @@ backend starts from the same bits.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -29,6 +29,7 @@ __all__ = [
     "MIN_PRECISION",
     "Calibration",
     "PrivacyAnalysis",
+    "ReleaseParameters",
     "calibrate",
     "ceil_log2",
     "check_real",
@@ -337,10 +338,31 @@ def calibrate(
     return cal
 
 
-def record_calibration(record: Any) -> Calibration:
+@runtime_checkable
+class ReleaseParameters(Protocol):
+    """The public parameters of one released value, never its data: what a release
+    record (:class:`~snapcore.Release`) carries and :func:`record_calibration` reads."""
+
+    @property
+    def clamp_bounds(self) -> tuple[float, float] | None:
+        """The clamp interval ``(lower, upper)``; None when nothing was noised."""
+
+    @property
+    def epsilon_per_value(self) -> Fraction:
+        """ε of the one value's release."""
+
+    @property
+    def sensitivity(self) -> Fraction:
+        """Δ."""
+
+    @property
+    def precision(self) -> int | None:
+        """The working precision p in bits; None for the default."""
+
+
+def record_calibration(record: ReleaseParameters) -> Calibration:
     """The :class:`Calibration` of a release record, recomputed exactly from its public
-    parameters (``clamp_bounds``, ``epsilon_per_value``, ``sensitivity``,
-    ``precision``), never its data.
+    parameters (:class:`ReleaseParameters`), never its data.
 
     Raises
     ------
