@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import gmpy2
@@ -58,6 +58,7 @@ DEFAULT_MAX_OUTPUTS = 1 << 15
 _MAX_TAIL_EXPONENT = 1 << 29
 
 
+@runtime_checkable
 class Auditable(Protocol):
     """What :func:`audit` needs: a :class:`~snapcore.SnappingMechanism`.
 

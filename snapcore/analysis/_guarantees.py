@@ -29,6 +29,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from snapcore.analysis._audit import Auditable
 from snapcore.calibration._clamp import choose_clamp_bounds, ln_upper
 from snapcore.calibration._guarantee import Accuracy, calibration_accuracy, check_probability
 from snapcore.calibration._params import (
@@ -63,9 +64,10 @@ __all__ = [
 # -- the mechanism's calibration -------------------------------------------------------
 
 
-#: What the accuracy functions take: a mechanism, its calibration, or the public
-#: parameters of one release (a :class:`~snapcore.Release`).
-Calibrated: TypeAlias = SnappingMechanism | Calibration | ReleaseParameters
+#: What the accuracy functions take: a mechanism (or a stand-in the audit accepts, such
+#: as one at a tiny precision), its calibration, or the public parameters of one
+#: release (a :class:`~snapcore.Release`).
+Calibrated: TypeAlias = SnappingMechanism | Auditable | Calibration | ReleaseParameters
 
 
 def calibration_of(obj: Calibrated) -> Calibration:
@@ -76,7 +78,7 @@ def calibration_of(obj: Calibrated) -> Calibration:
     """
     if isinstance(obj, Calibration):
         return obj
-    if isinstance(obj, SnappingMechanism):
+    if isinstance(obj, SnappingMechanism | Auditable):
         return obj.calibration
     if isinstance(obj, ReleaseParameters):
         return record_calibration(obj)
