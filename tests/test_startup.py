@@ -123,28 +123,6 @@ def test_the_module_check_sees_an_import(module, tmp_path):
     assert module in out
 
 
-def test_a_csv_column_is_read_when_asked_for_and_as_every_field_is(tmp_path):
-    import csv
-
-    from snapcore.cli._release import _csv_table
-    from snapcore.data._files import cell
-
-    text = "a,b,c\n1,2.5,x\n,nan,  7 \n-3,1e400,0.1\n"
-    (tmp_path / "t.csv").write_text(text)
-    with (tmp_path / "t.csv").open(newline="") as fh:
-        table = _csv_table(fh, "t")
-    assert list(table) == ["a", "b", "c"] and len(table) == 3
-    assert table._read == {}  # nothing converted yet
-    rows = list(csv.reader(text.splitlines()))[1:]
-    for name in ["c", "a", "b"]:
-        expected = [cell(r[["a", "b", "c"].index(name)]) for r in rows]
-        assert table[name] == expected
-        assert table[name] is table[name]  # converted once
-    assert table["a"] == [1, None, -3] and table["b"] == [2.5, None, "1e400"]
-    with pytest.raises(KeyError):
-        table["d"]
-
-
 @pytest.mark.parametrize(
     "kw",
     [
