@@ -98,7 +98,7 @@ def test_uniform_centre_agrees_on_every_double(v: float, which: int) -> None:
 def test_uniform_index_output_is_index_output(cfg: dict[str, Any]) -> None:
     pipe = _pipe(cfg)
     uniform = pipe.uniform_stages()[2]
-    kmax = pipe._kmax
+    kmax = pipe.grid_index_bound
     ks = {0, 1, -1, kmax, -kmax, kmax - 1, 1 - kmax, kmax + 1, -kmax - 1, 10 * kmax, -(10**40)}
     for k in sorted(ks):
         a, b = pipe.index_output(k), uniform(k)
