@@ -34,9 +34,10 @@ class ChaCha20Source(ByteSource):
     Parameters
     ----------
     reader : callable, optional
-        Where the key (32 bytes) and the nonce (12 bytes) of each key period are read,
-        at the start, after a fork and every :data:`REKEY_BYTES`; ``os.urandom`` (looked up
-        at each key period) by default.  Another reader is for tests with a known keystream.
+        Where the key (32 bytes) and the nonce (12 bytes) of each key period are read:
+        at the start, after a fork and every ``REKEY_BYTES`` bytes.  ``os.urandom``
+        (looked up at each key period) by default; another reader is for tests with a
+        known keystream.
 
     Raises
     ------

@@ -94,7 +94,7 @@ def test_a_padded_scalar_release_returns_a_new_float_every_time(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="off"
     )
     pipe = plain.pipeline
-    far = pipe._kmax + 5
+    far = pipe.grid_index_bound + 5
     assert pipe.index_output(far) is pipe.index_output(far)  # the premise: one shared float
     a = plain.release(1e300)
     c, d = m.release(1e300), m.release(1e300)
