@@ -25,8 +25,7 @@ import threading
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from snapcore.exact._dyadic import round_ratio
-from snapcore.exact._intround import add_nearest, fits, round_nearest
+from snapcore.exact._dyadic import add_nearest, is_p_bit, round_dyadic, round_ratio
 from snapcore.pipeline._arithmetic import Arithmetic
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._hookspecs import hookimpl
@@ -94,7 +93,7 @@ def ln_nearest(m: int, e: int, p: int) -> Dyadic:
         f = min(me, re)
         mid = mm << (me - f)
         rad = rm << (re - f)
-        return round_nearest(mid - rad, f, p), round_nearest(mid + rad, f, p)
+        return round_dyadic(mid - rad, f, p), round_dyadic(mid + rad, f, p)
 
     return ziv_round(p, rounded_ends, f"ln({m}*2**{e})")
 
@@ -107,7 +106,7 @@ class ArbArithmetic(Arithmetic):
         self.precision = precision
 
     def from_dyadic(self, m: int, e: int) -> Dyadic:
-        if not fits(m, self.precision):
+        if not is_p_bit(m, self.precision):
             raise ValueError(f"{m}*2**{e} needs more than {self.precision} bits")
         return (m, e) if m else (0, 0)
 
@@ -122,7 +121,7 @@ class ArbArithmetic(Arithmetic):
         return add_nearest(a[0], a[1], -b[0], b[1], self.precision)
 
     def mul(self, a: Dyadic, b: Dyadic) -> Dyadic:
-        return round_nearest(a[0] * b[0], a[1] + b[1], self.precision)
+        return round_dyadic(a[0] * b[0], a[1] + b[1], self.precision)
 
     def div(self, a: Dyadic, b: Dyadic) -> Dyadic:
         if not b[0]:

@@ -72,8 +72,7 @@ import numpy as np
 try:
     from diffprivlib.accountant import BudgetAccountant
     from diffprivlib.mechanisms.base import DPMechanism
-    from diffprivlib.utils import Budget as _DPBudget
-    from diffprivlib.utils import BudgetError, check_random_state
+    from diffprivlib.utils import Budget as _DPBudget, BudgetError, check_random_state
     from diffprivlib.validation import check_epsilon_delta
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise ImportError(

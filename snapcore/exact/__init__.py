@@ -14,6 +14,7 @@ from snapcore._lazy import attach
 if TYPE_CHECKING:
     from snapcore.exact._dyadic import (
         Rounding as Rounding,
+        add_nearest as add_nearest,
         dyadic_add as dyadic_add,
         dyadic_cmp as dyadic_cmp,
         dyadic_normalise as dyadic_normalise,
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
         round_up_double as round_up_double,
         snap_double as snap_double,
         snap_doubles as snap_doubles,
-    )
-    from snapcore.exact._intround import (
-        add_nearest as add_nearest,
-        fits as fits,
-        round_nearest as round_nearest,
     )
     from snapcore.exact._sums import (
         DOT_SCALE as DOT_SCALE,

@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "Rounding",
+    "add_nearest",
     "dyadic_add",
     "dyadic_cmp",
     "dyadic_normalise",
@@ -178,3 +179,26 @@ def is_p_bit(m: int, p: int) -> bool:
     a = abs(m)
     a >>= (a & -a).bit_length() - 1
     return a.bit_length() <= p
+
+
+def add_nearest(ma: int, ea: int, mb: int, eb: int, p: int) -> tuple[int, int]:
+    """``ma*2**ea + mb*2**eb`` rounded to ``p`` bits; both operands have at most ``p`` bits.
+
+    When the smaller operand is below a quarter of the larger one's unit in the last
+    place, the sum rounds to the larger one (even when the larger is a power of two,
+    whose lower neighbour is only half an ulp away); the exact sum is formed only
+    otherwise, so the shifts stay below ``2p + 2`` bits whatever the exponents.
+    """
+    if not mb:
+        return (ma, ea) if ma else (0, 0)
+    if not ma:
+        return (mb, eb)
+    ta = ea + abs(ma).bit_length()  # 2**(ta-1) <= |a| < 2**ta
+    tb = eb + abs(mb).bit_length()
+    if ta < tb:
+        ma, ea, mb, eb, ta, tb = mb, eb, ma, ea, tb, ta
+    if tb <= ta - p - 2:  # |b| < 2**(ta-p-2) = ulp_p(a) / 4
+        return (ma, ea)
+    if ea >= eb:
+        return round_dyadic((ma << (ea - eb)) + mb, eb, p)
+    return round_dyadic(ma + (mb << (eb - ea)), ea, p)

@@ -29,8 +29,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from snapcore.pipeline._backend import Backend
 from snapcore.testing.checks import (

@@ -32,8 +32,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError, StatisticConformanceError

@@ -16,8 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from ideal_mechanism import (
     MP,
     binom_two_sided_ok,

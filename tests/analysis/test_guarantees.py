@@ -16,8 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from ideal_mechanism import (
     MP,
     binom_two_sided_ok,
@@ -28,8 +27,7 @@ from ideal_mechanism import (
 )
 
 import snapcore
-from snapcore.analysis import _estimates as estimates
-from snapcore.analysis import _guarantees as guarantees
+from snapcore.analysis import _estimates as estimates, _guarantees as guarantees
 from snapcore.errors import ParameterError
 
 # -- accuracy: formula ----------------------------------------------------------------

@@ -7,8 +7,7 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import snapcore
 from snapcore.calibration._clamp import (

@@ -15,12 +15,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from param_errors import raises_param
 from rounding_cases import ties
-from snapref import RN, RU, RZ, round_p
-from snapref import ceil_log2 as ref_ceil_log2
+from snapref import RN, RU, RZ, ceil_log2 as ref_ceil_log2, round_p
 
 import snapcore
 from snapcore.calibration._params import (

@@ -20,8 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from rounding_cases import PRECISIONS, ties
 from snapref import RN, RU, RZ, round_p
 

@@ -20,8 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from snapcore.calibration._params import ceil_log2
 from snapcore.errors import ParameterError, SnapcoreError, SnapOverflowError

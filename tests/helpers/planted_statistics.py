@@ -73,7 +73,7 @@ class OneTypeReaderSum(Sum):
 
     def prepare(self, data, **kwargs):
         p = super().prepare(data, **kwargs)
-        vals = list(data.columns_as_given[0])  # the column as given (a list keeps each record's type)
+        vals = list(data.columns_as_given[0])  # as given: a list keeps each record's type
         for v in vals:
             if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.number):
                 raise ParameterError("column 'data' must contain only real numbers")

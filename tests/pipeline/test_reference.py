@@ -18,8 +18,7 @@ import struct
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, assume, event, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, event, example, given, settings, strategies as st
 from slow_sample import slow_examples
 from snapref import (
     RN,

@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from fresh_pytest import run_fresh_pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import snapcore
 import snapcore.plugins._manager

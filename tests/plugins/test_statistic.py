@@ -21,8 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum, Variance
 

@@ -39,8 +39,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from draw_format import bit_decode, check_draw, u_star
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from stattests import ALPHA, binomial_two_sided, chi_square, counts
 
 from snapcore.errors import ParameterError

@@ -30,8 +30,7 @@ from fractions import Fraction
 
 import pytest
 from draw_format import bit_decode, check_draw
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from param_errors import raises_param
 
 from snapcore.errors import ParameterError, SourceExhaustedError

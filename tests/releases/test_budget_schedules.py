@@ -19,8 +19,7 @@ from contextlib import AbstractContextManager
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from snapcore import Budget, BudgetExceededError
 from snapcore.errors import ParameterError

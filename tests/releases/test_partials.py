@@ -12,8 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import snapstat_helpers as H
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import snapcore
 from snapcore.data._columns import as_dataset

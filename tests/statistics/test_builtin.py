@@ -13,8 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import snapstat_helpers as H
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from slow_sample import slow_examples
 from snapcore.statistics.counting import Count, Histogram
 from snapcore.statistics.moments import Covariance, Mean, Sum, Variance, variance_range_bound
