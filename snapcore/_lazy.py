@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -63,20 +64,22 @@ def attach(package: str, path: str) -> tuple[Callable[[str], Any], Callable[[], 
 
     def __getattr__(name: str) -> Any:
         names = _public_names(package, path)
+        value: Any
         if name == "__all__":  # the names, not the sub-packages (a star import loads none)
-            return sorted(n for n, (_, attribute) in names.items() if attribute is not None)
-        where = names.get(name)
-        if where is None:
+            value = sorted(n for n, (_, attribute) in names.items() if attribute is not None)
+        elif name in names:
+            module, attribute = names[name]
+            value = importlib.import_module(module)
+            if attribute is not None:
+                value = getattr(value, attribute)
+        else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, attribute = where
-        value = importlib.import_module(module)
-        if attribute is not None:
-            value = getattr(value, attribute)
-        setattr(importlib.import_module(package), name, value)
+        # Set on the package, so that the next lookup finds it without this function.
+        setattr(sys.modules[package], name, value)
         return value
 
     def __dir__() -> list[str]:
-        dunders = {n for n in vars(importlib.import_module(package)) if n.startswith("__")}
+        dunders = {n for n in vars(sys.modules[package]) if n.startswith("__")}
         return sorted(dunders | set(_public_names(package, path)))
 
     return __getattr__, __dir__
