@@ -1,4 +1,4 @@
-"""The package's version, in one place below every layer (pyproject.toml's ``version``)."""
+"""The package's version, in one place below every layer (pyproject.toml reads it)."""
 
 __all__ = ["__version__"]
 
