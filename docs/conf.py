@@ -14,6 +14,7 @@ package in ``api/``) is generated from the packages' ``__all__``: see below.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 import re
@@ -386,13 +387,9 @@ def _api_index() -> str:
     return "\n".join(rows) + "\n\n" + toc
 
 
-_EXPORTS: list[_Exports] = []
-
-
+@functools.cache
 def _exports() -> _Exports:
-    if not _EXPORTS:
-        _EXPORTS.append(_Exports(api_pages()))
-    return _EXPORTS[0]
+    return _Exports(api_pages())
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
