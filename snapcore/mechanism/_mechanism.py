@@ -132,29 +132,11 @@ class SnappingMechanism:
                 f"source must be a source name {reg.sources.names()} or a RandomSource, "
                 f"got {source!r}"
             )
-        self._pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
         padded = resolve_mode(timing, self._source.cryptographic) == "constant"
-        self._draw_from(self._source, uniform=padded)
-        self._padding: Padding | None = None
+        pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
+        self._assemble(self._cal, self._backend, pipeline, self._source, uniform=padded)
         if padded:
             self._padding = Padding(self._cal, self._backend, self._source, self._unpadded_release)
-
-    @classmethod
-    def _unpadded(
-        cls,
-        calibration: Calibration,
-        backend: Backend,
-        pipeline: Pipeline,
-        source: RandomSource,
-        *,
-        uniform: bool,
-    ) -> SnappingMechanism:
-        """A mechanism without padding made from the parts of another: its calibration,
-        backend and pipeline (shared, never re-derived), drawing from ``source`` on the
-        uniform paths or not."""
-        mech = cls.__new__(cls)
-        cls._assemble(mech, calibration, backend, pipeline, source, uniform=uniform)
-        return mech
 
     def _assemble(
         self,
@@ -165,14 +147,8 @@ class SnappingMechanism:
         *,
         uniform: bool,
     ) -> None:
-        self._cal = calibration
-        self._backend = backend
-        self._pipeline = pipeline
-        self._padding = None
-        self._draw_from(source, uniform=uniform)
-
-    def _draw_from(self, source: RandomSource, *, uniform: bool) -> None:
-        """Draw from ``source``, on the backend's uniform paths or not.
+        """Set this mechanism's parts, without padding: it draws from ``source``, on
+        the backend's uniform paths or not.
 
         A padded mechanism takes the uniform paths (``scalar_padded``,
         ``batch_padded``): a path whose time depends on the draw (a certificate with a
@@ -180,14 +156,18 @@ class SnappingMechanism:
         padding, a backend may offer faster ones (``scalar``, the same contract;
         MPFR's loads a compiled kernel once the process has made enough scalar
         releases).  The backend's fused release of one double, when it offers one
-        (bit-identical), is kept with the source it draws from.
+        (bit-identical), is bound to ``source``.
         """
+        self._cal = calibration
+        self._backend = backend
+        self._pipeline = pipeline
         self._source = source
         self._uniform = uniform
+        self._padding: Padding | None = None
         if uniform:
-            fused = self._backend.scalar_padded(self._pipeline, source)
+            fused = backend.scalar_padded(pipeline, source)
         else:
-            fused = self._backend.scalar(self._pipeline, source)
+            fused = backend.scalar(pipeline, source)
         self._scalar: tuple[RandomSource, Callable[[float], float]] | None = (
             None if fused is None else (source, fused)
         )
@@ -209,9 +189,12 @@ class SnappingMechanism:
         SnappingMechanism
             Same calibration, backend and pipeline; :attr:`padding` is None.
         """
-        return type(self)._unpadded(
-            self._cal, self._backend, self._pipeline, source, uniform=self._uniform
+        copy = type(self).__new__(type(self))
+        # Its calibration, backend and pipeline are this one's (shared, never re-derived).
+        type(self)._assemble(
+            copy, self._cal, self._backend, self._pipeline, source, uniform=self._uniform
         )
+        return copy
 
     def _unpadded_release(self, source: RandomSource) -> Callable[[Any], object]:
         return self.unpadded_copy(source).release
