@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -69,11 +68,9 @@ def missing_values_error(what: str) -> MissingValueError:
     )
 
 
-def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
-    """Raise the one missing-values error if any record is missing.
-
-    The single place that decides what a missing value is and what happens to it
-    (:func:`is_missing`: None, NaN, pandas NA, NaT).  The message names the column and
+def check_missing(records: np.ndarray, column: str) -> None:
+    """Raise the one missing-values error if any record of ``records`` (one column as a
+    NumPy array) is missing (:func:`missing_mask`).  The message names the column and
     the kind of marker, never a record's position.
 
     Raises
@@ -81,20 +78,8 @@ def check_missing(records: Sequence[Any] | np.ndarray, column: str) -> None:
     MissingValueError
         ``column 'x' contains missing values ...`` (a ParameterError).
     """
-    arr = records if isinstance(records, np.ndarray) else None
-    if arr is not None and arr.dtype.kind == "f":
-        if np.isnan(arr).any():
-            raise missing_values_error(f"column {column!r}")
-        return
-    if arr is not None and arr.dtype.kind in "mM":
-        if np.isnat(arr).any():
-            raise missing_values_error(f"column {column!r}")
-        return
-    if arr is not None and arr.dtype.kind != "O":
-        return
-    for v in records if arr is None else arr.reshape(-1):
-        if is_missing(v):
-            raise missing_values_error(f"column {column!r}")
+    if missing_mask(records.reshape(-1)).any():
+        raise missing_values_error(f"column {column!r}")
 
 
 POLICIES = ("error", "drop", "impute")
@@ -145,9 +130,13 @@ def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> M
 
 
 def missing_mask(arr: np.ndarray) -> np.ndarray:
-    """Which records of ``arr`` (one column as a 1-D NumPy array) are missing."""
+    """Which records of ``arr`` (one column as a 1-D NumPy array) are missing: NaN in a
+    float column, NaT in a datetime or timedelta column, :func:`is_missing` for each
+    record of an object column; no record of any other dtype."""
     if arr.dtype.kind == "f":
         return np.asarray(np.isnan(arr), dtype=bool)
+    if arr.dtype.kind in "mM":
+        return np.asarray(np.isnat(arr), dtype=bool)
     if arr.dtype.kind != "O":
         return np.zeros(arr.shape, dtype=bool)
     return np.fromiter((is_missing(v) for v in arr), dtype=bool, count=arr.size)

@@ -112,6 +112,16 @@ def test_columns_that_cannot_hold_a_missing_value_are_kept_whole():
     assert out.column(1).fractions() == [1, 2, 4]
 
 
+def test_drop_removes_a_record_whose_datetime_is_nat():
+    # NaT is missing (is_missing) in a datetime64 column too, so drop removes its record
+    # as the reading of the column would refuse it.
+    when = np.array(["2020-01-01", "NaT", "2020-01-03"], dtype="datetime64[D]")
+    ds = Dataset([when, [1.0, 2.0, 3.0]], ["t", "x"], 3)
+    out = ds.apply_missing(MissingPolicy(kind="drop"))
+    assert out.column(1).fractions() == [1, 3]
+    assert not np.isnat(out.arrays()[0]).any()
+
+
 # -- through a release --------------------------------------------------------------
 
 
