@@ -85,6 +85,8 @@ class SnappingMechanism:
     """
 
     __slots__ = ("_backend", "_cal", "_padding", "_pipeline", "_scalar", "_source", "_uniform")
+    _padding: Padding | None
+    _scalar: tuple[RandomSource, Callable[[float], float]] | None
 
     def __init__(
         self,
@@ -163,14 +165,12 @@ class SnappingMechanism:
         self._pipeline = pipeline
         self._source = source
         self._uniform = uniform
-        self._padding: Padding | None = None
+        self._padding = None
         if uniform:
             fused = backend.scalar_padded(pipeline, source)
         else:
             fused = backend.scalar(pipeline, source)
-        self._scalar: tuple[RandomSource, Callable[[float], float]] | None = (
-            None if fused is None else (source, fused)
-        )
+        self._scalar = None if fused is None else (source, fused)
 
     def unpadded_copy(self, source: RandomSource) -> SnappingMechanism:
         """A copy of this mechanism that draws from ``source`` and does not pad.
