@@ -86,7 +86,7 @@ class SnappingMechanism:
 
     __slots__ = ("_backend", "_cal", "_padding", "_pipeline", "_scalar", "_source", "_uniform")
     _padding: Padding | None
-    _scalar: tuple[RandomSource, Callable[[float], float]] | None
+    _scalar: Callable[[float], float] | None
 
     def __init__(
         self,
@@ -167,10 +167,9 @@ class SnappingMechanism:
         self._uniform = uniform
         self._padding = None
         if uniform:
-            fused = backend.scalar_padded(pipeline, source)
+            self._scalar = backend.scalar_padded(pipeline, source)
         else:
-            fused = backend.scalar(pipeline, source)
-        self._scalar = None if fused is None else (source, fused)
+            self._scalar = backend.scalar(pipeline, source)
 
     def unpadded_copy(self, source: RandomSource) -> SnappingMechanism:
         """A copy of this mechanism that draws from ``source`` and does not pad.
@@ -367,9 +366,9 @@ class SnappingMechanism:
         if type(value) is float:  # the hot path: no ABC checks, no Fraction
             if value - value != 0.0:
                 read_value(value)  # raises, naming the problem, not the value
-            scalar = self._scalar
-            if scalar is not None and scalar[0] is self._source:
-                return scalar[1](value)  # the backend's fused release, bit-identical
+            fused = self._scalar
+            if fused is not None:
+                return fused(value)  # the backend's fused release, bit-identical
             x = pipe.centre_ratio(*value.as_integer_ratio())
         elif isinstance(value, np.ndarray) or (
             isinstance(value, Sequence) and not isinstance(value, str | bytes | memoryview)
