@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from snapcore.cli._output import EXIT_REFUSED, SpelledCommand, emit_json
+from snapcore.cli._output import (
+    EXIT_REFUSED,
+    SpelledCommand,
+    emit_json,
+    progress_option,
+    shows_progress,
+)
 
 __all__ = ["audit_command"]
 
@@ -41,12 +47,7 @@ __all__ = ["audit_command"]
     help="Refuse parameters with more outputs than this (default 32768).",
 )
 @click.option("--show-distribution", is_flag=True, help="Print both exact distributions.")
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr (needs tqdm); default: on when stderr is a terminal "
-    "and --json is not given.",
-)
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print the audit result as JSON.")
 def audit_command(
     epsilon: float,
@@ -73,8 +74,7 @@ def audit_command(
 
     if neighbour is None:
         neighbour = value + sensitivity
-    if progress is None:
-        progress = sys.stderr.isatty() and not as_json
+    progress = shows_progress(progress, as_json)
     m = SnappingMechanism(
         epsilon=epsilon,
         clamp_bounds=clamp_bounds,

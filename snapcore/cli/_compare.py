@@ -10,7 +10,13 @@ from typing import Any
 import attrs
 import click
 
-from snapcore.cli._output import EXIT_INTERNAL, SpelledCommand, emit_json
+from snapcore.cli._output import (
+    EXIT_INTERNAL,
+    SpelledCommand,
+    emit_json,
+    progress_option,
+    shows_progress,
+)
 
 __all__ = ["compare"]
 
@@ -40,12 +46,7 @@ __all__ = ["compare"]
 @click.option("--no-conformance", is_flag=True, help="Skip the quick conformance run.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table.")
 @click.option("--backend", "backend", multiple=True, help="Only these backends (repeatable).")
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr (tqdm); default: on when stderr is a terminal and "
-    "--json is not given.",
-)
+@progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option(
     "--statistic", "statistics", multiple=True, help="Only these statistics (repeatable)."
@@ -83,8 +84,7 @@ def compare(
     """
     from snapcore.testing._comparison import compare_backends, format_table
 
-    if progress is None:
-        progress = sys.stderr.isatty() and not as_json
+    progress = shows_progress(progress, as_json)
     bar: Any = None
     if progress:
         from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]

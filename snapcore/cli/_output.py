@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -30,6 +31,8 @@ __all__ = [
     "emit_json",
     "flag_of",
     "message_of",
+    "progress_option",
+    "shows_progress",
     "speller_for",
 ]
 
@@ -59,6 +62,24 @@ class UsageError(click.ClickException):
     def __init__(self, message: str, option: str | None = None) -> None:
         super().__init__(" ".join(str(message).split()))
         self.option = option
+
+
+#: ``--progress/--no-progress``: a tqdm bar on stderr; unset (``None``) means
+#: :func:`shows_progress` decides.
+progress_option = click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr (needs tqdm); default: on when stderr is a terminal "
+    "and --json is not given.",
+)
+
+
+def shows_progress(progress: bool | None, as_json: bool) -> bool:
+    """Whether to draw the progress bar: ``--progress``/``--no-progress`` if given, else
+    when stderr is a terminal and the output is not JSON."""
+    if progress is None:
+        return sys.stderr.isatty() and not as_json
+    return progress
 
 
 def emit_json(obj: Any) -> None:

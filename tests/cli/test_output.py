@@ -149,3 +149,24 @@ def test_exact_numbers_in_json_have_one_form(cli, tmp_path: Path):
     d = cli.json("budget", "show", str(path), "--json")
     assert (d["total_exact"], d["spent_exact"], d["remaining_exact"]) == ("1", "7/10", "3/10")
     assert d["entries"][0]["epsilon_exact"] == str(Fraction(7, 10))
+
+
+@pytest.mark.parametrize(
+    ("given", "as_json", "tty", "want"),
+    [
+        (None, False, True, True),
+        (None, True, True, False),
+        (None, False, False, False),
+        (True, True, False, True),
+        (False, False, True, False),
+    ],
+)
+def test_progress_bar_follows_the_flag_else_a_terminal_without_json(
+    monkeypatch, given, as_json, tty, want
+):
+    import sys
+
+    from snapcore.cli._output import shows_progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    assert shows_progress(given, as_json) is want
