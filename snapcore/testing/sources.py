@@ -100,7 +100,7 @@ class NoDraws(RandomSource):
 class SeededUrandom:
     """A seeded stand-in for :func:`os.urandom` that keeps every byte string it
     returns, so that a :class:`~snapcore.randomness.ChaCha20Source` keyed from it
-    (monkeypatched in place of ``os.urandom``) has known keys.
+    (``ChaCha20Source(reader=SeededUrandom(seed))``) has known keys.
 
     Parameters
     ----------
