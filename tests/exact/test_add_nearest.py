@@ -40,9 +40,11 @@ def operands(draw: st.DrawFn) -> tuple[int, int, int, int, int]:
 
 @settings(max_examples=1000, deadline=None)
 @given(t=operands())
-@example(t=(1 << 52, 0, -1, -55, 53))  # a power of two less a quarter-ulp-sized term
-@example(t=(1 << 52, 0, -1, -54, 53))  # ... less half an ulp of the binade below: a tie
-@example(t=(1 << 52, 0, 1, -54, 53))  # ... plus a quarter ulp: rounds back down
+# 1.0 at p = 53: its ulp is 2**-52, the binade below's 2**-53.
+@example(t=(1 << 52, -52, -1, -55, 53))  # 1 less a quarter of the lower ulp: the shortcut
+@example(t=(1 << 52, -52, -1, -54, 53))  # ... less half the lower ulp: a tie, to even 1
+@example(t=(1 << 52, -52, -3, -55, 53))  # ... less 3/4 of the lower ulp: 1 − 2**-53
+@example(t=(1 << 52, -52, 1, -54, 53))  # ... plus a quarter ulp: rounds back down
 @example(t=(3, 10, -3, 10, 2))  # the sum is zero
 def test_add_nearest_is_the_sum_rounded_to_nearest(t):
     ma, ea, mb, eb, p = t
