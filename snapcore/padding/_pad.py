@@ -14,8 +14,10 @@ The switch is ``timing=``: ``"constant"`` pads, ``"off"`` does not, and the defa
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
@@ -111,17 +113,19 @@ def wait_until(deadline_ns: int) -> None:
 class PaddingStats:
     """Counters of padded calls: how many, how many overran, the largest multiple.
 
-    Thread-safe.  ``overruns`` counts calls that took more than one quantum; each
-    returned at the next multiple of its quantum.
+    Thread-safe, and fork-safe: a forked child gives every live instance a new lock.
+    ``overruns`` counts calls that took more than one quantum; each returned at the
+    next multiple of its quantum.
     """
 
-    __slots__ = ("_lock", "calls", "max_multiple", "overruns")
+    __slots__ = ("__weakref__", "_lock", "calls", "max_multiple", "overruns")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.calls = 0
         self.overruns = 0
         self.max_multiple = 0
+        _LIVE_STATS.add(self)
 
     def record(self, multiple: int) -> None:
         """Count one call that ended at ``multiple`` quanta."""
@@ -153,6 +157,20 @@ class PaddingStats:
             f"PaddingStats(calls={self.calls}, overruns={self.overruns}, "
             f"max_multiple={self.max_multiple})"
         )
+
+
+#: Every live :class:`PaddingStats` (each mechanism's padding has one).
+_LIVE_STATS: weakref.WeakSet[PaddingStats] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A lock held by another thread at fork time would never be released in the child.
+    for stats in list(_LIVE_STATS):
+        stats.reset_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> int:

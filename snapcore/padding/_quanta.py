@@ -333,9 +333,9 @@ def intern_key(key: Hashable) -> InternedKey:
 def _after_fork_in_child() -> None:
     # A lock held by another thread at fork time would never be released in the child.
     global _INTERN_LOCK
+    # The statistic counters, a PaddingStats, get a new lock from snapcore.padding._pad.
     for c in (SCALAR_QUANTA, ARRAY_QUANTA, STATISTIC_QUANTA):
         c.reset_lock()
-    _STATISTIC_STATS.reset_lock()
     _INTERN_LOCK = threading.Lock()
 
 

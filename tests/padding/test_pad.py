@@ -11,7 +11,9 @@ here.
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
 from fractions import Fraction
 from typing import Any
 
@@ -75,6 +77,21 @@ def test_a_call_that_fits_does_nothing_after_its_deadline(monkeypatch: pytest.Mo
     with pytest.raises(StopIteration):
         _pad.pad(0, 400, stats)
     assert events[:2] == ["count", "now"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_counters_held_at_a_fork_are_free_in_the_child() -> None:
+    """Every PaddingStats (each padded mechanism has its own) gets a new lock in a
+    forked child: one held at the fork by another thread would never be released."""
+    stats = _pad.PaddingStats()
+    with stats._lock:  # another thread inside stats.count() at the fork
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            os._exit(0 if stats._lock.acquire(timeout=2.0) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_calibrate_quantum_takes_the_slowest_class() -> None:

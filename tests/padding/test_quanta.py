@@ -184,6 +184,7 @@ def test_a_forked_child_gets_new_locks() -> None:
         lock.acquire()
     try:
         _quanta._after_fork_in_child()
+        _pad._after_fork_in_child()  # the statistic counters' hook (every PaddingStats)
         for c in caches:
             assert c.get("after the fork", lambda: 5) == 5
         _quanta.statistic_stats().count()
