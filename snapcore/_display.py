@@ -85,7 +85,7 @@ def short(q: Any, *, exact: bool = False, digits: int = DIGITS) -> str:
     n, d = abs(x.numerator), x.denominator
     if d == 1 and n < 10**15:
         return str(x.numerator)  # integers in plain notation are shown whole
-    if n & (n - 1) == 0 and d & (d - 1) == 0 and (n == 1 or d == 1):
+    if n & (n - 1) == 0 and d & (d - 1) == 0:  # in lowest terms: 2**k or 2**-k
         k = n.bit_length() - d.bit_length()
         if not _MIN_DOUBLE_LOG2 <= k <= _MAX_DOUBLE_LOG2:
             return f"{'-' if x < 0 else ''}2**{k}"
