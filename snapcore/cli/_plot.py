@@ -40,14 +40,10 @@ def _planned(
 ) -> tuple[float, float, dict[str, Any]]:
     """(ε per value, Δ, clamp keyword) a release of ``statistic`` would use; without
     ``statistic``, ``epsilon``, ``sensitivity`` and the clamp interval given."""
-    if statistic is None:
-        if n is not None or data_bounds is not None:
-            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+    if not _plans(statistic, n, data_bounds):
         return epsilon, sensitivity, _interval(clamp_bounds, clamp_bound)
     from snapcore.analysis._guarantees import plan_calibration
 
-    if n is None:
-        raise click.UsageError("--statistic needs --n, the public number of records")
     cal = plan_calibration(
         epsilon=epsilon,
         statistic=statistic,
@@ -58,6 +54,18 @@ def _planned(
     )
     interval = (float(cal.lower), float(cal.upper))
     return float(cal.epsilon), float(cal.sensitivity), {"clamp_bounds": interval}
+
+
+def _plans(statistic: str | None, n: int | None, data_bounds: tuple[float, float] | None) -> bool:
+    """Whether the options plan a release of ``statistic``: refuses --n or
+    --data-bounds without --statistic, and --statistic without --n."""
+    if statistic is None:
+        if n is not None or data_bounds is not None:
+            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+        return False
+    if n is None:
+        raise click.UsageError("--statistic needs --n, the public number of records")
+    return True
 
 
 def _subject(
@@ -72,27 +80,39 @@ def _subject(
     return text
 
 
-def _plan_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    for opt in reversed(
-        [
-            click.option(
-                "--statistic",
-                default=None,
-                help="Plan a release of this statistic: Δ and the clamp interval come from "
-                "--n and --data-bounds (as snapcore release would choose them).",
-            ),
-            click.option("--n", "n", type=int, default=None, help="Public number of records."),
-            click.option(
-                "--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI."
-            ),
-            click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None),
+def _plan_options(
+    statistic_help: str, *, gamma: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--statistic (help: ``statistic_help``), --n, --data-bounds, --relation and, with
+    ``gamma``, --gamma."""
+    options = [
+        click.option("--statistic", default=None, help=statistic_help),
+        click.option("--n", "n", type=int, default=None, help="Public number of records."),
+        click.option(
+            "--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI."
+        ),
+        click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None),
+    ]
+    if gamma:
+        options.append(
             click.option(
                 "--gamma", type=float, default=0.05, show_default=True, help="γ of the plan."
-            ),
-        ]
-    ):
-        f = opt(f)
-    return f
+            )
+        )
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return decorate
+
+
+#: The plan options of the commands that draw one release's clamp interval.
+_plan_release = _plan_options(
+    "Plan a release of this statistic: Δ and the clamp interval come from --n and "
+    "--data-bounds (as snapcore release would choose them)."
+)
 
 
 def _interval(
@@ -142,7 +162,7 @@ def plot() -> None:
 @click.option("--eps-min", type=float, default=0.01, show_default=True)
 @click.option("--eps-max", type=float, default=100.0, show_default=True)
 @click.option("-o", "--output", default="accuracy-vs-epsilon.png", show_default=True)
-@_plan_options
+@_plan_release
 @_dpi
 @_json
 def accuracy_cmd(
@@ -197,7 +217,7 @@ def accuracy_cmd(
 @_alpha
 @click.option("--window", type=int, default=12, show_default=True, help="Grid steps shown.")
 @click.option("-o", "--output", default="output-distribution.png", show_default=True)
-@_plan_options
+@_plan_release
 @_dpi
 @_json
 def distribution_cmd(
@@ -253,15 +273,11 @@ def distribution_cmd(
 @_sens
 @_alpha
 @click.option("-o", "--output", default="accuracy-vs-gamma.png", show_default=True)
-@click.option(
-    "--statistic",
-    default=None,
-    help="Plan a release of this statistic: Δ, ε per value and B′ (half the width of "
-    "its range) come from --n and --data-bounds.",
+@_plan_options(
+    "Plan a release of this statistic: Δ, ε per value and B′ (half the width of its "
+    "range) come from --n and --data-bounds.",
+    gamma=False,
 )
-@click.option("--n", "n", type=int, default=None, help="Public number of records.")
-@click.option("--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI.")
-@click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None)
 @_dpi
 @_json
 def gamma_cmd(
@@ -285,9 +301,9 @@ def gamma_cmd(
     """
     from snapcore import plots
 
-    if statistic is None:
-        if n is not None or data_bounds is not None:
-            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+    if statistic is not None and b_prime is not None:
+        raise click.UsageError("--statistic plans B′ itself: leave out --b-prime")
+    if not _plans(statistic, n, data_bounds):
         if b_prime is None:
             raise click.UsageError(
                 "give --b-prime (or plan a release with --statistic, --n and --data-bounds)"
@@ -296,10 +312,7 @@ def gamma_cmd(
     else:
         from snapcore.analysis._guarantees import plan_statistic
 
-        if b_prime is not None:
-            raise click.UsageError("--statistic plans B′ itself: leave out --b-prime")
-        if n is None:
-            raise click.UsageError("--statistic needs --n, the public number of records")
+        assert n is not None  # _plans refuses --statistic without --n
         plan = plan_statistic(
             statistic, epsilon=epsilon, n=n, data_bounds=data_bounds, relation=relation
         )
