@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import attrs
@@ -137,11 +137,10 @@ def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, out: Rel
     # is never read).
     fresh = source if source is None or isinstance(source, str) else calibration_source(source)
     base = attrs.evolve(request, source=fresh, budget=None, timing=request.timing or "constant")
-    options = {k: request.options[k] for k in stat.options if k in request.options}
     bounds = out.data_bounds
     classes = []
     for kind in _SYNTHETIC_KINDS:
-        synthetic, names = _synthetic(n, stat.columns, bounds, options, request.data, kind)
+        synthetic, names = _synthetic(n, stat.columns, bounds, request.options, request.data, kind)
         column = request.column
         if names is not None:
             column = names if len(names) > 1 else names[0]
@@ -159,7 +158,7 @@ def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, out: Rel
 
 
 def _synthetic(
-    n: int, columns: int, bounds: Any, options: dict[str, Any], like: Any, kind: str
+    n: int, columns: int, bounds: Any, options: Mapping[str, Any], like: Any, kind: str
 ) -> tuple[Any, tuple[str, ...] | None]:
     """Public worst-case data of ``n`` records shaped like ``like``; and their column
     names when they are a table of several columns.
