@@ -284,16 +284,36 @@ def _split(
         raise ParameterError(
             f"column {by!r} must have as many records as the data", parameter="by"
         )
-    index = {category_key(k): i for i, k in enumerate(key_set)}
-    group = np.full(by_arr.size, -1, dtype=np.int64)
-    for j, v in enumerate(by_arr):
-        if is_missing(v):
-            continue
-        try:
-            group[j] = index.get(category_key(v), -1)
-        except ParameterError:
-            group[j] = -1  # an unmatchable key is not in the key set
+    group = _key_positions(by_arr, key_set)
     return [sub.apply_missing(policy) for sub in ds.take_groups(group, len(key_set))]
+
+
+def _key_positions(records: np.ndarray, key_set: tuple[Any, ...]) -> np.ndarray:
+    """Each record's position in ``key_set`` under :func:`category_key` matching; -1 for
+    a missing record, one that is not a category, or a key outside the key set.
+
+    Each distinct record (by type and value) is matched once: equal values of one type
+    have one category key, and the memo holds the position for every later record."""
+    index = {category_key(k): i for i, k in enumerate(key_set)}
+
+    def position(v: Any) -> int:
+        if is_missing(v):
+            return -1
+        try:
+            return index.get(category_key(v), -1)
+        except ParameterError:
+            return -1  # an unmatchable key is not in the key set
+
+    memo: dict[tuple[type, Any], int] = {}
+    group = np.empty(records.size, dtype=np.int64)
+    for j, v in enumerate(records):
+        try:
+            group[j] = memo[type(v), v]
+        except KeyError:
+            group[j] = memo[type(v), v] = position(v)
+        except TypeError:  # an unhashable record
+            group[j] = position(v)
+    return group
 
 
 def _record(

@@ -69,6 +69,20 @@ def test_exact_group_values_by_hand():
     assert vals == [(Fraction(1),), (Fraction(1),)]
 
 
+def test_keys_of_equal_value_and_another_kind_stay_apart():
+    # True == 1 == 1.0 in Python, but a bool is its own kind of key: each record's key is
+    # matched by kind and exact value however often an equal value of another kind came
+    # before it; missing and unmatchable records (NaN, None, a list) join no group.
+    nan = float("nan")
+    sex = [1, True, 1.0, True, "1", 1, nan, None, [1], Fraction(1), True, 0.5, nan]
+    age = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    vals = _exact_group_values(
+        "sum", {"sex": sex, "age": age}, "sex", [True, 1, "1", Fraction(1, 2)],
+        Neighbouring.ADD_REMOVE, column="age", n=20, checked_bounds=((0.0, 5000.0),),
+    )  # fmt: skip
+    assert vals == [(Fraction(2 + 8 + 1024),), (Fraction(1 + 4 + 32 + 512),), (16,), (2048,)]
+
+
 def test_count_by_group_under_replace_is_the_public_size():
     g = snapcore.release(
         "count", DATA, by="sex", keys=[1, 2, 3], group_sizes={1: 2, 2: 3, 3: 0},
