@@ -292,15 +292,11 @@ def test_unavailable_backend_raises_with_install_hint(dists):
     assert "pip install snapcore-ghost-library-xyz" in msg
 
 
-def test_unavailable_backend_listed_by_cli(dists):
-    from click.testing import CliRunner
-
-    from snapcore.cli import main
-
+def test_unavailable_backend_listed_by_cli(dists, cli):
     dists.add("snapcore-ghost", "snapcore_ghost_plugin", GHOST_BACKEND, ep_name="ghost")
-    out = CliRunner().invoke(main, ["info"])
-    assert out.exit_code == 0, out.output
-    line = next(ln for ln in out.output.splitlines() if ln.strip().startswith("ghost"))
+    out = cli("info")
+    assert out.exit_code == 0, (out.stdout, out.stderr)
+    line = next(ln for ln in out.stdout.splitlines() if ln.strip().startswith("ghost"))
     assert "unavailable" in line and "pip install snapcore-ghost-library-xyz" in line
 
 
