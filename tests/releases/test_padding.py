@@ -17,7 +17,7 @@ import pytest
 import snapcore
 from snapcore.mechanism import _padding as mechanism_padding
 from snapcore.padding import _quanta
-from snapcore.randomness._sources import SeededSource
+from snapcore.randomness._sources import SeededSource, SystemSource
 from snapcore.releases import _padding
 from snapcore.releases._request import ReleaseRequest
 
@@ -101,6 +101,25 @@ def test_by_default_a_large_release_pads_only_its_mechanism(
     r = snapcore.release("mean", data, epsilon=1.0, data_bounds=(0, 10), timing="constant")
     assert not any("padded by default" in n for n in r.notes)
     assert _statistic_classes(stub_calibration)
+
+
+@pytest.mark.parametrize(
+    ("source", "cryptographic"),
+    [
+        (None, True),  # the release's default: the OS or ChaCha20
+        ("system", True),
+        ("chacha20", True),
+        ("seeded", False),
+        ("replay", False),
+        ("no such source", False),  # the release itself reports the name
+        (SystemSource(), True),
+        (SeededSource(1), False),
+    ],
+)
+def test_the_default_switch_follows_the_source_by_instance_name_or_default(
+    source: Any, cryptographic: bool
+) -> None:
+    assert _padding._cryptographic(source) is cryptographic
 
 
 def test_a_seeded_release_is_not_padded_by_default(stub_calibration: list[list[Any]]) -> None:
