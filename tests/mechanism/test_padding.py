@@ -9,6 +9,7 @@ is measured by ``benchmarks/timing_leak.py``, never asserted here.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -330,7 +331,7 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     q_cap = m.padding.array_quantum_ns(cap)
     assert len(stub_calibration) == 1 and all(len(a) == cap for a, _ in stub_calibration[0])
     for n in (cap + 1, 3 * cap, 10 * cap + 7):
-        assert m.padding.array_quantum_ns(n) == -(-q_cap * n // cap)
+        assert m.padding.array_quantum_ns(n) == math.ceil(Fraction(q_cap * n, cap))
     assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
 
 
