@@ -492,10 +492,11 @@ def decode_draw_batch(
         return int(stop)
 
     def special(i: int, d: Draw) -> None:
-        signs.append(np.array([float(d.sign)]))
-        es.append(np.array([float(-d.exponent - (p - 1))]))
-        his.append(np.array([(d.mantissa >> (p - 53)) & _M52], dtype=np.uint64))
-        los.append(np.array([(d.mantissa >> (p - 106)) & _M53], dtype=np.uint64))
+        one = DrawBatch.from_draws([d], p)
+        signs.append(one.sign)
+        es.append(one.e)
+        his.append(one.mhi)
+        los.append(one.mlo)
 
     exact = _scan_stream(stream, count, p, segment, special)
 
