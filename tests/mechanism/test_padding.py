@@ -122,6 +122,37 @@ def test_an_unpadded_copy_draws_from_its_own_source_on_the_same_paths(
     assert m.release(5.0) == fresh.release(5.0)
 
 
+@pytest.mark.parametrize(
+    ("timing", "paths"),
+    [("constant", ["scalar_padded", "batch_padded"]), ("off", ["scalar", "batch"])],
+)
+def test_an_unpadded_copy_takes_its_mechanisms_paths(
+    timing: str, paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A padded mechanism's copy keeps the uniform paths (what its quanta must cover),
+    an unpadded one's the faster ones."""
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing=timing
+    )
+    called: list[str] = []
+    kind = type(m.backend)
+
+    def spying(name: str) -> Any:
+        original = getattr(kind, name)
+
+        def spy(self: Any, *a: Any) -> Any:
+            called.append(name)
+            return original(self, *a)
+
+        return spy
+
+    for name in ("scalar", "scalar_padded", "batch", "batch_padded"):
+        monkeypatch.setattr(kind, name, spying(name))
+    copy = m.unpadded_copy(SeededSource(4))
+    copy.release(np.zeros(max(m.backend.batch_min_size, 1)))
+    assert called == paths
+
+
 def test_padding_never_changes_a_value() -> None:
     kw: dict[str, Any] = {"epsilon": 0.5, "sensitivity": 0.1, "clamp_bounds": (-3.0, 7.0)}
     values: list[Any] = [0.0, 2.0, 7.0, -1e300, 5e-324, 3, Fraction(1, 3)]
