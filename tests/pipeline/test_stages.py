@@ -369,20 +369,5 @@ def test_add_rounds_a_non_dyadic_x_plus_a_large_noise_once(p, xn, xd, ne, data):
     nm = data.draw(st.integers(2 ** (p - 1), 2**p - 1)) * data.draw(st.sampled_from([1, -1]))
     m, e = add((xn, xd), (nm, ne), p)
     exact = Fraction(xn, xd) + nm * TWO**ne
-    want = _round_nearest_even(exact, p)
+    want = round_p(exact, p, RN)
     assert m * TWO**e == want and abs(m).bit_length() <= p
-
-
-def _round_nearest_even(q: Fraction, p: int) -> Fraction:
-    """``q`` rounded to ``p`` significant bits, to nearest, ties to even (Fractions only)."""
-    if q == 0:
-        return q
-    a = abs(q)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if a < TWO**e:
-        e -= 1
-    ulp = TWO ** (e - p + 1)  # 2**e <= a < 2**(e+1)
-    k, r = divmod(a / ulp, 1)
-    if r > Fraction(1, 2) or (r == Fraction(1, 2) and k % 2):
-        k += 1
-    return (k * ulp) if q > 0 else -(k * ulp)
