@@ -48,7 +48,7 @@ import snapcore.releases._padding
 from snapcore.mechanism._padding import noise_draw
 from snapcore.padding._pad import fallbacks_covered
 from snapcore.padding._quanta import statistic_stats
-from snapcore.randomness._draw import Draw, encode_draw
+from snapcore.randomness._draw import Draw, encode_draw, row_size
 from snapcore.randomness._sources import ByteSource, SystemSource
 
 Call = Callable[[], object]
@@ -88,7 +88,7 @@ class PatternSource(ByteSource):
         # Every read does the same work whatever the class (a copy, FORCED row
         # positions drawn and rewritten), so that classes differ only in the bytes.
         out = bytearray(self._inner.read(n))
-        r = 8 + ((self._precision + 6) >> 3)
+        r = row_size(self._precision)
         rows = n // r
         forced = self._forced is not None and n % r == 0
         for j in self._rng.sample(range(rows), min(FORCED, rows)):
