@@ -10,7 +10,6 @@ file read at once.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -220,8 +219,7 @@ def stream_group_partials(
     DataError
         As :func:`stream_partial`, and when the ``by`` column is not there.
     """
-    from snapcore.data._missing import is_missing
-    from snapcore.data._values import category_key
+    from snapcore.data._values import key_positions
 
     cols, blocks = _open_blocks(
         stat,
@@ -233,7 +231,6 @@ def stream_group_partials(
         block_bytes=block_bytes,
         by=by,
     )
-    index = {category_key(k): i for i, k in enumerate(keys)}
     from snapcore.releases._partials import merge, partial
 
     merged: list[Partial | None] = [None] * len(keys)
@@ -241,15 +238,11 @@ def stream_group_partials(
         columns = block.columns
         uniq, inverse = np.unique(columns[by].astype(object).astype(str), return_inverse=True)
         raw = {str(u): u for u in columns[by].tolist()}  # parquet: the values themselves
-        where = np.full(len(uniq), -1, dtype=np.int64)
+        distinct = np.empty(len(uniq), dtype=object)
         for j, u in enumerate(uniq.tolist()):
             v = raw.get(u, u)
-            v = cell(v) if isinstance(v, str) else v
-            if v is None or is_missing(v):
-                continue
-            with contextlib.suppress(ParameterError):  # a value no key can equal
-                where[j] = index.get(category_key(v), -1)
-        group = where[inverse.reshape(-1)]
+            distinct[j] = cell(v) if isinstance(v, str) else v
+        group = key_positions(distinct, keys)[inverse.reshape(-1)]
         for i in range(len(keys)):
             rows = np.flatnonzero(group == i)
             if rows.size == 0:

@@ -58,6 +58,7 @@ __all__ = [
     "category_key",
     "category_keys",
     "exact_ratio",
+    "key_positions",
     "read_column",
     "read_double",
     "read_double_pair",
@@ -654,3 +655,29 @@ def category_keys(obj: Any, column: str) -> list[CategoryKey]:
             )
         out.append(key)
     return out
+
+
+def key_positions(records: np.ndarray, keys: Sequence[Any]) -> np.ndarray:
+    """Each record's position in ``keys`` (a group-by's key set) under
+    :func:`category_key` matching; -1 for a missing record, one that is not a category,
+    or a key not in ``keys``.
+
+    Each distinct record (by type and value) is matched once: equal values of one type
+    have one category key, and the memo holds the position for every later record.
+    """
+    index = {category_key(k): i for i, k in enumerate(keys)}
+
+    def position(v: Any) -> int:
+        key = None if is_missing(v) else _key(v)[0]
+        return -1 if key is None else index.get(key, -1)
+
+    memo: dict[tuple[type, Any], int] = {}
+    group = np.empty(records.size, dtype=np.int64)
+    for j, v in enumerate(records):
+        try:
+            group[j] = memo[type(v), v]
+        except KeyError:
+            group[j] = memo[type(v), v] = position(v)
+        except TypeError:  # an unhashable record
+            group[j] = position(v)
+    return group

@@ -30,7 +30,7 @@ import numpy as np
 from snapcore.data._columns import as_dataset, is_data_frame, table_column
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import category_key
+from snapcore.data._values import category_key, key_positions
 from snapcore.errors import ParameterError, keyword, parameter_name
 from snapcore.plugins._statistic import Statistic, check_n
 from snapcore.releases._record import Release
@@ -284,36 +284,8 @@ def _split(
         raise ParameterError(
             f"column {by!r} must have as many records as the data", parameter="by"
         )
-    group = _key_positions(by_arr, key_set)
+    group = key_positions(by_arr, key_set)
     return [sub.apply_missing(policy) for sub in ds.take_groups(group, len(key_set))]
-
-
-def _key_positions(records: np.ndarray, key_set: tuple[Any, ...]) -> np.ndarray:
-    """Each record's position in ``key_set`` under :func:`category_key` matching; -1 for
-    a missing record, one that is not a category, or a key outside the key set.
-
-    Each distinct record (by type and value) is matched once: equal values of one type
-    have one category key, and the memo holds the position for every later record."""
-    index = {category_key(k): i for i, k in enumerate(key_set)}
-
-    def position(v: Any) -> int:
-        if is_missing(v):
-            return -1
-        try:
-            return index.get(category_key(v), -1)
-        except ParameterError:
-            return -1  # an unmatchable key is not in the key set
-
-    memo: dict[tuple[type, Any], int] = {}
-    group = np.empty(records.size, dtype=np.int64)
-    for j, v in enumerate(records):
-        try:
-            group[j] = memo[type(v), v]
-        except KeyError:
-            group[j] = memo[type(v), v] = position(v)
-        except TypeError:  # an unhashable record
-            group[j] = position(v)
-    return group
 
 
 def _record(

@@ -21,7 +21,7 @@ import snapcore
 from snapcore import SnappingMechanism, audit
 from snapcore.data._columns import as_dataset
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import category_key, exact_ratio
+from snapcore.data._values import category_key, exact_ratio, key_positions
 from snapcore.errors import MissingValueError, ParameterError, SourceExhaustedError, show
 from snapcore.randomness._sources import RandomSource, ReplaySource, SeededSource
 from snapcore.testing.sources import DrawTaken, NoDraws
@@ -671,3 +671,12 @@ def test_float64_columns_are_read_in_place_and_checked_even_when_their_sum_overf
                 as_dataset({"x": x}, column="x").column(0)
             with pytest.raises(error):
                 as_dataset({"x": -x}, column="x").column(0)
+
+
+def test_key_positions_match_by_kind_and_exact_value():
+    keys = (True, 1, "1", 0.5, Decimal("0.1"))
+    records = np.empty(14, dtype=object)
+    records[:] = [1, True, 1.0, np.int64(1), "1", np.str_("1"), Fraction(1, 2), 0.1,
+                  Decimal("0.10"), None, math.nan, pd.NA, [1], math.inf]  # fmt: skip
+    assert key_positions(records, keys).tolist() == [1, 0, 1, 1, 2, 2, 3, -1, 4] + [-1] * 5
+    assert key_positions(np.array([0.5, math.nan, 1.0, 0.5]), keys).tolist() == [3, -1, 1, 3]
