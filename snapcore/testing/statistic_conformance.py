@@ -240,9 +240,13 @@ class StatisticConformance:
         self._hypothesis_pairs(target, self.max_examples)
 
     @pytest.mark.slow
-    def test_neighbours_hypothesis_slow(self, target: Target) -> None:
-        """The same with ``slow_max_examples`` pairs."""
-        self._hypothesis_pairs(target, self.slow_max_examples)
+    def test_neighbours_hypothesis_slow(
+        self, target: Target, request: pytest.FixtureRequest
+    ) -> None:
+        """The same with ``slow_max_examples`` pairs (``max_examples`` when a test suite
+        runs it as a ``slow_sample``, as the backend suite's slow test does)."""
+        sampled = request.node.get_closest_marker("slow_sample") is not None
+        self._hypothesis_pairs(target, self.max_examples if sampled else self.slow_max_examples)
 
 
 def registered_statistic_params(names: Sequence[str] | None = None) -> list[Any]:
