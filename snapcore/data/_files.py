@@ -109,10 +109,22 @@ def csv_header(fh: IO[bytes], label: str) -> list[str]:
         header = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]))
     except UnicodeDecodeError:
         raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
-    header = [h.strip() for h in header]
-    if len(set(header)) != len(header):
+    return _column_names(header, label)
+
+
+def _column_names(header: list[str], label: str) -> list[str]:
+    """The names on a CSV header line, blanks around each removed (as around every
+    field, :func:`cell`): both CSV readers name a file's columns by this rule.
+
+    Raises
+    ------
+    DataError
+        If a name is given twice.
+    """
+    names = [h.strip() for h in header]
+    if len(set(names)) != len(names):
         raise DataError(f"{label} has duplicate column names")
-    return header
+    return names
 
 
 def parquet_columns(source: IO[bytes] | str) -> list[str]:
@@ -284,11 +296,9 @@ def read_csv_table(fh: Iterable[str], label: str) -> Mapping[str, list[Any]]:
     try:
         reader = csv.reader(fh)
         try:
-            header = next(reader)
+            header = _column_names(next(reader), label)
         except StopIteration:
             raise DataError(f"{label} is empty") from None
-        if len(set(header)) != len(header):
-            raise DataError(f"{label} has duplicate column names")
         rows: list[list[str]] = []
         width = len(header)
         for row in reader:

@@ -162,6 +162,14 @@ def test_read_csv_table_refuses_what_it_cannot_read(text, message):
         read_csv_table(io.StringIO(text), "t")
 
 
+def test_both_csv_readers_name_the_columns_alike() -> None:
+    text = "x, y ,z\n1,2,3\n"
+    assert list(read_csv_table(io.StringIO(text), "t")) == ["x", "y", "z"]
+    assert csv_header(io.BytesIO(text.encode()), "t") == ["x", "y", "z"]
+    with pytest.raises(DataError, match="duplicate column names"):
+        read_csv_table(io.StringIO("a, a\n1,2\n"), "t")
+
+
 def test_read_csv_table_refuses_text_that_is_not_utf8():
     fh = io.TextIOWrapper(io.BytesIO(b"a\n\xff\n"), encoding="utf-8", newline="")
     with pytest.raises(DataError, match="not a UTF-8 CSV file"):
