@@ -49,25 +49,23 @@ class Registry(Generic[T]):
     def _add(self, name: str, item: T) -> None:
         if not isinstance(name, str) or not name:
             raise PluginError(f"{self.kind} name must be a non-empty string, got {name!r}")
-        declared_by = self._declared.get(name)
-        if name in self._items or declared_by not in (None, self._current_plugin):
-            first = self._origin[name] if name in self._items else declared_by
-            raise PluginError(
-                f"{self.kind} {name!r} is registered twice: by {first} "
-                f"and by {self._current_plugin}"
-            )
+        if name in self._items or self._declared.get(name) not in (None, self._current_plugin):
+            raise self._twice(name, self._current_plugin)
         self._items[name] = item
         self._origin[name] = self._current_plugin
         self._declared.pop(name, None)
 
     def declare(self, name: str, plugin: str) -> None:
         """Know ``name`` as provided by ``plugin``, which is imported on first use."""
-        if name in self._items or name in self._declared:
-            first = self._origin.get(name) or self._declared[name]
-            raise PluginError(
-                f"{self.kind} {name!r} is registered twice: by {first} and by {plugin}"
-            )
+        if name in self:
+            raise self._twice(name, plugin)
         self._declared[name] = plugin
+
+    def _twice(self, name: str, plugin: str) -> PluginError:
+        """The error for ``plugin`` taking ``name``, which another plugin has."""
+        return PluginError(
+            f"{self.kind} {name!r} is registered twice: by {self.origin(name)} and by {plugin}"
+        )
 
     def _load(self, name: object) -> None:
         plugin = self._declared.get(name) if isinstance(name, str) else None
