@@ -35,7 +35,7 @@ from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
-from snapcore.pipeline._stages import Pipeline, clamp
+from snapcore.pipeline._stages import Pipeline
 from snapcore.randomness._draw import (
     BATCH_MIN_PRECISION,
     Draw,
@@ -210,9 +210,8 @@ class FastEngine:
         """Exact outputs for ``k = -kmax-1 .. kmax+1`` (the ends: clamped)."""
         with self._table_lock:
             if self._table is None:
-                L, b = self.L, self.calibration.unit_clamp_bound_dyadic
                 ks = range(-self.kmax - 1, self.kmax + 2)
-                self._table = np.array([pipe.output(clamp(k, L, b)) for k in ks], dtype=np.float64)
+                self._table = np.array([pipe.index_output(k) for k in ks], dtype=np.float64)
             return self._table
 
     def outputs(self, k: npt.NDArray[np.int64], pipe: Pipeline) -> tuple[F64, Any]:
@@ -228,7 +227,7 @@ class FastEngine:
             idx = np.clip(k, -kmax - 1, kmax + 1)
             idx += kmax + 1
             return self.table(pipe).take(idx), np.empty(0, np.intp)
-        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+        L = self.L
         lo_out, hi_out = self.end_outputs(pipe)
         clamped_from = self.clamped_from
         out = np.empty(k.shape, np.float64)
@@ -254,11 +253,11 @@ class FastEngine:
             bad = np.flatnonzero(np.abs(k) < clamped_from)
             if bad.size:
                 uniq, inv = np.unique(k[bad], return_inverse=True)
-                vals = np.array([pipe.output(clamp(int(kk), L, b)) for kk in uniq])
+                vals = np.array([pipe.index_output(int(kk)) for kk in uniq])
                 out[bad] = vals[inv]
             bad = np.empty(0, np.intp)
         for j in bad:
-            out[j] = pipe.output(clamp(int(k[j]), L, b))
+            out[j] = pipe.index_output(int(k[j]))
         out[k >= clamped_from] = hi_out
         out[k <= -clamped_from] = lo_out
         return out, bad
@@ -359,7 +358,7 @@ class FastEngine:
         scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
         kbuf = np.empty(chunk, np.int64)
         okbuf = np.empty(chunk, np.bool_)
-        L, b = self.L, self.calibration.unit_clamp_bound_dyadic
+        L = self.L
         mode = 0 if self.use_table else 1
         table = self.table(pipe) if self.use_table else np.zeros(1)
         ends = np.array([self.lower, self.upper, self.delta_f, *self.end_outputs(pipe)])
@@ -397,7 +396,7 @@ class FastEngine:
                         out[pos + j] = exact(pos + j, decode_draw(io.BytesIO(rowbytes).read, p))
                         fall_k.append(pos + j)
                     else:
-                        out[pos + j] = pipe.output(clamp(kk, L, b))
+                        out[pos + j] = pipe.index_output(kk)
                         fall_out.append(pos + j)
                 if stop < m:
                     # Row `stop` has a continuation word: the bytes read after its start
