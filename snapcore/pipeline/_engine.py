@@ -492,10 +492,10 @@ def _exact_dummies(pipe: Pipeline, count: int) -> None:
 def scalar_params(pipe: Pipeline) -> F64 | None:
     """The parameter vector of :func:`~snapcore.pipeline._compiled.scalar_release_kernel`
     for ``pipe``'s calibration, or None when the kernel's bound does not cover it
-    (``p < 118`` or magnitudes outside :attr:`FastEngine.supported`): those releases
-    stay exact."""
+    (``p < 118`` or magnitudes outside it: not :attr:`FastEngine.supported`): those
+    releases stay exact."""
     eng = engine_for(pipe.calibration)
-    if not eng.supported or pipe.calibration.precision < 118:
+    if not eng.supported:
         return None
     low_output, high_output = eng.end_outputs(pipe)
     return scalar_params_vector(
