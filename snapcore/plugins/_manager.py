@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
 import pluggy
 
@@ -72,8 +72,6 @@ BUILTIN_PROVIDES: dict[str, dict[str, tuple[str, ...]]] = {
     "counting": {"statistics": ("count", "histogram")},
     "moments": {"statistics": ("covariance", "mean", "sum", "variance")},
 }
-
-T = TypeVar("T")
 
 
 class Registries:
