@@ -74,7 +74,7 @@ class Dataset:
     def arrays(self) -> list[np.ndarray]:
         """Every column as a 1-D NumPy array, no record converted: a NumPy column as
         given, any other as an array of its records (objects)."""
-        return [_objects(c) for c in self._cols]
+        return [column_records(c) for c in self._cols]
 
     def take(self, index: np.ndarray) -> Dataset:
         """The records at ``index`` (an integer array), as a new dataset."""
@@ -210,7 +210,9 @@ def _as_data_error(read: Callable[[Any, str], _T], obj: Any, name: str) -> _T:
     raise DataError(message)  # outside the handler: no chained context
 
 
-def _objects(col: Any) -> np.ndarray:
+def column_records(col: Any) -> np.ndarray:
+    """A column's records as a 1-D NumPy array, none converted: a NumPy array as given
+    (flattened), any other column as an array of its records (objects)."""
     if hasattr(col, "to_numpy"):
         return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
     if isinstance(col, np.ndarray):

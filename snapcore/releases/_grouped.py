@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import numpy as np
 
-from snapcore.data._columns import as_dataset, is_data_frame, table_column
+from snapcore.data._columns import as_dataset, column_records, is_data_frame, table_column
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
@@ -275,11 +275,7 @@ def _split(
     """The records of each key of ``key_set``, the missing-value policy applied."""
     by_col = table_column(data, by, "by")
     ds = as_dataset(data, column=column, columns=stat.columns)
-    by_arr = (
-        by_col.to_numpy(dtype=object)
-        if hasattr(by_col, "to_numpy")
-        else np.asarray(list(by_col), dtype=object)
-    ).reshape(-1)
+    by_arr = column_records(by_col)
     if by_arr.size != ds.size:
         raise ParameterError(
             f"column {by!r} must have as many records as the data", parameter="by"
