@@ -90,9 +90,15 @@ def test_release_checks_n_and_the_data_bounds_into_the_request():
     import snapcore
     from snapcore.errors import ParameterError
 
-    with pytest.raises(ParameterError, match="n"):
-        snapcore.release("count", [1, 2], epsilon=1, n=-1, relation="add-remove")
-    with pytest.raises(ParameterError, match="data_bounds"):
-        snapcore.release("sum", object(), epsilon=1, data_bounds=(3, 1))
-    with pytest.raises(ParameterError, match="n"):
-        snapcore.release("count", {"s": [1]}, by="s", keys=[1], n={1: -1}, epsilon=1)
+    # object() is no data at all: only a check made before the data are read names n or
+    # the data bounds.
+    unreadable = object()
+    with pytest.raises(ParameterError, match=r"^n must be an int >= 0") as exc:
+        snapcore.release("count", unreadable, epsilon=1, n=-1, relation="add-remove")
+    assert exc.value.parameter == "n"
+    with pytest.raises(ParameterError, match=r"^data_bounds must satisfy lower < upper") as exc:
+        snapcore.release("sum", unreadable, epsilon=1, data_bounds=(3, 1))
+    assert exc.value.parameter == "data_bounds"
+    with pytest.raises(ParameterError, match=r"^n must be an int >= 0") as exc:
+        snapcore.release("count", unreadable, by="s", keys=[1], n={1: -1}, epsilon=1)
+    assert exc.value.parameter == "n"
