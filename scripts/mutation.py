@@ -46,6 +46,7 @@ SAMPLER = [
 TESTS: dict[str, list[str]] = {
     "dyadic": [
         "tests/exact/test_dyadic.py",
+        "tests/exact/test_add_nearest.py",
         "tests/pipeline/test_stages.py",
         f"{REF}::test_round_fraction_matches_reference",
         f"{REF}::test_add_rounds_the_exact_sum_once",
