@@ -50,7 +50,7 @@ from snapcore.randomness._sources import RandomSource, require_draws
 from snapcore.releases._grouped import GroupedRelease, check_grouping, plan_groups
 from snapcore.releases._padding import padded_statistic
 from snapcore.releases._record import Release
-from snapcore.releases._request import ReleaseRequest
+from snapcore.releases._request import ReleaseRequest, check_options
 
 if TYPE_CHECKING:
     from snapcore.releases._budget import Budget
@@ -359,13 +359,7 @@ def release(
     given = given_clamp_bounds(clamp_bounds) if clamp_bounds is not None else None
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
-    unknown = sorted(set(options) - set(stat.options))
-    if unknown:
-        valid = sorted(stat.options) or "none"
-        raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
-            parameter=unknown[0],
-        )
+    check_options(stat, options)
     if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"

@@ -32,6 +32,7 @@ from snapcore.data._frames import is_dask, read_dataset
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import DataBounds, State, Statistic, accumulate, check_data_bounds
+from snapcore.releases._request import check_options
 
 __all__ = ["Partial", "dask_state", "merge", "partial"]
 
@@ -87,12 +88,7 @@ def _resolve(statistic: Any, data_bounds: Any, options: Mapping[str, Any]) -> An
             f"statistic {stat.name!r} does not implement partial() and finalize(); it can "
             "only be released from data in memory"
         )
-    unknown = sorted(set(options) - set(stat.options))
-    if unknown:
-        valid = sorted(stat.options) or "none"
-        raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}"
-        )
+    check_options(stat, options)
     return stat, check_data_bounds(data_bounds, stat)
 
 

@@ -12,6 +12,7 @@ import attrs
 from snapcore.calibration._clamp import ClampChoice
 from snapcore.data._missing import MissingPolicy
 from snapcore.data._neighbouring import Neighbouring
+from snapcore.errors import ParameterError
 from snapcore.padding._pad import TimingMode
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._statistic import DataBounds, Statistic
@@ -20,7 +21,19 @@ from snapcore.randomness._sources import RandomSource
 if TYPE_CHECKING:
     from snapcore.releases._budget import Budget
 
-__all__ = ["ReleaseRequest"]
+__all__ = ["ReleaseRequest", "check_options"]
+
+
+def check_options(stat: Statistic, options: Mapping[str, Any]) -> None:
+    """Refuse any of ``options`` that ``stat`` does not take (a release's or a partial
+    state's keyword arguments)."""
+    unknown = sorted(set(options) - set(stat.options))
+    if unknown:
+        valid = sorted(stat.options) or "none"
+        raise ParameterError(
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
+            parameter=unknown[0],
+        )
 
 
 def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:

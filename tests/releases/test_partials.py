@@ -157,6 +157,13 @@ def test_partial_objects_merge_and_release_like_the_data():
     other = snapcore.partial("mean", x, data_bounds=(0, 50))
     with pytest.raises(ParameterError, match="same statistic"):
         snapcore.merge([merged, other])
+    # an option the statistic does not take: refused as a release refuses it
+    unknown = r"^statistic 'mean' got unknown option\(s\) \['bins'\]"
+    with pytest.raises(ParameterError, match=unknown) as e:
+        snapcore.partial("mean", x, data_bounds=(0, 100), bins=3)
+    with pytest.raises(ParameterError, match=unknown) as e2:
+        snapcore.release("mean", x, epsilon=1, data_bounds=(0, 100), bins=3)
+    assert e.value.parameter == e2.value.parameter == "bins"
 
 
 def test_histogram_released_through_the_array_path_equals_scalar_releases():
