@@ -44,18 +44,9 @@ class Backend(abc.ABC):
     (:meth:`batch`, for arrays of at least :attr:`batch_min_size` elements) or one
     double in one fused call (:meth:`scalar`), each with a ``_padded`` form for a
     mechanism padded to a time quantum (:meth:`batch_padded`, :meth:`scalar_padded`).
-    When a backend declines, the mechanism runs the pipeline itself.  :data:`CAPABILITIES`
-    names them; the conformance suite tests each one a backend offers.
+    When a backend declines, the mechanism runs the pipeline itself.  The conformance
+    suite tests each one a backend offers.
     """
-
-    #: The optional capabilities, overridden by a backend that offers them.
-    CAPABILITIES: ClassVar[tuple[str, ...]] = (
-        "batch",
-        "batch_padded",
-        "batch_min_size",
-        "scalar",
-        "scalar_padded",
-    )
 
     #: Name under which users select the backend (``backend="mpfr"``).
     name: ClassVar[str]
