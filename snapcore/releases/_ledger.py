@@ -56,10 +56,12 @@ copy, and it works on network file systems, where WAL's shared memory does not.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import os
 import re
 import sqlite3
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -120,6 +122,62 @@ def _from_text(what: str, text: object) -> Fraction:
 def _digest_start(total_text: str, created: str) -> str:
     data = "\0".join(("snapcore-ledger", str(SCHEMA_VERSION), total_text, created))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+@functools.cache
+def _expected_schema() -> frozenset[tuple[str, str, str, str | None]]:
+    """``(type, name, table, sql)`` of every object :data:`_SCHEMA` creates, as SQLite
+    itself records them (built once in a private in-memory database)."""
+    with closing(sqlite3.connect(":memory:")) as conn:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return frozenset(
+        (str(t), str(n), str(tb), None if q is None else str(q)) for t, n, tb, q in rows
+    )
+
+
+def _check_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a file whose schema is not exactly the one :meth:`Ledger.init` creates.
+
+    The rows and the digest chain say nothing about what SQLite runs when a row is
+    written: a trigger (``BEFORE INSERT ON entries ... RAISE(IGNORE)``), a view with an
+    ``INSTEAD OF`` trigger, a changed column or constraint would turn a spend into a
+    no-op or rewrite it, and the file would still verify.  So every object of
+    ``sqlite_master`` (tables, indexes, triggers, views) and its SQL text must be one
+    the ledger created, and this connection must see no other database (``temp`` or
+    attached) in which such objects could live.  A refusal names the object's kind and
+    name, never a row's value.
+    """
+    expected = _expected_schema()
+    found = {
+        (str(t), str(n), str(tb), None if q is None else str(q))
+        for t, n, tb, q in conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
+    }
+    extra = sorted(found - expected, key=lambda r: (r[0], r[1]))
+    if extra:
+        names = {(t, n) for t, n, _, _ in expected}
+        kind, name, table, _ = extra[0]
+        if (kind, name) in names:
+            what = f"its {kind} {name!r} is not defined as a ledger defines it (changed)"
+        else:
+            on = f" on {table!r}" if kind in ("index", "trigger") else ""
+            what = f"it holds a {kind} {name!r}{on} that a ledger does not create"
+        more = f" (and {len(extra) - 1} other unexpected objects)" if len(extra) > 1 else ""
+        raise _fail(path, what + more + "; its spends could be silently altered")
+    missing = sorted(expected - found, key=lambda r: (r[0], r[1]))
+    if missing:
+        kind, name, _, _ = missing[0]
+        raise _fail(path, f"its {kind} {name!r} is missing")
+    databases = [str(row[1]) for row in conn.execute("PRAGMA database_list")]
+    others = [d for d in databases if d != "main"]
+    if (
+        "temp" in others
+        and not conn.execute("SELECT count(*) FROM temp.sqlite_master").fetchone()[0]
+    ):
+        others.remove("temp")
+    if others:
+        raise _fail(path, f"its connection sees other databases {others} (temp or attached)")
 
 
 def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
@@ -217,6 +275,9 @@ def _connect(path: str) -> sqlite3.Connection:
         conn.execute("PRAGMA fullfsync=ON")
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("PRAGMA cell_size_check=ON")
+        conn.execute("PRAGMA recursive_triggers=OFF")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        conn.execute("PRAGMA query_only=OFF")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
@@ -226,8 +287,14 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
-    """Check the whole ledger inside the caller's transaction; raise LedgerError."""
+def _verify(
+    conn: sqlite3.Connection, path: str, seen: tuple[int, str] | None = None
+) -> LedgerState:
+    """Check the whole ledger inside the caller's transaction; raise LedgerError.
+
+    ``seen``, ``(entries, digest)`` of a history verified earlier from this file,
+    must be a prefix of the history found (see :meth:`Ledger.state`).
+    """
     try:
         app = conn.execute("PRAGMA application_id").fetchone()[0]
         if app != APPLICATION_ID:
@@ -255,6 +322,7 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
         check = [row[0] for row in conn.execute("PRAGMA integrity_check")]
         if check != ["ok"]:
             raise _fail(path, "SQLite's integrity check failed: " + "; ".join(check[:3]))
+        _check_schema(conn, path)
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         rows = conn.execute(
             "SELECT id, time, label, epsilon, cumulative, status, pid FROM entries ORDER BY id"
@@ -319,13 +387,22 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
     if running > total:
         raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
     digest = _digest_start(meta["total"], meta["created"])
+    prefix = {0: digest}
     for e in entries:
         digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid)
+        prefix[e.index] = digest
     if meta["digest"] != digest:
         raise _fail(
             path,
             "its total or history does not match the digest snapcore recorded with it "
             "(edited outside snapcore)",
+        )
+    if seen is not None and prefix.get(seen[0]) != seen[1]:
+        raise _fail(
+            path,
+            f"its history is not a continuation of the {seen[0]} entries this process "
+            f"already read from it: it has {len(entries)}, or they differ (replaced by an "
+            "older copy, or its last entries removed and its digest recomputed)",
         )
     return LedgerState(
         total=total,
@@ -334,6 +411,15 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
         created=meta["created"],
         digest=digest,
     )
+
+
+def _check_spend(epsilon: Any, label: Any) -> tuple[Fraction, str]:
+    # A spend is a release's positive epsilon: zero would write an entry that spends
+    # nothing, and a negative one would be a refund.
+    eps = check_real("epsilon", epsilon, positive=True)
+    if not isinstance(label, str):
+        raise ParameterError(f"label must be a str, got {type(label).__name__}")
+    return eps, label
 
 
 def _now() -> str:
@@ -356,7 +442,20 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        self._seen: tuple[int, str] | None = None
+        self._seen_lock = threading.Lock()
         self.state()
+
+    def _remember(self, st: LedgerState) -> LedgerState:
+        """Keep the longest history verified so far (histories only grow)."""
+        with self._seen_lock:
+            if self._seen is None or len(st.entries) >= self._seen[0]:
+                self._seen = (len(st.entries), st.digest)
+        return st
+
+    def _anchor(self) -> tuple[int, str] | None:
+        with self._seen_lock:
+            return self._seen
 
     @classmethod
     def init(cls, path: str | os.PathLike[str], total_epsilon: Any) -> Ledger:
@@ -426,14 +525,19 @@ class Ledger:
         return cls(target)
 
     def state(self) -> LedgerState:
-        """Read and check the whole ledger in one read transaction."""
+        """Read and check the whole ledger in one read transaction.
+
+        Besides the file's own checks, the history must extend the longest one this
+        object has read before: a file rolled back (an older copy put in its place,
+        or its last entries deleted and its digest recomputed) is refused.
+        """
         with closing(_connect(self.path)) as conn:
             try:
                 conn.execute("BEGIN")
             except sqlite3.DatabaseError as exc:
                 raise _fail(self.path, f"it cannot be read ({exc})") from None
             try:
-                return _verify(conn, self.path)
+                return self._remember(_verify(conn, self.path, self._anchor()))
             finally:
                 conn.execute("ROLLBACK")
 
@@ -457,21 +561,21 @@ class Ledger:
         """The history, oldest first."""
         return self.state().entries
 
-    def _commit_spend(self, eps: Fraction, label: str) -> int:
+    def _commit_spend(self, eps: Fraction, label: str, what: str, outcome: str) -> int:
         with closing(_connect(self.path)) as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as exc:
                 raise _fail(self.path, f"it cannot be locked for writing ({exc})") from None
             try:
-                st = _verify(conn, self.path)
+                st = self._remember(_verify(conn, self.path, self._anchor()))
                 left = st.remaining
                 if eps > left:
                     raise BudgetExceededError(
-                        f"release refused by ledger {self.path!r}: it needs epsilon = "
+                        f"{what} refused by ledger {self.path!r}: it needs epsilon = "
                         f"{short(eps)} but the ledger has {short(left)} "
                         f"left (total {short(st.total)}, spent "
-                        f"{short(st.spent)}); nothing was drawn or spent"
+                        f"{short(st.spent)}); {outcome}"
                     )
                 index = len(st.entries) + 1
                 spent = st.spent + eps
@@ -485,17 +589,28 @@ class Ledger:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))
+                # Read the write back before committing: the ledger must now hold
+                # exactly this entry on top of the history it had.
+                after = _verify(conn, self.path, (len(st.entries), st.digest))
+                if len(after.entries) != index or after.spent != spent or after.digest != digest:
+                    raise _fail(self.path, "a spend written to it did not read back as written")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             # The write-ahead point: once COMMIT returns, the spend is on disk.
             conn.execute("COMMIT")
+            self._remember(after)
             return index
 
     def _mark(self, index: int, status: str) -> None:
         try:
             with closing(_connect(self.path)) as conn:
                 conn.execute("BEGIN IMMEDIATE")
+                try:
+                    _check_schema(conn, self.path)
+                except LedgerError:
+                    conn.execute("ROLLBACK")
+                    raise
                 conn.execute(
                     "UPDATE entries SET status = ? WHERE id = ? AND status = 'committed'",
                     (status, index),
@@ -523,14 +638,10 @@ class Ledger:
         LedgerError
             If the ledger fails its checks; nothing is recorded.
         ParameterError
-            If ``epsilon`` is not a finite number >= 0 or ``label`` not a str.
+            If ``epsilon`` is not a finite number > 0 or ``label`` not a str.
         """
-        eps = check_real("epsilon", epsilon)
-        if eps < 0:
-            raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
-        if not isinstance(label, str):
-            raise ParameterError(f"label must be a str, got {type(label).__name__}")
-        index = self._commit_spend(eps, label)
+        eps, label = _check_spend(epsilon, label)
+        index = self._commit_spend(eps, label, "release", "nothing was drawn or spent")
         try:
             yield eps
         except BaseException:
@@ -539,9 +650,29 @@ class Ledger:
         self._mark(index, "completed")
 
     def spend(self, epsilon: Any, *, label: str = "") -> None:
-        """Record ``epsilon`` as spent (for releases made outside snapcore)."""
-        with self.reserve(epsilon, label=label):
-            pass
+        """Record ``epsilon`` as spent (for releases made outside snapcore).
+
+        Prefer :meth:`reserve` around the release: a spend recorded after the noise
+        was drawn can be refused when it is too late to undo the draw.
+
+        Raises
+        ------
+        BudgetExceededError
+            If ``epsilon`` exceeds what remains; nothing is recorded.
+        LedgerError
+            If the ledger fails its checks; nothing is recorded.
+        ParameterError
+            If ``epsilon`` is not a finite number > 0 or ``label`` not a str.
+        """
+        eps, label = _check_spend(epsilon, label)
+        index = self._commit_spend(
+            eps,
+            label,
+            "spend",
+            "nothing was recorded; if noise was already drawn for it, that release is "
+            "not covered by this ledger",
+        )
+        self._mark(index, "completed")
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger as a JSON-ready dict (exact values as ``"p/q"`` too)."""

@@ -48,7 +48,7 @@ def test_exact_accounting_and_history(ledger: Ledger) -> None:
         rows = conn.execute("SELECT epsilon FROM entries ORDER BY id").fetchall()
     assert meta["spent"] == f"{(third + tenth).numerator}/{(third + tenth).denominator}"
     assert rows[0][0] == "1/3" and Fraction(rows[1][0]) == Fraction(0.1)
-    with pytest.raises(BudgetExceededError, match="nothing was drawn"):
+    with pytest.raises(BudgetExceededError, match="nothing was recorded"):
         ledger.spend(1 - third - tenth + Fraction(1, 10**40))
     ledger.spend(1 - third - tenth)
     assert ledger.remaining == 0 and len(ledger.entries) == 3

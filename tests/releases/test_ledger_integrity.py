@@ -1,0 +1,263 @@
+"""The ledger's integrity beyond its rows: its schema, its connection settings, zero
+spends and rollback to an older copy.
+
+Each attack is made with the standard sqlite3 module, as anyone with write access to
+the file could, without recomputing snapcore's digest.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import snapcore
+from snapcore import Budget, ReplaySource
+from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
+from snapcore.releases import _ledger
+from snapcore.releases._budget import LedgerBudget
+from snapcore.releases._ledger import Ledger
+
+DATA = [float(v) for v in range(20)]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _sql(path: str, *statements: str) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for s in statements:
+            conn.execute(s)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    led = Ledger.init(tmp_path / "b.ledger", 1)
+    led.spend(Fraction(1, 4), label="first")
+    return led
+
+
+_ENTRIES_SQL = (
+    "CREATE TABLE entries ( id INTEGER PRIMARY KEY, time TEXT NOT NULL, label TEXT NOT NULL,"
+    " epsilon TEXT NOT NULL, cumulative TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN"
+    " ('committed', 'completed', 'failed')), pid INTEGER NOT NULL)"
+)
+
+# name -> (statements planted, what the refusal must name)
+PLANTS = {
+    "trigger swallowing inserts": (
+        ("CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END",),
+        "trigger 'swallow' on 'entries'",
+    ),
+    "trigger freezing meta": (
+        ("CREATE TRIGGER freeze BEFORE UPDATE ON meta BEGIN SELECT RAISE(IGNORE); END",),
+        "trigger 'freeze' on 'meta'",
+    ),
+    "trigger after insert": (
+        ("CREATE TRIGGER undo AFTER INSERT ON entries BEGIN DELETE FROM entries; END",),
+        "trigger 'undo' on 'entries'",
+    ),
+    "view with an INSTEAD OF trigger": (
+        (
+            "CREATE VIEW spends AS SELECT * FROM entries",
+            "CREATE TRIGGER spends_insert INSTEAD OF INSERT ON spends BEGIN SELECT 1; END",
+        ),
+        "trigger 'spends_insert' on 'spends'.*1 other",
+    ),
+    "view": (("CREATE VIEW spends AS SELECT * FROM entries",), "view 'spends'"),
+    "index": (("CREATE INDEX by_label ON entries (label)",), "index 'by_label' on 'entries'"),
+    "extra table": (("CREATE TABLE notes (x)",), "table 'notes'"),
+    "statistics table (ANALYZE)": (("ANALYZE",), "table 'sqlite_stat1'"),
+    "added column": (
+        ("ALTER TABLE entries ADD COLUMN extra TEXT",),
+        "table 'entries' is not defined as a ledger defines it",
+    ),
+    "dropped constraint (writable_schema)": (
+        (
+            "PRAGMA writable_schema=ON",
+            "UPDATE sqlite_master SET sql = replace(sql, ' CHECK (status IN ("
+            "''committed'', ''completed'', ''failed''))', '') WHERE name = 'entries'",
+            "PRAGMA writable_schema=OFF",
+        ),
+        "table 'entries' is not defined as a ledger defines it",
+    ),
+}
+
+
+@pytest.mark.parametrize("plant", list(PLANTS))
+def test_planted_schema_object_refused_and_untouched(ledger: Ledger, plant: str) -> None:
+    statements, named = PLANTS[plant]
+    budget = LedgerBudget(ledger)  # opened before the plant, as a running service would
+    _sql(ledger.path, *statements)
+    folder = Path(ledger.path).parent
+    before = _files(folder)
+    src = ReplaySource([(1, 0.5)])
+    for attempt in (
+        lambda: Ledger(ledger.path),
+        lambda: ledger.state(),
+        lambda: ledger.spend(Fraction(1, 100)),
+        lambda: budget.remaining,
+        lambda: snapcore.release(
+            "mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src
+        ),
+    ):
+        with pytest.raises(LedgerError, match=named) as info:
+            attempt()
+        assert "not modified" in str(info.value)
+    assert src.remaining == 1  # refused before any noise was drawn
+    assert _files(folder) == before  # byte for byte, and no journal left behind
+
+
+def test_the_reviewed_bypass_is_refused(tmp_path: Path) -> None:
+    """Ten releases at ε = 1/2 against a total of 1, with the two triggers of the
+    review planted after the ledger was made: not one goes through."""
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, 1)
+    budget = Budget.from_ledger(path)
+    _sql(
+        path,
+        "CREATE TRIGGER a BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END",
+        "CREATE TRIGGER b BEFORE UPDATE ON meta BEGIN SELECT RAISE(IGNORE); END",
+    )
+    src = ReplaySource([(1, 0.5)] * 10)
+    for _ in range(10):
+        with pytest.raises(LedgerError, match="trigger"):
+            snapcore.release(
+                "mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src
+            )
+    assert src.remaining == 10
+    _sql(path, "DROP TRIGGER a", "DROP TRIGGER b")  # the owner removes them
+    assert Ledger(path).spent == 0
+    snapcore.release("mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src)
+    assert Ledger(path).spent == Fraction(1, 2)
+
+
+def test_expected_schema_is_what_sqlite_records(tmp_path: Path) -> None:
+    """The schema a new ledger is compared with, read by an independent route: a
+    fresh ledger's own sqlite_master (no other object, the SQL as written)."""
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, 1)
+    with sqlite3.connect(path) as conn:
+        rows = set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    conn.close()
+    assert rows == {
+        ("table", "meta", "meta", "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"),
+        ("index", "sqlite_autoindex_meta_1", "meta", None),
+        ("table", "entries", "entries", _ENTRIES_SQL),
+    }
+    assert _ledger._expected_schema() == rows
+
+
+def test_write_is_read_back_before_commit(ledger: Ledger, monkeypatch) -> None:
+    """Should an object slip past the schema check, a spend that did not land as
+    written is still rolled back and refused, never reported as recorded."""
+    monkeypatch.setattr(_ledger, "_check_schema", lambda conn, path: None)
+    _sql(
+        ledger.path,
+        "CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END",
+    )
+    before = Path(ledger.path).read_bytes()
+    ran = []
+    with (
+        pytest.raises(LedgerError, match="records .2. entries but its history has 1"),
+        ledger.reserve(Fraction(1, 8)),
+    ):
+        ran.append(True)
+    assert ran == [] and Path(ledger.path).read_bytes() == before
+
+
+def test_connection_settings_are_snapcore_s(ledger: Ledger) -> None:
+    """Settings kept per connection cannot be planted in the file: each connection
+    sets them.  Settings kept in the file are checked (journal mode, ids)."""
+    conn = _ledger._connect(ledger.path)
+    try:
+        got = {
+            p: conn.execute(f"PRAGMA {p}").fetchone()[0]
+            for p in ("synchronous", "trusted_schema", "recursive_triggers", "foreign_keys")
+        }
+        assert got == {
+            "synchronous": 2,  # FULL
+            "trusted_schema": 0,
+            "recursive_triggers": 0,
+            "foreign_keys": 0,
+        }
+        assert [row[1] for row in conn.execute("PRAGMA database_list")] == ["main"]
+    finally:
+        conn.close()
+    _sql(ledger.path, "PRAGMA journal_mode=WAL")
+    with pytest.raises(LedgerError, match="journal mode is 'wal'"):
+        ledger.spend(Fraction(1, 100))
+
+
+def test_rollback_to_an_older_copy_refused_by_a_ledger_that_saw_more(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.ledger"
+    led = Ledger.init(path, 1)
+    led.spend(Fraction(1, 4), label="first")
+    old = tmp_path / "old.copy"
+    shutil.copyfile(path, old)
+    led.spend(Fraction(1, 2), label="second")
+    shutil.copyfile(old, path)  # a consistent file, digest and all, one entry shorter
+    with pytest.raises(LedgerError, match="not a continuation of the 2 entries"):
+        led.spend(Fraction(1, 2))
+    with pytest.raises(LedgerError, match="not a continuation"):
+        led.state()
+    assert Path(path).read_bytes() == old.read_bytes()
+    # The limit, as docs/embedding.md states it: the file alone cannot show that it
+    # is an older copy, so a ledger opened afresh (another process) accepts it.
+    assert Ledger(path).spent == Fraction(1, 4)
+
+
+def test_rewritten_history_of_the_same_length_refused(tmp_path: Path) -> None:
+    """Another file of the same length in place of the one read (the last entry
+    replaced by a smaller one, consistently) is not a continuation either."""
+    path, other = tmp_path / "b.ledger", tmp_path / "o.ledger"
+    led = Ledger.init(path, 1)
+    shutil.copyfile(path, other)
+    led.spend(Fraction(1, 2), label="big")
+    Ledger(other).spend(Fraction(1, 100), label="small")
+    shutil.copyfile(other, path)
+    with pytest.raises(LedgerError, match="not a continuation of the 1 entries"):
+        led.spend(Fraction(1, 2))
+
+
+def test_history_growing_elsewhere_is_accepted(ledger: Ledger) -> None:
+    """Another process's spends extend the history; they are not a rollback."""
+    Ledger(ledger.path).spend(Fraction(1, 4), label="elsewhere")
+    ledger.spend(Fraction(1, 4), label="here")
+    assert [e.label for e in ledger.entries] == ["first", "elsewhere", "here"]
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, Fraction(0), -1, Fraction(-1, 3)])
+def test_zero_and_negative_spends_refused(ledger: Ledger, bad: object) -> None:
+    before = Path(ledger.path).read_bytes()
+    attempts = [
+        lambda: ledger.spend(bad),
+        lambda: ledger.reserve(bad).__enter__(),
+        lambda: Budget.from_ledger(ledger.path).spend(bad),
+        lambda: Budget(1).spend(bad),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ParameterError, match=r"epsilon must be a finite number > 0"):
+            attempt()
+    assert Path(ledger.path).read_bytes() == before
+    assert len(ledger.entries) == 1
+
+
+def test_spend_refusal_says_nothing_was_recorded(ledger: Ledger) -> None:
+    """A spend records a release made elsewhere: when it is refused, the message does
+    not claim that nothing was drawn; a reserve refused before its block does."""
+    with pytest.raises(BudgetExceededError, match="nothing was recorded") as info:
+        ledger.spend(1)
+    assert "nothing was drawn" not in str(info.value)
+    with pytest.raises(BudgetExceededError, match="nothing was drawn or spent"):
+        ledger.reserve(1).__enter__()
+    assert ledger.spent == Fraction(1, 4)
