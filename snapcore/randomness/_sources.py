@@ -153,9 +153,11 @@ class ByteSource(RandomSource):
 class SystemSource(ByteSource):
     """The operating system's CSPRNG (``os.urandom``); the default.
 
-    Bytes are read in blocks and buffered in this process; every buffer is dropped
-    in a forked child (``os.register_at_fork``), so parent and child never share
-    noise.
+    Bytes are read in blocks and buffered in this process.  Every read compares the
+    process id with the one the buffer was filled in and drops the buffer when they
+    differ, so parent and child never share noise after any ``fork()``, including one
+    made by a C extension that bypasses CPython's ``os.register_at_fork`` hooks (those
+    hooks also give the child a fresh lock).
 
     Parameters
     ----------
@@ -176,6 +178,7 @@ class SystemSource(ByteSource):
         self._reader = reader
         self._buf = b""
         self._pos = 0
+        self._pid = os.getpid()
         SystemSource._instances.add(self)
 
     def _after_fork(self) -> None:
@@ -186,8 +189,11 @@ class SystemSource(ByteSource):
 
     def _drop_buffer(self) -> None:
         self._buf, self._pos = b"", 0
+        self._pid = os.getpid()
 
     def read(self, n: int) -> bytes:
+        if os.getpid() != self._pid:  # forked, whatever the route: none of the parent's bytes
+            self._drop_buffer()
         end = self._pos + n
         if end > len(self._buf):
             rest = self._buf[self._pos :]

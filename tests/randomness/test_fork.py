@@ -129,3 +129,57 @@ def test_system_source_buffer_dropped_in_forked_child():
     parent = src.read(64)
     assert len(child) == 64
     assert child != parent  # equal with probability 2**-512 unless the buffer is shared
+
+
+_HOOKS_RAN: list[int] = []
+if hasattr(os, "register_at_fork"):
+    # Witness for the raw fork below: CPython's fork hooks append the child's pid.
+    os.register_at_fork(after_in_child=lambda: _HOOKS_RAN.append(os.getpid()))
+
+
+def _raw_fork() -> int:
+    """``fork()`` called straight from libc, as a C extension would: CPython's
+    ``os.register_at_fork`` hooks do not run.  ``PyDLL`` keeps the GIL across the
+    call, so the child's interpreter is consistent."""
+    import ctypes
+
+    libc = ctypes.PyDLL(None)
+    libc.fork.restype = ctypes.c_int
+    libc.fork.argtypes = []
+    return int(libc.fork())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="raw libc fork() through ctypes")
+@pytest.mark.parametrize("make", [ChaCha20Source, SystemSource], ids=["chacha20", "system"])
+def test_raw_fork_bypassing_the_hooks_shares_no_noise(make):
+    src = make()
+    src.read(1)  # the next bytes are already buffered in this process
+    r, w = os.pipe()
+    pid = _raw_fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            signal.alarm(20)
+            os.close(r)
+            hooks = b"1" if _HOOKS_RAN and _HOOKS_RAN[-1] == os.getpid() else b"0"
+            os.write(w, hooks + src.read(64))
+        finally:
+            os._exit(0)
+    assert pid > 0
+    os.close(w)
+    got = b""
+    try:
+        while len(got) < 65:
+            ready, _, _ = select.select([r], [], [], 20)
+            chunk = os.read(r, 65 - len(got)) if ready else b""
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(got) == 65
+    hooks, child = got[:1], got[1:]
+    assert hooks == b"0"  # the fork really bypassed CPython's hooks
+    parent = src.read(64)
+    assert child != parent  # equal with probability 2**-512 unless the buffer is shared
