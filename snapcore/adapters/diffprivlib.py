@@ -53,6 +53,13 @@ The bridges, both ways:
   ``BudgetAccountant``, so :func:`snapcore.release` spends diffprivlib's budget (ε
   rounded **up** to a double).
 
+Both charge **before** any noise is drawn and never give ε back.  diffprivlib's
+models and tools call ``check``, then train (drawing noise), then ``spend``;
+:class:`SnapcoreAccountant` therefore takes the ε from the budget in ``check`` (on a
+ledger, committed to disk) and its ``spend`` records that reservation instead of
+charging twice, so a model trained is a model charged, even when another process
+spends the same ledger between the two calls.
+
 Both are pure ε-DP: a spend with δ > 0 is refused.
 """
 
@@ -60,6 +67,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -318,10 +326,20 @@ class SnapcoreAccountant(BudgetAccountant):  # type: ignore[misc]
     """A diffprivlib ``BudgetAccountant`` that charges a :class:`snapcore.Budget`.
 
     Pass it as ``accountant=`` to diffprivlib models and tools, or make it the
-    default with ``set_default()``.  Each spend is charged to ``budget`` exactly
-    (the float ε at its exact value) and refused, with diffprivlib's
-    ``BudgetError``, when the budget cannot cover it or δ > 0.  The totals come from
-    ``budget``, so spends made through snapcore show here too.
+    default with ``set_default()``.  ε is charged to ``budget`` exactly (the float
+    ε at its exact value) and refused, with diffprivlib's ``BudgetError``, when the
+    budget cannot cover it or δ > 0.  The totals come from ``budget``, so spends
+    made through snapcore show here too.
+
+    **Reserve, then commit.**  diffprivlib's models and tools call ``check``, train
+    (drawing noise), then call ``spend`` from the same function.  :meth:`check`
+    charges the ε at once (on a ledger, committed to disk before it returns), and
+    the matching :meth:`spend`, from the same call of the same function, records
+    that charge without taking the ε again.  Another process spending the shared
+    budget in between cannot leave a trained model uncharged.  A model or tool that
+    fails between ``check`` and ``spend`` stays charged: it may have drawn noise.
+    So ``check`` is not a question: to ask what is left without charging, call
+    :meth:`remaining`.
 
     Parameters
     ----------
@@ -334,25 +352,56 @@ class SnapcoreAccountant(BudgetAccountant):  # type: ignore[misc]
             raise ParameterError(f"budget must be a snapcore.Budget, got {budget!r}")
         super().__init__(epsilon=round_down_double(budget.total), delta=0.0)
         self.budget = budget
+        # Per thread: the reservation of the last check, with the frame that made it.
+        self._reserved = threading.local()
 
     def check(self, epsilon: float, delta: float) -> bool:
-        """True if ``budget`` can cover ``(epsilon, delta)``; else ``BudgetError``."""
+        """Reserve ``(epsilon, delta)``: charge it to ``budget`` now, before the caller
+        draws noise, for the caller's :meth:`spend` to record.  True, or
+        ``BudgetError`` when the budget cannot cover it (nothing is charged)."""
         eps = _pure(epsilon, delta)
-        left = self.budget.remaining
-        if eps > left:
+        caller = self._caller()
+        self._reserved.slot = None  # an earlier check never followed by spend stays charged
+        try:
+            with self.budget.reserve(eps, label="diffprivlib"):
+                pass
+        except BudgetExceededError:
             raise BudgetError(
                 f"Privacy spend of ({epsilon},{delta}) not permissible; the snapcore budget "
-                f"has {float(left)!r} left."
-            )
+                f"has {float(self.budget.remaining)!r} left. Nothing was charged, and "
+                "no noise is drawn for it."
+            ) from None
+        self._reserved.slot = (epsilon, delta, caller)
         return True
 
+    def _caller(self) -> tuple[int, Any]:
+        """Identity of the function that called :meth:`check` or :meth:`spend` (frames
+        of this accountant's own methods, a subclass's overrides, are skipped)."""
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_locals.get("self") is self:
+            frame = frame.f_back
+        return (id(frame), frame.f_code)
+
     def spend(self, epsilon: float, delta: float) -> SnapcoreAccountant:
-        """Charge ``epsilon`` to the snapcore budget (δ must be 0)."""
+        """Record a spend of ``epsilon`` (δ must be 0).
+
+        After a :meth:`check` of the same ``(epsilon, delta)`` from the same call of
+        the same function, the ε is already charged and is recorded only; otherwise
+        it is charged now (a release made elsewhere), and refused with
+        ``BudgetError`` when the budget cannot cover it.
+        """
         eps = _pure(epsilon, delta)
-        try:
-            self.budget.spend(eps, label="diffprivlib")
-        except BudgetExceededError as exc:
-            raise BudgetError(str(exc)) from None
+        caller = self._caller()
+        slot = getattr(self._reserved, "slot", None)
+        self._reserved.slot = None
+        if slot != (epsilon, delta, caller):
+            try:
+                self.budget.spend(eps, label="diffprivlib")
+            except BudgetExceededError as exc:
+                raise BudgetError(
+                    f"{exc}. It was not reserved by check() from the same call, so if noise "
+                    "was already drawn for it, that release is not covered by the budget"
+                ) from None
         self._BudgetAccountant__spent_budget.append((epsilon, delta))
         return self
 
@@ -409,10 +458,16 @@ class AccountantBudget(Budget):
 
     @contextmanager
     def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
-        """Spend ``RU(epsilon)`` from the accountant, then run the block."""
-        eps = check_real("epsilon", epsilon)
-        if eps < 0:
-            raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
+        """Spend ``RU(epsilon)`` from the accountant, then run the block.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the accountant refuses the spend; the block does not run.
+        ParameterError
+            If ``epsilon`` is not a finite number > 0.
+        """
+        eps = check_real("epsilon", epsilon, positive=True)
         with self._lock:
             try:
                 self.accountant.spend(round_up_double(eps), 0.0)

@@ -41,6 +41,15 @@ nan=False)``; OpenDP's float transformations produce such domains), records must
 have the statistic's number of columns, and the metric must be one named above
 whose relation the statistic supports (``covariance`` is ``replace`` only).
 
+**Budgets.**  OpenDP's compositors, privacy filters and odometers keep their budget
+in process memory; they check a query's privacy map before invoking it and count the
+query once the measurement returns (OpenDP 0.16: a measurement that raises is not
+counted).  A snapcore release refuses bad input before drawing anything, so only a
+draw that fails part way (a failing source) is affected.  For ε taken durably before
+any noise, pass ``budget=`` to :func:`make_statistic` (for instance
+:meth:`snapcore.Budget.from_ledger`): each invocation reserves its ε there before
+drawing, and building the measurement charges nothing.
+
 The OpenDP features ``contrib`` and ``honest-but-curious`` are enabled when this
 module is imported: the second is OpenDP's acknowledgement that a user
 measurement's privacy claim is the author's (here, snapcore's and this module's),
@@ -83,6 +92,7 @@ from snapcore.plugins._manager import get_registries
 from snapcore.plugins._statistic import Statistic
 from snapcore.randomness._sources import RandomSource
 from snapcore.releases._api import release as _release
+from snapcore.releases._budget import Budget
 
 __all__ = [
     "make_snapping",
@@ -430,6 +440,8 @@ def _check_parameters(stat: Statistic, kwargs: dict[str, Any]) -> None:
     """Run the release's checks on public data with a source that refuses to draw."""
     probe = _api_kwargs(kwargs)  # a copy
     probe["source"] = _NoDraws()
+    if isinstance(probe.get("budget"), Budget):
+        probe["budget"] = None  # the probe releases nothing: it must charge nothing
     record: Any = _stand_in_record(stat, probe["data_bounds"])
     n = probe["n"]
     if n is None:

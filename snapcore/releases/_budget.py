@@ -128,6 +128,9 @@ class Budget:
     def spend(self, epsilon: Any, *, label: str = "") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore).
 
+        Prefer :meth:`reserve` around the release: a spend recorded after the noise
+        was drawn can be refused when it is too late to undo the draw.
+
         Raises
         ------
         BudgetExceededError
@@ -135,8 +138,17 @@ class Budget:
         ParameterError
             If ``epsilon`` is not a finite number > 0.
         """
-        with self.reserve(epsilon, label=label):
-            pass
+        eps = check_real("epsilon", epsilon, positive=True)
+        try:
+            with self.reserve(eps, label=label):
+                pass
+        except BudgetExceededError:
+            raise BudgetExceededError(
+                f"spend refused: it needs epsilon = {short(eps)} but the budget has "
+                f"{short(self.remaining)} left (total {short(self.total)}); nothing was "
+                "recorded; if noise was already drawn for it, that release is not covered "
+                "by this budget"
+            ) from None
 
     def __repr__(self) -> str:
         """Short decimals (``≈`` where rounded); the attributes are exact Fractions."""
@@ -189,6 +201,10 @@ class LedgerBudget(Budget):
         :meth:`snapcore.Ledger.reserve`)."""
         with self.ledger.reserve(epsilon, label=label) as eps:
             yield eps
+
+    def spend(self, epsilon: Any, *, label: str = "") -> None:
+        """Record ``epsilon`` as spent in the ledger (see :meth:`snapcore.Ledger.spend`)."""
+        self.ledger.spend(epsilon, label=label)
 
     def __repr__(self) -> str:
         st = self.ledger.state()

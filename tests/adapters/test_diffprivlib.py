@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import math
 import secrets
+import subprocess
+import sys
 from fractions import Fraction
 
 import diffprivlib
@@ -321,3 +323,138 @@ def test_accountant_budget_charges_diffprivlib() -> None:
         AccountantBudget(Budget(1))
     with pytest.raises(ParameterError):
         SnapcoreAccountant(acc)
+
+
+def _spend_elsewhere(path: str, epsilon: Fraction) -> str:
+    """Another process spends ``epsilon`` on the ledger at ``path``: 'spent' or 'refused'."""
+    code = (
+        "import sys\n"
+        "from fractions import Fraction\n"
+        "from snapcore import BudgetExceededError\n"
+        "from snapcore.releases._ledger import Ledger\n"
+        "try:\n"
+        "    Ledger(sys.argv[1]).spend(Fraction(sys.argv[2]), label='elsewhere')\n"
+        "except BudgetExceededError:\n"
+        "    print('refused')\n"
+        "else:\n"
+        "    print('spent')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, path, str(epsilon)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+class _RacedAccountant(SnapcoreAccountant):
+    """After each ``check``, a second process spends ``other`` on the same ledger file,
+    before the model or tool trains and calls ``spend``."""
+
+    def __init__(self, path: str, other: Fraction) -> None:
+        super().__init__(Budget.from_ledger(path))
+        self.path, self.other, self.outcomes = path, other, []
+
+    def check(self, epsilon: float, delta: float) -> bool:
+        ok = super().check(epsilon, delta)
+        self.outcomes.append(_spend_elsewhere(self.path, self.other))
+        return ok
+
+
+@pytest.mark.parametrize("what", ["model", "tool"])
+def test_model_trained_is_model_charged_despite_another_process(tmp_path, what) -> None:
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, 1)
+    acc = _RacedAccountant(path, Fraction(1, 2))
+    x = np.linspace(0, 10, 40)
+    if what == "model":
+        from diffprivlib.models import GaussianNB
+
+        model = GaussianNB(epsilon=0.75, bounds=([0.0], [10.0]), accountant=acc)
+        model.fit(x.reshape(-1, 1), (x > 5).astype(int))
+        assert model.theta_.shape == (2, 1)  # trained
+    else:
+        diffprivlib.tools.mean(x, epsilon=0.75, bounds=(0, 10), accountant=acc)
+    # The other process found only 1/4 left: the ε was taken before the training.
+    assert acc.outcomes == ["refused"]
+    st = Ledger(path).state()
+    assert [(e.label, e.epsilon, e.status) for e in st.entries] == [
+        ("diffprivlib", Fraction(0.75), "completed")
+    ]
+    assert acc.spent_budget == [(0.75, 0)] and acc.total() == (0.75, 0.0)
+    # Room for the other process once the model is charged: both recorded, once each.
+    acc.other = Fraction(1, 8)
+    diffprivlib.tools.mean(x, epsilon=0.125, bounds=(0, 10), accountant=acc)
+    assert acc.outcomes == ["refused", "spent"]
+    assert Ledger(path).spent == Fraction(1)
+
+
+def test_check_refused_charges_nothing_and_draws_nothing(tmp_path) -> None:
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, Fraction(1, 2))
+    acc = SnapcoreAccountant(Budget.from_ledger(path))
+    drawn = []
+
+    def count(*args, **kwargs):  # pragma: no cover - must not run
+        drawn.append(1)
+        return 0.0
+
+    x = np.linspace(0, 10, 40)
+    from diffprivlib.mechanisms import LaplaceTruncated
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LaplaceTruncated, "randomise", count)
+        with pytest.raises(BudgetError, match="Nothing was charged"):
+            diffprivlib.tools.mean(x, epsilon=0.75, bounds=(0, 10), accountant=acc)
+    assert drawn == [] and Ledger(path).entries == () and acc.spent_budget == []
+
+
+def test_failure_between_check_and_spend_stays_charged(tmp_path) -> None:
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, 1)
+    acc = SnapcoreAccountant(Budget.from_ledger(path))
+    x = np.linspace(0, 10, 40)
+    from diffprivlib.mechanisms import LaplaceTruncated
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the device failed after drawing")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LaplaceTruncated, "randomise", fail)
+        with pytest.raises(RuntimeError, match="device failed"):
+            diffprivlib.tools.mean(x, epsilon=0.25, bounds=(0, 10), accountant=acc)
+    assert Ledger(path).spent == Fraction(1, 4)  # never given back
+    assert acc.spent_budget == []  # diffprivlib never recorded it
+    # A later spend of the same ε from elsewhere is charged, not absorbed by the
+    # reservation of the failed call.
+    acc.spend(0.25, 0)
+    assert Ledger(path).spent == Fraction(1, 2)
+    assert acc.spent_budget == [(0.25, 0)]
+
+
+def test_spend_without_check_is_charged_and_says_what_it_knows(tmp_path) -> None:
+    path = str(tmp_path / "b.ledger")
+    Ledger.init(path, Fraction(1, 2))
+    acc = SnapcoreAccountant(Budget.from_ledger(path))
+    acc.spend(0.25, 0)
+    assert Ledger(path).spent == Fraction(1, 4)
+    with pytest.raises(BudgetError, match="nothing was recorded") as info:
+        acc.spend(0.5, 0)
+    assert "nothing was drawn" not in str(info.value)
+    assert "not reserved by check()" in str(info.value)
+    assert Ledger(path).spent == Fraction(1, 4) and acc.spent_budget == [(0.25, 0)]
+    # In memory too.
+    mem = SnapcoreAccountant(Budget(Fraction(1, 2)))
+    with pytest.raises(BudgetError, match="nothing was recorded"):
+        mem.spend(1.0, 0)
+
+
+def test_accountant_budget_refuses_zero_and_negative() -> None:
+    acc = BudgetAccountant(epsilon=1.0)
+    b = AccountantBudget(acc)
+    for bad in (0, 0.0, -0.5):
+        with pytest.raises(ParameterError, match="epsilon must be a finite number > 0"):
+            b.spend(bad)
+    assert acc.spent_budget == []

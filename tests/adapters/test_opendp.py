@@ -399,3 +399,30 @@ def test_covariance_refusals() -> None:
             m(bad)
         assert "1234.5678" not in str(info.value)
     assert counter.drawn == 0
+
+
+def test_ledger_budget_charged_per_invocation_before_noise_not_at_construction(
+    tmp_path,
+) -> None:
+    """Building the measurement checks its parameters without charging the budget;
+    each invocation commits its ε to the ledger before drawing."""
+    from snapcore.releases._ledger import Ledger
+
+    path = tmp_path / "b.ledger"
+    Ledger.init(path, 1)
+    budget = snapcore.Budget.from_ledger(path)
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False, bounds=(0.0, 10.0)), size=3)
+    src = CountingSource(3)
+    m = make_statistic(domain, dp.symmetric_distance(), "sum", 0.5, budget=budget, source=src)
+    assert Ledger(path).entries == () and src.drawn == 0
+    m([1.0, 2.0, 3.0])
+    (entry,) = Ledger(path).entries
+    assert entry.epsilon == Fraction(1, 2) and entry.status == "completed"
+    assert src.drawn == 1
+    m([1.0, 2.0, 3.0])
+    drawn = src.drawn
+    with pytest.raises(OpenDPException, match="BudgetExceededError"):
+        m([1.0, 2.0, 3.0])
+    assert src.drawn == drawn and Ledger(path).spent == 1
+    with pytest.raises(ParameterError, match="budget"):
+        make_statistic(domain, dp.symmetric_distance(), "sum", 0.5, budget=1)
