@@ -198,8 +198,7 @@ class Mean(Statistic):
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 1:
             raise ParameterError(
-                f"statistic 'mean' needs n >= 1 records, got {keyword('n', n_used)}",
-                parameter="n",
+                f"statistic 'mean' needs n >= 1 records{_given(n)}", parameter="n"
             )
         mean = Fraction(state[1], n_used << SUM_SCALE)
         return Prepared(
@@ -257,8 +256,7 @@ class Variance(Statistic):
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(
-                f"statistic 'variance' needs n >= 2 records, got {keyword('n', n_used)}",
-                parameter="n",
+                f"statistic 'variance' needs n >= 2 records{_given(n)}", parameter="n"
             )
         _, s, q = state
         # (Σc² − (Σc)²/n)/(n − 1), with both sums over the common scale 2**2148
@@ -339,8 +337,7 @@ class Covariance(Statistic):
         n_used, n_note = resolve_n(int(state[0]), n, relation, self.name)
         if n_used < 2:
             raise ParameterError(
-                f"statistic 'covariance' needs n >= 2 records, got {keyword('n', n_used)}",
-                parameter="n",
+                f"statistic 'covariance' needs n >= 2 records{_given(n)}", parameter="n"
             )
         _, sx, sy, sxy = state
         cov = Fraction(sxy * n_used - sx * sy, (n_used * (n_used - 1)) << DOT_SCALE)
@@ -360,6 +357,11 @@ class Covariance(Statistic):
             n=n_used,
             notes=(n_note,),
         )
+
+
+def _given(n: int | None) -> str:
+    """The declared n for a message; a number of records taken from the data is not shown."""
+    return "" if n is None else f", got {keyword('n', n)}"
 
 
 def _two_column_bounds(data_bounds: DataBounds | None) -> DataBounds:

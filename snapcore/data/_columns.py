@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from snapcore.data._missing import MissingPolicy, missing_mask
-from snapcore.data._values import CategoryKey, Column, category_keys, read_column
+from snapcore.data._values import CategoryKey, Column, category_keys, read_column, unmasked
 from snapcore.errors import DataError, ParameterError, keyword, parameter_name
 
 __all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
@@ -158,7 +158,12 @@ class Dataset:
             if getattr(obj, "dtype", None) != np.float64:
                 return None
             obj = obj.to_numpy()
-        if not isinstance(obj, np.ndarray) or obj.dtype != np.float64 or obj.ndim != 1:
+        if (
+            not isinstance(obj, np.ndarray)
+            or isinstance(obj, np.ma.MaskedArray)  # its mask is not in the view
+            or obj.dtype != np.float64
+            or obj.ndim != 1
+        ):
             return None
         view = obj.view()
         view.flags.writeable = False
@@ -215,6 +220,8 @@ def column_records(col: Any) -> np.ndarray:
     (flattened), any other column as an array of its records (objects)."""
     if hasattr(col, "to_numpy"):
         return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
+    if isinstance(col, np.ma.MaskedArray):
+        return unmasked(col.reshape(-1))
     if isinstance(col, np.ndarray):
         return col.reshape(-1)
     return np.asarray(list(col), dtype=object).reshape(-1)

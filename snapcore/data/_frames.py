@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from snapcore.data._columns import Dataset, as_dataset, column_keys
+from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
-__all__ = ["is_dask", "read_dataset", "to_columns"]
+__all__ = ["is_dask", "read_dataset", "series_records", "to_columns"]
 
 # Libraries read directly by as_dataset (no conversion).
 _DIRECT = ("pandas", "numpy", "builtins")
@@ -52,6 +53,7 @@ def to_columns(data: Any, column: Any = None) -> Any:
     """
     if isinstance(data, np.ndarray | Mapping | Sequence) or _library(data) in _DIRECT:
         return data
+    data = _arrow_table(data)
     try:
         import narwhals.stable.v1 as nw
     except ImportError:  # pragma: no cover - narwhals is a dependency
@@ -60,7 +62,7 @@ def to_columns(data: Any, column: Any = None) -> Any:
     if frame is data:
         return data  # not a frame narwhals knows: as_dataset says what it accepts
     if isinstance(frame, nw.Series):
-        return np.asarray(frame.to_numpy())
+        return series_records(frame)
     keys = column_keys(column)
     names = list(frame.columns)
     if keys is not None:
@@ -71,10 +73,62 @@ def to_columns(data: Any, column: Any = None) -> Any:
         names = keys
     if isinstance(frame, nw.LazyFrame):
         frame = frame.collect()
-    out = {name: np.asarray(frame.get_column(name).to_numpy()) for name in names}
+    out = {name: series_records(frame.get_column(name)) for name in names}
     if not names:  # a frame without columns still has a number of records
         return _Sized(len(frame))
     return out
+
+
+def _arrow_table(data: Any) -> Any:
+    """A pyarrow ``Array`` as a ``ChunkedArray`` and a ``RecordBatch`` as a ``Table``
+    (the forms narwhals reads), dictionary-encoded columns decoded into their values
+    (read by the values' type); anything else as given."""
+    if _library(data) != "pyarrow":
+        return data
+    import pyarrow as pa
+
+    if isinstance(data, pa.Array):
+        data = pa.chunked_array([data], type=data.type)
+    elif isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, pa.ChunkedArray):
+        return _decoded(pa, data)
+    if isinstance(data, pa.Table):
+        return pa.table({name: _decoded(pa, data.column(name)) for name in data.column_names})
+    return data
+
+
+def _decoded(pa: Any, col: Any) -> Any:
+    """A pyarrow ChunkedArray with its dictionary chunks decoded into their values."""
+    if not pa.types.is_dictionary(col.type):
+        return col
+    return pa.chunked_array([c.dictionary_decode() for c in col.chunks], type=col.type.value_type)
+
+
+def series_records(series: Any) -> np.ndarray:
+    """The records of a narwhals series as a 1-D NumPy array, each read by the
+    series' declared type.
+
+    An integer series with nulls becomes Python ints with None at each null
+    (:func:`~snapcore.data._missing.with_nulls`), never float64 with NaN: the nulls
+    reach the missing-value policy, and every other record stays exact.  Integers
+    NumPy has no dtype for (polars ``Int128``) are read as Python ints one by one.
+    """
+    if series.dtype.is_integer():
+        try:
+            nulls = np.asarray(series.is_null().to_numpy(), dtype=bool)
+            values = np.asarray(series.fill_null(0).to_numpy())
+        except Exception:  # no NumPy dtype for these integers: Python ints, None at nulls
+            out = np.empty(len(series), dtype=object)
+            out[:] = series.to_list()
+            return out
+        if values.dtype.kind not in "iu":
+            raise ParameterError(
+                f"column {series.name!r}: an integer column read as {values.dtype}, not "
+                "as integers"
+            )
+        return with_nulls(values, nulls)
+    return np.asarray(series.to_numpy())
 
 
 class _Sized(dict[str, Any]):

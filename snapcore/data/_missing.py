@@ -35,6 +35,7 @@ __all__ = [
     "is_missing",
     "missing_mask",
     "missing_values_error",
+    "with_nulls",
 ]
 
 
@@ -127,6 +128,30 @@ def check_missing_policy(missing: Any, impute: Any, relation: Neighbouring) -> M
                 f"{parameter_name('impute')} must be finite, got {impute!r}", parameter="impute"
             )
     return MissingPolicy(kind=missing, constant=impute)
+
+
+def with_nulls(values: np.ndarray, nulls: np.ndarray) -> np.ndarray:
+    """The records of a typed column that has a validity mask (an Arrow column, a
+    polars series, a NumPy masked array), each read on its own.
+
+    ``values`` holds every record (any value at a null); ``nulls`` is True at the nulls.
+    Without a null, ``values`` itself.  Otherwise integers of every width become an
+    object array of Python ints (exact: never a float64 detour, which would round the
+    values above 2**53 of every *other* record) with None at each null; floats keep
+    their dtype with NaN at each null; any other dtype becomes an object array with
+    None at each null.  A null then reaches the missing-value policy as its own record.
+    """
+    nulls = np.asarray(nulls, dtype=bool).reshape(-1)
+    values = np.asarray(values).reshape(-1)
+    if not nulls.any():
+        return values
+    if values.dtype.kind == "f":
+        out = values.copy()
+        out[nulls] = np.nan
+        return out
+    out = values.astype(object)  # int64/uint64 elements become Python ints, exactly
+    out[nulls] = None
+    return out
 
 
 def missing_mask(arr: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from snapcore.data._missing import check_missing, is_missing, missing_values_error
+from snapcore.data._missing import check_missing, is_missing, missing_values_error, with_nulls
 from snapcore.errors import (
     ParameterError,
     parameter_name,
@@ -66,6 +66,7 @@ __all__ = [
     "read_value",
     "read_values",
     "type_name",
+    "unmasked",
 ]
 
 #: The accepted types, in words (used in messages).
@@ -500,6 +501,8 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
         :class:`~snapcore.errors.MissingValueError` for NaN, None, NA, NaT.
     """
     what = name
+    if isinstance(value, np.ma.MaskedArray):
+        value = unmasked(value.reshape(-1)).reshape(value.shape)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "O":
             leaves: list[Any] = []
@@ -520,9 +523,20 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
 # -- data columns -------------------------------------------------------------------
 
 
+def unmasked(arr: np.ndarray) -> np.ndarray:
+    """A NumPy masked array as a plain array of its records, a masked element missing
+    (:func:`~snapcore.data._missing.with_nulls`: integers stay exact); any other array
+    as given."""
+    if not isinstance(arr, np.ma.MaskedArray):
+        return arr
+    return with_nulls(np.asarray(arr.data), np.ma.getmaskarray(arr))
+
+
 def _column_array(obj: Any) -> np.ndarray:
     """The records of one column as a 1-D NumPy array, without converting any record
     (pandas extension dtypes become object arrays of their records)."""
+    if isinstance(obj, np.ma.MaskedArray):
+        return unmasked(obj.reshape(-1))
     if isinstance(obj, np.ndarray):
         return obj.reshape(-1) if obj.ndim == 0 else obj
     if hasattr(obj, "to_numpy") and not isinstance(obj, Sequence):

@@ -58,16 +58,19 @@ DataBounds = tuple[tuple[float, float], ...]
 
 
 def _check_values(inst: Prepared, attribute: Any, value: tuple[Any, ...]) -> None:
+    """f(D) is private: a refusal names the rule and the type, never a value or a count."""
     if not isinstance(value, tuple) or not value:
-        raise ParameterError(f"Prepared.values must be a non-empty tuple, got {value!r}")
+        what = "an empty tuple" if isinstance(value, tuple) else type_name(value)
+        raise ParameterError(f"Prepared.values must be a non-empty tuple, got {what}")
     if set(map(type, value)) == {int}:  # counts: the common vector case
         return
     for v in value:
         ok = isinstance(v, Fraction | int) and not isinstance(v, bool)
         ok = ok or (isinstance(v, float) and math.isfinite(v))
         if not ok:
+            what = f"a non-finite {type_name(v)}" if isinstance(v, float) else type_name(v)
             raise ParameterError(
-                f"Prepared.values must hold Fractions, ints or finite floats, got {v!r}"
+                f"Prepared.values must hold Fractions, ints or finite floats, got {what}"
             )
 
 
@@ -123,10 +126,7 @@ class Prepared:
 
     def __attrs_post_init__(self) -> None:
         if len(self.labels) != len(self.values):
-            raise ParameterError(
-                f"Prepared.labels must have one label per value: {len(self.labels)} labels, "
-                f"{len(self.values)} values"
-            )
+            raise ParameterError("Prepared.labels must have one label per value")
         if self.sensitivity < 0:
             raise ParameterError(f"Prepared.sensitivity must be >= 0, got {self.sensitivity}")
         lo, hi = self.value_range
@@ -370,10 +370,10 @@ def resolve_n(data_size: int, n: int | None, relation: Neighbouring, name: str) 
             return data_size, (
                 f"n = {data_size} is the number of records; under the replace relation n is public"
             )
-        if n != data_size:
+        if n != data_size:  # the number of records is not shown: n was declared wrong
             raise ParameterError(
                 f"{parameter_name('n')} must equal the number of records under the replace "
-                f"relation (n is public), got {keyword('n', n)} for {data_size} records",
+                f"relation (n is public), got {keyword('n', n)}, which differs from it",
                 parameter="n",
             )
         return n, f"n = {n} (public under the replace relation)"

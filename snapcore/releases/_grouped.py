@@ -31,7 +31,7 @@ from snapcore.data._columns import as_dataset, column_records, is_data_frame, ta
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
-from snapcore.errors import ParameterError, keyword, parameter_name
+from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins._statistic import Statistic, check_n
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest
@@ -259,6 +259,15 @@ def plan_groups(
     else:
         ns = _per_key("n", n, key_set)  # each n checked in the request
         sizes_note = "private (each group is capped at its public n)"
+    if rel is Neighbouring.REPLACE and not partials:
+        for key, sub, size in zip(key_set, groups, ns, strict=True):
+            if size != sub.size:  # the group's true number of records is not shown
+                raise ParameterError(
+                    f"{parameter_name('group_sizes')} must give the number of records of each "
+                    f"group (public under the replace relation); the size declared for key "
+                    f"{show(key)} differs from it",
+                    parameter="group_sizes",
+                )
     plans = [plan(sub, ns[i]) for i, sub in enumerate(groups)]
     return _record(stat, by, key_set, rel, sizes_note, request.epsilon), plans
 

@@ -184,3 +184,51 @@ def test_listed_in_help(cli):
     assert "release" in r.stdout
     r = cli("release", "--help")
     assert r.exit_code == 0 and "--epsilon" in r.stdout and "--seed" in r.stdout
+
+
+# -- a Parquet file's values, lengths and counts appear in no message -----------------
+
+_PLANTS = [
+    {"value": 98765432109876543211, "digits": 4321, "count": 7919},
+    {"value": 12345678901234567891, "digits": 4409, "count": 6007},
+]
+
+
+def _parquet(tmp_path: Path, plant: dict, kind: str) -> Path:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    n, v = plant["count"], plant["value"]
+    if kind == "long-text":  # more than 4,300 digits: Python's int-from-str limit
+        col = pa.array(["0.5"] * n + ["7" * plant["digits"]])
+    elif kind == "text":
+        col = pa.array(["0.5"] * n + [str(v)])
+    elif kind == "null":  # an int64 column above 2**53 with one null
+        col = pa.array([v % 2**62] * n + [None], type=pa.int64())
+    else:  # clean doubles, for a wrong --n
+        col = pa.array([0.5] * n)
+    path = tmp_path / f"{kind}-{plant['count']}.parquet"
+    pq.write_table(pa.table({"x": col}), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [("long-text", ()), ("text", ()), ("null", ()), ("clean", ("--n", "5"))],
+)
+def test_a_refusal_of_parquet_data_depends_on_no_value_length_or_count(
+    cli, tmp_path: Path, kind, extra
+):
+    outcomes = []
+    for plant in _PLANTS:
+        path = _parquet(tmp_path, plant, kind)
+        args = ["release", "mean", str(path), "-c", "x", "-b", "0", "1", "-e", "1", *extra]
+        result = cli(*args, "--json")
+        plain = cli(*args)
+        texts = {str(plant["value"]), str(plant["value"] % 2**62), str(plant["digits"])}
+        texts |= {str(plant["count"]), str(plant["count"] + 1)}
+        for out in (result.stdout, result.stderr, plain.stdout, plain.stderr):
+            assert not any(t in out for t in texts), (kind, out)
+        assert result.exit_code not in (0, 1) and plain.exit_code == result.exit_code
+        err = json.loads(result.stdout)["error"]
+        outcomes.append((result.exit_code, err["kind"], err["message"]))
+    assert outcomes[0] == outcomes[1], outcomes

@@ -3,12 +3,15 @@ NumPy and mappings give bit-identical releases for the same draws."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import snapcore
 from snapcore.data._frames import to_columns
+from snapcore.data._missing import is_missing
 from snapcore.errors import ParameterError
 
 pl = pytest.importorskip("polars")
@@ -104,3 +107,135 @@ def test_polars_partials_merge_like_pandas():
     assert snapcore.merge([a, b]) == snapcore.partial(
         "variance", pd.DataFrame(d), column="income", data_bounds=(0, 1e5)
     )
+
+
+# -- integer columns with nulls: read by their declared types --------------------------
+
+_TWO53 = 2**53
+# values above 2**53 that float64 rounds (odd, and more than 53 bits apart from a power),
+# next to a null: a float64 detour would change every one of them
+_BIG = [_TWO53 + 1, None, 2**62 - 1, -(2**62) - 3, 7, _TWO53 + 3]
+_BIG_U = [2**64 - 1, None, _TWO53 + 1, 0, 2**63 + 5]
+
+
+def _int_containers(values, kind):
+    """The same column (``values``, None for a null) in every container snapcore reads."""
+    pa_type = {"int64": pa.int64(), "uint64": pa.uint64()}[kind]
+    pl_type = {"int64": pl.Int64, "uint64": pl.UInt64}[kind]
+    pd_type = {"int64": "Int64", "uint64": "UInt64"}[kind]
+    arr = pa.array(values, type=pa_type)
+    nulls = [v is None for v in values]
+    filled = [0 if v is None else v for v in values]
+    forms = {
+        "pyarrow-array": (arr, None),
+        "pyarrow-sliced": (pa.array([5, *values], type=pa_type).slice(1), None),
+        "pyarrow-chunked": (pa.chunked_array([arr.slice(0, 2), arr.slice(2)]), None),
+        "pyarrow-table": (pa.table({"x": arr}), "x"),
+        "pyarrow-batch": (pa.record_batch({"x": arr}), "x"),
+        "pyarrow-dictionary": (pa.table({"x": arr.dictionary_encode()}), "x"),
+        "polars": (pl.DataFrame({"x": pl.Series(values, dtype=pl_type)}), "x"),
+        "polars-lazy": (pl.DataFrame({"x": pl.Series(values, dtype=pl_type)}).lazy(), "x"),
+        "polars-series": (pl.Series("x", values, dtype=pl_type), None),
+        "pandas-nullable": (pd.DataFrame({"x": pd.array(values, dtype=pd_type)}), "x"),
+        "pandas-arrow": (pd.DataFrame({"x": pd.Series(values, dtype=f"{kind}[pyarrow]")}), "x"),
+        "pandas-object": (pd.DataFrame({"x": pd.Series(values, dtype=object)}), "x"),
+        "numpy-masked": (np.ma.array(np.array(filled, dtype=kind), mask=nulls), None),
+        "numpy-object": (np.array(values, dtype=object), None),
+        "mapping-masked": ({"x": np.ma.array(np.array(filled, dtype=kind), mask=nulls)}, "x"),
+    }
+    if kind == "int64":
+        forms["polars-int128"] = (pl.DataFrame({"x": pl.Series(values, dtype=pl.Int128)}), "x")
+    return forms
+
+
+@pytest.mark.parametrize("kind", ["int64", "uint64"])
+def test_an_integer_column_with_a_null_stays_exact_in_every_container(kind):
+    values = _BIG if kind == "int64" else _BIG_U
+    present = [v for v in values if v is not None]
+    assert any(float(v) != v for v in present)  # a float64 detour would show
+    for name, (obj, column) in _int_containers(values, kind).items():
+        ds = snapcore.data.read_dataset(obj, column=column)
+        records = ds.arrays()[0]
+        # the null is missing, on its own record; every other record is its exact int
+        assert [is_missing(v) for v in records] == [v is None for v in values], name
+        assert [v for v in records if not is_missing(v)] == present, name
+        assert all(type(v) is int for v in records if not is_missing(v)), name
+        with pytest.raises(snapcore.errors.MissingValueError):
+            ds.column(0)
+        dropped = ds.apply_missing(_policy("drop"))
+        assert dropped.column(0).fractions() == [Fraction(v) for v in present], name
+        assert dropped.categorical(0) == [("number", Fraction(v)) for v in present], name
+        imputed = ds.apply_missing(_policy("impute", 11))
+        assert imputed.column(0).fractions() == [
+            Fraction(11 if v is None else v) for v in values
+        ], name
+
+
+def _policy(kind, constant=None):
+    from snapcore.data._missing import check_missing_policy
+    from snapcore.data._neighbouring import Neighbouring
+
+    impute = constant if kind == "impute" else None
+    return check_missing_policy(kind, impute, Neighbouring.ADD_REMOVE)
+
+
+def test_a_release_with_a_null_equals_the_release_of_the_exact_ints():
+    present = [v for v in _BIG if v is not None]
+    common = {"epsilon": 1, "n": 10, "relation": "add-remove"}
+    bounds = (-(2.0**63), 2.0**63)
+    cats = [_TWO53 + 1, _TWO53, _TWO53 + 3, _TWO53 + 4]  # float64 merges each pair
+    ref_sum = snapcore.release(
+        "sum", present, data_bounds=bounds, source=snapcore.SeededSource(5), **common
+    )
+    ref_hist = snapcore.release(
+        "histogram", present, categories=cats, source=snapcore.SeededSource(5), **common
+    )
+    for name, (obj, column) in _int_containers(_BIG, "int64").items():
+        r = snapcore.release(
+            "sum",
+            obj,
+            column=column,
+            data_bounds=bounds,
+            missing="drop",
+            source=snapcore.SeededSource(5),
+            **common,
+        )
+        assert r.value == ref_sum.value, name
+        h = snapcore.release(
+            "histogram",
+            obj,
+            column=column,
+            categories=cats,
+            missing="drop",
+            source=snapcore.SeededSource(5),
+            **common,
+        )
+        assert h.value == ref_hist.value, name
+
+
+def test_a_parquet_batch_with_a_null_keeps_its_integers_exact(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from snapcore.data._files import parquet_blocks
+
+    path = tmp_path / "big.parquet"
+    pq.write_table(
+        pa.table(
+            {"x": pa.array(_BIG, type=pa.int64()), "u": pa.array([*_BIG_U, 1], type=pa.uint64())}
+        ),
+        path,
+    )
+    (block,) = parquet_blocks(str(path), ["x", "u"], label="big.parquet")
+    assert list(block.columns["x"]) == _BIG
+    assert list(block.columns["u"]) == [*_BIG_U, 1]
+
+
+def test_a_dask_frame_with_nullable_integers_stays_exact():
+    dd = pytest.importorskip("dask.dataframe")
+    present = [v for v in _BIG if v is not None]
+    bounds = (-(2.0**63), 2.0**63)
+    frame = pd.DataFrame({"x": pd.array(_BIG, dtype="Int64")})
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(snapcore.errors.MissingValueError):
+        snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
+    got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
+    assert got == snapcore.partial("sum", present, data_bounds=bounds)
