@@ -203,20 +203,33 @@ class MPFRBackend(Backend):
     def scalar_padded(
         self, pipeline: Pipeline, source: RandomSource
     ) -> Callable[[float], float] | None:
-        """The release of one double fused into one function: decoding
-        (``snapcore-draw-v1``), MPFR's noise, the exact add, snap, clamp and output,
-        with the same operations as :meth:`Pipeline.run
-        <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)`` and no layer in
-        between.  Declines unless the arithmetic is exactly :class:`MPFRArithmetic`
-        and the source decodes its bytes with :class:`~snapcore.ByteSource`'s
-        own ``draw_raw``.
+        """The release of one double for a padded mechanism: bit-identical to
+        :meth:`Pipeline.run <snapcore.pipeline.Pipeline.run>` on ``source.draw_raw(p)``,
+        with no step whose time depends on the value or the draw except rare events
+        the padding's argument bounds (``docs/timing.md``).  Declines unless the
+        arithmetic is exactly :class:`MPFRArithmetic` and the source decodes its
+        bytes with :class:`~snapcore.ByteSource`'s own ``draw_raw``.
 
-        This is the release a padded mechanism uses, so its integer sizes do not
-        depend on the value: the centred value is taken over one fixed denominator
-        (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`)
-        and the grid output is computed for clamped indices too
-        (``docs/timing.md``, "Uniform paths where they are cheap")."""
-        return _exact_scalar(pipeline, source, uniform=True)
+        Two paths, chosen process-wide by the rule of :meth:`scalar` (the exact
+        releases of both paths count towards it), each with its own quantum: the
+        returned function's attribute ``path()`` names the path the next release takes, making
+        the switch when it is due, and the padding calls it before its clock starts.
+
+        - ``"exact"``: decoding (``snapcore-draw-v1``, every draw with the steps of a
+          continuation word), MPFR's noise through :func:`uniform_ln`, the exact add,
+          snap, clamp and output over one fixed denominator
+          (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`,
+          ``docs/timing.md``, "Uniform paths where they are cheap").
+        - ``"compiled"``: the fast path's compiled kernel on the draw's first row (as
+          :meth:`scalar`); a draw it leaves open (probability at most
+          :data:`~snapcore.padding._pad.FALLBACK_RATE_BOUND` for a fresh draw, whatever
+          the value) is finished by the exact path above from the same bytes, and
+          overruns the quantum (``docs/timing.md``, "The compiled scalar path").
+        """
+        exact = _exact_scalar(pipeline, source, uniform=True)
+        if exact is None:
+            return None
+        return _padded_scalar(pipeline, source, exact)
 
     def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """:meth:`scalar` for a mechanism without timing padding: the same contract
@@ -251,16 +264,11 @@ class MPFRBackend(Backend):
             nonlocal kernel, params, stay_exact
             if not stay_exact:
                 stats.exact_untimed += 1
-                if stats.exact_untimed >= compiled_scalar_after():
-                    from snapcore.pipeline import _compiled, _engine
-
-                    k, pr = _compiled.scalar_release_kernel(), _engine.scalar_params(pipeline)
-                    if k is None or pr is None:
+                if stats.exact_untimed + stats.exact_padded >= compiled_scalar_after():
+                    k, pr = _load_scalar_kernel(pipeline, row)
+                    if k is None:
                         stay_exact = True  # no numba, or a calibration the bound excludes
                     else:
-                        if not stats.loaded:  # load (or compile) it before first use
-                            k(0.0, bytes(row), pr)
-                            stats.loaded = True
                         params, kernel = pr, k
                         return release(v)
             return exact(v)
@@ -292,6 +300,87 @@ class MPFRBackend(Backend):
         return release
 
 
+def _padded_scalar(
+    pipeline: Pipeline, source: RandomSource, exact: Callable[[float], float]
+) -> Callable[[float], float]:
+    """The release of one double of a padded mechanism (:meth:`MPFRBackend.scalar_padded`).
+
+    Returns ``release`` (a closure: the padded call's own cost stays small) with the
+    attribute ``release.path``: ``path()`` names the path of the next release and makes
+    the process-wide switch to the compiled kernel when it is due, so that the switch
+    (importing numba, loading the kernel) never happens inside a padded call.
+    """
+    stages = pipeline.uniform_stages()
+    parts = _fused_parts(pipeline, source, stages)
+    assert parts is not None  # exact is not None: the same checks passed
+    finish, src = parts
+    centre = stages[0]
+    lock, read = src.exclusive(), src.read
+    p = pipeline.arith.precision
+    row = row_size(p)
+    kernel: Any = None
+    params: Any = None
+    stay_exact = False
+
+    def path() -> str:
+        nonlocal kernel, params, stay_exact
+        if kernel is not None:
+            return "compiled"
+        stats = scalar_path_stats
+        if not stay_exact and stats.exact_untimed + stats.exact_padded >= compiled_scalar_after():
+            k, pr = _load_scalar_kernel(pipeline, row, padded=True)
+            if k is None:
+                stay_exact = True  # no numba, or a calibration the kernel does not suit
+            else:
+                kernel, params = k, pr
+                return "compiled"
+        return "exact"
+
+    def release(v: float) -> float:
+        if kernel is None:
+            scalar_path_stats.exact_padded += 1
+            return exact(v)
+        # The statuses are snapcore.pipeline._compiled's SCALAR_* (see MPFRBackend.scalar).
+        with lock:
+            data = read(row)
+            r: float
+            status: int
+            r, status = kernel(v, data, params)
+            if status == 0:  # SCALAR_DONE: all but a fraction FALLBACK_RATE_BOUND
+                return r
+            # Left open: the exact path from the same bytes (the quantum does not
+            # cover it: an overrun, docs/timing.md).
+            sign, um, ue = decode_draw_raw_padded(_replay(data, read), p)
+        scalar_path_stats.padded_fallback += 1
+        return finish(centre(v), sign, um, ue)
+
+    if scalar_path_stats.loaded:  # the process has switched: this one starts there
+        path()
+    release.path = path  # type: ignore[attr-defined]
+    return release
+
+
+def _load_scalar_kernel(pipeline: Pipeline, row: int, padded: bool = False) -> tuple[Any, Any]:
+    """The compiled scalar kernel and ``pipeline``'s parameters for it, loaded (and run
+    once) now; ``(None, None)`` without numba or for a calibration the kernel's bound
+    excludes, and with ``padded`` for one without an output table or certified
+    double-double output (its kernel hands every decided index inside the interval to
+    the exact output stage: the exact path is cheaper)."""
+    from snapcore.pipeline import _compiled, _engine
+
+    kernel, params = _compiled.scalar_release_kernel(), _engine.scalar_params(pipeline)
+    if kernel is None or params is None:
+        return None, None
+    if padded:
+        eng = _engine.engine_for(pipeline.calibration)
+        if not (eng.use_table or eng.out_dd):
+            return None, None
+    if not scalar_path_stats.loaded:  # load (or compile) it before first use
+        kernel(0.0, bytes(row), params)
+        scalar_path_stats.loaded = True
+    return kernel, params
+
+
 class ScalarPathStats:
     """Process-wide counters of :meth:`MPFRBackend.scalar` (diagnostics).
 
@@ -304,6 +393,11 @@ class ScalarPathStats:
     exact_k, exact_output, continuation : int
         Compiled releases finished exactly: ``k`` not decided by the bound, the output
         not certified, a draw whose exponent continues past its first word.
+    exact_padded : int
+        Releases of padded mechanisms made by the exact path (they count towards the
+        switch too).
+    padded_fallback : int
+        Compiled releases of padded mechanisms finished by the exact path.
     """
 
     def __init__(self) -> None:
@@ -312,12 +406,15 @@ class ScalarPathStats:
         self.exact_k = 0
         self.exact_output = 0
         self.continuation = 0
+        self.exact_padded = 0
+        self.padded_fallback = 0
 
     def __repr__(self) -> str:
         return (
             f"ScalarPathStats(exact_untimed={self.exact_untimed}, loaded={self.loaded}, "
             f"exact_k={self.exact_k}, exact_output={self.exact_output}, "
-            f"continuation={self.continuation})"
+            f"continuation={self.continuation}, exact_padded={self.exact_padded}, "
+            f"padded_fallback={self.padded_fallback})"
         )
 
 

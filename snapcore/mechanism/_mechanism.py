@@ -138,7 +138,11 @@ class SnappingMechanism:
         pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
         self._assemble(self._cal, self._backend, pipeline, self._source, uniform=padded)
         if padded:
-            self._padding = Padding(self._cal, self._backend, self._source, self._unpadded_release)
+            # A backend's fused release may name its path (MPFR's: exact or compiled).
+            path = getattr(self._scalar, "path", None)
+            self._padding = Padding(
+                self._cal, self._backend, self._source, self._unpadded_release, path
+            )
 
     def _assemble(
         self,

@@ -85,9 +85,24 @@ class Padding:
         ``unpadded_release(source)`` is the release of an unpadded copy of the
         mechanism drawing from ``source``
         (:meth:`~snapcore.SnappingMechanism.unpadded_copy`).
+    scalar_path : callable, optional
+        ``scalar_path()`` names the path the backend's fused release of a float takes
+        next (``"exact"`` or ``"compiled"``, :meth:`Backend.scalar_padded
+        <snapcore.Backend.scalar_padded>`), making a due switch; called before the
+        clock starts.  A float's quantum is kept per path.  None: one path.
     """
 
-    __slots__ = ("_backend", "_cal", "_key", "_scalar", "_source", "_unpadded", "stats")
+    __slots__ = (
+        "_backend",
+        "_cal",
+        "_float",
+        "_key",
+        "_path",
+        "_scalar",
+        "_source",
+        "_unpadded",
+        "stats",
+    )
 
     def __init__(
         self,
@@ -95,17 +110,22 @@ class Padding:
         backend: Backend,
         source: RandomSource,
         unpadded_release: UnpaddedRelease,
+        scalar_path: Callable[[], str] | None = None,
     ) -> None:
         self._cal = calibration
+        self._path = scalar_path
         self._backend = backend
         self._source = source
         self._unpadded = unpadded_release
         # What the quanta depend on, found by identity in the caches.
         self._key = intern_key((calibration, backend.name, type(source).__qualname__))
         self.stats = PaddingStats()
-        # kind -> (generation, quantum): the scalar quanta this mechanism has used,
-        # valid while the shared cache has not been cleared (see clear_caches).
-        self._scalar: dict[type, tuple[int, int]] = {}
+        # (kind, path) -> (generation, quantum): the scalar quanta this mechanism has
+        # used, valid while the shared cache has not been cleared (see clear_caches).
+        self._scalar: dict[tuple[type, str], tuple[int, int]] = {}
+        # (generation, quantum) of a float on its final path (compiled, or the only
+        # one): the padded call's first check, without the path's lookup.
+        self._float: tuple[int, int] | None = None
 
     @property
     def mode(self) -> TimingMode:
@@ -121,13 +141,18 @@ class Padding:
         """The quantum of one scalar release of a value of type ``kind``, in ns.
 
         The type of a statistic's value is public (it is fixed by code, not data); the
-        quantum is calibrated on that type's worst-case classes on first use.
+        quantum is calibrated on that type's worst-case classes on first use.  A float's
+        quantum is that of the path the backend's fused release takes next (the
+        ``scalar_path`` given to the constructor; a process-wide switch, public).
         """
-        hit = self._scalar.get(kind)
+        path = self._path() if kind is float and self._path is not None else "exact"
+        hit = self._scalar.get((kind, path))
         if hit is not None and hit[0] == generation() and not SCALAR_QUANTA.every:
             return hit[1]
-        q = SCALAR_QUANTA.get((self._key, kind), lambda: self._calibrate_scalar(kind))
-        self._scalar[kind] = (generation(), q)
+        q = SCALAR_QUANTA.get((self._key, kind, path), lambda: self._calibrate_scalar(kind, path))
+        self._scalar[(kind, path)] = (generation(), q)
+        if kind is float and (path == "compiled" or self._path is None):
+            self._float = (generation(), q)
         return q
 
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
@@ -154,6 +179,9 @@ class Padding:
         never at its elements.
         """
         if type(value) is float:  # the common case, without the ABC checks below
+            hit = self._float
+            if hit is not None and hit[0] == generation() and not SCALAR_QUANTA.every:
+                return hit[1]
             return self.scalar_quantum_for(float)
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in "iuf":  # refused by release: no array quantum
@@ -181,16 +209,13 @@ class Padding:
         return out
 
     # -- calibration -------------------------------------------------------------------
-    def _calibrate_scalar(self, kind: type) -> int:
+    def _calibrate_scalar(self, kind: type, path: str = "exact") -> int:
         inner = calibration_source(self._source)
-        # A byte source stays a byte source, so the calibration times the same fused
-        # release (decoding included) as the padded calls.
-        chosen = (
-            _ChosenBytes(inner, self._cal.precision)
-            if isinstance(inner, ByteSource)
-            else _ChosenDraws(inner)
-        )
-        release = self._unpadded(chosen)
+        # Fresh draws come from the plain source of the same kind; each chosen draw
+        # from its own wrapper of it (a byte source stays a byte source, so the
+        # calibration times the same fused release, decoding included, as the padded
+        # calls), set before the clock starts.
+        release = self._unpadded(inner)
         values = []
         for c in _scalar_classes(self._cal, kind):
             try:
@@ -201,13 +226,25 @@ class Padding:
         if not values:
             values = _scalar_classes(self._cal, float)
         # Every value with a fresh draw, and the first three values (centre and both
-        # bounds) with each chosen draw.
-        classes: list[tuple[object, tuple[int, int, int] | None]] = [(v, None) for v in values]
-        classes += [(v, d) for v in values[:3] for d in chosen_draws(self._cal.precision)]
+        # bounds) with each chosen draw.  The compiled path's quantum leaves out the
+        # draws it hands to the exact path (an exponent past the first word): they
+        # overrun, with probability at most FALLBACK_RATE_BOUND (docs/timing.md).
+        draws = chosen_draws(self._cal.precision)
+        if path == "compiled":
+            draws = [d for d in draws if d[2] + self._cal.precision - 1 > -64]
+        classes: list[tuple[object, Callable[[Any], object]]] = [(v, release) for v in values]
+        for d in draws:
+            chosen = (
+                _ChosenBytes(inner, self._cal.precision)
+                if isinstance(inner, ByteSource)
+                else _ChosenDraws(inner)
+            )
+            chosen.chosen = d
+            fixed = self._unpadded(chosen)
+            classes += [(v, fixed) for v in values[:3]]
 
-        def run(cls: tuple[object, tuple[int, int, int] | None]) -> None:
-            chosen.chosen = cls[1]
-            release(cls[0])
+        def run(cls: tuple[object, Callable[[Any], object]]) -> None:
+            cls[1](cls[0])
 
         return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN, warmup=5)
 
@@ -412,6 +449,7 @@ class _ChosenBytes(ByteSource):
     def __init__(self, inner: ByteSource, precision: int) -> None:
         super().__init__()
         self._inner = inner
+        self._inner_read = inner.read
         self._precision = precision
         self._pattern = b""
         self._offset = 0
@@ -436,10 +474,12 @@ class _ChosenBytes(ByteSource):
             self._pattern = pattern
 
     def read(self, n: int) -> bytes:
-        data = self._inner.read(n)
+        data = self._inner_read(n)
         pattern = self._pattern
         if not pattern:
             return data
+        if n == len(pattern) and not self._offset:  # one whole draw: the common case
+            return pattern
         start = self._offset
         end = start + n
         # Every release reads its draw's bytes and no more, so a read never wraps.

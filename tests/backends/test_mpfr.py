@@ -465,23 +465,131 @@ def test_a_seeded_stream_gives_the_same_releases_with_the_kernel_on_and_off(kw, 
     assert off.source.draw_raw(off.precision) == on.source.draw_raw(on.precision)
 
 
+# ----------------------------------------------------------------------------------
+# The padded release of one value (MPFRBackend.scalar_padded) once the process has
+# switched: the compiled kernel, and the exact uniform path from the same bytes for
+# every draw the kernel leaves open.
+# ----------------------------------------------------------------------------------
+def _padded_compiled(kw: dict, src) -> tuple[SnappingMechanism, object]:
+    """A padded mechanism of ``kw`` and its backend's padded fused release reading
+    ``src``, switched to the compiled kernel."""
+    m = SnappingMechanism(**kw, source=SeededSource(0), timing="constant")
+    f = m.backend.scalar_padded(m.pipeline, src)
+    assert f is not None and f.path() == "compiled"
+    return m, f
+
+
+#: The calibrations with an output table or a certified double-double output (the
+#: others keep the exact padded path: see the next test).
+PADDED_COMPILED = [kw for kw in COMPILED_MECHANISMS if kw is not COMPILED_MECHANISMS[-2]]
+
+
 @needs_numba
-def test_a_padded_mechanism_never_takes_the_compiled_kernel(compiled, monkeypatch):
-    """Timing padding needs the uniform exact release: even with the kernel loaded,
-    a mechanism with ``timing="constant"`` does not call it."""
+def test_a_calibration_without_a_fast_output_stage_stays_on_the_exact_padded_path(compiled):
     stats, spy = compiled
-    untimed = SnappingMechanism(epsilon=1.0, clamp_bound=4.0, source=SeededSource(1), timing="off")
-    untimed.release(1.0)
-    assert stats.loaded and spy.calls == 2
-    padded = SnappingMechanism(
-        epsilon=1.0, clamp_bound=4.0, source=SeededSource(1), timing="constant"
+    kw = COMPILED_MECHANISMS[-2]
+    m = SnappingMechanism(**kw, source=SeededSource(0), timing="constant")
+    assert _mode(m) == 2.0
+    f = m.backend.scalar_padded(m.pipeline, SeededSource(1))
+    assert f.path() == "exact"
+    ref = m.backend.scalar_padded(m.pipeline, SeededSource(1))
+    assert [str(f(v)) for v in VALUES] == [str(ref(v)) for v in VALUES]
+    assert stats.exact_padded == 2 * len(VALUES) and spy.calls == 0
+
+
+@needs_numba
+@pytest.mark.parametrize("kw", PADDED_COMPILED)
+def test_padded_compiled_release_on_crafted_draws_equals_the_exact_pipeline(kw, compiled):
+    """Every output mode, values at and beyond the bounds, draws that the kernel
+    decides and draws it hands on (continuation words): MPFR's transform of the
+    decoded draw, bit for bit, reading that draw's bytes and no more."""
+    stats, spy = compiled
+    rng = random.Random(7 + len(str(kw)))
+    probe = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
+    p = probe.precision
+    cases = [(v, d) for v in _edge_values(probe) for d in _special_draws(p, rng)]
+    data = b"".join(_encode(*d, p, rng) for _, d in cases)
+    src = FixedBytes(data)
+    _, f = _padded_compiled(kw, src)
+    replay = FixedBytes(data)
+    for v, d in cases:
+        got = f(v)
+        decode_draw(replay.read, p)
+        want = probe.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
+        assert str(got) == str(want), (kw, v, d)
+        assert src.position == replay.position, (kw, v, d)
+    continued = sum(1 for _, d in cases if -d[2] - (p - 1) >= 64)
+    assert spy.calls == 1 + len(cases)  # the load, then every release
+    assert stats.padded_fallback >= continued > 0
+    assert stats.exact_padded == 0  # nothing went to the exact path unasked
+
+
+@needs_numba
+def test_padded_compiled_release_of_ties_and_uncertified_outputs_is_exact(compiled):
+    """Draws the kernel's bound cannot decide (at and next to a snapping tie) and an
+    output it cannot certify: the exact path finishes each, bit-identical."""
+    stats, _spy = compiled
+    kw = dict(epsilon=1.0, clamp_bounds=(0.0, 100.0))
+    probe = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
+    p = probe.precision
+    cases = []
+    for v, j in [(50.0, 1), (47.0, 1), (30.0, -4)]:
+        ties, near = _tie_draws(probe, v, j, span=24)
+        cases += [(v, d) for d in ties + near[:6]]
+    data = b"".join(_encode(*d, p, random.Random(1)) for _, d in cases)
+    src = FixedBytes(data)
+    _, f = _padded_compiled(kw, src)
+    for v, d in cases:
+        want = probe.transform(v, Fraction(d[1]) * Fraction(2) ** d[2], d[0])
+        assert str(f(v)) == str(want), (v, d)
+    assert src.position == len(data)
+    assert stats.padded_fallback == len(cases) > 0
+    # An output the double-double cannot certify (see the untimed test above).
+    kw = dict(
+        epsilon=2.0**-8 * (1 + 2**-40), clamp_bounds=(2.0**-100, 2.0**61), sensitivity=1 + 2**-52
     )
-    # The padded path without the padding (no quanta to calibrate): an unpadded copy.
-    release = padded.unpadded_copy(padded.source).release
-    assert release(1.0) == SnappingMechanism(
-        epsilon=1.0, clamp_bound=4.0, source=SeededSource(1), timing="off"
-    ).release(1.0)
-    assert spy.calls == 3  # the untimed reference's release, not the padded one
+    v = 2.0**60 + 2.0**59
+    probe = SnappingMechanism(**kw, source=SeededSource(0), timing="off")
+    p = probe.precision
+    d = _u_draw(Fraction(int(0.6065 * 2**p), 2**p), -1, p)
+    _, f = _padded_compiled(kw, FixedBytes(_encode(*d, p, random.Random(0))))
+    before = stats.padded_fallback
+    assert str(f(v)) == str(2.0**60 + 2.0**59 + 2.0**8)  # the correct rounding
+    assert stats.padded_fallback == before + 1
+
+
+@needs_numba
+@pytest.mark.parametrize("kw", [MECHANISMS[0], MECHANISMS[1], COMPILED_MECHANISMS[-3]])
+def test_a_padded_mechanism_switches_to_the_kernel_with_the_same_releases(kw, monkeypatch):
+    """The process-wide switch, counted over exact releases of both paths, moves a
+    padded mechanism from the exact uniform path to the kernel with a new quantum of
+    its own; a seeded stream gives the same releases as a mechanism that never
+    switches, and the stream ends at the same place."""
+    rng = random.Random(5)
+    values = [rng.uniform(-150.0, 150.0) for _ in range(300)] + VALUES
+    monkeypatch.setattr(mp, "scalar_path_stats", mp.ScalarPathStats())
+    monkeypatch.setattr(mp, "COMPILED_SCALAR_AFTER", None)  # never switch
+    off = SnappingMechanism(**kw, source=SeededSource(11), timing="constant")
+    out_off = [off.release(v) for v in values]
+    assert not mp.scalar_path_stats.loaded
+    assert mp.scalar_path_stats.exact_padded >= len(values)
+    stats = mp.ScalarPathStats()
+    monkeypatch.setattr(mp, "scalar_path_stats", stats)
+    spy = _Spy(_compiled.scalar_release_kernel())
+    monkeypatch.setattr(_compiled, "scalar_release_kernel", lambda: spy)
+    monkeypatch.setattr(mp, "COMPILED_SCALAR_AFTER", 1)  # after the first exact release
+    on = SnappingMechanism(**kw, source=SeededSource(11), timing="constant")
+    pad = on.padding
+    assert pad is not None
+    q_exact = pad.scalar_quantum_ns  # calibrated on the exact path: the switch is due
+    out_on = [on.release(v) for v in values]
+    assert stats.loaded and spy.calls >= len(values)
+    assert [str(x) for x in out_on] == [str(x) for x in out_off]
+    assert off.source.draw_raw(off.precision) == on.source.draw_raw(on.precision)
+    # One quantum per path, the compiled one measured on the kernel.
+    assert on.release.__self__ is on
+    q_compiled = pad.scalar_quantum_ns
+    assert 0 < q_compiled < q_exact
 
 
 def test_compiled_scalar_after_follows_the_documented_rule(monkeypatch):
