@@ -23,6 +23,7 @@ from snapcore.exact._sums import bin_counts, bin_index
 from snapcore.plugins._hookspecs import hookimpl
 from snapcore.plugins._statistic import (
     DataBounds,
+    OutputDomain,
     Prepared,
     State,
     Statistic,
@@ -65,6 +66,15 @@ class Count(Statistic):
     columns = 0
     needs_data_bounds = False
     integer_valued = True
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """Whole numbers in ``[0, n]`` (n the public n or cap)."""
+        return OutputDomain(
+            lower=0,
+            upper=prepared.value_range[1],
+            integral=True,
+            reason="a count is a whole number between 0 and the public n",
+        )
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records,)``."""
@@ -312,6 +322,16 @@ class Histogram(Statistic):
     relations = (REPLACE, ADD_REMOVE)
     needs_data_bounds = False
     integer_valued = True
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """Whole numbers in ``[0, n]`` (n the public n or cap)."""
+        return OutputDomain(
+            lower=0,
+            upper=prepared.value_range[1],
+            integral=True,
+            reason="a count is a whole number between 0 and the public n",
+        )
+
     options: ClassVar[Mapping[str, str]] = {
         "bins": "bin edges e_0 < ... < e_k (numeric column)",
         "categories": "category values (one bin each)",

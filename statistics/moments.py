@@ -29,6 +29,7 @@ from snapcore.exact._sums import (
 from snapcore.plugins._hookspecs import hookimpl
 from snapcore.plugins._statistic import (
     DataBounds,
+    OutputDomain,
     Prepared,
     State,
     Statistic,
@@ -121,6 +122,14 @@ class Sum(Statistic):
     summary = "sum of the values clamped to [a, b]"
     relations = (REPLACE, ADD_REMOVE)
 
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """The statistic's range, ``prepared.value_range``."""
+        return OutputDomain(
+            lower=prepared.value_range[0],
+            upper=prepared.value_range[1],
+            reason="the sum of n values in [a, b] (add-remove: at most N values, clamped there)",
+        )
+
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σ clamped · 2**1074)``."""
         return _one_column_state(chunk, data_bounds, self.name, squares=False)
@@ -180,6 +189,14 @@ class Mean(Statistic):
     summary = "mean of the values clamped to [a, b] (n public)"
     relations = (REPLACE,)
 
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """The statistic's range, ``prepared.value_range``."""
+        return OutputDomain(
+            lower=prepared.value_range[0],
+            upper=prepared.value_range[1],
+            reason="the mean of values in [a, b] lies in [a, b]",
+        )
+
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σ clamped · 2**1074)``."""
         return _one_column_state(chunk, data_bounds, self.name, squares=False)
@@ -237,6 +254,14 @@ class Variance(Statistic):
     name = "variance"
     summary = "sample variance (n − 1 denominator) of the values clamped to [a, b]"
     relations = (REPLACE,)
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """The statistic's range, ``prepared.value_range``."""
+        return OutputDomain(
+            lower=prepared.value_range[0],
+            upper=prepared.value_range[1],
+            reason="a variance is >= 0 and at most the range bound B′",
+        )
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σc · 2**1074, Σc² · 2**2148)`` of the clamped values c."""
@@ -299,6 +324,14 @@ class Covariance(Statistic):
     summary = "sample covariance (n − 1 denominator) of two clamped columns"
     relations = (REPLACE,)
     columns = 2
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain:
+        """The statistic's range, ``prepared.value_range``."""
+        return OutputDomain(
+            lower=prepared.value_range[0],
+            upper=prepared.value_range[1],
+            reason="|covariance| is at most the range bound B′",
+        )
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records, Σx · 2**1074, Σy · 2**1074, Σxy · 2**2148)``, x and y clamped."""

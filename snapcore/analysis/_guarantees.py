@@ -218,11 +218,15 @@ class StatisticPlan:
         Δ.
     value_range : tuple of Fraction
         ``(lo, hi)``, the range of the statistic's value; B′ is half its width.
+    integer_valued : bool
+        Whether the statistic's values are whole numbers (the clamp interval is then put
+        on the output grid, :func:`snapcore.calibration.choose_clamp_bounds`).
     """
 
     epsilon: Fraction
     sensitivity: Fraction
     value_range: tuple[Fraction, Fraction]
+    integer_valued: bool = False
 
 
 def plan_statistic(
@@ -281,6 +285,7 @@ def plan_statistic(
         epsilon=eps_each,
         sensitivity=Fraction(prep.sensitivity),
         value_range=(Fraction(lo), Fraction(hi)),
+        integer_valued=stat.integer_valued,
     )
 
 
@@ -304,7 +309,9 @@ def _plan_statistic(
         relation=relation,
         options=options,
     )
-    choice = choose_clamp_bounds(plan.value_range, plan.sensitivity, plan.epsilon, gamma)
+    choice = choose_clamp_bounds(
+        plan.value_range, plan.sensitivity, plan.epsilon, gamma, integral=plan.integer_valued
+    )
     return calibrate(
         epsilon=plan.epsilon,
         sensitivity=plan.sensitivity,

@@ -16,6 +16,15 @@ rest is exact, and the endpoints are rounded outward to doubles: the chosen B is
 double never below the formula.  (The margin is first rounded up to 8 significant
 bits, so that for ordinary ranges both ends are exact doubles and the interval stays
 centred on the range: at most 1/128 more margin, for a readable output grid.)
+
+For an integer-valued statistic (a count, a histogram) the centre is moved to the
+nearest multiple of ``u``, the least common multiple of 1 and ``Δ·2**⌈log2(1/ε)⌉``, and
+both ends to multiples of ``u`` outside ``[lo − M, hi + M]``.  The output grid is
+``c + Δ·Λ·ℤ`` with ``Λ >= λ >= 1/ε`` a power of two (docs/semantics.md [S2]), so ``Δ·Λ``
+is a multiple of ``Δ·2**⌈log2(1/ε)⌉``: with ``c`` and both ends on that grid every output
+is a multiple of it, and a whole number whenever the grid step is one (``Δ`` an integer,
+``ε <= 1``).  The interval only grows (by less than ``2u``), so γ still bounds the
+probability that the clamp binds.
 """
 
 from __future__ import annotations
@@ -129,6 +138,34 @@ def _outward(lo: Fraction, hi: Fraction, margin: Fraction) -> tuple[float, float
     return round_down_double(lo - margin), round_up_double(hi + margin)
 
 
+def _integral_unit(sensitivity: Fraction, epsilon: Fraction) -> Fraction:
+    """``u``: the least common multiple of 1 and ``Δ·2**⌈log2(1/ε)⌉`` (a rational ``a/b``
+    in lowest terms has ``lcm(a/b, 1) = a``, and 1 when the multiple is below 1 and
+    dyadic)."""
+    inv = 1 / epsilon
+    e = inv.numerator.bit_length() - inv.denominator.bit_length()
+    if Fraction(2) ** e < inv:  # then ⌈log2(1/ε)⌉ = e + 1
+        e += 1
+    u = sensitivity * Fraction(2) ** e
+    return Fraction(u.numerator) if u.numerator != 0 else Fraction(1)
+
+
+def _on_grid(lo: Fraction, hi: Fraction, margin: Fraction, unit: Fraction) -> tuple[float, float]:
+    """Doubles ``lower <= lo − margin`` and ``upper >= hi + margin``, both multiples of
+    ``unit`` with a centre that is one too; the outward rounding of :func:`_outward`
+    when they are not exact doubles."""
+    centre = ((lo + hi) / (2 * unit) + Fraction(1, 2)).__floor__() * unit
+    reach = max(centre - (lo - margin), (hi + margin) - centre)
+    half = -((-reach) // unit) * unit
+    a, b = centre - half, centre + half
+    try:
+        if Fraction(float(a)) == a and Fraction(float(b)) == b:
+            return float(a), float(b)
+    except OverflowError:
+        pass
+    return _outward(lo, hi, margin)
+
+
 def check_gamma(gamma: Any) -> Fraction:
     """γ as an exact Fraction in (0, 1], else a ParameterError."""
     g = check_real("gamma", gamma)
@@ -145,6 +182,8 @@ def choose_clamp_bounds(
     sensitivity: Fraction,
     epsilon: Fraction,
     gamma: Any,
+    *,
+    integral: bool = False,
 ) -> ClampChoice:
     """The clamp interval from the statistic's range and γ (docs/bounds-and-gamma.md).
 
@@ -158,11 +197,14 @@ def choose_clamp_bounds(
         The ε of the mechanism that releases this value.
     gamma : real
         γ in (0, 1]: the clamp binds with probability at most γ.
+    integral : bool
+        Whether f(D) is always an integer: the centre and both ends are then put on
+        the output grid (the module docstring), so outputs come out whole.
 
     Returns
     -------
     ClampChoice
-        ``lower = RD(lo − M)``, ``upper = RU(hi + M)`` as doubles.
+        ``lower <= lo − M``, ``upper >= hi + M`` as doubles.
 
     Raises
     ------
@@ -174,7 +216,10 @@ def choose_clamp_bounds(
     units = k / 2 * (1 + 2 * ln_upper(1 / g))
     margin = sensitivity * units
     lo, hi = value_range
-    lower, upper = _outward(lo, hi, margin)
+    if integral:
+        lower, upper = _on_grid(lo, hi, margin, _integral_unit(sensitivity, epsilon))
+    else:
+        lower, upper = _outward(lo, hi, margin)
     if math.isinf(lower) or math.isinf(upper):
         raise ParameterError(
             "the clamp interval chosen from gamma does not fit in doubles; narrow the "
@@ -190,6 +235,11 @@ def choose_clamp_bounds(
         f"{float(used)!r}), so the "
         f"clamp binds with probability at most {float(g)!r}"
     )
+    if integral:
+        reason += (
+            f"; the centre {float((Fraction(lower) + Fraction(upper)) / 2)!r} and both ends "
+            "are on the output grid, so the statistic's integer values come out whole"
+        )
     return ClampChoice(
         lower=lower,
         upper=upper,

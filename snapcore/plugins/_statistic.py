@@ -16,6 +16,11 @@ data):
   ``n`` allow (B′ is ``max(|lo|, |hi|)``);
 - for vector statistics, the share of ε each coordinate's mechanism gets and why.
 
+A statistic may also declare its :meth:`Statistic.output_domain`: the set its values
+lie in (whole numbers, an interval), onto which each released value is projected after
+the mechanism (post-processing, free for privacy; docs/statistics.md, "Outputs in the
+statistic's domain").
+
 Register a statistic through the ``snapcore_register_statistics`` hook
 (``registry.add(MyStatistic())``) and an entry point in the ``snapcore`` group.
 """
@@ -34,12 +39,14 @@ import numpy as np
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import read_double_pair, type_name
 from snapcore.errors import ParameterError, keyword, parameter_name, show
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 
 if TYPE_CHECKING:
     from snapcore.data._columns import Dataset
 
 __all__ = [
     "DataBounds",
+    "OutputDomain",
     "Prepared",
     "State",
     "Statistic",
@@ -147,6 +154,73 @@ class Prepared:
     def is_vector(self) -> bool:
         """Whether the statistic has more than one coordinate."""
         return len(self.values) > 1
+
+
+def _optional_fraction(q: Any) -> Fraction | None:
+    return None if q is None else Fraction(q)
+
+
+@attrs.frozen(kw_only=True)
+class OutputDomain:
+    """The set a statistic's values lie in, onto which released values are projected.
+
+    Projecting a released value is post-processing (it reads only the value and public
+    parameters), so it costs no privacy.  When the exact value lies in the domain, the
+    projected value is never further from it than the released one, except that rounding
+    to a whole number can add up to 1/2 (only when the output grid is finer than 1).
+
+    Attributes
+    ----------
+    lower, upper : Fraction or None
+        The interval (None: unbounded on that side).
+    integral : bool
+        Whether the values are whole numbers: released values are rounded to the nearest
+        integer (ties to even) and come back as ``int``.
+    reason : str
+        Why the statistic lies there, for people.
+    """
+
+    lower: Fraction | None = attrs.field(default=None, converter=_optional_fraction)
+    upper: Fraction | None = attrs.field(default=None, converter=_optional_fraction)
+    integral: bool = False
+    reason: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        lo, hi = self.lower, self.upper
+        if self.integral:
+            lo = None if lo is None else Fraction(math.ceil(lo))
+            hi = None if hi is None else Fraction(math.floor(hi))
+        if lo is not None and hi is not None and not lo <= hi:
+            raise ParameterError(
+                f"OutputDomain must hold a value: lower = {self.lower}, upper = {self.upper}"
+                + (", integral" if self.integral else "")
+            )
+
+    def project(self, value: float) -> float | int:
+        """``value`` (a finite double or int) moved to the nearest point of the domain:
+        rounded to an integer if :attr:`integral`, then clamped to the interval (to the
+        double nearest inside it when an end is not a double)."""
+        x = Fraction(value)
+        if self.integral:
+            r = round(x)
+            if self.lower is not None:
+                r = max(r, math.ceil(self.lower))
+            if self.upper is not None:
+                r = min(r, math.floor(self.upper))
+            return int(r)
+        if self.lower is not None and x < self.lower:
+            return round_up_double(self.lower)
+        if self.upper is not None and x > self.upper:
+            return round_down_double(self.upper)
+        return float(value)
+
+    def describe(self) -> str:
+        """One line: what the projection does."""
+        lo = "−∞" if self.lower is None else str(self.lower)
+        hi = "∞" if self.upper is None else str(self.upper)
+        what = "rounded to the nearest whole number and clamped" if self.integral else "clamped"
+        text = f"released values {what} to [{lo}, {hi}] (post-processing, no privacy cost)"
+        return f"{text}: {self.reason}" if self.reason else text
 
 
 #: A partial state: a tuple of Python ints (exact rationals, as Fractions, where a
@@ -306,6 +380,17 @@ class Statistic(abc.ABC):
             )
         state = accumulate(self, data.chunks(), data_bounds=data_bounds, **options)
         return self.finalize(state, data_bounds=data_bounds, n=n, relation=relation, **options)
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain | None:
+        """Where f(D) lies, for ``prepared`` (its bounds, n and relation): each released
+        value is projected onto it (:meth:`OutputDomain.project`), post-processing that
+        costs no privacy.  The default, None, releases the mechanism's outputs as they
+        are; a statistic declares its domain by overriding this (the built-ins do).
+
+        Only public quantities may decide the domain (``prepared.value_range``,
+        ``prepared.n``, the options), never ``prepared.values``.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"<statistic {self.name!r}>"

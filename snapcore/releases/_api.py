@@ -40,6 +40,7 @@ from snapcore.pipeline._backend import Backend
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import (
     DataBounds,
+    OutputDomain,
     Prepared,
     Statistic,
     check_data_bounds,
@@ -71,6 +72,8 @@ class _Plan:
     epsilon: Fraction
     mech: SnappingMechanism | None
     choice: ClampChoice | None
+    #: Where released values are projected (post-processing), or None.
+    domain: OutputDomain | None = None
 
 
 #: A statistic release that draws fewer values than this, with no ``source=`` given, reads
@@ -110,7 +113,13 @@ def _plan(request: ReleaseRequest, prep: Prepared, data_bounds: DataBounds | Non
     choice: ClampChoice = (
         request.clamp_bounds
         if request.clamp_bounds is not None
-        else choose_clamp_bounds(prep.value_range, prep.sensitivity, eps_each, request.gamma)
+        else choose_clamp_bounds(
+            prep.value_range,
+            prep.sensitivity,
+            eps_each,
+            request.gamma,
+            integral=stat.integer_valued,
+        )
     )
     mech = SnappingMechanism(
         epsilon=eps_each,
@@ -121,6 +130,12 @@ def _plan(request: ReleaseRequest, prep: Prepared, data_bounds: DataBounds | Non
         precision=request.precision,
         timing=request.timing,
     )
+    domain = stat.output_domain(prep)
+    if domain is not None and not isinstance(domain, OutputDomain):
+        raise SnapcoreError(
+            f"statistic {stat.name!r} returned {type(domain).__name__} from output_domain(); "
+            "expected an OutputDomain or None"
+        )
     return _Plan(
         request=request,
         prep=prep,
@@ -128,6 +143,7 @@ def _plan(request: ReleaseRequest, prep: Prepared, data_bounds: DataBounds | Non
         epsilon=request.epsilon,
         mech=mech,
         choice=choice,
+        domain=domain,
     )
 
 
@@ -171,6 +187,7 @@ def _draw(plan: _Plan) -> Release:
         )
         return Release(
             value=exact if prep.is_vector else exact[0],
+            snapped=exact if prep.is_vector else exact[0],
             epsilon_spent=Fraction(0),
             epsilon_per_value=Fraction(0),
             composition="nothing to compose: the value does not depend on any one record",
@@ -187,11 +204,15 @@ def _draw(plan: _Plan) -> Release:
             **_described(plan),
         )
     outs = _release_values(mech, prep.values, integral=_integral(stat, choice, mech.grid_step))
+    domain = plan.domain
+    final = outs if domain is None else tuple(domain.project(o) for o in outs)
     notes = list(prep.notes)
     if mech.source.name == "seeded":
         notes.append("seeded source: deterministic noise, NOT for production releases")
     return Release(
-        value=outs if prep.is_vector else outs[0],
+        value=final if prep.is_vector else final[0],
+        snapped=outs if prep.is_vector else outs[0],
+        post_processing=None if domain is None else domain.describe(),
         epsilon_spent=plan.epsilon,
         epsilon_per_value=plan.epsilon * prep.epsilon_share,
         composition=prep.composition,

@@ -32,10 +32,11 @@ class Release:
     statistic : str
         The statistic released.
     value : float, int or tuple
-        The released value; one per coordinate (a tuple) for vector statistics.  An
-        integer-valued statistic (count, histogram) comes back as ``int`` when every
-        output is an integer: an integral :attr:`grid_step` between integral clamp
-        bounds.
+        The released value; one per coordinate (a tuple) for vector statistics: the
+        mechanism's output projected onto the statistic's domain
+        (:meth:`~snapcore.Statistic.output_domain`; a count is a whole number in
+        ``[0, n]``, a mean lies within the data bounds), which is post-processing and
+        costs no privacy.  Whole-number statistics come back as ``int``.
     labels : sequence of str
         Coordinate labels (for a histogram, the bins, written when read); a tuple or an
         immutable sequence equal to one.
@@ -80,6 +81,11 @@ class Release:
         Where Δ and the range come from.
     notes : tuple of str
         Anything else worth knowing.
+    snapped : float, int or tuple
+        The mechanism's output before the projection (the grid point; unbiased when the
+        clamp does not bind); equal to :attr:`value` when nothing was moved.
+    post_processing : str or None
+        What the projection does (None: the statistic declares no domain).
     """
 
     statistic: str
@@ -104,6 +110,8 @@ class Release:
     n: int | None
     derivation: str
     notes: tuple[str, ...]
+    snapped: float | tuple[float, ...]
+    post_processing: str | None = None
 
     @property
     def b_prime(self) -> Fraction:
@@ -206,4 +214,6 @@ class Release:
             "n": self.n,
             "derivation": self.derivation,
             "notes": list(self.notes),
+            "snapped": list(self.snapped) if isinstance(self.snapped, tuple) else self.snapped,
+            "post_processing": self.post_processing,
         }
