@@ -414,6 +414,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     prep, data_bounds = _prepare(request, request.data, request.column, request.n)
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
+    _ready_padding([plan])
     with _reserve(request.budget, plan.epsilon, stat.name):
         return _draw(plan)
 
@@ -436,6 +437,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     grouped, plans = plan_groups(request, plan_one)
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
+    _ready_padding(plans)
     with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
@@ -519,6 +521,23 @@ def _check_can_draw(plans: Sequence[_Plan]) -> None:
         need[id(src)] = (src, count + len(p.prep.values), max(precision, p.mech.precision))
     for src, count, precision in need.values():
         require_draws(src, count, precision)
+
+
+def _ready_padding(plans: Sequence[_Plan]) -> None:
+    """Look up (calibrate, or read from a quanta store) the quantum of every padded
+    mechanism's release before the budget is charged: a store's problem is decided
+    here, never after ε is spent.  The release's shape is the one
+    :func:`_release_values` gives the mechanism (a type, or a container and length)."""
+    for p in plans:
+        padding = None if p.mech is None else p.mech.padding
+        if padding is None:
+            continue
+        values = p.prep.values
+        if len(values) == 1:
+            padding.quantum_for(values[0])
+        elif values:
+            arr = _as_array(values)
+            padding.quantum_for(list(values) if arr is None else arr)
 
 
 def _release_values(

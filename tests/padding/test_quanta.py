@@ -339,6 +339,5 @@ def test_the_store_is_checked_when_its_block_is_entered(tmp_path: Path) -> None:
     """A problem with the file is found on entry, before any release in the block."""
     path = tmp_path / "q.sqlite3"
     path.write_bytes(b"damaged" * 200)
-    with pytest.warns(RuntimeWarning, match="cannot be opened"):
-        with _quanta.quanta_store(path):
-            pass
+    with pytest.warns(RuntimeWarning, match="cannot be opened"), _quanta.quanta_store(path):
+        pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -141,3 +142,47 @@ def test_statistic_padding_calibrates_tables_with_a_named_column(container: str)
         "mean", data, column="age", epsilon=1, data_bounds=(0, 100), timing="constant"
     )
     assert not any("could not be calibrated" in note for note in r.notes), r.notes
+
+
+# -- a damaged quanta store is decided before anything is charged ----------------------
+def _damage_every_entry(path: Any) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE quanta SET quantum_ns = 'damaged'")
+    con.close()
+
+
+def test_a_damaged_store_entry_charges_nothing_and_records_no_failed_spend(
+    tmp_path: Any,
+) -> None:
+    """A damaged entry for the mechanism's quantum is found before the ledger commits
+    ε: with warnings turned into errors the release stops there (nothing spent,
+    nothing recorded); otherwise it is a miss, and the one spend completes."""
+    import warnings
+
+    store = tmp_path / "q.sqlite3"
+    data = [float(i % 90) for i in range(200)]
+    kw: dict[str, Any] = {"data_bounds": (0, 100), "epsilon": 0.5, "timing": "constant"}
+    with _quanta.quanta_store(store):
+        snapcore.release("mean", data, **kw)  # fills the store
+    _damage_every_entry(store)
+
+    ledger_path = tmp_path / "ledger.sqlite3"
+    snapcore.Ledger.init(ledger_path, 2)
+    budget = snapcore.Budget.from_ledger(ledger_path)
+    _quanta.clear_caches()  # a fresh process
+    with _quanta.quanta_store(store), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning, match="entry is damaged"):
+            snapcore.release("mean", data, budget=budget, **kw)
+    assert budget.spent == 0
+    assert snapcore.Ledger(ledger_path).entries == ()
+
+    _quanta.clear_caches()
+    with _quanta.quanta_store(store), pytest.warns(RuntimeWarning, match="entry is damaged"):
+        out = snapcore.release("mean", data, budget=budget, **kw)
+    assert out.epsilon_spent == Fraction(1, 2)
+    entries = snapcore.Ledger(ledger_path).entries
+    assert [(e.status, e.epsilon) for e in entries] == [("completed", Fraction(1, 2))]
