@@ -359,7 +359,7 @@ class QuantaCache:
             due = entry is not None
         store = _STORE[0]
         stored = None if store is None or due else store.load((self._name, key))
-        if stored is not None:
+        if stored is not None and store is not None:
             with measuring_floor():
                 floor = compute()
             if not in_range(stored, floor):

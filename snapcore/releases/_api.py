@@ -48,7 +48,12 @@ from snapcore.plugins._statistic import (
 )
 from snapcore.randomness._sources import RandomSource, require_draws
 from snapcore.releases._grouped import GroupedRelease, check_grouping, plan_groups
-from snapcore.releases._padding import padded_statistic
+from snapcore.releases._padding import (
+    grouped_total,
+    padded_grouped,
+    padded_statistic,
+    ready_padding,
+)
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest, check_options
 
@@ -323,7 +328,8 @@ def release(
         only on the statistic, its public parameters and the public n
         (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
         cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
-        release pads each group's mechanism releases.
+        release is padded as a whole, to a quantum that depends on the public key set
+        and the groups' public n (caps or declared sizes).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -415,10 +421,12 @@ def _release_single(request: ReleaseRequest) -> Release:
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
     _ready_padding([plan])
+    ready_padding(prep.n, data_bounds)
     with _reserve(request.budget, plan.epsilon, stat.name):
         return _draw(plan)
 
 
+@padded_grouped
 def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     from snapcore.releases._partials import Partial
 
@@ -438,6 +446,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
     _ready_padding(plans)
+    ready_padding(grouped_total(request), data_bounds)
     with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
