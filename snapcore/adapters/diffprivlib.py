@@ -207,10 +207,13 @@ class Snapping(DPMechanism):  # type: ignore[misc]
 
     def randomise(self, value: float) -> float:
         """Randomise ``value`` with the snapping mechanism (one ε-DP release)."""
-        x = self._check_value(value)
         if self._mech is None:
-            return self._clamp(x)
-        return float(self._mech.release(cast(Any, x)))  # exact Fractions are accepted
+            return self._clamp(self._check_value(value))
+        if not isinstance(value, Real):
+            raise TypeError("Value to be randomised must be a number")
+        # The mechanism checks the value within its padded release (docs/timing.md):
+        # reading it exactly here would take a value-dependent time outside the padding.
+        return float(self._mech.release(cast(Any, value)))
 
     def effective_epsilon(self) -> float:
         """ε′, the Laplace parameter the mechanism uses to guarantee ε (rounded down)."""

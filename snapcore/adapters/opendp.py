@@ -366,7 +366,10 @@ def make_statistic(
     def function(data: Any) -> Any:
         # A 2-D array of shape (n, k) is read column by column, exactly; any other
         # shape is refused by the release, before noise is drawn.
-        r = _release(stat, data if columns > 1 else list(data), **api)
+        # A list (what OpenDP passes) is not copied: a copy would take a time that
+        # grows with the record count, outside the release's padding.
+        rows = data if columns > 1 or isinstance(data, list) else list(data)
+        r = _release(stat, rows, **api)
         return list(r.value) if isinstance(r.value, tuple) else r.value
 
     return dp.m.make_user_measurement(

@@ -13,12 +13,13 @@ The switch is ``timing=``: ``"constant"`` pads, ``"off"`` does not, and the defa
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, TypeVar
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "ARRAY_BUDGET_NS",
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
+    "FLOOR_ROUNDS",
     "MODES",
     "QUANTILE",
     "PaddingStats",
@@ -39,6 +41,7 @@ __all__ = [
     "calibration_source",
     "check_timing",
     "fallbacks_covered",
+    "measuring_floor",
     "pad",
     "resolve_mode",
     "wait_until",
@@ -60,8 +63,12 @@ ARRAY_BUDGET_NS = 100_000_000
 FALLBACK_RATE_BOUND = 2.0**-40
 FALLBACK_RISK = 2.0**-64
 
+#: Rounds of every class behind a floor (:func:`measuring_floor`).
+FLOOR_ROUNDS = 3
+
 _now = time.perf_counter_ns
 C = TypeVar("C")
+_FLOOR = threading.local()
 
 
 def check_timing(timing: object) -> TimingMode | None:
@@ -212,7 +219,12 @@ def calibrate_quantum(
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.
+
+    Within :func:`measuring_floor` it returns the classes' floor instead: the least
+    time of the slowest class (see there).
     """
+    if getattr(_FLOOR, "on", False):
+        return _floor(run, classes)
     rng = np.random.default_rng()
     for c in classes:
         for _ in range(warmup):
@@ -227,6 +239,41 @@ def calibrate_quantum(
             times[i].append(_now() - t)
     worst = max(_quantile(t, QUANTILE) for t in times)
     return max(1, math.ceil(worst * margin))
+
+
+@contextlib.contextmanager
+def measuring_floor() -> Iterator[None]:
+    """Within the block (in this thread), :func:`calibrate_quantum` returns a **floor**
+    instead of a quantum: each class runs once to warm up, then ``FLOOR_ROUNDS`` rounds
+    in a fresh random order, and the floor is the slowest class's least time, in ns.
+
+    A quantum below its floor is overrun by every call of the slowest class even in
+    the machine's fastest moment (it would switch the padding off); a quantum read
+    from a :class:`~snapcore.padding.QuantaStore` is checked against it.  Measuring a
+    floor runs the calibration's own classes (public inputs) a few times, a fraction
+    of a calibration's runs.
+    """
+    previous = getattr(_FLOOR, "on", False)
+    _FLOOR.on = True
+    try:
+        yield
+    finally:
+        _FLOOR.on = previous
+
+
+def _floor(run: Callable[[C], object], classes: Sequence[C]) -> int:
+    rng = np.random.default_rng()
+    for c in classes:
+        run(c)
+    best = [math.inf] * len(classes)
+    order = np.arange(len(classes))
+    for _ in range(FLOOR_ROUNDS):
+        rng.shuffle(order)
+        for i in order.tolist():
+            t = _now()
+            run(classes[i])
+            best[i] = min(best[i], _now() - t)
+    return max(1, int(max(best)))
 
 
 def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> int:

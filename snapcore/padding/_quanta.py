@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
+import stat
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snapcore._version import __version__
-from snapcore.padding._pad import PaddingStats
+from snapcore.padding._pad import PaddingStats, measuring_floor
 
 if TYPE_CHECKING:
     import sqlite3
@@ -31,13 +34,16 @@ __all__ = [
     "RECALIBRATE_SCALAR",
     "SCALAR_QUANTA",
     "STATISTIC_QUANTA",
+    "STORE_CEILING",
     "STORE_MAX_AGE_S",
     "InternedKey",
     "QuantaCache",
     "QuantaStore",
+    "StoreProblem",
     "clear_caches",
     "default_store_path",
     "generation",
+    "in_range",
     "intern_key",
     "machine_fingerprint",
     "quanta_store",
@@ -56,16 +62,45 @@ STORE_MAX_AGE_S = 3600.0
 
 
 # -- across processes ------------------------------------------------------------------
+#: A stored quantum is used only within ``[floor, STORE_CEILING·floor]``, where the floor
+#: is the least time of the slowest calibration class, measured in the process
+#: (:func:`~snapcore.padding._pad.measuring_floor`): a store's writer can neither switch
+#: the padding off nor make a padded call wait more than this many times its floor.
+STORE_CEILING = 8
+
+_COLUMNS = (
+    ("key", "TEXT"),
+    ("fingerprint", "TEXT"),
+    ("quantum_ns", "INTEGER"),
+    ("measured_at", "REAL"),
+)
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS quanta (key TEXT PRIMARY KEY, fingerprint TEXT "
+    "NOT NULL, quantum_ns INTEGER NOT NULL, measured_at REAL NOT NULL)"
+)
+
+
+class StoreProblem(Exception):
+    """Why a :class:`QuantaStore` or one of its entries is not used (a cache miss)."""
+
+
 class QuantaStore:
     """Calibrated quanta kept across processes, in an SQLite file.
 
     A one-shot process (the command line) would otherwise calibrate its quanta on
     every run, which costs more than the release itself.  An entry is used only on
-    the machine and software that measured it (:func:`machine_fingerprint`) and for
-    ``STORE_MAX_AGE_S`` seconds after it was measured, so the quanta follow the
-    machine's load at that pace.  The store is a cache: when it cannot be opened,
-    read or written (a read-only directory, a damaged file), quanta are measured in
-    the process as without it.
+    the machine and software that measured it (:func:`machine_fingerprint`), for
+    ``STORE_MAX_AGE_S`` seconds after it was measured, and only when its quantum lies
+    within ``[floor, STORE_CEILING·floor]`` of a floor measured in the process, so a
+    writer of the file can only slow padded calls down, within that bound.
+
+    The file is untrusted: it is used only when it and its directory are owned by
+    this user, are not writable by group or others and are not symbolic links (the
+    file is opened with ``O_NOFOLLOW``), and when its table has the expected schema.
+    Any problem (those, a damaged or unreadable file, a damaged or out-of-range entry)
+    is a cache miss: a :class:`RuntimeWarning` names the problem (never a stored
+    value) and the quantum is measured in the process.  :func:`quanta_store` checks
+    the file when its block is entered, before any release.
 
     Parameters
     ----------
@@ -78,20 +113,67 @@ class QuantaStore:
     def __init__(self, path: str | os.PathLike[str], max_age_s: float | None = None) -> None:
         self.path = os.fspath(path)
         self.max_age_s = STORE_MAX_AGE_S if max_age_s is None else float(max_age_s)
+        #: The problem that makes the whole file unusable, once found (then never opened).
+        self.problem: str | None = None
+        self._checked = False
+
+    def warn(self, problem: str) -> None:
+        """Warn that ``problem`` (a description, never a stored value) makes a miss."""
+        warnings.warn(
+            f"timing quanta store {self.path}: {problem}; quanta are measured in the process",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+    def check(self) -> bool:
+        """Whether the file is usable (created when absent); warns once when it is not."""
+        if self.problem is not None:
+            return False
+        if self._checked:
+            return True
+        try:
+            self._connect().close()
+        except StoreProblem as exc:
+            self.problem = str(exc)
+        except Exception as exc:  # a cache: measure in the process instead
+            self.problem = f"it cannot be opened ({type(exc).__name__})"
+        if self.problem is None:
+            self._checked = True
+            return True
+        self.warn(self.problem)
+        return False
 
     def _connect(self) -> sqlite3.Connection:
         import sqlite3  # here: a process that keeps its quanta in memory never needs it
 
-        folder = os.path.dirname(self.path)
-        if folder:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.lexists(folder):
             os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        _check_owned(os.lstat(folder), "its directory", stat.S_ISDIR)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
+        except OSError as exc:
+            if os.path.islink(self.path):
+                raise StoreProblem("it is a symbolic link") from exc
+            raise
+        try:
+            _check_owned(os.fstat(fd), "the file", stat.S_ISREG)
+        finally:
+            os.close(fd)
+        # The directory is this user's and nobody else may write it, so the file
+        # checked above is the one SQLite opens.
         con = sqlite3.connect(self.path, timeout=2.0)
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS quanta (key TEXT PRIMARY KEY, fingerprint TEXT "
-            "NOT NULL, quantum_ns INTEGER NOT NULL, measured_at REAL NOT NULL)"
-        )
+        try:
+            con.execute(_SCHEMA)
+            columns = tuple(
+                (str(r[1]), str(r[2]).upper())
+                for r in con.execute("PRAGMA table_info(quanta)").fetchall()
+            )
+            if columns != _COLUMNS:
+                raise StoreProblem("its table has another schema")
+        except BaseException:
+            con.close()
+            raise
         return con
 
     @staticmethod
@@ -101,32 +183,47 @@ class QuantaStore:
         return None if " at 0x" in text else text
 
     def load(self, key: Hashable) -> int | None:
-        """The stored quantum for ``key``, or None (absent, stale, another machine)."""
+        """The stored quantum for ``key``, or None (absent, stale, another machine, or a
+        problem: then with a warning).  Its range is checked by the caller."""
         text = self._text(key)
-        if text is None:
+        if text is None or not self.check():
             return None
         try:
             con = self._connect()
             try:
-                row = con.execute(
+                rows = con.execute(
                     "SELECT quantum_ns, measured_at FROM quanta WHERE key = ? AND fingerprint = ?",
                     (text, machine_fingerprint()),
-                ).fetchone()
+                ).fetchall()
             finally:
                 con.close()
-        except Exception:  # a cache: measure in the process instead
+        except StoreProblem as exc:
+            self.warn(str(exc))
             return None
-        if row is None:
+        except Exception as exc:
+            self.warn(f"it cannot be read ({type(exc).__name__})")
             return None
-        q, at = int(row[0]), float(row[1])
-        if q < 1 or not 0.0 <= time.time() - at <= self.max_age_s:
+        if not rows:
+            return None
+        (q, at), *more = rows
+        if more or type(q) is not int or type(at) not in (int, float) or not math.isfinite(at):
+            self.warn("an entry is damaged (a value of the wrong type or a duplicate key)")
+            return None
+        if q < 1:
+            self.warn("an entry holds a quantum below one nanosecond")
+            return None
+        age = time.time() - at
+        if age < 0.0:
+            self.warn("an entry was measured in the future")
+            return None
+        if age > self.max_age_s:
             return None
         return q
 
     def save(self, key: Hashable, quantum_ns: int) -> None:
-        """Record a quantum just measured (silently skipped when the store is unusable)."""
+        """Record a quantum just measured (skipped when the store is unusable)."""
         text = self._text(key)
-        if text is None:
+        if text is None or not self.check():
             return
         try:
             con = self._connect()
@@ -138,8 +235,29 @@ class QuantaStore:
                     )
             finally:
                 con.close()
-        except Exception:
+        except Exception:  # a cache: the quantum is kept in the process
             return
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _check_owned(st: os.stat_result, what: str, kind: Callable[[int], bool]) -> None:
+    """Refuse (:class:`StoreProblem`) a file or directory that is a symbolic link, of
+    another kind, owned by another user, or writable by group or others."""
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreProblem(f"{what} is a symbolic link")
+    if not kind(st.st_mode):
+        raise StoreProblem(f"{what} is not a {'directory' if kind is stat.S_ISDIR else 'file'}")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise StoreProblem(f"{what} belongs to another user")
+    if st.st_mode & 0o022:
+        raise StoreProblem(f"{what} is writable by group or others")
+
+
+def in_range(quantum_ns: int, floor_ns: int) -> bool:
+    """Whether a stored quantum may be used: ``floor <= q <= STORE_CEILING·floor``."""
+    return floor_ns <= quantum_ns <= STORE_CEILING * floor_ns
 
 
 @functools.cache
@@ -184,10 +302,13 @@ def quanta_store(store: QuantaStore | str | os.PathLike[str] | None) -> Iterator
 
     ``None`` keeps quanta in the process only (the default outside any block).  The
     command line uses :func:`default_store_path`, or the path in the environment
-    variable ``SNAPCORE_TIMING_STORE`` (``off`` for none).
+    variable ``SNAPCORE_TIMING_STORE`` (``off`` for none).  The file is checked on
+    entry (a problem warns, and the block measures its quanta in the process).
     """
     if store is not None and not isinstance(store, QuantaStore):
         store = QuantaStore(store)
+    if store is not None:
+        store.check()  # a problem with the file is found here, before any release
     previous = _STORE[0]
     _STORE[0] = store
     try:
@@ -204,7 +325,9 @@ class QuantaCache:
     count of calls, which is public), so that it follows the machine's load: a quantum
     measured in a quiet moment makes many calls overrun when the load rises.  Within
     :func:`quanta_store`, a quantum missing here is looked up in the store before it
-    is measured, and a newly measured one is recorded there.
+    is measured, and a newly measured one is recorded there; a stored one is used
+    only within ``[floor, STORE_CEILING·floor]`` of its floor (``compute()`` run
+    within :func:`~snapcore.padding._pad.measuring_floor`).
 
     Parameters
     ----------
@@ -236,6 +359,15 @@ class QuantaCache:
             due = entry is not None
         store = _STORE[0]
         stored = None if store is None or due else store.load((self._name, key))
+        if stored is not None and store is not None:
+            with measuring_floor():
+                floor = compute()
+            if not in_range(stored, floor):
+                store.warn(
+                    "a stored quantum is out of range (below the least time of the work "
+                    f"it covers, or above {STORE_CEILING} times it)"
+                )
+                stored = None
         if stored is not None:
             q = stored
         else:

@@ -49,7 +49,12 @@ from snapcore.plugins._statistic import (
 )
 from snapcore.randomness._sources import RandomSource, require_draws
 from snapcore.releases._grouped import GroupedRelease, check_grouping, plan_groups
-from snapcore.releases._padding import padded_statistic
+from snapcore.releases._padding import (
+    grouped_total,
+    padded_grouped,
+    padded_statistic,
+    ready_padding,
+)
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest, check_options
 
@@ -344,7 +349,8 @@ def release(
         only on the statistic, its public parameters and the public n
         (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
         cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
-        release pads each group's mechanism releases.
+        release is padded as a whole, to a quantum that depends on the public key set
+        and the groups' public n (caps or declared sizes).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -435,10 +441,13 @@ def _release_single(request: ReleaseRequest) -> Release:
     prep, data_bounds = _prepare(request, request.data, request.column, request.n)
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
+    _ready_padding([plan])
+    ready_padding(prep.n, data_bounds)
     with _reserve(request.budget, plan.epsilon, stat.name):
         return _draw(plan)
 
 
+@padded_grouped
 def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     from snapcore.releases._partials import Partial
 
@@ -457,6 +466,8 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     grouped, plans = plan_groups(request, plan_one)
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
+    _ready_padding(plans)
+    ready_padding(grouped_total(request), data_bounds)
     with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
@@ -540,6 +551,23 @@ def _check_can_draw(plans: Sequence[_Plan]) -> None:
         need[id(src)] = (src, count + len(p.prep.values), max(precision, p.mech.precision))
     for src, count, precision in need.values():
         require_draws(src, count, precision)
+
+
+def _ready_padding(plans: Sequence[_Plan]) -> None:
+    """Look up (calibrate, or read from a quanta store) the quantum of every padded
+    mechanism's release before the budget is charged: a store's problem is decided
+    here, never after ε is spent.  The release's shape is the one
+    :func:`_release_values` gives the mechanism (a type, or a container and length)."""
+    for p in plans:
+        padding = None if p.mech is None else p.mech.padding
+        if padding is None:
+            continue
+        values = p.prep.values
+        if len(values) == 1:
+            padding.quantum_for(values[0])
+        elif values:
+            arr = _as_array(values)
+            padding.quantum_for(list(values) if arr is None else arr)
 
 
 def _release_values(

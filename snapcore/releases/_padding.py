@@ -12,14 +12,16 @@ the release says so in its notes.  See ``docs/timing.md``.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import time
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
+from snapcore.data._values import category_key
 from snapcore.padding._pad import (
     budget_reps,
     calibrate_quantum,
@@ -30,10 +32,19 @@ from snapcore.padding._pad import (
 from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
 from snapcore.plugins._manager import get_registries
 from snapcore.randomness._sources import RandomSource
+from snapcore.releases._grouped import GroupedRelease
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest
 
-__all__ = ["STATISTIC_DEFAULT_MAX_N", "STATISTIC_MARGIN", "STATISTIC_REPS", "padded_statistic"]
+__all__ = [
+    "STATISTIC_DEFAULT_MAX_N",
+    "STATISTIC_MARGIN",
+    "STATISTIC_REPS",
+    "grouped_total",
+    "padded_grouped",
+    "padded_statistic",
+    "ready_padding",
+]
 
 #: Quantum = the slowest synthetic class's median time times the margin.
 STATISTIC_MARGIN = 1.2
@@ -51,46 +62,178 @@ _SYNTHETIC_KINDS = ("spread", "subnormal", "outside", "lower", "upper")
 
 _now = time.perf_counter_ns
 SingleRelease = Callable[[ReleaseRequest], Release]
+GroupedReleaseFn = Callable[[ReleaseRequest], GroupedRelease]
+R = TypeVar("R", Release, GroupedRelease)
+
+
+@attrs.define
+class _Pending:
+    """A padded call in progress: its quantum, once :func:`ready_padding` looked it up."""
+
+    calibrate: Callable[[int, Any], int]
+    request: ReleaseRequest
+    ready: bool = False
+    quantum: int | None = None
+    note: str | None = None
+    #: Time spent looking the quantum up (a first call's calibration, on synthetic data
+    #: only): not part of the padded call's quantum.
+    excluded_ns: int = 0
+
+
+_PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
+    "snapcore_release_padding", default=None
+)
+
+
+def ready_padding(n: int | None, data_bounds: Any) -> None:
+    """Look up the quantum of the padded release in progress (if any) for the public
+    ``n`` (with ``by=``: the public total over the groups, or None) and the data
+    bounds used.
+
+    A release calls it before its budget is charged, so that a problem of a quanta
+    store (a warning, which a caller may turn into an error) is decided before any
+    spend.  The calibration releases synthetic data, within which this is a no-op.
+    """
+    pending = _PENDING.get()
+    if pending is None or pending.ready:
+        return
+    pending.ready = True
+    token = _PENDING.set(None)  # the calibration's own releases are not padded here
+    t0 = _now()
+    try:
+        pending.quantum, pending.note = _lookup(pending, n, data_bounds)
+    finally:
+        pending.excluded_ns = _now() - t0
+        _PENDING.reset(token)
+
+
+def _lookup(pending: _Pending, n: int | None, data_bounds: Any) -> tuple[int | None, str | None]:
+    request = pending.request
+    if request.timing is None and n is not None and n > STATISTIC_DEFAULT_MAX_N:
+        return None, (
+            f"timing: the statistic's computation is padded by default only up to "
+            f"n = {STATISTIC_DEFAULT_MAX_N} records (timing='constant' pads it at any "
+            "n); the mechanism's releases were padded"
+        )
+    key = None if n is None else _key(request, n)
+    if key is None or n is None:
+        return None, "timing: not padded as a whole (no public size or unhashable parameters)"
+    try:
+        return STATISTIC_QUANTA.get(key, lambda: pending.calibrate(n, data_bounds)), None
+    except Warning:  # a quanta store's problem turned into an error: before any spend
+        raise
+    except Exception as exc:  # the statistic cannot release synthetic data
+        return None, (
+            "timing: the statistic could not be calibrated on synthetic data "
+            f"({type(exc).__name__}); only the mechanism's releases were padded"
+        )
+
+
+def _padded_call(
+    release: Callable[[ReleaseRequest], R],
+    request: ReleaseRequest,
+    calibrate: Callable[[int, Any], int],
+    after: Callable[[R], tuple[int | None, Any]],
+    note: Callable[[R, str], R],
+) -> R:
+    """``release(request)`` padded as a whole; ``after(out)`` gives the public n and data
+    bounds when the release did not call :func:`ready_padding` itself."""
+    if resolve_mode(request.timing, _cryptographic(request.source)) == "off":
+        return release(request)
+    pending = _Pending(calibrate=calibrate, request=request)
+    token = _PENDING.set(pending)
+    start = _now()
+    try:
+        out = release(request)
+        if not pending.ready:  # a path without the checkpoint (after the spend: no raise)
+            try:
+                ready_padding(*after(out))
+            except Warning as exc:
+                pending.quantum, pending.note = None, f"timing: not padded ({exc})"
+    finally:
+        _PENDING.reset(token)
+    if pending.quantum is None:
+        return note(out, pending.note or "timing: not padded as a whole")
+    pad(start + pending.excluded_ns, pending.quantum, statistic_stats())
+    return out
 
 
 def padded_statistic(release: SingleRelease) -> SingleRelease:
     """Decorate the release of one statistic (no group-by): pad the whole call.
 
-    The quantum is calibrated by running the undecorated ``release`` on synthetic
-    requests (see the module's docstring).
+    The quantum is looked up when the release calls :func:`ready_padding` (before
+    its budget is charged), calibrated by running the undecorated ``release`` on
+    synthetic requests (see the module's docstring).
     """
 
     @functools.wraps(release)
     def padded(request: ReleaseRequest) -> Release:
-        if resolve_mode(request.timing, _cryptographic(request.source)) == "off":
-            return release(request)
-        start = _now()
-        out = release(request)
-        if request.timing is None and out.n is not None and out.n > STATISTIC_DEFAULT_MAX_N:
-            return _note(
-                out,
-                f"timing: the statistic's computation is padded by default only up to "
-                f"n = {STATISTIC_DEFAULT_MAX_N} records (timing='constant' pads it at any "
-                "n); the mechanism's releases were padded",
-            )
-        n = out.n
-        key = None if n is None else _key(request, n)
-        if key is None or n is None:
-            return _note(out, "timing: not padded (no public size or unhashable parameters)")
-        t_cal = _now()
-        try:
-            q = STATISTIC_QUANTA.get(key, lambda: _calibrate(release, request, n, out))
-        except Exception as exc:  # the statistic cannot release synthetic data
-            return _note(
-                out,
-                "timing: the statistic could not be calibrated on synthetic data "
-                f"({type(exc).__name__}); only the mechanism's releases were padded",
-            )
-        # A first call's calibration (synthetic data only) is not part of its quantum.
-        pad(start + (_now() - t_cal), q, statistic_stats())
-        return out
+        def calibrate(n: int, data_bounds: Any) -> int:
+            return _calibrate(release, request, n, data_bounds)
+
+        return _padded_call(
+            release, request, calibrate, lambda out: (out.n, out.data_bounds), _note
+        )
 
     return padded
+
+
+def padded_grouped(release: GroupedReleaseFn) -> GroupedReleaseFn:
+    """Decorate a group-by release: pad the whole call, every group together.
+
+    The quantum depends on the statistic, its public parameters, the public key set
+    and the public total n (the sum of the groups' caps under ``add-remove``, of the
+    declared group sizes under ``replace``), and is calibrated on synthetic tables
+    with every group full (see :func:`grouped_total`).
+    """
+
+    @functools.wraps(release)
+    def padded(request: ReleaseRequest) -> GroupedRelease:
+        def calibrate(n: int, data_bounds: Any) -> int:
+            return _calibrate_grouped(release, request, data_bounds)
+
+        return _padded_call(
+            release,
+            request,
+            calibrate,
+            lambda out: (grouped_total(request), request.data_bounds),
+            _note_groups,
+        )
+
+    return padded
+
+
+def grouped_total(request: ReleaseRequest) -> int | None:
+    """The public total n of a group-by request: the sum of its groups' public n (caps
+    under ``add-remove``, declared sizes under ``replace``), or None when a group has
+    none or the data are partial states (whose release reads no records)."""
+    from snapcore.releases._partials import Partial
+
+    data, keys = request.data, request.keys
+    if keys is None or (
+        isinstance(data, Mapping) and any(isinstance(v, Partial) for v in data.values())
+    ):
+        return None
+    per_key = _group_sizes(request)
+    return None if per_key is None else sum(per_key)
+
+
+def _group_sizes(request: ReleaseRequest) -> list[int] | None:
+    """Each key's public n (a cap or a declared size), in key-set order, matched by
+    exact value as the release matches them; None when one is missing."""
+    keys = request.keys or ()
+    sizes = request.group_sizes if request.group_sizes is not None else request.n
+    if isinstance(sizes, Mapping):
+        try:
+            table = {category_key(k): v for k, v in sizes.items()}
+            per_key = [table.get(category_key(k)) for k in keys]
+        except Exception:  # keys the release refuses (it reports them)
+            return None
+    else:
+        per_key = [sizes] * len(keys)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in per_key):
+        return None
+    return [int(v) for v in per_key]  # type: ignore[arg-type]
 
 
 def _cryptographic(source: str | RandomSource | None) -> bool:
@@ -126,18 +269,12 @@ def _key(request: ReleaseRequest, n: int) -> Hashable | None:
     return (kind, parts, n)
 
 
-def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, out: Release) -> int:
-    """The quantum of ``request``'s statistic at ``n`` records (``out`` is its release),
-    in ns: its release of synthetic data of each kind, with a fresh source and no
-    budget."""
-    source = request.source
+def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, bounds: Any) -> int:
+    """The quantum of ``request``'s statistic at ``n`` records with data bounds
+    ``bounds``, in ns: its release of synthetic data of each kind, with a fresh source
+    and no budget."""
     stat = request.statistic
-    # A name (or None) makes each release build a fresh source, as the caller's calls
-    # do; an instance is replaced by a fresh one of the same kind (the caller's stream
-    # is never read).
-    fresh = source if source is None or isinstance(source, str) else calibration_source(source)
-    base = attrs.evolve(request, source=fresh, budget=None, timing=request.timing or "constant")
-    bounds = out.data_bounds
+    base = _calibration_request(request)
     classes = []
     for kind in _SYNTHETIC_KINDS:
         synthetic, names = _synthetic(n, stat.columns, bounds, request.options, request.data, kind)
@@ -148,6 +285,52 @@ def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, out: Rel
             synthetic = {column if isinstance(column, str) else column[0]: synthetic}
         classes.append(attrs.evolve(base, data=synthetic, column=column))
 
+    return calibrate_quantum(
+        release,
+        classes,
+        reps=budget_reps(release, classes, STATISTIC_REPS),
+        margin=STATISTIC_MARGIN,
+        warmup=1,
+    )
+
+
+def _calibration_request(request: ReleaseRequest) -> ReleaseRequest:
+    """``request`` for calibration runs: no budget, padded mechanisms, and a source of
+    the same kind that is never the caller's stream (a name, or None, makes each
+    release build a fresh source, as the caller's calls do)."""
+    source = request.source
+    fresh = source if source is None or isinstance(source, str) else calibration_source(source)
+    return attrs.evolve(request, source=fresh, budget=None, timing=request.timing or "constant")
+
+
+def _calibrate_grouped(release: GroupedReleaseFn, request: ReleaseRequest, bounds: Any) -> int:
+    """The quantum of a group-by request, in ns: its release of synthetic tables, every
+    group full to its public n, one table per kind of :func:`_synthetic`."""
+    stat, keys, by = request.statistic, request.keys, request.by
+    per_key = _group_sizes(request)
+    if keys is None or by is None or per_key is None:
+        raise ValueError("a group-by request with a public n for every key")
+    total = sum(per_key)
+    key_column = np.empty(total, dtype=object)
+    at = 0
+    for k, size in zip(keys, per_key, strict=True):
+        key_column[at : at + size] = [k] * size
+        at += size
+    base = _calibration_request(request)
+    classes = []
+    for kind in _SYNTHETIC_KINDS:
+        values, names = _synthetic(total, stat.columns, bounds, request.options, None, kind)
+        column = request.column
+        if names is None:
+            name = column if isinstance(column, str) else "value"
+            table: dict[str, Any] = {name: values}
+            column = name
+        else:
+            wanted = tuple(column) if isinstance(column, tuple) else names
+            table = {w: values[c] for w, c in zip(wanted, names, strict=True)}
+            column = wanted if len(wanted) > 1 else wanted[0]
+        table[by] = key_column
+        classes.append(attrs.evolve(base, data=table, column=column))
     return calibrate_quantum(
         release,
         classes,
@@ -209,3 +392,8 @@ def _synthetic(
 
 def _note(out: Release, note: str) -> Release:
     return attrs.evolve(out, notes=(*out.notes, note))
+
+
+def _note_groups(out: GroupedRelease, note: str) -> GroupedRelease:
+    releases = tuple(_note(r, note) for r in out.releases)
+    return out.with_releases(releases, out.epsilon_spent)

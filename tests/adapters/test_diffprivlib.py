@@ -458,3 +458,25 @@ def test_accountant_budget_refuses_zero_and_negative() -> None:
         with pytest.raises(ParameterError, match="epsilon must be a finite number > 0"):
             b.spend(bad)
     assert acc.spent_budget == []
+
+
+def test_randomise_goes_through_the_padding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default (OS CSPRNG) Snapping pads each randomise, value checks included:
+    a value the mechanism refuses is refused inside the padded call, no earlier."""
+    from snapcore.mechanism import _padding as mechanism_padding
+
+    quanta: list[int] = []
+    real = mechanism_padding.pad
+
+    def counting(start: int, q: int, stats: object = None) -> int:
+        quanta.append(q)
+        return real(start, q, stats)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mechanism_padding, "pad", counting)
+    m = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0)
+    assert m.mechanism is not None and m.mechanism.padding is not None
+    for x in (3.0, 5e-324, 1e300, 7):
+        m.randomise(x)
+    assert len(quanta) == 4
+    seeded = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0, random_state=3)
+    assert seeded.mechanism is not None and seeded.mechanism.padding is None

@@ -426,3 +426,36 @@ def test_ledger_budget_charged_per_invocation_before_noise_not_at_construction(
     assert src.drawn == drawn and Ledger(path).spent == 1
     with pytest.raises(ParameterError, match="budget"):
         make_statistic(domain, dp.symmetric_distance(), "sum", 0.5, budget=1)
+
+
+def _count_pads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count padded calls: a statistic's whole release, and the mechanism's releases."""
+    from snapcore.mechanism import _padding as mechanism_padding
+    from snapcore.releases import _padding as release_padding
+
+    counts = {"whole": 0, "mechanism": 0}
+    for module, name in ((release_padding, "whole"), (mechanism_padding, "mechanism")):
+        real = module.pad
+
+        def counting(start: int, q: int, stats: Any = None, _r=real, _n=name) -> int:
+            counts[_n] += 1
+            return _r(start, q, stats)
+
+        monkeypatch.setattr(module, "pad", counting)
+    return counts
+
+
+def test_opendp_measurements_go_through_the_padding(monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = _count_pads(monkeypatch)
+    scalar = make_snapping(*FLOATS, 1.0, 1, (-50, 50))  # the default source: padded
+    for x in (3.0, 1e300, 5e-324):
+        scalar(x)
+    assert counts == {"whole": 0, "mechanism": 3}
+    domain = dp.vector_domain(dp.atom_domain(bounds=(0.0, 100.0), nan=False))
+    stat = make_statistic(domain, dp.symmetric_distance(), "sum", 1.0, n=1000)
+    stat(DATA)  # (its calibration's synthetic releases pad their mechanisms too)
+    assert counts["whole"] == 1 and counts["mechanism"] > 3
+    before = dict(counts)
+    seeded = make_snapping(*FLOATS, 1.0, 1, (-50, 50), source=SeededSource(1))
+    seeded(3.0)  # a seeded source is not padded by default
+    assert counts == before

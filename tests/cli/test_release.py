@@ -232,3 +232,52 @@ def test_a_refusal_of_parquet_data_depends_on_no_value_length_or_count(
         err = json.loads(result.stdout)["error"]
         outcomes.append((result.exit_code, err["kind"], err["message"]))
     assert outcomes[0] == outcomes[1], outcomes
+
+
+@pytest.fixture
+def padded_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
+    """Count the calls padded as a whole (a statistic's or a group-by release) and the
+    mechanism's padded releases, by wrapping the padding's ``pad``; quanta stay in the
+    process (no store)."""
+    from snapcore.mechanism import _padding as mechanism_padding
+    from snapcore.releases import _padding as release_padding
+
+    calls: dict[str, list[int]] = {"whole": [], "mechanism": []}
+    for module, name in ((release_padding, "whole"), (mechanism_padding, "mechanism")):
+        real = module.pad
+
+        def counting(start: int, q: int, stats: object = None, _r=real, _n=name) -> int:
+            calls[_n].append(q)
+            return _r(start, q, stats)
+
+        monkeypatch.setattr(module, "pad", counting)
+    monkeypatch.setenv("SNAPCORE_TIMING_STORE", "off")
+    return calls
+
+
+def test_the_command_line_release_goes_through_the_padding(cli, padded_calls) -> None:
+    r = cli("release", "mean", "--column", "age", "--data-bounds", "0", "100", "-e", "1")
+    assert r.exit_code == 0, r.output
+    assert len(padded_calls["whole"]) == 1 and padded_calls["mechanism"]
+    g = cli(
+        "release",
+        "count",
+        "--by",
+        "region",
+        "--keys",
+        "north,south,east,west",
+        "--n",
+        "1000",
+        "-e",
+        "1",
+    )
+    assert g.exit_code == 0, g.output
+    assert len(padded_calls["whole"]) == 2  # the group-by release, once as a whole
+
+
+def test_a_seeded_command_line_release_is_not_padded(cli, padded_calls) -> None:
+    r = cli(
+        "release", "mean", "--column", "age", "--data-bounds", "0", "100", "-e", "1", "--seed", "3"
+    )
+    assert r.exit_code == 0, r.output
+    assert padded_calls == {"whole": [], "mechanism": []}

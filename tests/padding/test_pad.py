@@ -154,3 +154,20 @@ def test_a_calibration_source_is_a_fresh_source_of_the_same_kind() -> None:
     assert type(fresh) is SystemSource and fresh is not mine
     # A kind that needs arguments: a seeded stream (its draws are discarded).
     assert type(_pad.calibration_source(ReplaySource([]))) is SeededSource
+
+
+def test_a_floor_is_the_slowest_class_least_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within measuring_floor, calibrate_quantum returns the slowest class's least time
+    (a scripted clock: class c takes c ns, plus 1000 ns on its first, cold, run)."""
+    clock = [0]
+    seen: set[int] = set()
+    monkeypatch.setattr(_pad, "_now", lambda: clock[0])
+
+    def run(c: int) -> None:
+        clock[0] += c + (0 if c in seen else 1000)
+        seen.add(c)
+
+    with _pad.measuring_floor():
+        assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 700
+    # Outside the block: a quantum (the slowest median times the margin), not a floor.
+    assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 1400

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,25 +31,46 @@ def _fresh_caches() -> Iterator[None]:
     _quanta.clear_caches()
 
 
-def _never() -> int:
-    raise AssertionError("measured although the store holds a fresh quantum")
+def _floor_mode() -> bool:
+    return bool(getattr(_pad._FLOOR, "on", False))
 
 
-def _get_in(store: _quanta.QuantaStore, key: object, q: int | None = None) -> int:
-    """What the scalar cache returns for ``key`` in a fresh process within ``store``."""
+def _compute(q: int | None, floor: int | None) -> Callable[[], int]:
+    """A stand-in for a calibration: ``q`` when measuring a quantum (None: must not be
+    measured), ``floor`` when measuring the floor a stored quantum is checked against
+    (None: ``q``)."""
+
+    def compute() -> int:
+        if _floor_mode():
+            if floor is None and q is None:
+                raise AssertionError("no floor given")
+            return q if floor is None else floor  # type: ignore[return-value]
+        if q is None:
+            raise AssertionError("measured although the store holds a fresh quantum")
+        return q
+
+    return compute
+
+
+def _get_in(
+    store: _quanta.QuantaStore, key: object, q: int | None = None, floor: int | None = None
+) -> int:
+    """What the scalar cache returns for ``key`` in a fresh process within ``store``
+    (``q``: what a measurement gives; ``floor``: what a floor measurement gives)."""
     _quanta.clear_caches()
     with _quanta.quanta_store(store):
-        return _quanta.SCALAR_QUANTA.get(key, _never if q is None else (lambda: q))
+        return _quanta.SCALAR_QUANTA.get(key, _compute(q, floor))
 
 
 def test_a_stored_quantum_is_reused_instead_of_measured(tmp_path: Path) -> None:
     store = _quanta.QuantaStore(tmp_path / "q.sqlite3")
     assert _get_in(store, ("cal", float), 123_456) == 123_456
-    # A "new process" (empty in-process cache): the store answers, nothing is measured.
-    assert _get_in(store, ("cal", float)) == 123_456
+    # A "new process" (empty in-process cache): the store answers, nothing is measured
+    # (only its floor, which it lies above).
+    assert _get_in(store, ("cal", float), floor=100_000) == 123_456
     # Another key is measured and stored on its own.
     assert _get_in(store, ("cal", int), 7) == 7
-    assert _get_in(store, ("cal", float)) == 123_456
+    assert _get_in(store, ("cal", float), floor=100_000) == 123_456
 
 
 def test_the_three_caches_do_not_share_keys(tmp_path: Path) -> None:
@@ -59,8 +81,8 @@ def test_the_three_caches_do_not_share_keys(tmp_path: Path) -> None:
         assert _quanta.STATISTIC_QUANTA.get("k", lambda: 33) == 33
     _quanta.clear_caches()
     with _quanta.quanta_store(store):
-        assert _quanta.ARRAY_QUANTA.get("k", _never) == 22
-        assert _quanta.STATISTIC_QUANTA.get("k", _never) == 33
+        assert _quanta.ARRAY_QUANTA.get("k", _compute(None, 20)) == 22
+        assert _quanta.STATISTIC_QUANTA.get("k", _compute(None, 30)) == 33
 
 
 def test_stale_entries_are_measured_again(tmp_path: Path) -> None:
@@ -72,7 +94,7 @@ def test_stale_entries_are_measured_again(tmp_path: Path) -> None:
     con.close()
     # One hour by default: a two-hour-old quantum is measured again (and replaced).
     assert _get_in(_quanta.QuantaStore(path), "k", 9) == 9
-    assert _get_in(_quanta.QuantaStore(path), "k") == 9
+    assert _get_in(_quanta.QuantaStore(path), "k", floor=9) == 9
     # A store with max_age 0 never reuses anything.
     assert _get_in(_quanta.QuantaStore(path, max_age_s=0.0), "k", 4) == 4
 
@@ -150,7 +172,8 @@ def test_the_command_line_keeps_quanta_in_the_named_store(
     real = _pad.calibrate_quantum
 
     def counting(*a: object, **k: object) -> int:
-        measured.append(1)
+        if not _floor_mode():  # a stored quantum's floor is measured, not its quantum
+            measured.append(1)
         return real(*a, **k)  # type: ignore[arg-type]
 
     # Both callers: the mechanism's quanta and the statistic's.
@@ -192,3 +215,129 @@ def test_a_forked_child_gets_new_locks() -> None:
     finally:
         for lock in held:
             lock.release()
+
+
+# -- an untrusted store: every problem is a miss, with a warning naming it -------------
+def _stored(path: Path, key: object, q: int) -> None:
+    """Write ``q`` for scalar ``key`` through the store, as an honest run would."""
+    assert _get_in(_quanta.QuantaStore(path), key, q) == q
+
+
+def _set(path: Path, sql: str) -> None:
+    con = sqlite3.connect(path)
+    with con:
+        con.execute(sql)
+    con.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "floor", "used"),
+    [
+        (1, 10_000, False),  # 1 ns: would switch the padding off
+        (9_999, 10_000, False),  # just below the floor
+        (10_000, 10_000, True),  # at the floor
+        (_quanta.STORE_CEILING * 10_000, 10_000, True),  # at the ceiling
+        (_quanta.STORE_CEILING * 10_000 + 1, 10_000, False),  # just above it
+        (4 * 10**9, 10_000, False),  # every release would wait 4 s
+        (10**18, 10_000, False),  # would hang
+    ],
+)
+def test_a_stored_quantum_is_used_only_between_its_floor_and_ceiling(
+    tmp_path: Path, stored: int, floor: int, used: bool
+) -> None:
+    path = tmp_path / "q.sqlite3"
+    _stored(path, "k", 12_345)
+    _set(path, f"UPDATE quanta SET quantum_ns = {stored}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = _get_in(_quanta.QuantaStore(path), "k", 20_000, floor=floor)
+    texts = [str(w.message).removeprefix(f"timing quanta store {path}: ") for w in caught]
+    assert got == (stored if used else 20_000)
+    assert len([t for t in texts if "out of range" in t]) == len(texts) == (0 if used else 1)
+    assert all(str(stored) not in t for t in texts)  # never the value
+    if not used:  # the miss was measured again and replaces the bad entry
+        assert _get_in(_quanta.QuantaStore(path), "k", floor=20_000) == 20_000
+
+
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("UPDATE quanta SET quantum_ns = 'x17'", "damaged"),
+        ("UPDATE quanta SET quantum_ns = 1.5e4", "damaged"),
+        ("UPDATE quanta SET quantum_ns = -5", "below one nanosecond"),
+        ("UPDATE quanta SET measured_at = 'yesterday'", "damaged"),
+        ("UPDATE quanta SET measured_at = measured_at + 86400", "future"),
+    ],
+)
+def test_a_damaged_entry_is_a_miss_with_a_warning(tmp_path: Path, sql: str, problem: str) -> None:
+    path = tmp_path / "q.sqlite3"
+    _stored(path, "k", 12_345)
+    _set(path, sql)
+    with pytest.warns(RuntimeWarning, match=problem):
+        assert _get_in(_quanta.QuantaStore(path), "k", 777, floor=700) == 777
+
+
+def test_a_store_with_another_schema_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "q.sqlite3"
+    _set(
+        path,
+        "CREATE TABLE quanta (key TEXT PRIMARY KEY, fingerprint TEXT, quantum_ns TEXT, "
+        "measured_at REAL)",
+    )
+    with pytest.warns(RuntimeWarning, match="another schema"):
+        assert _get_in(_quanta.QuantaStore(path), "k", 5) == 5
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT count(*) FROM quanta").fetchone() == (0,)  # nothing written
+    con.close()
+
+
+def test_a_symbolic_link_is_not_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real.sqlite3"
+    _stored(real, "k", 12_345)
+    link = tmp_path / "q.sqlite3"
+    link.symlink_to(real)
+    before = real.read_bytes()
+    with pytest.warns(RuntimeWarning, match="symbolic link"):
+        assert _get_in(_quanta.QuantaStore(link), "k", 6) == 6
+    assert real.read_bytes() == before  # neither read nor written through the link
+
+
+def test_a_linked_directory_is_not_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    _stored(real / "q.sqlite3", "k", 12_345)
+    (tmp_path / "linked").symlink_to(real)
+    with pytest.warns(RuntimeWarning, match="directory is a symbolic link"):
+        assert _get_in(_quanta.QuantaStore(tmp_path / "linked" / "q.sqlite3"), "k", 6) == 6
+
+
+@pytest.mark.parametrize(("target", "mode"), [("file", 0o620), ("file", 0o606), ("dir", 0o770)])
+def test_a_store_writable_by_others_is_not_used(tmp_path: Path, target: str, mode: int) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir(mode=0o700)
+    path = folder / "q.sqlite3"
+    _stored(path, "k", 12_345)
+    os.chmod(path if target == "file" else folder, mode)
+    with pytest.warns(RuntimeWarning, match="writable by group or others"):
+        assert _get_in(_quanta.QuantaStore(path), "k", 6) == 6
+    _set(path, "SELECT 1")
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT quantum_ns FROM quanta").fetchall() == [(12_345,)]  # unchanged
+    con.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_store_of_another_user_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "q.sqlite3"
+    _stored(path, "k", 12_345)
+    os.chown(path, 4242, -1)
+    with pytest.warns(RuntimeWarning, match="another user"):
+        assert _get_in(_quanta.QuantaStore(path), "k", 6) == 6
+
+
+def test_the_store_is_checked_when_its_block_is_entered(tmp_path: Path) -> None:
+    """A problem with the file is found on entry, before any release in the block."""
+    path = tmp_path / "q.sqlite3"
+    path.write_bytes(b"damaged" * 200)
+    with pytest.warns(RuntimeWarning, match="cannot be opened"), _quanta.quanta_store(path):
+        pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -141,3 +142,159 @@ def test_statistic_padding_calibrates_tables_with_a_named_column(container: str)
         "mean", data, column="age", epsilon=1, data_bounds=(0, 100), timing="constant"
     )
     assert not any("could not be calibrated" in note for note in r.notes), r.notes
+
+
+# -- a damaged quanta store is decided before anything is charged ----------------------
+def _damage_every_entry(path: Any) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE quanta SET quantum_ns = 'damaged'")
+    con.close()
+
+
+def test_a_damaged_store_entry_charges_nothing_and_records_no_failed_spend(
+    tmp_path: Any,
+) -> None:
+    """A damaged entry for the mechanism's quantum is found before the ledger commits
+    ε: with warnings turned into errors the release stops there (nothing spent,
+    nothing recorded); otherwise it is a miss, and the one spend completes."""
+    import warnings
+
+    store = tmp_path / "q.sqlite3"
+    data = [float(i % 90) for i in range(200)]
+    kw: dict[str, Any] = {"data_bounds": (0, 100), "epsilon": 0.5, "timing": "constant"}
+    with _quanta.quanta_store(store):
+        snapcore.release("mean", data, **kw)  # fills the store
+    _damage_every_entry(store)
+
+    ledger_path = tmp_path / "ledger.sqlite3"
+    snapcore.Ledger.init(ledger_path, 2)
+    budget = snapcore.Budget.from_ledger(ledger_path)
+    _quanta.clear_caches()  # a fresh process
+    with _quanta.quanta_store(store), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning, match="entry is damaged"):
+            snapcore.release("mean", data, budget=budget, **kw)
+    assert budget.spent == 0
+    assert snapcore.Ledger(ledger_path).entries == ()
+
+    _quanta.clear_caches()
+    with _quanta.quanta_store(store), pytest.warns(RuntimeWarning, match="entry is damaged"):
+        out = snapcore.release("mean", data, budget=budget, **kw)
+    assert out.epsilon_spent == Fraction(1, 2)
+    entries = snapcore.Ledger(ledger_path).entries
+    assert [(e.status, e.epsilon) for e in entries] == [("completed", Fraction(1, 2))]
+
+
+# -- a group-by release is padded as a whole -------------------------------------------
+def _grouped_data(records: int) -> dict[str, list[Any]]:
+    return {
+        "g": [("a", "b")[i % 2] for i in range(records)],
+        "x": [float(i % 7) for i in range(records)],
+    }
+
+
+@pytest.mark.parametrize("records", [10, 400])
+def test_a_grouped_release_is_padded_as_a_whole_by_its_public_total(
+    stub_calibration: list[list[Any]], records: int
+) -> None:
+    """One quantum for the whole group-by call, keyed by the public key set and caps
+    (calibrated once for both data sizes), on synthetic tables with every group full
+    to its cap, whatever the private number of records."""
+    kw: dict[str, Any] = {
+        "by": "g",
+        "keys": ["a", "b", "c"],
+        "n": 50,
+        "column": "x",
+        "data_bounds": (0, 10),
+        "epsilon": 1,
+        "timing": "constant",
+    }
+    before = _quanta.statistic_stats().calls
+    start = time.perf_counter_ns()
+    g = snapcore.release("sum", _grouped_data(records), **kw)
+    assert time.perf_counter_ns() - start >= 2 * MS  # the stub's quantum
+    assert _quanta.statistic_stats().calls == before + 1  # one padded call, not per group
+    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+    tables = [c.data for cs in _statistic_classes(stub_calibration) for c in cs]
+    assert tables, "the grouped release was calibrated"
+    for t in tables:
+        assert sorted(t) == ["g", "x"]
+        keys = list(t["g"])
+        assert [keys.count(k) for k in ("a", "b", "c")] == [50, 50, 50]
+        assert len(t["x"]) == 150
+
+
+def test_grouped_padding_is_calibrated_once_per_public_configuration(
+    stub_calibration: list[list[Any]],
+) -> None:
+    kw: dict[str, Any] = {
+        "by": "g",
+        "keys": ["a", "b"],
+        "n": 40,
+        "column": "x",
+        "data_bounds": (0, 10),
+        "epsilon": 1,
+        "timing": "constant",
+    }
+    snapcore.release("sum", _grouped_data(12), **kw)
+    first = len(_statistic_classes(stub_calibration))
+    snapcore.release("sum", _grouped_data(70), **kw)  # another private size: same quantum
+    assert len(_statistic_classes(stub_calibration)) == first
+    snapcore.release("sum", _grouped_data(12), **{**kw, "n": 41})  # another public cap
+    assert len(_statistic_classes(stub_calibration)) > first
+
+
+def test_grouped_replace_is_calibrated_on_the_declared_sizes(
+    stub_calibration: list[list[Any]],
+) -> None:
+    data = _grouped_data(9)
+    sizes = {"a": 5, "b": 4}
+    snapcore.release(
+        "mean",
+        data,
+        by="g",
+        keys=["a", "b"],
+        group_sizes=sizes,
+        column="x",
+        relation="replace",
+        data_bounds=(0, 10),
+        epsilon=1,
+        timing="constant",
+    )
+    tables = [c.data for cs in _statistic_classes(stub_calibration) for c in cs]
+    assert tables
+    for t in tables:
+        assert [list(t["g"]).count(k) for k in ("a", "b")] == [5, 4]
+
+
+def test_a_grouped_release_without_a_public_total_says_so(
+    stub_calibration: list[list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_padding, "grouped_total", lambda request: None)
+    monkeypatch.setattr(snapcore.releases._api, "grouped_total", lambda request: None)
+    g = snapcore.release(
+        "sum",
+        _grouped_data(10),
+        by="g",
+        keys=["a", "b"],
+        n=20,
+        column="x",
+        data_bounds=(0, 10),
+        epsilon=1,
+        timing="constant",
+    )
+    assert all(any("not padded as a whole" in n for n in r.notes) for r in g.releases)
+
+
+def test_a_real_grouped_calibration_releases_its_synthetic_tables() -> None:
+    """No stub: the grouped release's calibration runs end to end and pads the call."""
+    _quanta.clear_caches()
+    before = _quanta.statistic_stats().calls
+    g = snapcore.release(
+        "count", _grouped_data(30), by="g", keys=["a", "b"], n=30, epsilon=1, timing="constant"
+    )
+    assert _quanta.statistic_stats().calls == before + 1
+    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
