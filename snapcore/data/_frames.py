@@ -10,8 +10,9 @@ library allows it (a numeric column without missing values, in one chunk).  The
 values are then read by the same rules as every other input, so the same data in
 any library give the same dataset and, for the same draws, the same release.
 
-Dask data frames are not read here: :mod:`snapcore.releases._partials` computes one partial
-state per partition on the workers.
+Dask and Spark data frames are not read here: :mod:`snapcore.releases._partials` and
+:mod:`snapcore.releases._spark` compute one partial state per partition on the workers
+(Spark's executors read their Arrow batches with :func:`arrow_columns`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from snapcore.data._columns import Dataset, as_dataset, column_keys
+from snapcore.data._files import _arrow_columns
 from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
-__all__ = ["is_dask", "read_dataset", "series_records", "to_columns"]
+__all__ = ["arrow_columns", "is_dask", "is_spark", "read_dataset", "series_records", "to_columns"]
 
 # Libraries read directly by as_dataset (no conversion).
 _DIRECT = ("pandas", "numpy", "builtins")
@@ -38,6 +40,18 @@ def _library(obj: Any) -> str:
 def is_dask(obj: Any) -> bool:
     """Whether ``obj`` is a Dask collection (read partition by partition)."""
     return _library(obj) in ("dask", "dask_expr") and hasattr(obj, "to_delayed")
+
+
+def is_spark(obj: Any) -> bool:
+    """Whether ``obj`` is a Spark data frame (classic or Spark Connect), recognised by its
+    type's module without importing pyspark."""
+    return _library(obj) == "pyspark" and hasattr(obj, "mapInArrow")
+
+
+def arrow_columns(batch: Any) -> dict[str, np.ndarray]:
+    """A pyarrow record batch as NumPy arrays by column name, each column converted as
+    the blocks of a Parquet or CSV file are (:mod:`snapcore.data._files`)."""
+    return _arrow_columns(batch)
 
 
 def to_columns(data: Any, column: Any = None) -> Any:
@@ -145,6 +159,11 @@ def read_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
         raise ParameterError(
             "a Dask collection is released partition by partition: pass it to "
             "snapcore.release or snapcore.partial"
+        )
+    if is_spark(data):
+        raise ParameterError(
+            "a Spark DataFrame is released partition by partition, on the executors: pass "
+            "it to snapcore.release or snapcore.partial"
         )
     table = to_columns(data, column)
     if isinstance(table, _Sized):

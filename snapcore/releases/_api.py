@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
@@ -29,7 +29,7 @@ from snapcore.calibration._clamp import (
     given_clamp_bounds,
 )
 from snapcore.calibration._params import check_real
-from snapcore.data._frames import is_dask, read_dataset
+from snapcore.data._frames import is_dask, is_spark, read_dataset
 from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
@@ -455,7 +455,11 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     data_bounds = request.data_bounds
 
     def plan_one(data: Any, n: int | None) -> _Plan:
-        if isinstance(data, Partial):  # a group's records, read in chunks
+        if split is not None:  # a group's merged state, computed on Spark's executors
+            prep = stat.finalize(
+                data, data_bounds=data_bounds, n=n, relation=request.relation, **request.options
+            )
+        elif isinstance(data, Partial):  # a group's records, read in chunks
             prep, _ = _prepare(request, data, None, n)
         else:
             prep = stat.prepare(
@@ -463,7 +467,8 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
             )
         return _plan(request, prep, data_bounds)
 
-    grouped, plans = plan_groups(request, plan_one)
+    split = _spark_groups(request) if is_spark(request.data) else None
+    grouped, plans = plan_groups(request, plan_one, split=split)
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
     _ready_padding(plans)
@@ -472,13 +477,58 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
 
+def _spark_groups(request: ReleaseRequest) -> Callable[[], list[Any]]:
+    """The merged state of each key's records of the request's Spark data frame, computed
+    on the executors when called (after the grouping's checks)."""
+    stat = request.statistic
+    _require_mergeable(stat, "a Spark DataFrame")
+    key_set = request.keys
+    if request.by is None or key_set is None:
+        raise SnapcoreError("a grouped release needs by= and keys=, checked")
+    by = request.by
+
+    def split() -> list[Any]:
+        from snapcore.releases._spark import spark_group_states
+
+        return spark_group_states(
+            stat,
+            request.data,
+            by=by,
+            keys=key_set,
+            data_bounds=request.data_bounds,
+            column=request.column,
+            options=request.options,
+            policy=request.missing,
+        )
+
+    return split
+
+
+def _require_mergeable(stat: Statistic, what: str) -> None:
+    if not stat.mergeable:
+        raise ParameterError(
+            f"statistic {stat.name!r} does not implement partial() and finalize(), "
+            f"so it cannot be released from {what}"
+        )
+
+
 def _prepare(
     request: ReleaseRequest, data: Any, column: Any, n: int | None
 ) -> tuple[Prepared, DataBounds | None]:
-    """f(D) of ``data`` (the request's, or one group's) from memory, a Dask data frame or
-    a merged :class:`~snapcore.Partial`, and the data bounds used."""
+    """f(D) of ``data`` (the request's, or one group's) from memory, a Dask or Spark data
+    frame or a merged :class:`~snapcore.Partial`, and the data bounds used."""
     stat, relation, policy = request.statistic, request.relation, request.missing
     data_bounds, options = request.data_bounds, request.options
+    if is_spark(data):
+        # The missing-value policy is applied record by record on the executors.
+        from snapcore.releases._spark import spark_state
+
+        _require_mergeable(stat, "a Spark DataFrame")
+        state = spark_state(
+            stat, data, data_bounds=data_bounds, column=column, options=options, policy=policy
+        )
+        prep = stat.finalize(state, data_bounds=data_bounds, n=n, relation=relation, **options)
+        return prep, data_bounds
     if not _is_partial(data) and not is_dask(data):
         ds = read_dataset(data, column=column, columns=stat.columns).apply_missing(policy)
         prep = stat.prepare(ds, data_bounds=data_bounds, n=n, relation=relation, **options)
@@ -516,11 +566,7 @@ def _prepare(
     else:
         opts = dict(options)  # a Dask data frame
         checked = data_bounds
-        if not stat.mergeable:
-            raise ParameterError(
-                f"statistic {stat.name!r} does not implement partial() and finalize(), "
-                "so it cannot be released from a Dask data frame"
-            )
+        _require_mergeable(stat, "a Dask data frame")
         state = dask_state(stat, data, data_bounds=checked, column=column, options=opts)
     return stat.finalize(state, data_bounds=checked, n=n, relation=relation, **opts), checked
 

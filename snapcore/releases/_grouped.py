@@ -194,7 +194,10 @@ def _per_key(name: str, value: Any, keys: tuple[Any, ...]) -> list[Any]:
 
 
 def plan_groups(
-    request: ReleaseRequest, plan: Callable[[Any, int | None], P]
+    request: ReleaseRequest,
+    plan: Callable[[Any, int | None], P],
+    *,
+    split: Callable[[], list[Any]] | None = None,
 ) -> tuple[GroupedRelease, list[P]]:
     """Check and plan one release per key of ``request``, before any noise is drawn.
 
@@ -202,7 +205,10 @@ def plan_groups(
     ``request.data`` is a DataFrame or a mapping of columns, or a mapping
     ``{key: Partial}`` with the partial state of every key of the key set (the records
     of each group, read in chunks; :func:`snapcore.partial`):
-    ``plan`` then gets the Partial.
+    ``plan`` then gets the Partial.  With ``split``, the data are read by
+    ``split()`` (called after the grouping's checks), which returns what ``plan``
+    gets for each key, in key-set order (the merged states of a Spark data frame's
+    groups).
     """
     from snapcore.releases._partials import Partial
 
@@ -215,7 +221,9 @@ def plan_groups(
         and len(data) > 0
         and all(isinstance(v, Partial) for v in data.values())
     )
-    if isinstance(data, str | bytes) or not (is_data_frame(data) or isinstance(data, Mapping)):
+    if split is None and (
+        isinstance(data, str | bytes) or not (is_data_frame(data) or isinstance(data, Mapping))
+    ):
         raise ParameterError(
             f"{keyword('by', by)} needs a DataFrame or a mapping of columns, got "
             f"{type(data).__name__}",
@@ -241,8 +249,10 @@ def plan_groups(
             f"relation uses; under add-remove give {keyword('n')}, a public cap per group",
             parameter="group_sizes",
         )
-    if partials:
-        groups: list[Any] = _per_key("data", data, key_set)  # {key: Partial}
+    if split is not None:
+        groups: list[Any] = split()
+    elif partials:
+        groups = _per_key("data", data, key_set)  # {key: Partial}
     else:
         groups = _split(
             stat, data, by=by, key_set=key_set, column=request.column, policy=request.missing

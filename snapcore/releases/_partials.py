@@ -28,7 +28,8 @@ import attrs
 import numpy as np
 
 from snapcore.data._columns import column_keys
-from snapcore.data._frames import is_dask, read_dataset
+from snapcore.data._frames import is_dask, is_spark, read_dataset
+from snapcore.data._missing import MissingPolicy
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import DataBounds, State, Statistic, accumulate, check_data_bounds
@@ -106,8 +107,9 @@ def partial(
     ----------
     statistic : str or Statistic
         A mergeable statistic (every built-in is).
-    data : any data snapcore reads, or a Dask data frame
-        Some of the records.
+    data : any data snapcore reads, or a Dask or Spark data frame
+        Some of the records (a Dask or Spark data frame: one partial state per
+        partition, on the workers, merged here).
     data_bounds : (lower, upper), or one pair per column
         The data bounds; every value is clamped to them record by record.
     column : str or sequence of str, optional
@@ -124,6 +126,17 @@ def partial(
     stat, bounds = _resolve(statistic, data_bounds, options)
     if is_dask(data):
         state = dask_state(stat, data, data_bounds=bounds, column=column, options=options)
+    elif is_spark(data):
+        from snapcore.releases._spark import spark_state
+
+        state = spark_state(
+            stat,
+            data,
+            data_bounds=bounds,
+            column=column,
+            options=options,
+            policy=MissingPolicy(kind="error"),
+        )
     else:
         ds = read_dataset(data, column=column, columns=stat.columns)
         state = accumulate(stat, ds.chunks(), data_bounds=bounds, **options)
