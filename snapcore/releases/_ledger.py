@@ -233,7 +233,12 @@ class LedgerEntry:
 
 @attrs.frozen(kw_only=True)
 class LedgerState:
-    """A consistent snapshot of a ledger: its total, what is spent, and the history."""
+    """A consistent snapshot of a ledger: its total, what is spent, and the history.
+
+    ``digest`` is the SHA-256 chain after the last entry; ``(len(entries), digest)``,
+    kept where the ledger's writers cannot rewrite it, lets a later
+    ``Ledger(path, seen=...)`` refuse a file rolled back behind it.
+    """
 
     total: Fraction
     spent: Fraction
@@ -433,16 +438,39 @@ class Ledger:
     ----------
     path : str or path-like
         An existing ledger (create one with :meth:`init`).  It is checked at once.
+    seen : (int, str), optional
+        ``(len(state.entries), state.digest)`` of an earlier :meth:`state` of this
+        ledger, kept elsewhere: the file's history must extend that one (it is not
+        an older copy, nor cut short and re-digested).
 
     Raises
     ------
     LedgerError
-        If the file is missing or fails any check; the file is not modified.
+        If the file is missing or fails any check, or does not extend ``seen``; the
+        file is not modified.
+    ParameterError
+        If ``seen`` is not a pair of an int >= 0 and a SHA-256 hex digest.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, seen: tuple[int, str] | None = None
+    ) -> None:
         self.path = os.fspath(path)
-        self._seen: tuple[int, str] | None = None
+        if seen is not None:
+            ok = isinstance(seen, tuple) and len(seen) == 2
+            n, digest = seen if ok else (None, None)
+            if not (
+                isinstance(n, int)
+                and not isinstance(n, bool)
+                and n >= 0
+                and isinstance(digest, str)
+                and re.fullmatch(r"[0-9a-f]{64}", digest)
+            ):
+                raise ParameterError(
+                    "seen must be a pair (entries: int >= 0, digest: 64 lowercase hex "
+                    f"digits), got a {type(seen).__name__}"
+                )
+        self._seen: tuple[int, str] | None = seen
         self._seen_lock = threading.Lock()
         self.state()
 
