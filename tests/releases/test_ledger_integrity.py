@@ -284,3 +284,25 @@ def test_anchor_kept_elsewhere_refuses_rollback_in_a_new_process(tmp_path: Path)
     for bad in ((2,), (2, "x"), (-1, st.digest), (True, st.digest), [2, st.digest], "ab"):
         with pytest.raises(ParameterError, match="seen must be a pair"):
             Ledger(path, seen=bad)
+
+
+def test_object_planted_during_a_release_is_not_run_by_the_status_update(
+    ledger: Ledger,
+) -> None:
+    """A trigger planted while a release runs (after its spend was committed) would
+    run on the status update: the update is not made, the spend stays, and the next
+    open refuses the file."""
+    with (
+        pytest.warns(RuntimeWarning, match="could not be marked 'completed'"),
+        ledger.reserve(Fraction(1, 4), label="running"),
+    ):
+        _sql(
+            ledger.path,
+            "CREATE TRIGGER wipe AFTER UPDATE ON entries BEGIN DELETE FROM entries; END",
+        )
+    with sqlite3.connect(ledger.path) as conn:
+        rows = conn.execute("SELECT label, status FROM entries ORDER BY id").fetchall()
+    conn.close()
+    assert rows == [("first", "completed"), ("running", "committed")]
+    with pytest.raises(LedgerError, match="trigger 'wipe' on 'entries'"):
+        Ledger(ledger.path)
