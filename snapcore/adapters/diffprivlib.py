@@ -65,9 +65,9 @@ Both are pure ε-DP: a spend with δ > 0 is refused.
 
 from __future__ import annotations
 
+import inspect
 import math
 import secrets
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -380,10 +380,13 @@ class SnapcoreAccountant(BudgetAccountant):  # type: ignore[misc]
     def _caller(self) -> tuple[int, Any]:
         """Identity of the function that called :meth:`check` or :meth:`spend` (frames
         of this accountant's own methods, a subclass's overrides, are skipped)."""
-        frame = sys._getframe(2)
-        while frame.f_back is not None and frame.f_locals.get("self") is self:
+        here = inspect.currentframe()
+        frame = here.f_back.f_back if here and here.f_back and here.f_back.f_back else None
+        while (
+            frame is not None and frame.f_back is not None and frame.f_locals.get("self") is self
+        ):
             frame = frame.f_back
-        return (id(frame), frame.f_code)
+        return (id(frame), None if frame is None else frame.f_code)
 
     def spend(self, epsilon: float, delta: float) -> SnapcoreAccountant:
         """Record a spend of ``epsilon`` (δ must be 0).

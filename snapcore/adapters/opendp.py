@@ -48,7 +48,8 @@ counted).  A snapcore release refuses bad input before drawing anything, so only
 draw that fails part way (a failing source) is affected.  For ε taken durably before
 any noise, pass ``budget=`` to :func:`make_statistic` (for instance
 :meth:`snapcore.Budget.from_ledger`): each invocation reserves its ε there before
-drawing, and building the measurement charges nothing.
+drawing, and building the measurement charges nothing.  Not behind a privacy
+filter, which invokes a measurement before it refuses it (docs/embedding.md).
 
 The OpenDP features ``contrib`` and ``honest-but-curious`` are enabled when this
 module is imported: the second is OpenDP's acknowledgement that a user

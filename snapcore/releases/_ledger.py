@@ -24,15 +24,21 @@ with what remains, appends the entry and commits.  Concurrent processes queue on
 the lock (up to a timeout), so they cannot both see the same remaining budget.
 
 **Refuse, never reset.**  Every open and every spend checks the file: the SQLite
-header's application id and schema version, ``PRAGMA integrity_check``, the
-``meta`` table, the file's size against its page count, canonical ``p/q``
-fractions, contiguous entry numbers, the totals re-derived from the history (each
-entry's running total and the stored total must equal the exact sums), and a SHA-256
-chain over the total and every entry, recorded by snapcore with each spend, so that
-an edit made with another tool (raising the total, rewriting an entry consistently)
-is refused too.  The chain catches damage and edits made outside snapcore; it is not
-a defence against someone who can write the file and recompute it.  A file failing any check raises
-:class:`~snapcore.errors.LedgerError` and is left byte-for-byte untouched.
+header's application id and schema version, its journal mode, ``PRAGMA
+integrity_check``, the whole schema (every table, index, trigger and view of
+``sqlite_master``, with its SQL, must be exactly what :meth:`Ledger.init` created: a
+trigger or a view could otherwise turn spends into no-ops), the ``meta`` table, the
+file's size against its page count, canonical ``p/q`` fractions, contiguous entry
+numbers, the totals re-derived from the history (each entry's running total and the
+stored total must equal the exact sums), and a SHA-256 chain over the total and every
+entry, recorded by snapcore with each spend, so that an edit made with another tool
+(raising the total, rewriting an entry consistently) is refused too.  A spend is read
+back and re-verified before its ``COMMIT``.  A :class:`Ledger` also refuses a file
+whose history does not extend the longest one it has read (an older copy put back).
+The chain has no key: it catches damage and edits made outside snapcore, not someone
+who can write the file and recompute it (docs/embedding.md lists what is and is not
+caught).  A file failing any check raises :class:`~snapcore.errors.LedgerError` and
+is left byte-for-byte untouched.
 
 **Durability settings.**  ``journal_mode=DELETE`` with ``synchronous=FULL`` (and
 ``fullfsync`` on macOS): a commit fsyncs the rollback journal, then the database,
@@ -233,7 +239,12 @@ class LedgerEntry:
 
 @attrs.frozen(kw_only=True)
 class LedgerState:
-    """A consistent snapshot of a ledger: its total, what is spent, and the history."""
+    """A consistent snapshot of a ledger: its total, what is spent, and the history.
+
+    ``digest`` is the SHA-256 chain after the last entry; ``(len(entries), digest)``,
+    kept where the ledger's writers cannot rewrite it, lets a later
+    ``Ledger(path, seen=...)`` refuse a file rolled back behind it.
+    """
 
     total: Fraction
     spent: Fraction
@@ -433,16 +444,39 @@ class Ledger:
     ----------
     path : str or path-like
         An existing ledger (create one with :meth:`init`).  It is checked at once.
+    seen : (int, str), optional
+        ``(len(state.entries), state.digest)`` of an earlier :meth:`state` of this
+        ledger, kept elsewhere: the file's history must extend that one (it is not
+        an older copy, nor cut short and re-digested).
 
     Raises
     ------
     LedgerError
-        If the file is missing or fails any check; the file is not modified.
+        If the file is missing or fails any check, or does not extend ``seen``; the
+        file is not modified.
+    ParameterError
+        If ``seen`` is not a pair of an int >= 0 and a SHA-256 hex digest.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, seen: tuple[int, str] | None = None
+    ) -> None:
         self.path = os.fspath(path)
-        self._seen: tuple[int, str] | None = None
+        if seen is not None:
+            ok = isinstance(seen, tuple) and len(seen) == 2
+            n, digest = seen if ok else (None, None)
+            if not (
+                isinstance(n, int)
+                and not isinstance(n, bool)
+                and n >= 0
+                and isinstance(digest, str)
+                and re.fullmatch(r"[0-9a-f]{64}", digest)
+            ):
+                raise ParameterError(
+                    "seen must be a pair (entries: int >= 0, digest: 64 lowercase hex "
+                    f"digits), got a {type(seen).__name__}"
+                )
+        self._seen: tuple[int, str] | None = seen
         self._seen_lock = threading.Lock()
         self.state()
 

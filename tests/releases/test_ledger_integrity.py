@@ -166,7 +166,7 @@ def test_write_is_read_back_before_commit(ledger: Ledger, monkeypatch) -> None:
     before = Path(ledger.path).read_bytes()
     ran = []
     with (
-        pytest.raises(LedgerError, match="records .2. entries but its history has 1"),
+        pytest.raises(LedgerError, match=r"records '2' entries but its history has 1"),
         ledger.reserve(Fraction(1, 8)),
     ):
         ran.append(True)
@@ -261,3 +261,48 @@ def test_spend_refusal_says_nothing_was_recorded(ledger: Ledger) -> None:
     with pytest.raises(BudgetExceededError, match="nothing was drawn or spent"):
         ledger.reserve(1).__enter__()
     assert ledger.spent == Fraction(1, 4)
+
+
+def test_anchor_kept_elsewhere_refuses_rollback_in_a_new_process(tmp_path: Path) -> None:
+    """``(entries, digest)`` noted from an earlier state lets a fresh Ledger refuse an
+    older copy, and accept the genuine, longer history."""
+    path = tmp_path / "b.ledger"
+    led = Ledger.init(path, 1)
+    led.spend(Fraction(1, 4), label="first")
+    old = tmp_path / "old.copy"
+    shutil.copyfile(path, old)
+    led.spend(Fraction(1, 2), label="second")
+    st = led.state()
+    anchor = (len(st.entries), st.digest)
+    led.spend(Fraction(1, 8), label="third")
+    assert Ledger(path, seen=anchor).spent == Fraction(7, 8)  # extends the anchor
+    shutil.copyfile(old, path)
+    with pytest.raises(LedgerError, match="not a continuation of the 2 entries"):
+        Ledger(path, seen=anchor)
+    with pytest.raises(LedgerError, match="not a continuation of the 1 entries"):
+        Ledger(path, seen=(1, anchor[1]))  # the digest after 2 entries is not the one after 1
+    for bad in ((2,), (2, "x"), (-1, st.digest), (True, st.digest), [2, st.digest], "ab"):
+        with pytest.raises(ParameterError, match="seen must be a pair"):
+            Ledger(path, seen=bad)
+
+
+def test_object_planted_during_a_release_is_not_run_by_the_status_update(
+    ledger: Ledger,
+) -> None:
+    """A trigger planted while a release runs (after its spend was committed) would
+    run on the status update: the update is not made, the spend stays, and the next
+    open refuses the file."""
+    with (
+        pytest.warns(RuntimeWarning, match="could not be marked 'completed'"),
+        ledger.reserve(Fraction(1, 4), label="running"),
+    ):
+        _sql(
+            ledger.path,
+            "CREATE TRIGGER wipe AFTER UPDATE ON entries BEGIN DELETE FROM entries; END",
+        )
+    with sqlite3.connect(ledger.path) as conn:
+        rows = conn.execute("SELECT label, status FROM entries ORDER BY id").fetchall()
+    conn.close()
+    assert rows == [("first", "completed"), ("running", "committed")]
+    with pytest.raises(LedgerError, match="trigger 'wipe' on 'entries'"):
+        Ledger(ledger.path)
