@@ -14,14 +14,18 @@ The switch is ``timing=``: ``"constant"`` pads, ``"off"`` does not, and the defa
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
+import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, TypeVar
+from fractions import Fraction
+from typing import Any, Literal, TypeVar
 
+import attrs
 import numpy as np
 
 from snapcore.errors import ParameterError
@@ -35,14 +39,20 @@ __all__ = [
     "MODES",
     "QUANTILE",
     "PaddingStats",
+    "RandomDelay",
+    "TimingGuarantee",
     "TimingMode",
+    "active_delay",
+    "bernoulli_exp",
     "budget_reps",
     "calibrate_quantum",
     "calibration_source",
     "check_timing",
+    "discrete_laplace",
     "fallbacks_covered",
     "measuring_floor",
     "pad",
+    "random_delay",
     "resolve_mode",
     "wait_until",
 ]
@@ -316,3 +326,252 @@ def calibration_source(source: RandomSource) -> RandomSource:
         return type(source)()
     except TypeError:
         return SeededSource(0)
+
+
+# -- a random delay: the running time itself (ε_t, δ_t)-DP ----------------------------
+RandBelow = Callable[[int], int]
+
+
+def _randbelow(n: int) -> int:
+    return secrets.randbelow(n)
+
+
+def bernoulli_exp(gamma: Fraction, randbelow: RandBelow = _randbelow) -> bool:
+    """True with probability ``exp(−gamma)``, exactly, for a rational ``gamma >= 0``
+    (Canonne, Kamath and Steinke 2020, Algorithm 1): only uniform integers, no floats."""
+    gamma = Fraction(gamma)
+    if gamma < 0:
+        raise ParameterError(f"gamma must be >= 0, got {gamma}")
+    while gamma > 1:
+        if not _bernoulli_exp_at_most_1(Fraction(1), randbelow):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_at_most_1(gamma, randbelow)
+
+
+def _bernoulli_exp_at_most_1(gamma: Fraction, randbelow: RandBelow) -> bool:
+    k = 1
+    while True:
+        p = gamma / k  # Bernoulli(gamma / k)
+        if randbelow(p.denominator) >= p.numerator:
+            return k % 2 == 1
+        k += 1
+
+
+def discrete_laplace(scale: Fraction, randbelow: RandBelow = _randbelow) -> int:
+    """An integer ``y`` with probability proportional to ``exp(−|y|/scale)``, exactly,
+    for a rational ``scale > 0`` (Canonne, Kamath and Steinke 2020, Algorithm 2)."""
+    scale = Fraction(scale)
+    if scale <= 0:
+        raise ParameterError(f"scale must be > 0, got {scale}")
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = randbelow(t)
+        if not bernoulli_exp(Fraction(u, t), randbelow):
+            continue
+        v = 0
+        while bernoulli_exp(Fraction(1), randbelow):
+            v += 1
+        y = (u + t * v) // s
+        negative = randbelow(2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _positive_fraction(name: str) -> Callable[[Any, Any, Any], None]:
+    def check(_: Any, __: Any, value: Any) -> None:
+        if not isinstance(value, Fraction) or value <= 0:
+            raise ParameterError(f"{name} must be a real number > 0, got {value!r}")
+
+    return check
+
+
+def _probability(_: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, float) or not 0.0 <= value < 1.0:
+        raise ParameterError(f"{attribute.name} must be a float in [0, 1), got {value!r}")
+
+
+def _to_fraction(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        return value  # refused by the validator, with the type in the message
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    return Fraction(value)
+
+
+def _to_probability(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        return value
+    return float(value)
+
+
+def _whole_ns(_: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(f"{attribute.name} must be an int >= 1 (ns), got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class TimingGuarantee:
+    """What a release's running time reveals: it is (ε_t, δ_t)-DP (Ratliff and Vadhan,
+    CCS 2024) for neighbours whose padded times differ by at most ``bound_ns``.
+
+    Attributes
+    ----------
+    epsilon : Fraction
+        ε_t = ``bound_ns / scale_ns``.
+    delta : float
+        δ_t, an upper bound: the truncation of the delay plus ``overrun_risk``.
+    bound_ns : int
+        The timing-stability bound Δ_t assumed, in ns.
+    scale_ns : Fraction
+        The scale of the discrete Laplace delay, in ns.
+    shift_ns : int
+        The delay's shift: it lies in ``[0, 2·shift_ns]``.
+    overrun_risk : float
+        The stated probability that neighbours' padded times differ by more than
+        ``bound_ns`` (an overrun of one and not the other), included in δ_t.
+    basis : str
+        How ``bound_ns`` and ``overrun_risk`` were obtained (the caller's statement).
+    """
+
+    epsilon: Fraction
+    delta: float
+    bound_ns: int
+    scale_ns: Fraction
+    shift_ns: int
+    overrun_risk: float
+    basis: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (exact values as strings besides floats)."""
+        return {
+            "epsilon": float(self.epsilon),
+            "epsilon_exact": str(self.epsilon),
+            "delta": self.delta,
+            "bound_ns": self.bound_ns,
+            "scale_ns": str(self.scale_ns),
+            "shift_ns": self.shift_ns,
+            "overrun_risk": self.overrun_risk,
+            "basis": self.basis,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class RandomDelay:
+    """A random delay after a padded call: ``clamp(shift + L, 0, 2·shift)`` ns with ``L``
+    discrete Laplace of scale ``bound_ns/epsilon`` (exact), drawn from the OS CSPRNG.
+
+    Observed from the call's start, a padded call returns at ``j·q + delay``.  For
+    neighbours whose padded times ``j·q`` differ by at most ``bound_ns`` (the
+    timing-stability bound), that time is (ε_t, δ_t)-DP with ``ε_t = epsilon`` and
+    ``δ_t = P(|L| >= shift − bound_ns) + overrun_risk`` (docs/timing.md, "A random
+    delay").  The shift is the least giving ``P(|L| >= shift − bound_ns) <= delta``.
+
+    Parameters
+    ----------
+    epsilon : real > 0
+        ε_t.
+    bound_ns : int >= 1
+        Δ_t, in ns.
+    delta : float in (0, 1)
+        The truncation's share of δ_t.
+    overrun_risk : float in [0, 1)
+        The stated probability that neighbours' padded times differ by more than
+        ``bound_ns``; added to δ_t.
+    basis : str
+        How the bound and the risk were obtained (recorded with each release).
+    charge : bool
+        Whether a release with a ``budget=`` also charges ε_t to it (before its own ε).
+    """
+
+    epsilon: Fraction = attrs.field(
+        converter=_to_fraction, validator=_positive_fraction("epsilon")
+    )
+    bound_ns: int = attrs.field(validator=_whole_ns)
+    delta: float = attrs.field(default=2.0**-30, converter=_to_probability, validator=_probability)
+    overrun_risk: float = attrs.field(
+        default=0.0, converter=_to_probability, validator=_probability
+    )
+    basis: str = attrs.field(
+        default="stated by the caller", validator=attrs.validators.instance_of(str)
+    )
+    charge: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+
+    def __attrs_post_init__(self) -> None:
+        if self.delta <= 0.0:
+            raise ParameterError(f"delta must be > 0, got {self.delta!r}")
+
+    @property
+    def scale_ns(self) -> Fraction:
+        """The discrete Laplace scale ``bound_ns / epsilon``, in ns."""
+        return Fraction(self.bound_ns) / self.epsilon
+
+    @property
+    def shift_ns(self) -> int:
+        """The least shift whose truncation probability is at most ``delta``."""
+        return self.bound_ns + _tail_steps(self.scale_ns, self.delta)
+
+    def truncation(self) -> float:
+        """``P(|L| >= shift − bound_ns)``, rounded up."""
+        return _two_tails(self.scale_ns, self.shift_ns - self.bound_ns)
+
+    def guarantee(self) -> TimingGuarantee:
+        """The (ε_t, δ_t) claim of a padded call followed by this delay."""
+        delta = min(1.0, math.nextafter(self.truncation() + self.overrun_risk, math.inf))
+        return TimingGuarantee(
+            epsilon=self.epsilon,
+            delta=delta,
+            bound_ns=self.bound_ns,
+            scale_ns=self.scale_ns,
+            shift_ns=self.shift_ns,
+            overrun_risk=self.overrun_risk,
+            basis=self.basis,
+        )
+
+    def sample_ns(self, randbelow: RandBelow = _randbelow) -> int:
+        """One delay in ``[0, 2·shift]`` ns."""
+        shift = self.shift_ns
+        return min(2 * shift, max(0, shift + discrete_laplace(self.scale_ns, randbelow)))
+
+
+def _two_tails(scale: Fraction, m: int) -> float:
+    """``P(|L| >= m) = 2·α**m/(1 + α)`` for ``α = exp(−1/scale)`` and ``m >= 1``, rounded
+    up (a relative margin of 2**-40 over the float evaluation)."""
+    log_alpha = -1.0 / float(scale)
+    value = 2.0 * math.exp(m * log_alpha) / (1.0 + math.exp(log_alpha))
+    return min(1.0, value * (1.0 + 2.0**-40) + 5e-324)
+
+
+def _tail_steps(scale: Fraction, delta: float) -> int:
+    """The least ``m >= 1`` with ``P(|L| >= m) <= delta``."""
+    m = max(1, math.ceil(float(scale) * math.log(2.0 / delta)) - 2)
+    while _two_tails(scale, m) > delta:
+        m += 1
+    while m > 1 and _two_tails(scale, m - 1) <= delta:
+        m -= 1
+    return m
+
+
+_DELAY: contextvars.ContextVar[RandomDelay | None] = contextvars.ContextVar(
+    "snapcore_random_delay", default=None
+)
+
+
+@contextlib.contextmanager
+def random_delay(delay: RandomDelay | None) -> Iterator[None]:
+    """Within the block, every release padded as a whole (:func:`snapcore.release`,
+    with or without ``by=``) is followed by a draw of ``delay``, and its record carries
+    the :class:`TimingGuarantee` (``Release.timing_guarantee``); None for none."""
+    if delay is not None and not isinstance(delay, RandomDelay):
+        raise ParameterError(f"delay must be a RandomDelay or None, got {type(delay).__name__}")
+    token = _DELAY.set(delay)
+    try:
+        yield
+    finally:
+        _DELAY.reset(token)
+
+
+def active_delay() -> RandomDelay | None:
+    """The :class:`RandomDelay` of the innermost :func:`random_delay` block, or None."""
+    return _DELAY.get()

@@ -14,6 +14,7 @@ from snapcore.calibration._guarantee import calibration_accuracy
 from snapcore.calibration._params import record_calibration
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import keyword, parameter_name
+from snapcore.padding._pad import TimingGuarantee
 from snapcore.plugins._statistic import DataBounds
 
 __all__ = ["Release"]
@@ -80,6 +81,11 @@ class Release:
         Where Δ and the range come from.
     notes : tuple of str
         Anything else worth knowing.
+    timing_guarantee : TimingGuarantee or None
+        What the release's running time reveals, when it was padded as a whole and
+        followed by a random delay (:func:`snapcore.padding.random_delay`;
+        docs/timing.md): ε_t, δ_t and the timing-stability bound assumed.  ε_t is not
+        part of ``epsilon_spent``.
     """
 
     statistic: str
@@ -104,6 +110,7 @@ class Release:
     n: int | None
     derivation: str
     notes: tuple[str, ...]
+    timing_guarantee: TimingGuarantee | None = None
 
     @property
     def b_prime(self) -> Fraction:
@@ -206,4 +213,7 @@ class Release:
             "n": self.n,
             "derivation": self.derivation,
             "notes": list(self.notes),
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
         }
