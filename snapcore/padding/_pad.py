@@ -73,7 +73,7 @@ ARRAY_BUDGET_NS = 100_000_000
 FALLBACK_RATE_BOUND = 2.0**-40
 FALLBACK_RISK = 2.0**-64
 
-#: Rounds of every class behind a floor (:func:`measuring_floor`).
+#: Rounds of every class behind a floor (``measuring_floor()``).
 FLOOR_ROUNDS = 3
 
 _now = time.perf_counter_ns
@@ -230,7 +230,7 @@ def calibrate_quantum(
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.
 
-    Within :func:`measuring_floor` it returns the classes' floor instead: the least
+    Within ``measuring_floor()`` it returns the classes' floor instead: the least
     time of the slowest class (see there).
     """
     if getattr(_FLOOR, "on", False):

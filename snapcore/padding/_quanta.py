@@ -64,7 +64,7 @@ STORE_MAX_AGE_S = 3600.0
 # -- across processes ------------------------------------------------------------------
 #: A stored quantum is used only within ``[floor, STORE_CEILING·floor]``, where the floor
 #: is the least time of the slowest calibration class, measured in the process
-#: (:func:`~snapcore.padding._pad.measuring_floor`): a store's writer can neither switch
+#: (``measuring_floor()``): a store's writer can neither switch
 #: the padding off nor make a padded call wait more than this many times its floor.
 STORE_CEILING = 8
 
@@ -327,7 +327,7 @@ class QuantaCache:
     :func:`quanta_store`, a quantum missing here is looked up in the store before it
     is measured, and a newly measured one is recorded there; a stored one is used
     only within ``[floor, STORE_CEILING·floor]`` of its floor (``compute()`` run
-    within :func:`~snapcore.padding._pad.measuring_floor`).
+    within ``measuring_floor()``).
 
     Parameters
     ----------
