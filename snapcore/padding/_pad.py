@@ -132,15 +132,17 @@ class PaddingStats:
 
     Thread-safe, and fork-safe: a forked child gives every live instance a new lock.
     ``overruns`` counts calls that took more than one quantum; each returned at the
-    next multiple of its quantum.
+    next multiple of its quantum.  ``far_overruns`` counts those that took more than
+    two (what a :class:`RandomDelay` with its default bound does not cover).
     """
 
-    __slots__ = ("__weakref__", "_lock", "calls", "max_multiple", "overruns")
+    __slots__ = ("__weakref__", "_lock", "calls", "far_overruns", "max_multiple", "overruns")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.calls = 0
         self.overruns = 0
+        self.far_overruns = 0
         self.max_multiple = 0
         _LIVE_STATS.add(self)
 
@@ -161,6 +163,8 @@ class PaddingStats:
         if multiple > 1:
             with self._lock:
                 self.overruns += 1
+                if multiple > 2:
+                    self.far_overruns += 1
                 if multiple > self.max_multiple:
                     self.max_multiple = multiple
 
@@ -172,7 +176,7 @@ class PaddingStats:
     def __repr__(self) -> str:
         return (
             f"PaddingStats(calls={self.calls}, overruns={self.overruns}, "
-            f"max_multiple={self.max_multiple})"
+            f"far_overruns={self.far_overruns}, max_multiple={self.max_multiple})"
         )
 
 
@@ -414,29 +418,39 @@ def _whole_ns(_: Any, attribute: Any, value: Any) -> None:
 @attrs.frozen(kw_only=True)
 class TimingGuarantee:
     """What a release's running time reveals: it is (ε_t, δ_t)-DP (Ratliff and Vadhan,
-    CCS 2024) for neighbours whose padded times differ by at most ``bound_ns``.
+    CCS 2024), given the timing-stability assumption it states.
+
+    The assumption: for every input, the padded call's time ``T`` (from its start to
+    the end of its last quantum) lies in ``[q, q + bound_ns]`` except with probability
+    at most ``overrun_risk``.  With ``bound_ns = q + jitter`` that is "at most one
+    overrun multiple", whatever the machine's speed does to the overrun *rates*.
 
     Attributes
     ----------
-    epsilon : Fraction
-        ε_t = ``bound_ns / scale_ns``.
+    epsilon : float
+        ε_t of the claim, rounded up: ``epsilon_delay + ln(1/(1 − overrun_risk))``.
     delta : float
-        δ_t, an upper bound: the truncation of the delay plus ``overrun_risk``.
+        δ_t of the claim, rounded up: the delay's truncation plus ``overrun_risk``.
+    epsilon_delay : Fraction
+        ``bound_ns / scale_ns``, exact: the delay's own ε (what a budget is charged).
+    quantum_ns : int
+        The padded call's quantum ``q``.
     bound_ns : int
-        The timing-stability bound Δ_t assumed, in ns.
+        The timing-stability bound assumed, in ns.
     scale_ns : Fraction
         The scale of the discrete Laplace delay, in ns.
     shift_ns : int
         The delay's shift: it lies in ``[0, 2·shift_ns]``.
     overrun_risk : float
-        The stated probability that neighbours' padded times differ by more than
-        ``bound_ns`` (an overrun of one and not the other), included in δ_t.
+        The stated bound on ``P(T ∉ [q, q + bound_ns])``.
     basis : str
-        How ``bound_ns`` and ``overrun_risk`` were obtained (the caller's statement).
+        How the bounds were obtained: what was measured, how, on which machine.
     """
 
-    epsilon: Fraction
+    epsilon: float
     delta: float
+    epsilon_delay: Fraction
+    quantum_ns: int
     bound_ns: int
     scale_ns: Fraction
     shift_ns: int
@@ -446,9 +460,11 @@ class TimingGuarantee:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (exact values as strings besides floats)."""
         return {
-            "epsilon": float(self.epsilon),
-            "epsilon_exact": str(self.epsilon),
+            "epsilon": self.epsilon,
             "delta": self.delta,
+            "epsilon_delay": float(self.epsilon_delay),
+            "epsilon_delay_exact": str(self.epsilon_delay),
+            "quantum_ns": self.quantum_ns,
             "bound_ns": self.bound_ns,
             "scale_ns": str(self.scale_ns),
             "shift_ns": self.shift_ns,
@@ -457,38 +473,53 @@ class TimingGuarantee:
         }
 
 
+def _optional_whole_ns(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None:
+        _whole_ns(instance, attribute, value)
+
+
+def _non_negative_ns(_: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParameterError(f"{attribute.name} must be an int >= 0 (ns), got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class RandomDelay:
     """A random delay after a padded call: ``clamp(shift + L, 0, 2·shift)`` ns with ``L``
-    discrete Laplace of scale ``bound_ns/epsilon`` (exact), drawn from the OS CSPRNG.
+    discrete Laplace of scale ``bound/epsilon`` (sampled exactly), from the OS CSPRNG.
 
-    Observed from the call's start, a padded call returns at ``j·q + delay``.  For
-    neighbours whose padded times ``j·q`` differ by at most ``bound_ns`` (the
-    timing-stability bound), that time is (ε_t, δ_t)-DP with ``ε_t = epsilon`` and
-    ``δ_t = P(|L| >= shift − bound_ns) + overrun_risk`` (docs/timing.md, "A random
-    delay").  The shift is the least giving ``P(|L| >= shift − bound_ns) <= delta``.
+    Observed from its start, a padded call returns at ``T + delay``, ``T = j·q``.  If
+    for every input ``T`` lies in ``[q, q + bound]`` except with probability ``r =
+    overrun_risk``, that time is (ε_t, δ_t)-DP with ``ε_t = epsilon + ln(1/(1 − r))``
+    and ``δ_t = P(|L| >= shift − bound) + r`` (docs/timing.md, "A random delay").  The
+    shift is the least giving ``P(|L| >= shift − bound) <= delta``.
 
     Parameters
     ----------
     epsilon : real > 0
-        ε_t.
-    bound_ns : int >= 1
-        Δ_t, in ns.
+        The delay's ε: the scale is ``bound/epsilon``.
+    bound_ns : int >= 1, optional
+        The timing-stability bound in ns.  Default: one quantum plus ``jitter_ns``, per
+        call (then ``T ∈ [q, q + bound]`` means at most one overrun multiple).
+    jitter_ns : int >= 0
+        The spread of a padded call's exit past its deadline, in ns (the default bound
+        adds it to the quantum).
     delta : float in (0, 1)
         The truncation's share of δ_t.
     overrun_risk : float in [0, 1)
-        The stated probability that neighbours' padded times differ by more than
-        ``bound_ns``; added to δ_t.
+        The stated ``r`` (measured: :attr:`PaddingStats.far_overruns` counts calls of
+        three or more quanta).
     basis : str
-        How the bound and the risk were obtained (recorded with each release).
+        How ``bound``, ``jitter_ns`` and ``overrun_risk`` were obtained (recorded).
     charge : bool
-        Whether a release with a ``budget=`` also charges ε_t to it (before its own ε).
+        Whether a release with a ``budget=`` also charges ``epsilon`` to it.
     """
 
     epsilon: Fraction = attrs.field(
         converter=_to_fraction, validator=_positive_fraction("epsilon")
     )
-    bound_ns: int = attrs.field(validator=_whole_ns)
+    bound_ns: int | None = attrs.field(default=None, validator=_optional_whole_ns)
+    jitter_ns: int = attrs.field(default=1_000, validator=_non_negative_ns)
     delta: float = attrs.field(default=2.0**-30, converter=_to_probability, validator=_probability)
     overrun_risk: float = attrs.field(
         default=0.0, converter=_to_probability, validator=_probability
@@ -502,37 +533,46 @@ class RandomDelay:
         if self.delta <= 0.0:
             raise ParameterError(f"delta must be > 0, got {self.delta!r}")
 
-    @property
-    def scale_ns(self) -> Fraction:
-        """The discrete Laplace scale ``bound_ns / epsilon``, in ns."""
-        return Fraction(self.bound_ns) / self.epsilon
+    def bound_for(self, quantum_ns: int) -> int:
+        """The timing-stability bound for a call of quantum ``quantum_ns``."""
+        return self.bound_ns if self.bound_ns is not None else quantum_ns + self.jitter_ns
 
-    @property
-    def shift_ns(self) -> int:
+    def scale_for(self, quantum_ns: int) -> Fraction:
+        """The discrete Laplace scale ``bound/epsilon``, in ns."""
+        return Fraction(self.bound_for(quantum_ns)) / self.epsilon
+
+    def shift_for(self, quantum_ns: int) -> int:
         """The least shift whose truncation probability is at most ``delta``."""
-        return self.bound_ns + _tail_steps(self.scale_ns, self.delta)
+        return self.bound_for(quantum_ns) + _tail_steps(self.scale_for(quantum_ns), self.delta)
 
-    def truncation(self) -> float:
-        """``P(|L| >= shift − bound_ns)``, rounded up."""
-        return _two_tails(self.scale_ns, self.shift_ns - self.bound_ns)
+    def truncation(self, quantum_ns: int) -> float:
+        """``P(|L| >= shift − bound)``, rounded up."""
+        bound = self.bound_for(quantum_ns)
+        return _two_tails(self.scale_for(quantum_ns), self.shift_for(quantum_ns) - bound)
 
-    def guarantee(self) -> TimingGuarantee:
-        """The (ε_t, δ_t) claim of a padded call followed by this delay."""
-        delta = min(1.0, math.nextafter(self.truncation() + self.overrun_risk, math.inf))
+    def guarantee(self, quantum_ns: int) -> TimingGuarantee:
+        """The (ε_t, δ_t) claim of a call of quantum ``quantum_ns`` followed by this delay."""
+        r = self.overrun_risk
+        eps = float(self.epsilon) - math.log1p(-r)
+        eps = math.nextafter(eps * (1.0 + 2.0**-50), math.inf)
+        delta = min(1.0, math.nextafter(self.truncation(quantum_ns) + r, math.inf))
         return TimingGuarantee(
-            epsilon=self.epsilon,
+            epsilon=eps,
             delta=delta,
-            bound_ns=self.bound_ns,
-            scale_ns=self.scale_ns,
-            shift_ns=self.shift_ns,
-            overrun_risk=self.overrun_risk,
+            epsilon_delay=self.epsilon,
+            quantum_ns=quantum_ns,
+            bound_ns=self.bound_for(quantum_ns),
+            scale_ns=self.scale_for(quantum_ns),
+            shift_ns=self.shift_for(quantum_ns),
+            overrun_risk=r,
             basis=self.basis,
         )
 
-    def sample_ns(self, randbelow: RandBelow = _randbelow) -> int:
-        """One delay in ``[0, 2·shift]`` ns."""
-        shift = self.shift_ns
-        return min(2 * shift, max(0, shift + discrete_laplace(self.scale_ns, randbelow)))
+    def sample_ns(self, quantum_ns: int, randbelow: RandBelow = _randbelow) -> int:
+        """One delay in ``[0, 2·shift]`` ns for a call of quantum ``quantum_ns``."""
+        shift = self.shift_for(quantum_ns)
+        noise = discrete_laplace(self.scale_for(quantum_ns), randbelow)
+        return min(2 * shift, max(0, shift + noise))
 
 
 def _two_tails(scale: Fraction, m: int) -> float:

@@ -164,9 +164,6 @@ def _padded_call(
     pending = _Pending(calibrate=calibrate, request=request, delay=delay)
     token = _PENDING.set(pending)
     start = _now()
-    # Drawn inside the padded call (its few µs are covered by the quantum), from the
-    # OS CSPRNG: never from the release's source, whose draws it would shift.
-    wait_ns = 0 if delay is None else delay.sample_ns()
     try:
         out = release(request)
         if not pending.ready:  # a path without the checkpoint (after the spend: no raise)
@@ -178,12 +175,15 @@ def _padded_call(
         _PENDING.reset(token)
     if pending.quantum is None:
         return note(out, pending.note or "timing: not padded as a whole")
-    begin = start + pending.excluded_ns
-    j = pad(begin, pending.quantum, statistic_stats())
+    q, begin = pending.quantum, start + pending.excluded_ns
+    # Drawn inside the padded call (a few µs, covered by the quantum), from the OS
+    # CSPRNG: never from the release's source, whose draws it would shift.
+    wait_ns = 0 if delay is None else delay.sample_ns(q)
+    j = pad(begin, q, statistic_stats())
     if delay is None:
         return out
-    wait_until(begin + j * pending.quantum + wait_ns)
-    return guaranteed(out, delay.guarantee())
+    wait_until(begin + j * q + wait_ns)
+    return guaranteed(out, delay.guarantee(q))
 
 
 def padded_statistic(release: SingleRelease) -> SingleRelease:

@@ -81,6 +81,9 @@ def _tail(scale: Fraction, m: int) -> Any:
     return 2 * mpmath.nsum(lambda k: c * alpha**k, [m, mpmath.inf])
 
 
+Q = 5_000  # a quantum, in ns
+
+
 @pytest.mark.parametrize(
     ("epsilon", "bound", "delta"),
     [(Fraction(1, 10), 100, 2.0**-30), (Fraction(1), 1000, 1e-6), (Fraction(2), 7, 0.01)],
@@ -89,26 +92,40 @@ def test_the_shift_is_the_least_whose_truncation_is_within_delta(
     epsilon: Fraction, bound: int, delta: float
 ) -> None:
     d = _pad.RandomDelay(epsilon=epsilon, bound_ns=bound, delta=delta)
-    assert d.scale_ns == Fraction(bound) / epsilon
-    m = d.shift_ns - bound
-    assert _tail(d.scale_ns, m) <= delta < _tail(d.scale_ns, m - 1)
-    assert d.truncation() >= float(_tail(d.scale_ns, m))  # rounded up
+    scale = d.scale_for(Q)
+    assert scale == Fraction(bound) / epsilon
+    m = d.shift_for(Q) - bound
+    assert _tail(scale, m) <= delta < _tail(scale, m - 1)
+    assert d.truncation(Q) >= float(_tail(scale, m))  # rounded up
     g = _pad.RandomDelay(epsilon=epsilon, bound_ns=bound, delta=delta, overrun_risk=0.01)
-    claim = g.guarantee()
-    assert claim.epsilon == epsilon and claim.bound_ns == bound
-    assert claim.delta >= float(_tail(d.scale_ns, m)) + 0.01
+    claim = g.guarantee(Q)
+    assert claim.epsilon_delay == epsilon and claim.bound_ns == bound
+    # ε_t = ε + ln(1/(1 − r)) and δ_t = truncation + r, both rounded up.
+    mpmath.mp.dps = 40
+    assert claim.epsilon >= float(epsilon) + float(-mpmath.log(1 - mpmath.mpf(0.01)))
+    assert claim.epsilon <= float(epsilon) + 0.0101
+    assert claim.delta >= float(_tail(scale, m)) + 0.01
     assert claim.delta <= delta + 0.01 + 1e-12
+
+
+def test_the_default_bound_is_one_quantum_plus_the_jitter() -> None:
+    d = _pad.RandomDelay(epsilon=Fraction(1, 2), jitter_ns=300)
+    for q in (1_000, 2_000_000):
+        assert d.bound_for(q) == q + 300
+        assert d.scale_for(q) == Fraction(2 * (q + 300))
+        assert d.guarantee(q).quantum_ns == q and d.guarantee(q).bound_ns == q + 300
 
 
 def test_a_delay_lies_in_zero_to_twice_its_shift() -> None:
     d = _pad.RandomDelay(epsilon=Fraction(1, 2), bound_ns=10)
     rng = _rng(9)
-    xs = [d.sample_ns(rng) for _ in range(2000)]
-    assert all(0 <= x <= 2 * d.shift_ns for x in xs)
+    xs = [d.sample_ns(Q, rng) for _ in range(2000)]
+    shift = d.shift_for(Q)
+    assert all(0 <= x <= 2 * shift for x in xs)
     # Symmetric around the shift: the mean is within a few standard errors of it.
     mean = sum(xs) / len(xs)
-    sd = math.sqrt(2) * float(d.scale_ns)
-    assert abs(mean - d.shift_ns) <= 5 * sd / math.sqrt(len(xs))
+    sd = math.sqrt(2) * float(d.scale_for(Q))
+    assert abs(mean - shift) <= 5 * sd / math.sqrt(len(xs))
 
 
 # -- a release followed by the delay -------------------------------------------------------
@@ -148,13 +165,13 @@ def test_a_release_waits_for_its_delay_after_its_quanta(
 
     monkeypatch.setattr(_padding, "pad", pad)
     monkeypatch.setattr(_padding, "wait_until", wait_until)
-    delay = _pad.RandomDelay(epsilon=1, bound_ns=20_000, basis="test")
+    delay = _pad.RandomDelay(epsilon=1, jitter_ns=500, basis="test")
     with _pad.random_delay(delay):
         r = snapcore.release("mean", DATA, **KW)
     assert len(ends) == len(deadlines) == 1
-    assert 0 <= deadlines[0] - ends[0] <= 2 * delay.shift_ns
-    assert r.timing_guarantee == delay.guarantee()
-    assert r.to_dict()["timing_guarantee"]["bound_ns"] == 20_000
+    assert 0 <= deadlines[0] - ends[0] <= 2 * delay.shift_for(2 * MS)
+    assert r.timing_guarantee == delay.guarantee(2 * MS)  # the stub's quantum
+    assert r.to_dict()["timing_guarantee"]["bound_ns"] == 2 * MS + 500
     assert r.epsilon_spent == Fraction(1, 2)  # ε_t is not part of it
     # Outside the block: no delay, no claim.
     assert snapcore.release("mean", DATA, **KW).timing_guarantee is None
@@ -171,7 +188,7 @@ def test_a_grouped_release_carries_the_claim_in_every_group(stub_quantum: None) 
     data = {"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]}
     with _pad.random_delay(delay):
         g = snapcore.release("sum", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
-    assert [r.timing_guarantee for r in g.releases] == [delay.guarantee()] * 2
+    assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
 
 
 def test_a_budget_is_charged_epsilon_t_only_when_asked(stub_quantum: None, tmp_path: Any) -> None:

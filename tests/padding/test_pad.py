@@ -171,3 +171,12 @@ def test_a_floor_is_the_slowest_class_least_time(monkeypatch: pytest.MonkeyPatch
         assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 700
     # Outside the block: a quantum (the slowest median times the margin), not a floor.
     assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 1400
+
+
+def test_padding_stats_count_overruns_past_two_quanta_apart() -> None:
+    """``far_overruns`` (three quanta or more) is what a random delay's default bound
+    (one quantum plus the exit's jitter) leaves to its stated overrun risk."""
+    stats = _pad.PaddingStats()
+    for multiple in (1, 1, 2, 3, 2, 7):
+        stats.record(multiple)
+    assert (stats.calls, stats.overruns, stats.far_overruns, stats.max_multiple) == (6, 4, 2, 7)
