@@ -507,7 +507,7 @@ class RandomDelay:
     delta : float in (0, 1)
         The truncation's share of δ_t.
     overrun_risk : float in [0, 1)
-        The stated ``r`` (measured: :attr:`PaddingStats.far_overruns` counts calls of
+        The stated ``r`` (measured: ``PaddingStats.far_overruns`` counts calls of
         three or more quanta).
     basis : str
         How ``bound``, ``jitter_ns`` and ``overrun_risk`` were obtained (recorded).
