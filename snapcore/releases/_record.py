@@ -73,6 +73,11 @@ class Release:
         The arithmetic backend.
     source : str or None
         The randomness source's name (``"seeded"`` is not for production).
+    timing_guarantee : TimingGuarantee or None
+        What the release's running time reveals, when it was padded as a whole and
+        followed by a random delay (:func:`snapcore.padding.random_delay`;
+        docs/timing.md): ε_t, δ_t and the timing-stability bound assumed.  ε_t is not
+        part of ``epsilon_spent``.
     data_bounds : tuple of (float, float), or None
         The bounds the data were clamped to.
     n : int or None
@@ -81,11 +86,6 @@ class Release:
         Where Δ and the range come from.
     notes : tuple of str
         Anything else worth knowing.
-    timing_guarantee : TimingGuarantee or None
-        What the release's running time reveals, when it was padded as a whole and
-        followed by a random delay (:func:`snapcore.padding.random_delay`;
-        docs/timing.md): ε_t, δ_t and the timing-stability bound assumed.  ε_t is not
-        part of ``epsilon_spent``.
     """
 
     statistic: str
@@ -106,11 +106,11 @@ class Release:
     grid_step: Fraction | None
     backend: str | None
     source: str | None
+    timing_guarantee: TimingGuarantee | None = None
     data_bounds: DataBounds | None
     n: int | None
     derivation: str
     notes: tuple[str, ...]
-    timing_guarantee: TimingGuarantee | None = None
 
     @property
     def b_prime(self) -> Fraction:
@@ -207,13 +207,13 @@ class Release:
             "grid_explanation": self.grid_explanation,
             "backend": self.backend,
             "source": self.source,
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
             "data_bounds": None
             if self.data_bounds is None
             else [list(p) for p in self.data_bounds],
             "n": self.n,
             "derivation": self.derivation,
             "notes": list(self.notes),
-            "timing_guarantee": None
-            if self.timing_guarantee is None
-            else self.timing_guarantee.to_dict(),
         }
