@@ -51,6 +51,7 @@ __all__ = [
     "discrete_laplace",
     "fallbacks_covered",
     "measuring_floor",
+    "measuring_quantum",
     "pad",
     "random_delay",
     "resolve_mode",
@@ -267,8 +268,24 @@ def measuring_floor() -> Iterator[None]:
     floor runs the calibration's own classes (public inputs) a few times, a fraction
     of a calibration's runs.
     """
+    with _floor_mode(True):
+        yield
+
+
+@contextlib.contextmanager
+def measuring_quantum() -> Iterator[None]:
+    """Within the block (in this thread), :func:`calibrate_quantum` measures a quantum,
+    also inside a ``measuring_floor()`` block: a quantum calibrated while a floor is
+    measured (a statistic's synthetic releases calibrating their mechanism's quanta)
+    is a quantum."""
+    with _floor_mode(False):
+        yield
+
+
+@contextlib.contextmanager
+def _floor_mode(on: bool) -> Iterator[None]:
     previous = getattr(_FLOOR, "on", False)
-    _FLOOR.on = True
+    _FLOOR.on = on
     try:
         yield
     finally:

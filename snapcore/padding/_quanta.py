@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snapcore._version import __version__
-from snapcore.padding._pad import PaddingStats, measuring_floor
+from snapcore.padding._pad import PaddingStats, measuring_floor, measuring_quantum
 
 if TYPE_CHECKING:
     import sqlite3
@@ -371,7 +371,8 @@ class QuantaCache:
         if stored is not None:
             q = stored
         else:
-            q = compute()  # outside the lock: calibration runs releases
+            with measuring_quantum():  # a quantum, even within another's floor
+                q = compute()  # outside the lock: calibration runs releases
             if store is not None:
                 store.save((self._name, key), q)
         with self._lock:
