@@ -7,7 +7,14 @@ depends on the statistic, its public parameters and the public n only, calibrate
 the first call with those by releasing synthetic data of that shape (with a separate
 source of the same kind, no budget).  If the statistic cannot release synthetic data
 (a plugin with its own data format), the call is not padded beyond its mechanism and
-the release says so in its notes.  See ``docs/timing.md``.
+the release says so in its notes.
+
+A group-by release is padded as a whole the same way, its quantum depending also on
+the public key set and the public total n (:func:`grouped_total`).  The quantum is
+looked up when the release calls :func:`ready_padding`, after its checks and before
+its budget is charged.  Within :func:`snapcore.padding.random_delay`, a call padded as
+a whole then waits a random delay and its record carries the timing claim.  See
+``docs/timing.md``.
 """
 
 from __future__ import annotations
