@@ -365,7 +365,8 @@ class QuantaCache:
             if not in_range(stored, floor):
                 store.warn(
                     "a stored quantum is out of range (below the least time of the work "
-                    f"it covers, or above {STORE_CEILING} times it)"
+                    f"it covers, measured now, or above {STORE_CEILING} times it: the "
+                    "machine's speed changed since, or the entry was altered)"
                 )
                 stored = None
         if stored is not None:
