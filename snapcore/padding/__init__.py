@@ -1,7 +1,8 @@
 """Layer 4, time quanta: the primitives that pad a call to a whole number of fixed time
 quanta (the ``timing=`` switch, waiting, counting overruns, measuring a quantum on
 public inputs) and where measured quanta are kept, in the process and across processes
-(:class:`QuantaStore`).
+(:class:`QuantaStore`), and the random delay that makes a padded release's running
+time (ε_t, δ_t)-DP (:class:`RandomDelay`, :func:`random_delay`).
 
 What is padded and on which inputs its quantum is measured belongs to the layers that
 pad: the mechanism's releases (:class:`snapcore.mechanism.Padding`) and a statistic's
@@ -18,10 +19,13 @@ if TYPE_CHECKING:
     from snapcore.padding._pad import (
         MODES as MODES,
         PaddingStats as PaddingStats,
+        RandomDelay as RandomDelay,
+        TimingGuarantee as TimingGuarantee,
         TimingMode as TimingMode,
         calibrate_quantum as calibrate_quantum,
         fallbacks_covered as fallbacks_covered,
         pad as pad,
+        random_delay as random_delay,
     )
     from snapcore.padding._quanta import (
         QuantaStore as QuantaStore,

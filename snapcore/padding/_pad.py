@@ -14,14 +14,18 @@ The switch is ``timing=``: ``"constant"`` pads, ``"off"`` does not, and the defa
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
+import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, TypeVar
+from fractions import Fraction
+from typing import Any, Literal, TypeVar
 
+import attrs
 import numpy as np
 
 from snapcore.errors import ParameterError
@@ -35,14 +39,21 @@ __all__ = [
     "MODES",
     "QUANTILE",
     "PaddingStats",
+    "RandomDelay",
+    "TimingGuarantee",
     "TimingMode",
+    "active_delay",
+    "bernoulli_exp",
     "budget_reps",
     "calibrate_quantum",
     "calibration_source",
     "check_timing",
+    "discrete_laplace",
     "fallbacks_covered",
     "measuring_floor",
+    "measuring_quantum",
     "pad",
+    "random_delay",
     "resolve_mode",
     "wait_until",
 ]
@@ -63,7 +74,7 @@ ARRAY_BUDGET_NS = 100_000_000
 FALLBACK_RATE_BOUND = 2.0**-40
 FALLBACK_RISK = 2.0**-64
 
-#: Rounds of every class behind a floor (:func:`measuring_floor`).
+#: Rounds of every class behind a floor (``measuring_floor()``).
 FLOOR_ROUNDS = 3
 
 _now = time.perf_counter_ns
@@ -122,15 +133,17 @@ class PaddingStats:
 
     Thread-safe, and fork-safe: a forked child gives every live instance a new lock.
     ``overruns`` counts calls that took more than one quantum; each returned at the
-    next multiple of its quantum.
+    next multiple of its quantum.  ``far_overruns`` counts those that took more than
+    two (what a :class:`RandomDelay` with its default bound does not cover).
     """
 
-    __slots__ = ("__weakref__", "_lock", "calls", "max_multiple", "overruns")
+    __slots__ = ("__weakref__", "_lock", "calls", "far_overruns", "max_multiple", "overruns")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.calls = 0
         self.overruns = 0
+        self.far_overruns = 0
         self.max_multiple = 0
         _LIVE_STATS.add(self)
 
@@ -151,6 +164,8 @@ class PaddingStats:
         if multiple > 1:
             with self._lock:
                 self.overruns += 1
+                if multiple > 2:
+                    self.far_overruns += 1
                 if multiple > self.max_multiple:
                     self.max_multiple = multiple
 
@@ -162,7 +177,7 @@ class PaddingStats:
     def __repr__(self) -> str:
         return (
             f"PaddingStats(calls={self.calls}, overruns={self.overruns}, "
-            f"max_multiple={self.max_multiple})"
+            f"far_overruns={self.far_overruns}, max_multiple={self.max_multiple})"
         )
 
 
@@ -220,7 +235,7 @@ def calibrate_quantum(
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.
 
-    Within :func:`measuring_floor` it returns the classes' floor instead: the least
+    Within ``measuring_floor()`` it returns the classes' floor instead: the least
     time of the slowest class (see there).
     """
     if getattr(_FLOOR, "on", False):
@@ -253,8 +268,24 @@ def measuring_floor() -> Iterator[None]:
     floor runs the calibration's own classes (public inputs) a few times, a fraction
     of a calibration's runs.
     """
+    with _floor_mode(True):
+        yield
+
+
+@contextlib.contextmanager
+def measuring_quantum() -> Iterator[None]:
+    """Within the block (in this thread), :func:`calibrate_quantum` measures a quantum,
+    also inside a ``measuring_floor()`` block: a quantum calibrated while a floor is
+    measured (a statistic's synthetic releases calibrating their mechanism's quanta)
+    is a quantum."""
+    with _floor_mode(False):
+        yield
+
+
+@contextlib.contextmanager
+def _floor_mode(on: bool) -> Iterator[None]:
     previous = getattr(_FLOOR, "on", False)
-    _FLOOR.on = True
+    _FLOOR.on = on
     try:
         yield
     finally:
@@ -316,3 +347,288 @@ def calibration_source(source: RandomSource) -> RandomSource:
         return type(source)()
     except TypeError:
         return SeededSource(0)
+
+
+# -- a random delay: the running time itself (ε_t, δ_t)-DP ----------------------------
+RandBelow = Callable[[int], int]
+
+
+def _randbelow(n: int) -> int:
+    return secrets.randbelow(n)
+
+
+def bernoulli_exp(gamma: Fraction, randbelow: RandBelow = _randbelow) -> bool:
+    """True with probability ``exp(−gamma)``, exactly, for a rational ``gamma >= 0``
+    (Canonne, Kamath and Steinke 2020, Algorithm 1): only uniform integers, no floats."""
+    gamma = Fraction(gamma)
+    if gamma < 0:
+        raise ParameterError(f"gamma must be >= 0, got {gamma}")
+    while gamma > 1:
+        if not _bernoulli_exp_at_most_1(Fraction(1), randbelow):
+            return False
+        gamma -= 1
+    return _bernoulli_exp_at_most_1(gamma, randbelow)
+
+
+def _bernoulli_exp_at_most_1(gamma: Fraction, randbelow: RandBelow) -> bool:
+    k = 1
+    while True:
+        p = gamma / k  # Bernoulli(gamma / k)
+        if randbelow(p.denominator) >= p.numerator:
+            return k % 2 == 1
+        k += 1
+
+
+def discrete_laplace(scale: Fraction, randbelow: RandBelow = _randbelow) -> int:
+    """An integer ``y`` with probability proportional to ``exp(−|y|/scale)``, exactly,
+    for a rational ``scale > 0`` (Canonne, Kamath and Steinke 2020, Algorithm 2)."""
+    scale = Fraction(scale)
+    if scale <= 0:
+        raise ParameterError(f"scale must be > 0, got {scale}")
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = randbelow(t)
+        if not bernoulli_exp(Fraction(u, t), randbelow):
+            continue
+        v = 0
+        while bernoulli_exp(Fraction(1), randbelow):
+            v += 1
+        y = (u + t * v) // s
+        negative = randbelow(2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _positive_fraction(name: str) -> Callable[[Any, Any, Any], None]:
+    def check(_: Any, __: Any, value: Any) -> None:
+        if not isinstance(value, Fraction) or value <= 0:
+            raise ParameterError(f"{name} must be a real number > 0, got {value!r}")
+
+    return check
+
+
+def _probability(_: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, float) or not 0.0 <= value < 1.0:
+        raise ParameterError(f"{attribute.name} must be a float in [0, 1), got {value!r}")
+
+
+def _to_fraction(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        return value  # refused by the validator, with the type in the message
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    return Fraction(value)
+
+
+def _to_probability(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+        return value
+    return float(value)
+
+
+def _whole_ns(_: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(f"{attribute.name} must be an int >= 1 (ns), got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class TimingGuarantee:
+    """What a release's running time reveals: it is (ε_t, δ_t)-DP (Ratliff and Vadhan,
+    CCS 2024), given the timing-stability assumption it states.
+
+    The assumption: for every input, the padded call's time ``T`` (from its start to
+    the end of its last quantum) lies in ``[q, q + bound_ns]`` except with probability
+    at most ``overrun_risk``.  With ``bound_ns = q + jitter`` that is "at most one
+    overrun multiple", whatever the machine's speed does to the overrun *rates*.
+
+    Attributes
+    ----------
+    epsilon : float
+        ε_t of the claim, rounded up: ``epsilon_delay + ln(1/(1 − overrun_risk))``.
+    delta : float
+        δ_t of the claim, rounded up: the delay's truncation plus ``overrun_risk``.
+    epsilon_delay : Fraction
+        ``bound_ns / scale_ns``, exact: the delay's own ε (what a budget is charged).
+    quantum_ns : int
+        The padded call's quantum ``q``.
+    bound_ns : int
+        The timing-stability bound assumed, in ns.
+    scale_ns : Fraction
+        The scale of the discrete Laplace delay, in ns.
+    shift_ns : int
+        The delay's shift: it lies in ``[0, 2·shift_ns]``.
+    overrun_risk : float
+        The stated bound on ``P(T ∉ [q, q + bound_ns])``.
+    basis : str
+        How the bounds were obtained: what was measured, how, on which machine.
+    """
+
+    epsilon: float
+    delta: float
+    epsilon_delay: Fraction
+    quantum_ns: int
+    bound_ns: int
+    scale_ns: Fraction
+    shift_ns: int
+    overrun_risk: float
+    basis: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (exact values as strings besides floats)."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "epsilon_delay": float(self.epsilon_delay),
+            "epsilon_delay_exact": str(self.epsilon_delay),
+            "quantum_ns": self.quantum_ns,
+            "bound_ns": self.bound_ns,
+            "scale_ns": str(self.scale_ns),
+            "shift_ns": self.shift_ns,
+            "overrun_risk": self.overrun_risk,
+            "basis": self.basis,
+        }
+
+
+def _optional_whole_ns(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None:
+        _whole_ns(instance, attribute, value)
+
+
+def _non_negative_ns(_: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParameterError(f"{attribute.name} must be an int >= 0 (ns), got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RandomDelay:
+    """A random delay after a padded call: ``clamp(shift + L, 0, 2·shift)`` ns with ``L``
+    discrete Laplace of scale ``bound/epsilon`` (sampled exactly), from the OS CSPRNG.
+
+    Observed from its start, a padded call returns at ``T + delay``, ``T = j·q``.  If
+    for every input ``T`` lies in ``[q, q + bound]`` except with probability ``r =
+    overrun_risk``, that time is (ε_t, δ_t)-DP with ``ε_t = epsilon + ln(1/(1 − r))``
+    and ``δ_t = P(|L| >= shift − bound) + r`` (docs/timing.md, "A random delay").  The
+    shift is the least giving ``P(|L| >= shift − bound) <= delta``.
+
+    Parameters
+    ----------
+    epsilon : real > 0
+        The delay's ε: the scale is ``bound/epsilon``.
+    bound_ns : int >= 1, optional
+        The timing-stability bound in ns.  Default: one quantum plus ``jitter_ns``, per
+        call (then ``T ∈ [q, q + bound]`` means at most one overrun multiple).
+    jitter_ns : int >= 0
+        The spread of a padded call's exit past its deadline, in ns (the default bound
+        adds it to the quantum).
+    delta : float in (0, 1)
+        The truncation's share of δ_t.
+    overrun_risk : float in [0, 1)
+        The stated ``r`` (measured: ``PaddingStats.far_overruns`` counts calls of
+        three or more quanta).
+    basis : str
+        How ``bound``, ``jitter_ns`` and ``overrun_risk`` were obtained (recorded).
+    charge : bool
+        Whether a release with a ``budget=`` also charges ``epsilon`` to it.
+    """
+
+    epsilon: Fraction = attrs.field(
+        converter=_to_fraction, validator=_positive_fraction("epsilon")
+    )
+    bound_ns: int | None = attrs.field(default=None, validator=_optional_whole_ns)
+    jitter_ns: int = attrs.field(default=1_000, validator=_non_negative_ns)
+    delta: float = attrs.field(default=2.0**-30, converter=_to_probability, validator=_probability)
+    overrun_risk: float = attrs.field(
+        default=0.0, converter=_to_probability, validator=_probability
+    )
+    basis: str = attrs.field(
+        default="stated by the caller", validator=attrs.validators.instance_of(str)
+    )
+    charge: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+
+    def __attrs_post_init__(self) -> None:
+        if self.delta <= 0.0:
+            raise ParameterError(f"delta must be > 0, got {self.delta!r}")
+
+    def bound_for(self, quantum_ns: int) -> int:
+        """The timing-stability bound for a call of quantum ``quantum_ns``."""
+        return self.bound_ns if self.bound_ns is not None else quantum_ns + self.jitter_ns
+
+    def scale_for(self, quantum_ns: int) -> Fraction:
+        """The discrete Laplace scale ``bound/epsilon``, in ns."""
+        return Fraction(self.bound_for(quantum_ns)) / self.epsilon
+
+    def shift_for(self, quantum_ns: int) -> int:
+        """The least shift whose truncation probability is at most ``delta``."""
+        return self.bound_for(quantum_ns) + _tail_steps(self.scale_for(quantum_ns), self.delta)
+
+    def truncation(self, quantum_ns: int) -> float:
+        """``P(|L| >= shift − bound)``, rounded up."""
+        bound = self.bound_for(quantum_ns)
+        return _two_tails(self.scale_for(quantum_ns), self.shift_for(quantum_ns) - bound)
+
+    def guarantee(self, quantum_ns: int) -> TimingGuarantee:
+        """The (ε_t, δ_t) claim of a call of quantum ``quantum_ns`` followed by this delay."""
+        r = self.overrun_risk
+        eps = float(self.epsilon) - math.log1p(-r)
+        eps = math.nextafter(eps * (1.0 + 2.0**-50), math.inf)
+        delta = min(1.0, math.nextafter(self.truncation(quantum_ns) + r, math.inf))
+        return TimingGuarantee(
+            epsilon=eps,
+            delta=delta,
+            epsilon_delay=self.epsilon,
+            quantum_ns=quantum_ns,
+            bound_ns=self.bound_for(quantum_ns),
+            scale_ns=self.scale_for(quantum_ns),
+            shift_ns=self.shift_for(quantum_ns),
+            overrun_risk=r,
+            basis=self.basis,
+        )
+
+    def sample_ns(self, quantum_ns: int, randbelow: RandBelow = _randbelow) -> int:
+        """One delay in ``[0, 2·shift]`` ns for a call of quantum ``quantum_ns``."""
+        shift = self.shift_for(quantum_ns)
+        noise = discrete_laplace(self.scale_for(quantum_ns), randbelow)
+        return min(2 * shift, max(0, shift + noise))
+
+
+def _two_tails(scale: Fraction, m: int) -> float:
+    """``P(|L| >= m) = 2·α**m/(1 + α)`` for ``α = exp(−1/scale)`` and ``m >= 1``, rounded
+    up (a relative margin of 2**-40 over the float evaluation)."""
+    log_alpha = -1.0 / float(scale)
+    value = 2.0 * math.exp(m * log_alpha) / (1.0 + math.exp(log_alpha))
+    return min(1.0, value * (1.0 + 2.0**-40) + 5e-324)
+
+
+def _tail_steps(scale: Fraction, delta: float) -> int:
+    """The least ``m >= 1`` with ``P(|L| >= m) <= delta``."""
+    m = max(1, math.ceil(float(scale) * math.log(2.0 / delta)) - 2)
+    while _two_tails(scale, m) > delta:
+        m += 1
+    while m > 1 and _two_tails(scale, m - 1) <= delta:
+        m -= 1
+    return m
+
+
+_DELAY: contextvars.ContextVar[RandomDelay | None] = contextvars.ContextVar(
+    "snapcore_random_delay", default=None
+)
+
+
+@contextlib.contextmanager
+def random_delay(delay: RandomDelay | None) -> Iterator[None]:
+    """Within the block, every release padded as a whole (:func:`snapcore.release`,
+    with or without ``by=``) is followed by a draw of ``delay``, and its record carries
+    the :class:`TimingGuarantee` (``Release.timing_guarantee``); None for none."""
+    if delay is not None and not isinstance(delay, RandomDelay):
+        raise ParameterError(f"delay must be a RandomDelay or None, got {type(delay).__name__}")
+    token = _DELAY.set(delay)
+    try:
+        yield
+    finally:
+        _DELAY.reset(token)
+
+
+def active_delay() -> RandomDelay | None:
+    """The :class:`RandomDelay` of the innermost :func:`random_delay` block, or None."""
+    return _DELAY.get()

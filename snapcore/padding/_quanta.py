@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from snapcore._version import __version__
-from snapcore.padding._pad import PaddingStats, measuring_floor
+from snapcore.padding._pad import PaddingStats, measuring_floor, measuring_quantum
 
 if TYPE_CHECKING:
     import sqlite3
@@ -64,7 +64,7 @@ STORE_MAX_AGE_S = 3600.0
 # -- across processes ------------------------------------------------------------------
 #: A stored quantum is used only within ``[floor, STORE_CEILING·floor]``, where the floor
 #: is the least time of the slowest calibration class, measured in the process
-#: (:func:`~snapcore.padding._pad.measuring_floor`): a store's writer can neither switch
+#: (``measuring_floor()``): a store's writer can neither switch
 #: the padding off nor make a padded call wait more than this many times its floor.
 STORE_CEILING = 8
 
@@ -327,7 +327,7 @@ class QuantaCache:
     :func:`quanta_store`, a quantum missing here is looked up in the store before it
     is measured, and a newly measured one is recorded there; a stored one is used
     only within ``[floor, STORE_CEILING·floor]`` of its floor (``compute()`` run
-    within :func:`~snapcore.padding._pad.measuring_floor`).
+    within ``measuring_floor()``).
 
     Parameters
     ----------
@@ -365,13 +365,15 @@ class QuantaCache:
             if not in_range(stored, floor):
                 store.warn(
                     "a stored quantum is out of range (below the least time of the work "
-                    f"it covers, or above {STORE_CEILING} times it)"
+                    f"it covers, measured now, or above {STORE_CEILING} times it: the "
+                    "machine's speed changed since, or the entry was altered)"
                 )
                 stored = None
         if stored is not None:
             q = stored
         else:
-            q = compute()  # outside the lock: calibration runs releases
+            with measuring_quantum():  # a quantum, even within another's floor
+                q = compute()  # outside the lock: calibration runs releases
             if store is not None:
                 store.save((self._name, key), q)
         with self._lock:

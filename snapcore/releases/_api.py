@@ -442,7 +442,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
     _ready_padding([plan])
-    ready_padding(prep.n, data_bounds)
+    ready_padding(prep.n, data_bounds, plan.epsilon)
     with _reserve(request.budget, plan.epsilon, stat.name):
         return _draw(plan)
 
@@ -472,7 +472,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
     _ready_padding(plans)
-    ready_padding(grouped_total(request), data_bounds)
+    ready_padding(grouped_total(request), data_bounds, spent)
     with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 

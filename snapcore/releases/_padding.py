@@ -7,7 +7,14 @@ depends on the statistic, its public parameters and the public n only, calibrate
 the first call with those by releasing synthetic data of that shape (with a separate
 source of the same kind, no budget).  If the statistic cannot release synthetic data
 (a plugin with its own data format), the call is not padded beyond its mechanism and
-the release says so in its notes.  See ``docs/timing.md``.
+the release says so in its notes.
+
+A group-by release is padded as a whole the same way, its quantum depending also on
+the public key set and the public total n (:func:`grouped_total`).  The quantum is
+looked up when the release calls :func:`ready_padding`, after its checks and before
+its budget is charged.  Within :func:`snapcore.padding.random_delay`, a call padded as
+a whole then waits a random delay and its record carries the timing claim.  See
+``docs/timing.md``.
 """
 
 from __future__ import annotations
@@ -16,18 +23,25 @@ import contextvars
 import functools
 import time
 from collections.abc import Callable, Hashable, Mapping
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
+from snapcore._display import short
 from snapcore.data._values import category_key
+from snapcore.errors import BudgetExceededError
 from snapcore.padding._pad import (
+    RandomDelay,
+    TimingGuarantee,
+    active_delay,
     budget_reps,
     calibrate_quantum,
     calibration_source,
     pad,
     resolve_mode,
+    wait_until,
 )
 from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
 from snapcore.plugins._manager import get_registries
@@ -72,6 +86,7 @@ class _Pending:
 
     calibrate: Callable[[int, Any], int]
     request: ReleaseRequest
+    delay: RandomDelay | None = None
     ready: bool = False
     quantum: int | None = None
     note: str | None = None
@@ -85,10 +100,12 @@ _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
 )
 
 
-def ready_padding(n: int | None, data_bounds: Any) -> None:
+def ready_padding(n: int | None, data_bounds: Any, epsilon: Fraction | None = None) -> None:
     """Look up the quantum of the padded release in progress (if any) for the public
     ``n`` (with ``by=``: the public total over the groups, or None) and the data
-    bounds used.
+    bounds used; and, with a :class:`~snapcore.padding.RandomDelay` that charges,
+    charge its ε_t to the request's budget (refused, with nothing spent, unless the
+    budget also covers the release's own ``epsilon``).
 
     A release calls it before its budget is charged, so that a problem of a quanta
     store (a warning, which a caller may turn into an error) is decided before any
@@ -105,6 +122,15 @@ def ready_padding(n: int | None, data_bounds: Any) -> None:
     finally:
         pending.excluded_ns = _now() - t0
         _PENDING.reset(token)
+    delay, budget = pending.delay, pending.request.budget
+    if pending.quantum is not None and delay is not None and delay.charge and budget is not None:
+        need = delay.epsilon + (epsilon or 0)
+        if need > budget.remaining:
+            raise BudgetExceededError(
+                f"the budget cannot cover the release's ε and the timing's ε_t "
+                f"({short(need)} > {short(budget.remaining)} remaining); nothing was spent"
+            )
+        budget.spend(delay.epsilon, label=f"timing of {pending.request.statistic.name}")
 
 
 def _lookup(pending: _Pending, n: int | None, data_bounds: Any) -> tuple[int | None, str | None]:
@@ -135,12 +161,14 @@ def _padded_call(
     calibrate: Callable[[int, Any], int],
     after: Callable[[R], tuple[int | None, Any]],
     note: Callable[[R, str], R],
+    guaranteed: Callable[[R, TimingGuarantee], R],
 ) -> R:
     """``release(request)`` padded as a whole; ``after(out)`` gives the public n and data
     bounds when the release did not call :func:`ready_padding` itself."""
     if resolve_mode(request.timing, _cryptographic(request.source)) == "off":
         return release(request)
-    pending = _Pending(calibrate=calibrate, request=request)
+    delay = active_delay()
+    pending = _Pending(calibrate=calibrate, request=request, delay=delay)
     token = _PENDING.set(pending)
     start = _now()
     try:
@@ -154,8 +182,15 @@ def _padded_call(
         _PENDING.reset(token)
     if pending.quantum is None:
         return note(out, pending.note or "timing: not padded as a whole")
-    pad(start + pending.excluded_ns, pending.quantum, statistic_stats())
-    return out
+    q, begin = pending.quantum, start + pending.excluded_ns
+    # Drawn inside the padded call (a few µs, covered by the quantum), from the OS
+    # CSPRNG: never from the release's source, whose draws it would shift.
+    wait_ns = 0 if delay is None else delay.sample_ns(q)
+    j = pad(begin, q, statistic_stats())
+    if delay is None:
+        return out
+    wait_until(begin + j * q + wait_ns)
+    return guaranteed(out, delay.guarantee(q))
 
 
 def padded_statistic(release: SingleRelease) -> SingleRelease:
@@ -172,7 +207,12 @@ def padded_statistic(release: SingleRelease) -> SingleRelease:
             return _calibrate(release, request, n, data_bounds)
 
         return _padded_call(
-            release, request, calibrate, lambda out: (out.n, out.data_bounds), _note
+            release,
+            request,
+            calibrate,
+            lambda out: (out.n, out.data_bounds),
+            _note,
+            _guaranteed,
         )
 
     return padded
@@ -198,6 +238,7 @@ def padded_grouped(release: GroupedReleaseFn) -> GroupedReleaseFn:
             calibrate,
             lambda out: (grouped_total(request), request.data_bounds),
             _note_groups,
+            _guaranteed_groups,
         )
 
     return padded
@@ -392,6 +433,15 @@ def _synthetic(
 
 def _note(out: Release, note: str) -> Release:
     return attrs.evolve(out, notes=(*out.notes, note))
+
+
+def _guaranteed(out: Release, g: TimingGuarantee) -> Release:
+    return attrs.evolve(out, timing_guarantee=g)
+
+
+def _guaranteed_groups(out: GroupedRelease, g: TimingGuarantee) -> GroupedRelease:
+    releases = tuple(_guaranteed(r, g) for r in out.releases)
+    return out.with_releases(releases, out.epsilon_spent)
 
 
 def _note_groups(out: GroupedRelease, note: str) -> GroupedRelease:

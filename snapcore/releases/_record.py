@@ -14,6 +14,7 @@ from snapcore.calibration._guarantee import calibration_accuracy
 from snapcore.calibration._params import record_calibration
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import keyword, parameter_name
+from snapcore.padding._pad import TimingGuarantee
 from snapcore.plugins._statistic import DataBounds
 
 __all__ = ["Release"]
@@ -73,6 +74,11 @@ class Release:
         The arithmetic backend.
     source : str or None
         The randomness source's name (``"seeded"`` is not for production).
+    timing_guarantee : TimingGuarantee or None
+        What the release's running time reveals, when it was padded as a whole and
+        followed by a random delay (:func:`snapcore.padding.random_delay`;
+        docs/timing.md): ε_t, δ_t and the timing-stability bound assumed.  ε_t is not
+        part of ``epsilon_spent``.
     data_bounds : tuple of (float, float), or None
         The bounds the data were clamped to.
     n : int or None
@@ -106,6 +112,7 @@ class Release:
     grid_step: Fraction | None
     backend: str | None
     source: str | None
+    timing_guarantee: TimingGuarantee | None = None
     data_bounds: DataBounds | None
     n: int | None
     derivation: str
@@ -208,6 +215,9 @@ class Release:
             "grid_explanation": self.grid_explanation,
             "backend": self.backend,
             "source": self.source,
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
             "data_bounds": None
             if self.data_bounds is None
             else [list(p) for p in self.data_bounds],

@@ -4,7 +4,9 @@
 A padded call never returns before its quantum, an overrun ends at the next multiple
 and is counted, a quantum covers the slowest class, the switch's default follows the
 source, and an array's quantum covers as many exact fallbacks as the stated risk asks.
-Whether time still leaks is measured by ``benchmarks/timing_leak.py``, never asserted
+The random delay: exact Bernoulli(exp(−γ)) and discrete Laplace sampling (Canonne,
+Kamath and Steinke 2020), its shift and its (ε_t, δ_t) claim against independent
+references.  Whether time still leaks is measured by ``benchmarks/timing_leak.py``, never asserted
 here.
 """
 
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import time
 import warnings
 from fractions import Fraction
 from typing import Any
 
+import mpmath
 import pytest
 
 from snapcore.errors import ParameterError
@@ -171,3 +175,121 @@ def test_a_floor_is_the_slowest_class_least_time(monkeypatch: pytest.MonkeyPatch
         assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 700
     # Outside the block: a quantum (the slowest median times the margin), not a floor.
     assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 1400
+
+
+def test_padding_stats_count_overruns_past_two_quanta_apart() -> None:
+    """``far_overruns`` (three quanta or more) is what a random delay's default bound
+    (one quantum plus the exit's jitter) leaves to its stated overrun risk."""
+    stats = _pad.PaddingStats()
+    for multiple in (1, 1, 2, 3, 2, 7):
+        stats.record(multiple)
+    assert (stats.calls, stats.overruns, stats.far_overruns, stats.max_multiple) == (6, 4, 2, 7)
+
+
+# -- the random delay ------------------------------------------------------------
+def _rng(seed: int) -> Any:
+    return random.Random(seed).randrange
+
+
+@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(5, 2)])
+def test_bernoulli_exp_has_probability_exp_minus_gamma(gamma: Fraction) -> None:
+    draws = 8_000
+    rng = _rng(17 + int(gamma * 6))
+    hits = sum(_pad.bernoulli_exp(gamma, rng) for _ in range(draws))
+    p = math.exp(-float(gamma))
+    sd = math.sqrt(draws * p * (1 - p)) or 1.0
+    assert abs(hits - draws * p) <= 5 * sd
+
+
+def test_discrete_laplace_matches_its_exact_probabilities() -> None:
+    """Frequencies of y in [-8, 8] against ``(1−α)/(1+α)·α**|y|``, α = exp(−1/scale),
+    evaluated with mpmath at 50 digits (each within 5 standard deviations)."""
+    scale = Fraction(3, 2)
+    draws = 12_000
+    rng = _rng(5)
+    counts: dict[int, int] = {}
+    for _ in range(draws):
+        y = _pad.discrete_laplace(scale, rng)
+        counts[y] = counts.get(y, 0) + 1
+    mpmath.mp.dps = 50
+    alpha = mpmath.exp(-1 / mpmath.mpf(3) * 2)
+    for y in range(-8, 9):
+        p = float((1 - alpha) / (1 + alpha) * alpha ** abs(y))
+        sd = math.sqrt(draws * p * (1 - p))
+        assert abs(counts.get(y, 0) - draws * p) <= 5 * sd, y
+
+
+def test_refusals_name_the_parameter() -> None:
+    with pytest.raises(ParameterError, match="scale"):
+        _pad.discrete_laplace(Fraction(0))
+    with pytest.raises(ParameterError, match="gamma"):
+        _pad.bernoulli_exp(Fraction(-1))
+    with pytest.raises(ParameterError, match="epsilon"):
+        _pad.RandomDelay(epsilon=0, bound_ns=100)
+    with pytest.raises(ParameterError, match="epsilon"):
+        _pad.RandomDelay(epsilon=math.nan, bound_ns=100)
+    with pytest.raises(ParameterError, match="bound_ns"):
+        _pad.RandomDelay(epsilon=1, bound_ns=0)
+    with pytest.raises(ParameterError, match="bound_ns"):
+        _pad.RandomDelay(epsilon=1, bound_ns=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="delta"):
+        _pad.RandomDelay(epsilon=1, bound_ns=100, delta=0)
+    with pytest.raises(ParameterError, match="overrun_risk"):
+        _pad.RandomDelay(epsilon=1, bound_ns=100, overrun_risk=1.0)
+    with pytest.raises(ParameterError, match="RandomDelay"), _pad.random_delay(0.1):  # type: ignore[arg-type]
+        pass
+
+
+def _tail(scale: Fraction, m: int) -> Any:
+    """``P(|L| >= m)`` by summing the discrete Laplace probabilities (mpmath, 60 digits)."""
+    mpmath.mp.dps = 60
+    alpha = mpmath.exp(-mpmath.mpf(scale.denominator) / scale.numerator)
+    c = (1 - alpha) / (1 + alpha)
+    return 2 * mpmath.nsum(lambda k: c * alpha**k, [m, mpmath.inf])
+
+
+Q = 5_000  # a quantum, in ns
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "bound", "delta"),
+    [(Fraction(1, 10), 100, 2.0**-30), (Fraction(1), 1000, 1e-6), (Fraction(2), 7, 0.01)],
+)
+def test_the_shift_is_the_least_whose_truncation_is_within_delta(
+    epsilon: Fraction, bound: int, delta: float
+) -> None:
+    d = _pad.RandomDelay(epsilon=epsilon, bound_ns=bound, delta=delta)
+    scale = d.scale_for(Q)
+    assert scale == Fraction(bound) / epsilon
+    m = d.shift_for(Q) - bound
+    assert _tail(scale, m) <= delta < _tail(scale, m - 1)
+    assert d.truncation(Q) >= float(_tail(scale, m))  # rounded up
+    g = _pad.RandomDelay(epsilon=epsilon, bound_ns=bound, delta=delta, overrun_risk=0.01)
+    claim = g.guarantee(Q)
+    assert claim.epsilon_delay == epsilon and claim.bound_ns == bound
+    # ε_t = ε + ln(1/(1 − r)) and δ_t = truncation + r, both rounded up.
+    mpmath.mp.dps = 40
+    assert claim.epsilon >= float(epsilon) + float(-mpmath.log(1 - mpmath.mpf(0.01)))
+    assert claim.epsilon <= float(epsilon) + 0.0101
+    assert claim.delta >= float(_tail(scale, m)) + 0.01
+    assert claim.delta <= delta + 0.01 + 1e-12
+
+
+def test_the_default_bound_is_one_quantum_plus_the_jitter() -> None:
+    d = _pad.RandomDelay(epsilon=Fraction(1, 2), jitter_ns=300)
+    for q in (1_000, 2_000_000):
+        assert d.bound_for(q) == q + 300
+        assert d.scale_for(q) == Fraction(2 * (q + 300))
+        assert d.guarantee(q).quantum_ns == q and d.guarantee(q).bound_ns == q + 300
+
+
+def test_a_delay_lies_in_zero_to_twice_its_shift() -> None:
+    d = _pad.RandomDelay(epsilon=Fraction(1, 2), bound_ns=10)
+    rng = _rng(9)
+    xs = [d.sample_ns(Q, rng) for _ in range(2000)]
+    shift = d.shift_for(Q)
+    assert all(0 <= x <= 2 * shift for x in xs)
+    # Symmetric around the shift: the mean is within a few standard errors of it.
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(2) * float(d.scale_for(Q))
+    assert abs(mean - shift) <= 5 * sd / math.sqrt(len(xs))

@@ -341,3 +341,12 @@ def test_the_store_is_checked_when_its_block_is_entered(tmp_path: Path) -> None:
     path.write_bytes(b"damaged" * 200)
     with pytest.warns(RuntimeWarning, match="cannot be opened"), _quanta.quanta_store(path):
         pass
+
+
+def test_a_quantum_calibrated_while_a_floor_is_measured_is_a_quantum() -> None:
+    """A statistic's floor runs synthetic releases, which may calibrate their
+    mechanism's quanta: those are quanta, not floors."""
+    with _pad.measuring_floor():
+        assert _quanta.SCALAR_QUANTA.get("inner", _compute(50, 5)) == 50
+        assert _floor_mode()  # restored
+    assert _quanta.SCALAR_QUANTA.get("inner", _compute(None, None)) == 50  # kept

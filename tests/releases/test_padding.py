@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import snapcore
+from snapcore.errors import BudgetExceededError
 from snapcore.mechanism import _padding as mechanism_padding
-from snapcore.padding import _quanta
+from snapcore.padding import _pad, _quanta
 from snapcore.randomness._sources import SeededSource, SystemSource
 from snapcore.releases import _padding
 from snapcore.releases._request import ReleaseRequest
@@ -298,3 +299,84 @@ def test_a_real_grouped_calibration_releases_its_synthetic_tables() -> None:
     )
     assert _quanta.statistic_stats().calls == before + 1
     assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+
+
+# -- a release followed by the random delay ------------------------------------------
+@pytest.fixture
+def stub_quantum(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake(run: Any, classes: Any, **kw: Any) -> int:
+        return 2 * MS
+
+    monkeypatch.setattr(_padding, "calibrate_quantum", fake)
+    monkeypatch.setattr(mechanism_padding, "calibrate_quantum", fake)
+    _quanta.clear_caches()
+
+
+KW: dict[str, Any] = {"data_bounds": (0, 10), "epsilon": 0.5, "timing": "constant"}
+DATA = [1.0, 2.0, 3.0, 9.0]
+
+
+def test_a_release_waits_for_its_delay_after_its_quanta(
+    stub_quantum: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scripted clock-free check: the release's final deadline is its padded end
+    (``begin + j·q``) plus a delay in ``[0, 2·shift]``."""
+    ends: list[int] = []
+    deadlines: list[int] = []
+    real_pad, real_wait = _padding.pad, _padding.wait_until
+
+    def pad(begin: int, q: int, stats: Any = None) -> int:
+        j = real_pad(begin, q, stats)
+        ends.append(begin + j * q)
+        return j
+
+    def wait_until(deadline: int) -> None:
+        deadlines.append(deadline)
+        real_wait(deadline)
+
+    monkeypatch.setattr(_padding, "pad", pad)
+    monkeypatch.setattr(_padding, "wait_until", wait_until)
+    delay = _pad.RandomDelay(epsilon=1, jitter_ns=500, basis="test")
+    with _pad.random_delay(delay):
+        r = snapcore.release("mean", DATA, **KW)
+    assert len(ends) == len(deadlines) == 1
+    assert 0 <= deadlines[0] - ends[0] <= 2 * delay.shift_for(2 * MS)
+    assert r.timing_guarantee == delay.guarantee(2 * MS)  # the stub's quantum
+    assert r.to_dict()["timing_guarantee"]["bound_ns"] == 2 * MS + 500
+    assert r.epsilon_spent == Fraction(1, 2)  # ε_t is not part of it
+    # Outside the block: no delay, no claim.
+    assert snapcore.release("mean", DATA, **KW).timing_guarantee is None
+
+
+def test_a_release_that_is_not_padded_has_no_timing_claim(stub_quantum: None) -> None:
+    with _pad.random_delay(_pad.RandomDelay(epsilon=1, bound_ns=100)):
+        r = snapcore.release("mean", DATA, **{**KW, "timing": "off"})
+    assert r.timing_guarantee is None
+
+
+def test_a_grouped_release_carries_the_claim_in_every_group(stub_quantum: None) -> None:
+    delay = _pad.RandomDelay(epsilon=1, bound_ns=100)
+    data = {"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]}
+    with _pad.random_delay(delay):
+        g = snapcore.release("sum", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
+    assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
+
+
+def test_a_budget_is_charged_epsilon_t_only_when_asked(stub_quantum: None, tmp_path: Any) -> None:
+    b = snapcore.Budget(1)
+    with _pad.random_delay(_pad.RandomDelay(epsilon=Fraction(1, 4), bound_ns=100)):
+        snapcore.release("mean", DATA, budget=b, **KW)
+    assert b.spent == Fraction(1, 2)
+    charging = _pad.RandomDelay(epsilon=Fraction(1, 4), bound_ns=100, charge=True)
+    b = snapcore.Budget(1)
+    with _pad.random_delay(charging):
+        snapcore.release("mean", DATA, budget=b, **KW)
+    assert b.spent == Fraction(3, 4)
+    assert [label for label, _ in b.history] == ["timing of mean", "mean"]
+    # Not enough for both: refused before anything is spent (a ledger records nothing).
+    path = tmp_path / "ledger.sqlite3"
+    snapcore.Ledger.init(path, Fraction(3, 5))
+    lb = snapcore.Budget.from_ledger(path)
+    with _pad.random_delay(charging), pytest.raises(BudgetExceededError, match="ε_t"):
+        snapcore.release("mean", DATA, budget=lb, **KW)
+    assert lb.spent == 0 and snapcore.Ledger(path).entries == ()
