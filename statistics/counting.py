@@ -271,6 +271,54 @@ def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
     return cats, index
 
 
+def category_labels(cats: Sequence[Any]) -> tuple[str, ...]:
+    """One label per category, distinct for distinct categories.
+
+    Each category prints as ``str`` (``1``, ``north``, ``True``) unless two would print
+    alike (``1`` and ``"1"``, ``True`` and ``"True"``, ``0.1`` and ``np.float32(0.1)``):
+    then every label says its kind, under the normalisation of
+    :func:`~snapcore.data.category_key` — strings quoted (``'1'``), truth values as
+    ``True``/``False``, numbers by exact value (an int in digits, a double as the
+    shortest text that reads back as it, any other rational as ``p/q``).  Distinct
+    categories have distinct keys, so these labels are distinct.
+    """
+    plain = [_plain_label(c) for c in cats]
+    if None not in plain and len(set(plain)) == len(plain):
+        return tuple(plain)  # type: ignore[arg-type]
+    return tuple(_kind_label(c) for c in cats)
+
+
+def _plain_label(c: Any) -> str | None:
+    try:
+        return str(c)
+    except ValueError:  # an int beyond Python's str-conversion digit limit
+        return None
+
+
+def _kind_label(c: Any) -> str:
+    kind, value = category_key(c)
+    if kind == "str":
+        return repr(str(value))
+    if kind == "bool":
+        return repr(bool(value))
+    q: Fraction = value
+    if q.denominator == 1:
+        n = q.numerator
+        return str(n) if n.bit_length() < 4000 else f"{n:#x}"
+    if q.denominator & (q.denominator - 1) == 0:
+        try:
+            f = q.numerator / q.denominator
+        except OverflowError:
+            f = None
+        if f is not None and Fraction(f) == q:
+            return repr(f)
+    return (
+        f"{q.numerator:#x}/{q.denominator:#x}"
+        if max(q.numerator.bit_length(), q.denominator.bit_length()) >= 4000
+        else f"{q.numerator}/{q.denominator}"
+    )
+
+
 class Histogram(Statistic):
     """Counts per bin: given bin edges (numeric data) or categories.
 
@@ -365,7 +413,7 @@ class Histogram(Statistic):
                 parameter="out_of_range",
             )
         spec = _category_bins(cats)
-        if other and "other" in (str(c) for c in spec[0]):
+        if other and "other" in category_labels(spec[0]):
             raise ParameterError(
                 f"{keyword('other', True)} adds a bin labelled 'other'; a category has that label",
                 parameter="other",
@@ -427,7 +475,7 @@ class Histogram(Statistic):
             )
             placement = counted + "; bins [e_i, e_{i+1}), the last closed"
         else:
-            labels = tuple(str(c) for c in spec[0])
+            labels = category_labels(spec[0])
             placement = (
                 "a record counts in the one bin whose category equals it under exact-value "
                 "matching (numbers by exact value, strings as strings, bools as bools); "

@@ -19,7 +19,6 @@ whose key is not in the key set (or is missing) are left out and never revealed.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -127,13 +126,17 @@ class GroupedRelease:
 
 
 def _json_key(k: Any) -> Any:
+    """A key as JSON: a bool as a bool, a string as a string, a number by its exact
+    value (an int, a float when it is a double, else the string ``p/q``)."""
     if isinstance(k, bool | np.bool_):
         return bool(k)
-    if isinstance(k, numbers.Integral):
-        return int(k)
-    if isinstance(k, numbers.Real):
-        return float(k)
-    return k if isinstance(k, str) else str(k)
+    if isinstance(k, str):
+        return str(k)
+    _, q = category_key(k)
+    if q.denominator == 1:
+        return int(q)
+    f = float(q)
+    return f if Fraction(f) == q else f"{q.numerator}/{q.denominator}"
 
 
 def check_grouping(by: Any, keys: Any) -> tuple[Any, ...]:
@@ -172,6 +175,17 @@ def check_grouping(by: Any, keys: Any) -> tuple[Any, ...]:
                 parameter="keys",
             )
         seen[kk] = i
+    python_keys: dict[Any, int] = {}
+    for i, k in enumerate(out):
+        j = python_keys.setdefault(k, i)
+        if j != i:  # True and 1: two keys, but one key of a Python dict
+            raise ParameterError(
+                f"{name}[{j}] = {out[j]!r} and {name}[{i}] = {k!r} are different keys (a bool "
+                "is not a number), but Python dicts (the release's values, a mapping for "
+                f"{parameter_name('group_sizes')} or {parameter_name('n')}) hold them as "
+                "one, so one key set cannot hold both",
+                parameter="keys",
+            )
     return out
 
 

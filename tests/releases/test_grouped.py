@@ -6,6 +6,7 @@ import json
 import re
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import snapcore
@@ -218,3 +219,32 @@ def test_grouped_release_from_partial_states_per_key():
         snapcore.release("sum", {1: parts[1]}, **common)
     with pytest.raises(ParameterError, match="applies to data held in memory"):
         snapcore.release("sum", parts, missing="impute", impute=0, **common)
+
+
+def test_a_bool_key_and_a_number_key_stay_apart():
+    data = {"g": [True, 1, "1", 1.0, np.bool_(True), 2], "x": [0.5] * 6}
+    # True and 1 are different category keys but one Python dict key: refused up front
+    with pytest.raises(ParameterError, match="a bool is not a number") as e:
+        snapcore.release("count", data, by="g", keys=[True, 1], n=9, epsilon=1)
+    assert e.value.parameter == "keys"
+    g = snapcore.release(
+        "count", data, by="g", keys=[True, "1", 2], n=9, epsilon=1,
+        source=snapcore.SeededSource(3),
+    )  # fmt: skip
+    exact = _exact_group_values("count", data, "g", [True, "1", 2], Neighbouring.ADD_REMOVE, n=9)
+    assert exact == [(2,), (1,), (1,)]  # True: two bools; "1": one string; 2: one int
+    out = g.to_dict()
+    assert out["keys"] == [True, "1", 2]
+    assert [type(k) for k in out["keys"]] == [bool, str, int]
+    assert g[True] is not g["1"] and g[np.bool_(True)] is g[True]
+    with pytest.raises(KeyError):
+        g[1]
+
+
+def test_keys_print_by_their_exact_value_in_json():
+    keys = [Fraction(1, 3), float(Fraction(1, 3)), np.float32(0.1), 0.1, 10**20]
+    data = {"g": keys, "x": [0.5] * len(keys)}
+    g = snapcore.release("count", data, by="g", keys=keys, n=9, epsilon=1)
+    out = json.loads(json.dumps(g.to_dict()))
+    assert out["keys"] == ["1/3", 1 / 3, 0.10000000149011612, 0.1, 10**20]
+    assert len({json.dumps(k) for k in out["keys"]}) == len(keys)

@@ -282,3 +282,41 @@ def test_histogram_finalize_refuses_bounds_and_add_remove_needs_a_cap():
     assert info.value.parameter == "data_bounds"
     with pytest.raises(ParameterError, match=r"^statistic 'histogram' under the add-remove"):
         Histogram().prepare(_ds(), data_bounds=None, n=None, relation=ADD_REMOVE, bins=[0.0, 1.0])
+
+
+# -- category labels: distinct categories print differently ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("cats", "labels"),
+    [
+        ([1, "a", True], ("1", "a", "True")),  # no two alike: as str
+        ([1, "1"], ("1", "'1'")),
+        ([True, "True", 2], ("True", "'True'", "2")),
+        ([0.1, np.float32(0.1)], ("0.1", "0.10000000149011612")),
+        ([Fraction(1, 3), float(Fraction(1, 3)), np.str_("x")],
+         ("1/3", "0.3333333333333333", "x")),
+        ([Decimal("0.5"), "0.5", 10**5000], ("0.5", "'0.5'", f"{10**5000:#x}")),
+    ],
+)  # fmt: skip
+def test_category_labels_are_distinct_for_distinct_categories(cats, labels):
+    from snapcore.statistics.counting import category_labels
+
+    assert category_labels(cats) == labels
+    p = Histogram().prepare(
+        as_dataset(list(cats) * 2 + [cats[0]]),
+        data_bounds=None,
+        n=None,
+        relation=Neighbouring.REPLACE,
+        categories=cats,
+    )
+    assert tuple(p.labels) == labels and len(set(p.labels)) == len(cats)
+    assert p.values == (3, *[2] * (len(cats) - 1))  # each record in its own bin
+
+
+def test_other_is_refused_when_a_category_label_is_other():
+    with pytest.raises(ParameterError, match="labelled 'other'"):
+        Histogram().prepare(
+            as_dataset(["other"]), data_bounds=None, n=None,
+            relation=Neighbouring.REPLACE, categories=["other"], other=True,
+        )  # fmt: skip
