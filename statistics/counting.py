@@ -17,7 +17,7 @@ import numpy as np
 from snapcore.data._columns import Dataset
 from snapcore.data._missing import is_missing
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import CategoryKey, category_key, read_double
+from snapcore.data._values import CategoryKey, category_key, parameter_items, read_double
 from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.exact._sums import bin_counts, bin_index
 from snapcore.plugins._hookspecs import hookimpl
@@ -208,13 +208,11 @@ def _bin_labels(edges: list[float], clamped: bool) -> BinLabels:
 
 
 def _edges(bins: Any) -> np.ndarray:
-    if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(
-            f"{parameter_name('bins')} must be a sequence of bin edges, got {show(bins)}",
-            parameter="bins",
-        )
+    """The bin edges as float64, each read by the value rules (an exact double, from
+    any container: a long double that is not a double is refused, never rounded)."""
     if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
-        fast = bins.astype(np.float64)
+        # float16/32/64 are doubles exactly; a long double is read item by item below
+        fast = bins.astype(np.float64) if bins.dtype.itemsize <= 8 else None
     elif isinstance(bins, list) and all(type(e) is float for e in bins):
         fast = np.array(bins, dtype=np.float64)
     else:
@@ -226,7 +224,8 @@ def _edges(bins: Any) -> np.ndarray:
         and bool((fast[1:] > fast[:-1]).all())
     ):
         return fast  # doubles, finite, strictly increasing: what the checks below ask
-    out = [float(read_double(f"bins[{i}]", e, parameter="bins")) for i, e in enumerate(bins)]
+    items = parameter_items(bins, "bins", "a sequence of bin edges")
+    out = [float(read_double(f"bins[{i}]", e, parameter="bins")) for i, e in enumerate(items)]
     name = parameter_name("bins")
     if len(out) < 2:
         raise ParameterError(
@@ -234,7 +233,7 @@ def _edges(bins: Any) -> np.ndarray:
         )
     if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(
-            f"{name} must be strictly increasing, got {list(bins)!r}", parameter="bins"
+            f"{name} must be strictly increasing, got {show(items)}", parameter="bins"
         )
     return np.array(out, dtype=np.float64)
 
@@ -242,11 +241,7 @@ def _edges(bins: Any) -> np.ndarray:
 def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
     """The categories as given and the bin of each normalised key (distinct keys only)."""
     name = parameter_name("categories")
-    if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-        raise ParameterError(
-            f"{name} must be a sequence of values, got {show(cats)}", parameter="categories"
-        )
-    cats = list(cats)
+    cats = parameter_items(cats, "categories")
     if not cats:
         raise ParameterError(f"{name} must not be empty", parameter="categories")
     index: dict[CategoryKey, int] = {}
