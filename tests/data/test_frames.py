@@ -239,3 +239,17 @@ def test_a_dask_frame_with_nullable_integers_stays_exact():
         snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
     got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
     assert got == snapcore.partial("sum", present, data_bounds=bounds)
+
+
+@pytest.mark.parametrize("backend", ["numpy_nullable", "pyarrow"])
+def test_dask_parquet_read_with_nullable_dtypes_stays_exact(tmp_path, backend):
+    dd = pytest.importorskip("dask.dataframe")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"x": pa.array(_BIG, type=pa.int64())}), path)
+    bounds = (-(2.0**63), 2.0**63)
+    ddf = dd.read_parquet(path, dtype_backend=backend)
+    with pytest.raises(snapcore.errors.MissingValueError):
+        snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
+    got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
+    assert got == snapcore.partial("sum", [v for v in _BIG if v is not None], data_bounds=bounds)
