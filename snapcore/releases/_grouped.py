@@ -27,6 +27,7 @@ import attrs
 import numpy as np
 
 from snapcore.data._columns import as_dataset, column_records, is_data_frame, table_column
+from snapcore.data._frames import is_dask, to_columns
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
@@ -213,7 +214,8 @@ def plan_groups(
     """Check and plan one release per key of ``request``, before any noise is drawn.
 
     ``plan(records, n)`` plans the release of one group's records with its public n.
-    ``request.data`` is a DataFrame or a mapping of columns, or a mapping
+    ``request.data`` is a data frame (pandas, or any narwhals reads: polars eager or
+    lazy, pyarrow), a mapping of columns, or a mapping
     ``{key: Partial}`` with the partial state of every key of the key set (the records
     of each group, read in chunks; :func:`snapcore.partial`):
     ``plan`` then gets the Partial.
@@ -224,6 +226,8 @@ def plan_groups(
     group_sizes, n, key_set = request.group_sizes, request.n, request.keys
     if by is None or key_set is None:
         raise ValueError("plan_groups needs a request checked by check_grouping")
+    if not isinstance(data, Mapping) and not is_dask(data):
+        data = to_columns(data)  # polars, pyarrow, ...: columns read by their declared types
     partials = (
         isinstance(data, Mapping)
         and len(data) > 0

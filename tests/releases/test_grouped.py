@@ -248,3 +248,22 @@ def test_keys_print_by_their_exact_value_in_json():
     out = json.loads(json.dumps(g.to_dict()))
     assert out["keys"] == ["1/3", 1 / 3, 0.10000000149011612, 0.1, 10**20]
     assert len({json.dumps(k) for k in out["keys"]}) == len(keys)
+
+
+def test_a_key_column_with_a_null_groups_by_exact_keys_in_every_frame():
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    big = 2**53 + 1  # float64 would make it 2**53, the next key
+    keys = [big, 2**53, 2**53 + 3]
+    d = {"g": [big, big, None, 2**53 + 3, 2**53 + 4], "x": [0.5, 0.25, 1.0, 0.5, 0.75]}
+    want = _exact_group_values(
+        "sum", d, "g", keys, Neighbouring.ADD_REMOVE, n=5, column="x", checked_bounds=((0, 1),)
+    )
+    assert want == [(Fraction(3, 4),), (0,), (Fraction(1, 2),)]
+    frames = [pl.DataFrame(d), pl.DataFrame(d).lazy(), pa.table(d)]
+    for frame in frames:
+        got = _exact_group_values(
+            "sum", frame, "g", keys, Neighbouring.ADD_REMOVE, n=5, column="x",
+            checked_bounds=((0, 1),),
+        )  # fmt: skip
+        assert got == want, type(frame)
