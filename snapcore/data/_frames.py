@@ -6,9 +6,13 @@ pandas objects, NumPy arrays, Python sequences and mappings are read by
 and others) recognises is turned into a mapping of column name to NumPy array:
 lazy frames (polars ``LazyFrame``) are narrowed to the columns the statistic reads
 and collected, and each column becomes a NumPy array without a copy where the
-library allows it (a numeric column without missing values, in one chunk).  The
-values are then read by the same rules as every other input, so the same data in
-any library give the same dataset and, for the same draws, the same release.
+library allows it (a numeric column without missing values, in one chunk).  Each
+column keeps its declared type: an integer column with nulls becomes Python ints
+with None at each null (:func:`series_records`), never float64.  pyarrow arrays and
+record batches are read as chunked arrays and tables, dictionary-encoded columns as
+their values.  The values are then read by the same rules as every other input, so
+the same data in any library give the same dataset and, for the same draws, the same
+release.
 
 Dask data frames are not read here: :mod:`snapcore.releases._partials` computes one partial
 state per partition on the workers.

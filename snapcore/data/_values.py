@@ -26,6 +26,10 @@ Values about private data are reported by type only, never by value or position
 (:func:`read_value`, :func:`read_values`, :func:`read_column`); parameters are
 public and are shown, kept short by :func:`snapcore.errors.show`.
 
+A NumPy masked array is read as its records with each masked element missing
+(:func:`unmasked`); parameters given as containers (bin edges, categories) are read
+item by item by the same rule (:func:`parameter_items`), whatever the container.
+
 Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
 error, :class:`~snapcore.errors.MissingValueError`, by the rule of
 :mod:`snapcore.data._missing` (``is_missing``, ``check_missing``).
