@@ -8,6 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
+from slow_sample import slow_examples
 
 import snapcore
 from snapcore.data._frames import to_columns
@@ -253,3 +255,30 @@ def test_dask_parquet_read_with_nullable_dtypes_stays_exact(tmp_path, backend):
         snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
     got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
     assert got == snapcore.partial("sum", [v for v in _BIG if v is not None], data_bounds=bounds)
+
+
+_INT64 = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([_TWO53 + 1, -_TWO53 - 1, 2**63 - 1, -(2**63), 0]),
+)
+
+
+def _check_read_alike(values):
+    present = [v for v in values if v is not None]
+    for name, (obj, column) in _int_containers(values, "int64").items():
+        records = snapcore.data.read_dataset(obj, column=column).arrays()[0]
+        assert [is_missing(v) for v in records] == [v is None for v in values], name
+        assert [v for v in records if not is_missing(v)] == present, name
+
+
+@settings(max_examples=30, derandomize=True)
+@given(st.lists(st.one_of(st.none(), _INT64), min_size=1, max_size=10))
+def test_int64_columns_with_nulls_are_read_alike_in_every_container(values):
+    _check_read_alike(values)
+
+
+@pytest.mark.slow
+@settings(max_examples=slow_examples(600), derandomize=True)
+@given(st.lists(st.one_of(st.none(), _INT64), min_size=1, max_size=40))
+def test_int64_columns_with_nulls_are_read_alike_in_every_container_slow(values):
+    _check_read_alike(values)
