@@ -277,9 +277,9 @@ def category_labels(cats: Sequence[Any]) -> tuple[str, ...]:
     shortest text that reads back as it, any other rational as ``p/q``).  Distinct
     categories have distinct keys, so these labels are distinct.
     """
-    plain = [_plain_label(c) for c in cats]
-    if None not in plain and len(set(plain)) == len(plain):
-        return tuple(plain)  # type: ignore[arg-type]
+    plain = [p for p in map(_plain_label, cats) if p is not None]
+    if len(plain) == len(cats) and len(set(plain)) == len(plain):
+        return tuple(plain)
     return tuple(_kind_label(c) for c in cats)
 
 
