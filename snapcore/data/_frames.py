@@ -29,7 +29,7 @@ from snapcore.data._columns import Dataset, as_dataset, column_keys
 from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
-__all__ = ["is_dask", "read_dataset", "series_records", "to_columns"]
+__all__ = ["is_dask", "is_local_frame", "read_dataset", "series_records", "to_columns"]
 
 # Libraries read directly by as_dataset (no conversion).
 _DIRECT = ("pandas", "numpy", "builtins")
@@ -42,6 +42,22 @@ def _library(obj: Any) -> str:
 def is_dask(obj: Any) -> bool:
     """Whether ``obj`` is a Dask collection (read partition by partition)."""
     return _library(obj) in ("dask", "dask_expr") and hasattr(obj, "to_delayed")
+
+
+def is_local_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a data frame held in this process that :func:`to_columns`
+    turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
+    knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
+    read partition by partition where it lives."""
+    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
+        return False
+    if _library(obj) in ("polars", "pyarrow"):
+        return True
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals is a dependency
+        return False
+    return nw.from_native(obj, eager_only=True, pass_through=True) is not obj
 
 
 def to_columns(data: Any, column: Any = None) -> Any:

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
-from snapcore.data._columns import as_dataset, column_records, is_data_frame, table_column
-from snapcore.data._frames import is_dask, to_columns
+from snapcore.data._columns import (
+    Dataset,
+    as_dataset,
+    column_records,
+    is_data_frame,
+    table_column,
+)
+from snapcore.data._frames import is_local_frame, to_columns
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
@@ -35,9 +41,6 @@ from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins._statistic import Statistic, check_n
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest
-
-if TYPE_CHECKING:
-    from snapcore.data._columns import Dataset
 
 P = TypeVar("P")
 
@@ -226,8 +229,8 @@ def plan_groups(
     group_sizes, n, key_set = request.group_sizes, request.n, request.keys
     if by is None or key_set is None:
         raise ValueError("plan_groups needs a request checked by check_grouping")
-    if not isinstance(data, Mapping) and not is_dask(data):
-        data = to_columns(data)  # polars, pyarrow, ...: columns read by their declared types
+    if is_local_frame(data):  # polars, pyarrow, ...: columns read by their declared types
+        data = to_columns(data)
     partials = (
         isinstance(data, Mapping)
         and len(data) > 0
@@ -277,9 +280,11 @@ def plan_groups(
     else:
         ns = _per_key("n", n, key_set)  # each n checked in the request
         sizes_note = "private (each group is capped at its public n)"
-    if rel is Neighbouring.REPLACE and not partials:
+    if rel is Neighbouring.REPLACE:
         for key, sub, size in zip(key_set, groups, ns, strict=True):
-            if size != sub.size:  # the group's true number of records is not shown
+            # records in memory (a merged state is checked when it is finalised); the
+            # group's true number of records is not shown
+            if isinstance(sub, Dataset) and size != sub.size:
                 raise ParameterError(
                     f"{parameter_name('group_sizes')} must give the number of records of each "
                     f"group (public under the replace relation); the size declared for key "

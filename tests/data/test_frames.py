@@ -282,3 +282,15 @@ def test_int64_columns_with_nulls_are_read_alike_in_every_container(values):
 @given(st.lists(st.one_of(st.none(), _INT64), min_size=1, max_size=40))
 def test_int64_columns_with_nulls_are_read_alike_in_every_container_slow(values):
     _check_read_alike(values)
+
+
+def test_only_frames_held_here_are_turned_into_columns():
+    from snapcore.data._frames import is_local_frame
+
+    d = {"g": [1, 2], "x": [0.5, 0.25]}
+    for frame in (pl.DataFrame(d), pl.DataFrame(d).lazy(), pa.table(d), pa.record_batch(d)):
+        assert is_local_frame(frame), type(frame)
+    for other in (pd.DataFrame(d), d, np.array([1.0]), [1.0]):
+        assert not is_local_frame(other), type(other)
+    dd = pytest.importorskip("dask.dataframe")
+    assert not is_local_frame(dd.from_pandas(pd.DataFrame(d), npartitions=1))
