@@ -44,22 +44,6 @@ def is_dask(obj: Any) -> bool:
     return _library(obj) in ("dask", "dask_expr") and hasattr(obj, "to_delayed")
 
 
-def is_local_frame(obj: Any) -> bool:
-    """Whether ``obj`` is a data frame held in this process that :func:`to_columns`
-    turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
-    knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
-    read partition by partition where it lives."""
-    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
-        return False
-    if _library(obj) in ("polars", "pyarrow"):
-        return True
-    try:
-        import narwhals.stable.v1 as nw
-    except ImportError:  # pragma: no cover - narwhals is a dependency
-        return False
-    return nw.from_native(obj, eager_only=True, pass_through=True) is not obj
-
-
 def to_columns(data: Any, column: Any = None) -> Any:
     """``data`` itself if :func:`~snapcore.data.as_dataset` reads it, otherwise a
     mapping of column name to NumPy array (only the named columns, if ``column`` is
@@ -172,3 +156,19 @@ def read_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
             raise ParameterError(f"this statistic reads {columns} column(s); the table has 0")
         return Dataset([], [], table.size)
     return as_dataset(table, column=column, columns=columns)
+
+
+def is_local_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a data frame held in this process that :func:`to_columns`
+    turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
+    knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
+    read partition by partition where it lives."""
+    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
+        return False
+    if _library(obj) in ("polars", "pyarrow"):
+        return True
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals is a dependency
+        return False
+    return nw.from_native(obj, eager_only=True, pass_through=True) is not obj
