@@ -17,7 +17,7 @@ import numpy as np
 from snapcore.data._columns import Dataset
 from snapcore.data._missing import is_missing
 from snapcore.data._neighbouring import Neighbouring
-from snapcore.data._values import CategoryKey, category_key, read_double
+from snapcore.data._values import CategoryKey, category_key, parameter_items, read_double
 from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.exact._sums import bin_counts, bin_index
 from snapcore.plugins._hookspecs import hookimpl
@@ -218,13 +218,11 @@ def _bin_labels(edges: list[float], clamped: bool) -> BinLabels:
 
 
 def _edges(bins: Any) -> np.ndarray:
-    if isinstance(bins, str | bytes) or not isinstance(bins, Sequence | np.ndarray):
-        raise ParameterError(
-            f"{parameter_name('bins')} must be a sequence of bin edges, got {show(bins)}",
-            parameter="bins",
-        )
+    """The bin edges as float64, each read by the value rules (an exact double, from
+    any container: a long double that is not a double is refused, never rounded)."""
     if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.dtype.kind == "f":
-        fast = bins.astype(np.float64)
+        # float16/32/64 are doubles exactly; a long double is read item by item below
+        fast = bins.astype(np.float64) if bins.dtype.itemsize <= 8 else None
     elif isinstance(bins, list) and all(type(e) is float for e in bins):
         fast = np.array(bins, dtype=np.float64)
     else:
@@ -236,7 +234,8 @@ def _edges(bins: Any) -> np.ndarray:
         and bool((fast[1:] > fast[:-1]).all())
     ):
         return fast  # doubles, finite, strictly increasing: what the checks below ask
-    out = [float(read_double(f"bins[{i}]", e, parameter="bins")) for i, e in enumerate(bins)]
+    items = parameter_items(bins, "bins", "a sequence of bin edges")
+    out = [float(read_double(f"bins[{i}]", e, parameter="bins")) for i, e in enumerate(items)]
     name = parameter_name("bins")
     if len(out) < 2:
         raise ParameterError(
@@ -244,7 +243,7 @@ def _edges(bins: Any) -> np.ndarray:
         )
     if any(not x < y for x, y in itertools.pairwise(out)):
         raise ParameterError(
-            f"{name} must be strictly increasing, got {list(bins)!r}", parameter="bins"
+            f"{name} must be strictly increasing, got {show(items)}", parameter="bins"
         )
     return np.array(out, dtype=np.float64)
 
@@ -252,11 +251,7 @@ def _edges(bins: Any) -> np.ndarray:
 def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
     """The categories as given and the bin of each normalised key (distinct keys only)."""
     name = parameter_name("categories")
-    if isinstance(cats, str | bytes) or not isinstance(cats, Sequence | np.ndarray):
-        raise ParameterError(
-            f"{name} must be a sequence of values, got {show(cats)}", parameter="categories"
-        )
-    cats = list(cats)
+    cats = parameter_items(cats, "categories")
     if not cats:
         raise ParameterError(f"{name} must not be empty", parameter="categories")
     index: dict[CategoryKey, int] = {}
@@ -279,6 +274,54 @@ def _category_bins(cats: Any) -> tuple[list[Any], dict[CategoryKey, int]]:
             )
         index[key] = j
     return cats, index
+
+
+def category_labels(cats: Sequence[Any]) -> tuple[str, ...]:
+    """One label per category, distinct for distinct categories.
+
+    Each category prints as ``str`` (``1``, ``north``, ``True``) unless two would print
+    alike (``1`` and ``"1"``, ``True`` and ``"True"``, ``0.1`` and ``np.float32(0.1)``):
+    then every label says its kind, under the normalisation of
+    :func:`~snapcore.data.category_key` — strings quoted (``'1'``), truth values as
+    ``True``/``False``, numbers by exact value (an int in digits, a double as the
+    shortest text that reads back as it, any other rational as ``p/q``).  Distinct
+    categories have distinct keys, so these labels are distinct.
+    """
+    plain = [p for p in map(_plain_label, cats) if p is not None]
+    if len(plain) == len(cats) and len(set(plain)) == len(plain):
+        return tuple(plain)
+    return tuple(_kind_label(c) for c in cats)
+
+
+def _plain_label(c: Any) -> str | None:
+    try:
+        return str(c)
+    except ValueError:  # an int beyond Python's str-conversion digit limit
+        return None
+
+
+def _kind_label(c: Any) -> str:
+    kind, value = category_key(c)
+    if kind == "str":
+        return repr(str(value))
+    if kind == "bool":
+        return repr(bool(value))
+    q: Fraction = value
+    if q.denominator == 1:
+        n = q.numerator
+        return str(n) if n.bit_length() < 4000 else f"{n:#x}"
+    if q.denominator & (q.denominator - 1) == 0:
+        try:
+            f = q.numerator / q.denominator
+        except OverflowError:
+            f = None
+        if f is not None and Fraction(f) == q:
+            return repr(f)
+    return (
+        f"{q.numerator:#x}/{q.denominator:#x}"
+        if max(q.numerator.bit_length(), q.denominator.bit_length()) >= 4000
+        else f"{q.numerator}/{q.denominator}"
+    )
 
 
 class Histogram(Statistic):
@@ -385,7 +428,7 @@ class Histogram(Statistic):
                 parameter="out_of_range",
             )
         spec = _category_bins(cats)
-        if other and "other" in (str(c) for c in spec[0]):
+        if other and "other" in category_labels(spec[0]):
             raise ParameterError(
                 f"{keyword('other', True)} adds a bin labelled 'other'; a category has that label",
                 parameter="other",
@@ -447,7 +490,7 @@ class Histogram(Statistic):
             )
             placement = counted + "; bins [e_i, e_{i+1}), the last closed"
         else:
-            labels = tuple(str(c) for c in spec[0])
+            labels = category_labels(spec[0])
             placement = (
                 "a record counts in the one bin whose category equals it under exact-value "
                 "matching (numbers by exact value, strings as strings, bools as bools); "

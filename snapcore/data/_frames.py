@@ -6,9 +6,13 @@ pandas objects, NumPy arrays, Python sequences and mappings are read by
 and others) recognises is turned into a mapping of column name to NumPy array:
 lazy frames (polars ``LazyFrame``) are narrowed to the columns the statistic reads
 and collected, and each column becomes a NumPy array without a copy where the
-library allows it (a numeric column without missing values, in one chunk).  The
-values are then read by the same rules as every other input, so the same data in
-any library give the same dataset and, for the same draws, the same release.
+library allows it (a numeric column without missing values, in one chunk).  Each
+column keeps its declared type: an integer column with nulls becomes Python ints
+with None at each null (:func:`series_records`), never float64.  pyarrow arrays and
+record batches are read as chunked arrays and tables, dictionary-encoded columns as
+their values.  The values are then read by the same rules as every other input, so
+the same data in any library give the same dataset and, for the same draws, the same
+release.
 
 Dask and Spark data frames are not read here: :mod:`snapcore.releases._partials` and
 :mod:`snapcore.releases._spark` compute one partial state per partition on the workers
@@ -27,7 +31,15 @@ from snapcore.data._files import _arrow_columns
 from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
-__all__ = ["arrow_columns", "is_dask", "is_spark", "read_dataset", "series_records", "to_columns"]
+__all__ = [
+    "arrow_columns",
+    "is_dask",
+    "is_local_frame",
+    "is_spark",
+    "read_dataset",
+    "series_records",
+    "to_columns",
+]
 
 # Libraries read directly by as_dataset (no conversion).
 _DIRECT = ("pandas", "numpy", "builtins")
@@ -171,3 +183,19 @@ def read_dataset(data: Any, *, column: Any = None, columns: int = 1) -> Dataset:
             raise ParameterError(f"this statistic reads {columns} column(s); the table has 0")
         return Dataset([], [], table.size)
     return as_dataset(table, column=column, columns=columns)
+
+
+def is_local_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a data frame held in this process that :func:`to_columns`
+    turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
+    knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
+    read partition by partition where it lives."""
+    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
+        return False
+    if _library(obj) in ("polars", "pyarrow"):
+        return True
+    try:
+        import narwhals.stable.v1 as nw
+    except ImportError:  # pragma: no cover - narwhals is a dependency
+        return False
+    return nw.from_native(obj, eager_only=True, pass_through=True) is not obj

@@ -26,6 +26,10 @@ Values about private data are reported by type only, never by value or position
 (:func:`read_value`, :func:`read_values`, :func:`read_column`); parameters are
 public and are shown, kept short by :func:`snapcore.errors.show`.
 
+A NumPy masked array is read as its records with each masked element missing
+(:func:`unmasked`); parameters given as containers (bin edges, categories) are read
+item by item by the same rule (:func:`parameter_items`), whatever the container.
+
 Missing values (``None``, NaN, pandas ``NA``, ``NaT``) in a data column raise one
 error, :class:`~snapcore.errors.MissingValueError`, by the rule of
 :mod:`snapcore.data._missing` (``is_missing``, ``check_missing``).
@@ -59,6 +63,7 @@ __all__ = [
     "category_keys",
     "exact_ratio",
     "key_positions",
+    "parameter_items",
     "read_column",
     "read_double",
     "read_double_pair",
@@ -550,6 +555,31 @@ def _column_array(obj: Any) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out
+
+
+def parameter_items(value: Any, parameter: str, what: str = "a sequence of values") -> list[Any]:
+    """The items of a one-dimensional parameter given as a container (bin edges,
+    categories): a list, a tuple, a NumPy array, or a pandas, polars or pyarrow series.
+
+    Each item is returned as the container holds it (a NumPy scalar stays a NumPy
+    scalar, a long double a long double), to be read by the value rules like a record:
+    no container rounds an item on the way in.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is a string, a mapping or a scalar (the message names
+        ``parameter`` and says it must be ``what``); an item that is itself a
+        container is the caller's to refuse, as any item of the wrong type.
+    """
+    name = parameter_name(parameter)
+    if isinstance(value, str | bytes | bytearray | memoryview | dict) or not (
+        isinstance(value, Sequence | np.ndarray) or hasattr(value, "to_numpy")
+    ):
+        raise ParameterError(f"{name} must be {what}, got {show(value)}", parameter=parameter)
+    if isinstance(value, Sequence | np.ndarray):
+        return list(unmasked(value) if isinstance(value, np.ma.MaskedArray) else value)
+    return list(_column_array(value))  # a series: its items, none converted
 
 
 class Column:

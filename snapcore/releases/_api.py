@@ -533,7 +533,7 @@ def _prepare(
         ds = read_dataset(data, column=column, columns=stat.columns).apply_missing(policy)
         prep = stat.prepare(ds, data_bounds=data_bounds, n=n, relation=relation, **options)
         return prep, data_bounds
-    from snapcore.releases._partials import Partial, dask_state, freeze_options
+    from snapcore.releases._partials import Partial, dask_state
 
     if policy.kind != "error" and (isinstance(data, Partial) or is_dask(data)):
         raise ParameterError(
@@ -554,7 +554,7 @@ def _prepare(
                 f"computed with ({checked!r}), or omitted",
                 parameter="data_bounds",
             )
-        if options and freeze_options(options) != data.options:
+        if options and not data.has_options(options):
             raise ParameterError(
                 "the statistic's options must be those the partial state was computed "
                 "with, or omitted"

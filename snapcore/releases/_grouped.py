@@ -19,15 +19,21 @@ whose key is not in the key set (or is missing) are left out and never revealed.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
 
-from snapcore.data._columns import as_dataset, column_records, is_data_frame, table_column
+from snapcore.data._columns import (
+    Dataset,
+    as_dataset,
+    column_records,
+    is_data_frame,
+    table_column,
+)
+from snapcore.data._frames import is_local_frame, to_columns
 from snapcore.data._missing import MissingPolicy, is_missing
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
@@ -35,9 +41,6 @@ from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins._statistic import Statistic, check_n
 from snapcore.releases._record import Release
 from snapcore.releases._request import ReleaseRequest
-
-if TYPE_CHECKING:
-    from snapcore.data._columns import Dataset
 
 P = TypeVar("P")
 
@@ -127,13 +130,17 @@ class GroupedRelease:
 
 
 def _json_key(k: Any) -> Any:
+    """A key as JSON: a bool as a bool, a string as a string, a number by its exact
+    value (an int, a float when it is a double, else the string ``p/q``)."""
     if isinstance(k, bool | np.bool_):
         return bool(k)
-    if isinstance(k, numbers.Integral):
-        return int(k)
-    if isinstance(k, numbers.Real):
-        return float(k)
-    return k if isinstance(k, str) else str(k)
+    if isinstance(k, str):
+        return str(k)
+    _, q = category_key(k)
+    if q.denominator == 1:
+        return int(q)
+    f = float(q)
+    return f if Fraction(f) == q else f"{q.numerator}/{q.denominator}"
 
 
 def check_grouping(by: Any, keys: Any) -> tuple[Any, ...]:
@@ -172,6 +179,17 @@ def check_grouping(by: Any, keys: Any) -> tuple[Any, ...]:
                 parameter="keys",
             )
         seen[kk] = i
+    python_keys: dict[Any, int] = {}
+    for i, k in enumerate(out):
+        j = python_keys.setdefault(k, i)
+        if j != i:  # True and 1: two keys, but one key of a Python dict
+            raise ParameterError(
+                f"{name}[{j}] = {out[j]!r} and {name}[{i}] = {k!r} are different keys (a bool "
+                "is not a number), but Python dicts (the release's values, a mapping for "
+                f"{parameter_name('group_sizes')} or {parameter_name('n')}) hold them as "
+                "one, so one key set cannot hold both",
+                parameter="keys",
+            )
     return out
 
 
@@ -202,7 +220,8 @@ def plan_groups(
     """Check and plan one release per key of ``request``, before any noise is drawn.
 
     ``plan(records, n)`` plans the release of one group's records with its public n.
-    ``request.data`` is a DataFrame or a mapping of columns, or a mapping
+    ``request.data`` is a data frame (pandas, or any narwhals reads: polars eager or
+    lazy, pyarrow), a mapping of columns, or a mapping
     ``{key: Partial}`` with the partial state of every key of the key set (the records
     of each group, read in chunks; :func:`snapcore.partial`):
     ``plan`` then gets the Partial.  With ``split``, the data are read by
@@ -216,6 +235,8 @@ def plan_groups(
     group_sizes, n, key_set = request.group_sizes, request.n, request.keys
     if by is None or key_set is None:
         raise ValueError("plan_groups needs a request checked by check_grouping")
+    if is_local_frame(data):  # polars, pyarrow, ...: columns read by their declared types
+        data = to_columns(data)
     partials = (
         isinstance(data, Mapping)
         and len(data) > 0
@@ -269,9 +290,11 @@ def plan_groups(
     else:
         ns = _per_key("n", n, key_set)  # each n checked in the request
         sizes_note = "private (each group is capped at its public n)"
-    if rel is Neighbouring.REPLACE and not partials:
+    if rel is Neighbouring.REPLACE:
         for key, sub, size in zip(key_set, groups, ns, strict=True):
-            if size != sub.size:  # the group's true number of records is not shown
+            # records in memory (a merged state is checked when it is finalised); the
+            # group's true number of records is not shown
+            if isinstance(sub, Dataset) and size != sub.size:
                 raise ParameterError(
                     f"{parameter_name('group_sizes')} must give the number of records of each "
                     f"group (public under the replace relation); the size declared for key "

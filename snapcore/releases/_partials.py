@@ -30,6 +30,7 @@ import numpy as np
 from snapcore.data._columns import column_keys
 from snapcore.data._frames import is_dask, is_spark, read_dataset
 from snapcore.data._missing import MissingPolicy
+from snapcore.data._values import category_key, type_name
 from snapcore.errors import ParameterError, SnapcoreError, WorkerError
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import DataBounds, State, Statistic, accumulate, check_data_bounds
@@ -39,9 +40,11 @@ __all__ = ["Partial", "dask_state", "merge", "partial"]
 
 
 def _freeze(value: Any) -> Any:
-    """Options as a hashable, comparable value (sequences and arrays as tuples)."""
+    """Options as a hashable, comparable value (sequences and arrays as tuples; an
+    array's elements stay NumPy scalars, read later by the value rules, never rounded
+    to Python floats)."""
     if isinstance(value, np.ndarray):
-        return tuple(value.tolist())
+        return tuple(_freeze(v) for v in value) if value.ndim else value[()]
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     return value
@@ -50,6 +53,24 @@ def _freeze(value: Any) -> Any:
 def freeze_options(options: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The statistic's options as a sorted tuple of ``(name, value)`` pairs."""
     return tuple(sorted((k, _freeze(v)) for k, v in options.items()))
+
+
+def _option_key(value: Any) -> Any:
+    """A frozen option under the normalisation of category keys
+    (:func:`snapcore.data.category_key`): numbers by exact value, strings as strings,
+    bools as bools, so ``True`` and ``1``, ``1`` and ``"1"`` are different options;
+    tuples item by item; anything else by its type and value."""
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_option_key(v) for v in value))
+    try:
+        return category_key(value)
+    except ParameterError:
+        return ("other", type_name(value), value)
+
+
+def options_key(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """Frozen options as compared by :class:`Partial` (:func:`_option_key`)."""
+    return tuple((name, _option_key(value)) for name, value in options)
 
 
 @attrs.frozen(kw_only=True)
@@ -71,15 +92,21 @@ class Partial:
     statistic: str
     state: State
     data_bounds: DataBounds | None
-    options: tuple[tuple[str, Any], ...] = ()
+    options: tuple[tuple[str, Any], ...] = attrs.field(default=(), eq=options_key)
 
     def compatible(self, other: Partial) -> bool:
-        """Whether both are of the same statistic, bounds and options."""
-        return (self.statistic, self.data_bounds, self.options) == (
+        """Whether both are of the same statistic, bounds and options (options compared
+        as category keys are: ``categories=[True, 2]`` and ``[1, 2]`` differ)."""
+        return (self.statistic, self.data_bounds, options_key(self.options)) == (
             other.statistic,
             other.data_bounds,
-            other.options,
+            options_key(other.options),
         )
+
+    def has_options(self, options: Mapping[str, Any]) -> bool:
+        """Whether ``options`` (as given to a statistic) are this state's options, under
+        the same comparison as :meth:`compatible`."""
+        return options_key(freeze_options(options)) == options_key(self.options)
 
 
 def _resolve(statistic: Any, data_bounds: Any, options: Mapping[str, Any]) -> Any:

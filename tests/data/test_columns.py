@@ -205,3 +205,22 @@ def test_take_groups_is_take_per_group() -> None:
         for got_col, want_col in zip(sub.columns_as_given, want.columns_as_given, strict=True):
             assert got_col.dtype == want_col.dtype
             assert got_col.tolist() == want_col.tolist()
+
+
+def test_a_masked_column_drops_its_masked_records_and_not_their_values():
+    from snapcore.data._missing import check_missing_policy
+    from snapcore.data._neighbouring import Neighbouring
+
+    # the value under the mask (an infinity, a float64 NaN-free view would read it) is
+    # never read: the masked record is missing, and goes by the policy
+    col = np.ma.array([0.5, np.inf, 0.25, 2.0**60 + 1.0], mask=[False, True, False, False])
+    ds = as_dataset(col)
+    assert ds.float64_view(0) is None  # a view would show the masked value
+    with pytest.raises(DataError, match="missing values"):
+        ds.column(0)
+    drop = check_missing_policy("drop", None, Neighbouring.ADD_REMOVE)
+    kept = ds.apply_missing(drop)
+    assert kept.column(0).fractions() == [Fraction(1, 2), Fraction(1, 4), Fraction(2**60)]
+    ints = np.ma.array(np.array([2**62 + 1, 5, 3], dtype=np.int64), mask=[False, True, False])
+    assert as_dataset(ints).apply_missing(drop).column(0).fractions() == [2**62 + 1, 3]
+    assert as_dataset(ints).take(np.array([0, 2])).column(0).fractions() == [2**62 + 1, 3]

@@ -8,6 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
+from slow_sample import slow_examples
 
 import snapcore
 from snapcore.data._frames import to_columns
@@ -239,3 +241,56 @@ def test_a_dask_frame_with_nullable_integers_stays_exact():
         snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
     got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
     assert got == snapcore.partial("sum", present, data_bounds=bounds)
+
+
+@pytest.mark.parametrize("backend", ["numpy_nullable", "pyarrow"])
+def test_dask_parquet_read_with_nullable_dtypes_stays_exact(tmp_path, backend):
+    dd = pytest.importorskip("dask.dataframe")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"x": pa.array(_BIG, type=pa.int64())}), path)
+    bounds = (-(2.0**63), 2.0**63)
+    ddf = dd.read_parquet(path, dtype_backend=backend)
+    with pytest.raises(snapcore.errors.MissingValueError):
+        snapcore.partial("sum", ddf, column="x", data_bounds=bounds)
+    got = snapcore.partial("sum", ddf.dropna(), column="x", data_bounds=bounds)
+    assert got == snapcore.partial("sum", [v for v in _BIG if v is not None], data_bounds=bounds)
+
+
+_INT64 = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([_TWO53 + 1, -_TWO53 - 1, 2**63 - 1, -(2**63), 0]),
+)
+
+
+def _check_read_alike(values):
+    present = [v for v in values if v is not None]
+    for name, (obj, column) in _int_containers(values, "int64").items():
+        records = snapcore.data.read_dataset(obj, column=column).arrays()[0]
+        assert [is_missing(v) for v in records] == [v is None for v in values], name
+        assert [v for v in records if not is_missing(v)] == present, name
+
+
+@settings(max_examples=30, derandomize=True)
+@given(st.lists(st.one_of(st.none(), _INT64), min_size=1, max_size=10))
+def test_int64_columns_with_nulls_are_read_alike_in_every_container(values):
+    _check_read_alike(values)
+
+
+@pytest.mark.slow
+@settings(max_examples=slow_examples(600), derandomize=True)
+@given(st.lists(st.one_of(st.none(), _INT64), min_size=1, max_size=40))
+def test_int64_columns_with_nulls_are_read_alike_in_every_container_slow(values):
+    _check_read_alike(values)
+
+
+def test_only_frames_held_here_are_turned_into_columns():
+    from snapcore.data._frames import is_local_frame
+
+    d = {"g": [1, 2], "x": [0.5, 0.25]}
+    for frame in (pl.DataFrame(d), pl.DataFrame(d).lazy(), pa.table(d), pa.record_batch(d)):
+        assert is_local_frame(frame), type(frame)
+    for other in (pd.DataFrame(d), d, np.array([1.0]), [1.0]):
+        assert not is_local_frame(other), type(other)
+    dd = pytest.importorskip("dask.dataframe")
+    assert not is_local_frame(dd.from_pandas(pd.DataFrame(d), npartitions=1))

@@ -680,3 +680,24 @@ def test_key_positions_match_by_kind_and_exact_value():
                   Decimal("0.10"), None, math.nan, pd.NA, [1], math.inf]  # fmt: skip
     assert key_positions(records, keys).tolist() == [1, 0, 1, 1, 2, 2, 3, -1, 4] + [-1] * 5
     assert key_positions(np.array([0.5, math.nan, 1.0, 0.5]), keys).tolist() == [3, -1, 1, 3]
+
+
+# -- masked arrays: a masked element is missing, never the value under the mask -------
+
+
+def test_a_masked_array_is_read_without_its_masked_values():
+    from snapcore.data._values import read_values
+
+    big = 2**62 + 1  # not a double: an exact read keeps it
+    data = np.array([big, 12345, 7], dtype=np.int64)
+    rv = read_values(np.ma.array(data, mask=[False, False, False]))
+    assert rv.as_ratios() == [(big, 1), (12345, 1), (7, 1)]
+    with pytest.raises(MissingValueError):
+        read_values(np.ma.array(data, mask=[False, True, False]))
+    floats = np.ma.array([0.5, np.inf, 0.25], mask=[False, True, False])  # inf is masked
+    with pytest.raises(MissingValueError):
+        read_values(floats)
+    kw = {"epsilon": 1, "clamp_bounds": (0, 1)}
+    masked = SnappingMechanism(**kw, source=SeededSource(4)).release(np.ma.array([0.5, 0.25]))
+    plain = SnappingMechanism(**kw, source=SeededSource(4)).release(np.array([0.5, 0.25]))
+    assert np.asarray(masked).tolist() == np.asarray(plain).tolist()

@@ -6,6 +6,7 @@ import json
 import re
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import snapcore
@@ -218,3 +219,51 @@ def test_grouped_release_from_partial_states_per_key():
         snapcore.release("sum", {1: parts[1]}, **common)
     with pytest.raises(ParameterError, match="applies to data held in memory"):
         snapcore.release("sum", parts, missing="impute", impute=0, **common)
+
+
+def test_a_bool_key_and_a_number_key_stay_apart():
+    data = {"g": [True, 1, "1", 1.0, np.bool_(True), 2], "x": [0.5] * 6}
+    # True and 1 are different category keys but one Python dict key: refused up front
+    with pytest.raises(ParameterError, match="a bool is not a number") as e:
+        snapcore.release("count", data, by="g", keys=[True, 1], n=9, epsilon=1)
+    assert e.value.parameter == "keys"
+    g = snapcore.release(
+        "count", data, by="g", keys=[True, "1", 2], n=9, epsilon=1,
+        source=snapcore.SeededSource(3),
+    )  # fmt: skip
+    exact = _exact_group_values("count", data, "g", [True, "1", 2], Neighbouring.ADD_REMOVE, n=9)
+    assert exact == [(2,), (1,), (1,)]  # True: two bools; "1": one string; 2: one int
+    out = g.to_dict()
+    assert out["keys"] == [True, "1", 2]
+    assert [type(k) for k in out["keys"]] == [bool, str, int]
+    assert g[True] is not g["1"] and g[np.bool_(True)] is g[True]
+    with pytest.raises(KeyError):
+        g[1]
+
+
+def test_keys_print_by_their_exact_value_in_json():
+    keys = [Fraction(1, 3), float(Fraction(1, 3)), np.float32(0.1), 0.1, 10**20]
+    data = {"g": keys, "x": [0.5] * len(keys)}
+    g = snapcore.release("count", data, by="g", keys=keys, n=9, epsilon=1)
+    out = json.loads(json.dumps(g.to_dict()))
+    assert out["keys"] == ["1/3", 1 / 3, 0.10000000149011612, 0.1, 10**20]
+    assert len({json.dumps(k) for k in out["keys"]}) == len(keys)
+
+
+def test_a_key_column_with_a_null_groups_by_exact_keys_in_every_frame():
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    big = 2**53 + 1  # float64 would make it 2**53, the next key
+    keys = [big, 2**53, 2**53 + 3]
+    d = {"g": [big, big, None, 2**53 + 3, 2**53 + 4], "x": [0.5, 0.25, 1.0, 0.5, 0.75]}
+    want = _exact_group_values(
+        "sum", d, "g", keys, Neighbouring.ADD_REMOVE, n=5, column="x", checked_bounds=((0, 1),)
+    )
+    assert want == [(Fraction(3, 4),), (0,), (Fraction(1, 2),)]
+    frames = [pl.DataFrame(d), pl.DataFrame(d).lazy(), pa.table(d)]
+    for frame in frames:
+        got = _exact_group_values(
+            "sum", frame, "g", keys, Neighbouring.ADD_REMOVE, n=5, column="x",
+            checked_bounds=((0, 1),),
+        )  # fmt: skip
+        assert got == want, type(frame)

@@ -381,3 +381,36 @@ def test_float64_columns_in_one_pass_still_refuse_nan_and_inf_by_column(stat, si
                 source=source,
             )
         assert "'b'" in str(e.value) and "31.5" not in str(e.value)
+
+
+# -- options compared as category keys ------------------------------------------------
+
+
+def test_histogram_states_of_true_and_of_one_never_merge():
+    # [True, 2] and [1, 2] are different category sets (a bool is not a number), though
+    # True == 1 in Python: merging them would add a count of True records to a count of
+    # records equal to 1
+    a = snapcore.partial("histogram", [True, 2, True], categories=[True, 2])
+    b = snapcore.partial("histogram", [1, 2, 1], categories=[1, 2])
+    assert a.state == b.state == (3, 2, 1)  # equal states: only the options tell them apart
+    assert a != b
+    with pytest.raises(ParameterError, match="same statistic, data_bounds and options"):
+        snapcore.merge([a, b])
+    with pytest.raises(ParameterError, match="options must be those"):
+        snapcore.release("histogram", a, categories=[1, 2], epsilon=1)
+    c = snapcore.partial("histogram", ["1", 2], categories=["1", 2])
+    with pytest.raises(ParameterError, match="same statistic, data_bounds and options"):
+        snapcore.merge([b, c])  # 1 and "1" are different keys
+
+
+def test_options_equal_as_category_keys_merge():
+    # 1, 1.0 and Fraction(1) are one category: states over them merge, in either order
+    a = snapcore.partial("histogram", [1, 2, 2], categories=[1, 2])
+    b = snapcore.partial("histogram", [1.0, 5], categories=[Fraction(1), 2.0])
+    whole = snapcore.partial("histogram", [1, 2, 2, 1.0, 5], categories=[1, 2])
+    assert snapcore.merge([a, b]).state == snapcore.merge([b, a]).state == whole.state
+    assert whole.state == (5, 2, 2)
+    # an array of edges is frozen without rounding its elements to Python floats
+    edges = np.array([0.0, 0.5, 1.0])
+    p = snapcore.partial("histogram", [0.1, 0.7], bins=edges)
+    assert p == snapcore.partial("histogram", [0.1, 0.7], bins=[0.0, 0.5, 1.0])

@@ -282,3 +282,101 @@ def test_histogram_finalize_refuses_bounds_and_add_remove_needs_a_cap():
     assert info.value.parameter == "data_bounds"
     with pytest.raises(ParameterError, match=r"^statistic 'histogram' under the add-remove"):
         Histogram().prepare(_ds(), data_bounds=None, n=None, relation=ADD_REMOVE, bins=[0.0, 1.0])
+
+
+# -- category labels: distinct categories print differently ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("cats", "labels"),
+    [
+        ([1, "a", True], ("1", "a", "True")),  # no two alike: as str
+        ([1, "1"], ("1", "'1'")),
+        ([True, "True", 2], ("True", "'True'", "2")),
+        ([0.1, np.float32(0.1)], ("0.1", "0.10000000149011612")),
+        ([Fraction(1, 3), float(Fraction(1, 3)), np.str_("x")],
+         ("1/3", "0.3333333333333333", "x")),
+        ([Decimal("0.5"), "0.5", 10**5000], ("0.5", "'0.5'", f"{10**5000:#x}")),
+    ],
+)  # fmt: skip
+def test_category_labels_are_distinct_for_distinct_categories(cats, labels):
+    from snapcore.statistics.counting import category_labels
+
+    assert category_labels(cats) == labels
+    p = Histogram().prepare(
+        as_dataset(list(cats) * 2 + [cats[0]]),
+        data_bounds=None,
+        n=None,
+        relation=Neighbouring.REPLACE,
+        categories=cats,
+    )
+    assert tuple(p.labels) == labels and len(set(p.labels)) == len(cats)
+    assert p.values == (3, *[2] * (len(cats) - 1))  # each record in its own bin
+
+
+def test_other_is_refused_when_a_category_label_is_other():
+    with pytest.raises(ParameterError, match="labelled 'other'"):
+        Histogram().prepare(
+            as_dataset(["other"]), data_bounds=None, n=None,
+            relation=Neighbouring.REPLACE, categories=["other"], other=True,
+        )  # fmt: skip
+
+
+# -- parameters read by the value rules, whatever the container -----------------------
+
+_LD_WIDE = np.finfo(np.longdouble).nmant > 52
+
+
+def _containers(items, dtype=None):
+    """The same items in every container a parameter may come in."""
+    arr = np.array(items, dtype=dtype) if dtype is not None else np.array(items)
+    forms = {
+        "list": list(arr),
+        "tuple": tuple(arr),
+        "ndarray": arr,
+        "object-ndarray": np.array(list(arr), dtype=object),
+        "masked": np.ma.array(arr),
+    }
+    import pandas as pd
+
+    forms["pandas"] = pd.Series(arr)
+    return forms
+
+
+@pytest.mark.skipif(not _LD_WIDE, reason="long double is a double on this platform")
+def test_long_double_edges_are_refused_in_every_container_alike():
+    ld = np.array([0, 1, 2], dtype=np.longdouble)
+    ld[1] += np.longdouble(2) ** -60  # not a double: 1 + 2**-60
+    assert Fraction(*ld[1].as_integer_ratio()) == 1 + Fraction(1, 2**60)
+    messages = set()
+    for name, bins in _containers(ld, np.longdouble).items():
+        with pytest.raises(ParameterError) as e:
+            _hist(bins=bins)
+        assert e.value.parameter == "bins", name
+        messages.add(str(e.value))
+    assert len(messages) == 1 and "bins[1] must be exactly representable" in messages.pop()
+
+
+def test_long_double_edges_that_are_doubles_give_the_float_edges_release():
+    edges = [0.0, 0.1, 0.5, 1.0]
+    want = _hist(bins=edges)
+    for name, bins in _containers(edges, np.longdouble).items():
+        got = _hist(bins=bins)
+        assert (got.values, tuple(got.labels)) == (want.values, tuple(want.labels)), name
+
+
+@pytest.mark.skipif(not _LD_WIDE, reason="long double is a double on this platform")
+def test_long_double_categories_are_read_exactly_in_every_container():
+    one_plus = np.longdouble(1) + np.longdouble(2) ** -60
+    cats = np.array([1, one_plus], dtype=np.longdouble)
+    records = [1.0, 1.0, np.longdouble(one_plus)]
+    for name, given in _containers(cats, np.longdouble).items():
+        p = _hist(data=records, categories=given)
+        assert p.values == (2, 1), name  # 1 + 2**-60 is not the category 1
+
+
+def _hist(data=(0.05, 0.3, 0.7, 0.7), **options):
+    return Histogram().prepare(
+        as_dataset(list(data)), data_bounds=None, n=None, relation=Neighbouring.REPLACE,
+        **options,
+    )  # fmt: skip
