@@ -232,7 +232,9 @@ class Padding:
         draws = chosen_draws(self._cal.precision)
         if path == "compiled":
             draws = [d for d in draws if d[2] + self._cal.precision - 1 > -64]
-        classes: list[tuple[object, Callable[[Any], object]]] = [(v, release) for v in values]
+        # (value, release, chosen draw or None for fresh draws)
+        Class = tuple[object, Callable[[Any], object], tuple[int, int, int] | None]
+        classes: list[Class] = [(v, release, None) for v in values]
         for d in draws:
             chosen = (
                 _ChosenBytes(inner, self._cal.precision)
@@ -241,9 +243,9 @@ class Padding:
             )
             chosen.chosen = d
             fixed = self._unpadded(chosen)
-            classes += [(v, fixed) for v in values[:3]]
+            classes += [(v, fixed, d) for v in values[:3]]
 
-        def run(cls: tuple[object, Callable[[Any], object]]) -> None:
+        def run(cls: Class) -> None:
             cls[1](cls[0])
 
         return calibrate_quantum(run, classes, reps=SCALAR_REPS, margin=SCALAR_MARGIN, warmup=5)
