@@ -178,10 +178,7 @@ class Padding:
         Looks only at public properties of ``value`` (its type, dtype and length),
         never at its elements.
         """
-        if type(value) is float:  # the common case, without the ABC checks below
-            hit = self._float
-            if hit is not None and hit[0] == generation() and not SCALAR_QUANTA.every:
-                return hit[1]
+        if type(value) is float:  # without the ABC checks below
             return self.scalar_quantum_for(float)
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in "iuf":  # refused by release: no array quantum
@@ -197,7 +194,11 @@ class Padding:
         The quantum is looked up (calibrated on first use) before the clock starts;
         invalid input raises at once (nothing is drawn, nothing is waited for).
         """
-        q = self.quantum_for(value)
+        hit = self._float  # a float on its final path: the common case, inline
+        if type(value) is float and hit is not None and hit[0] == generation():
+            q = hit[1] if not SCALAR_QUANTA.every else self.quantum_for(value)
+        else:
+            q = self.quantum_for(value)
         start = _now()
         out = release(value)
         if type(out) is float:
