@@ -216,13 +216,13 @@ class MPFRBackend(Backend):
         the switch when it is due, and the padding calls it before its clock starts.
 
         - ``"exact"``: decoding (``snapcore-draw-v1``, every draw with the steps of a
-          continuation word), MPFR's noise through :func:`uniform_ln`, the exact add,
+          continuation word), MPFR's noise through ``uniform_ln``, the exact add,
           snap, clamp and output over one fixed denominator
           (:meth:`Pipeline.uniform_stages <snapcore.pipeline.Pipeline.uniform_stages>`,
           ``docs/timing.md``, "Uniform paths where they are cheap").
         - ``"compiled"``: the fast path's compiled kernel on the draw's first row (as
           :meth:`scalar`); a draw it leaves open (probability at most
-          :data:`~snapcore.padding._pad.FALLBACK_RATE_BOUND` for a fresh draw, whatever
+          ``FALLBACK_RATE_BOUND`` (:mod:`snapcore.padding`) for a fresh draw, whatever
           the value) is finished by the exact path above from the same bytes, and
           overruns the quantum (``docs/timing.md``, "The compiled scalar path").
         """

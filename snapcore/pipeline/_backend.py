@@ -134,7 +134,11 @@ class Backend(abc.ABC):
         ``f(v)`` bit-identical to ``pipeline.run(pipeline.centre_ratio(*v.as_integer_ratio()),
         source.draw_raw(p))`` for every finite double ``v``, drawing exactly that one
         draw; or None, and the mechanism takes that composition itself.  The default
-        declines.
+        declines.  ``f`` may carry an attribute ``path``: ``f.path()`` names the path
+        of its next release (a string) and the padding keeps a quantum per path; it is
+        called before a padded call's clock starts (MPFR's switches from its exact path
+        to a compiled kernel whose rare undecided draws, a probability stated in
+        docs/timing.md, overrun the quantum).
         """
         return None
 

@@ -226,8 +226,14 @@ def test_quanta_are_measured_again_after_a_count_of_uses(
 
 
 def test_scalar_quantum_is_calibrated_on_worst_case_classes(
-    stub_calibration: list[list[Any]],
+    stub_calibration: list[list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The exact padded path, whatever the process has loaded (the compiled path's
+    # classes: the next test).
+    from snapcore.backends import mpfr
+
+    monkeypatch.setattr(mpfr, "scalar_path_stats", mpfr.ScalarPathStats())
+    monkeypatch.setattr(mpfr, "COMPILED_SCALAR_AFTER", None)
     m = snapcore.SnappingMechanism(
         epsilon=1.0,
         sensitivity=0.1,
@@ -239,7 +245,7 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     m.padding.quantum_for(42.0)
     (classes,) = stub_calibration
     values = {c[0] for c in classes}
-    draws = {c[1] for c in classes}
+    draws = {c[2] for c in classes}
     assert {0.0, 100.0, 50.0, 5e-324, -5e-324, 1e300, -1e300} <= values
     p = m.precision
     assert (1, (1 << p) - 1, -p) in draws  # U* = 1 - 2**-p
@@ -251,6 +257,41 @@ def test_scalar_quantum_is_calibrated_on_worst_case_classes(
     assert None in draws  # fresh draws from a source of the same kind
     m.padding.quantum_for(42)  # ints have their own classes
     assert {c[0] for c in stub_calibration[1]} >= {50, 0, 100, 10**300}
+
+
+def test_a_float_quantum_is_kept_per_path_and_the_compiled_one_leaves_out_its_fallbacks(
+    stub_calibration: list[list[Any]],
+) -> None:
+    """The backend's fused release names its path before the clock starts; a float's
+    quantum is calibrated once per path, and the compiled path's calibration has no
+    draw past the first word (it hands those to the exact path: docs/timing.md)."""
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 100.0), source=SeededSource(3), timing="constant"
+    )
+    path = ["exact"]
+    pad = _padding.Padding(
+        m.calibration,
+        m.backend,
+        m.source,
+        lambda src: m.unpadded_copy(src).release,
+        lambda: path[0],
+    )
+    p = m.precision
+    pad.quantum_for(42.0)
+    pad.quantum_for(43.0)
+    assert len(stub_calibration) == 1
+    exact = {c[2] for c in stub_calibration[0]}
+    assert any(d is not None and d[2] + p - 1 <= -64 for d in exact)
+    path[0] = "compiled"
+    pad.quantum_for(42.0)
+    pad.quantum_for(43.0)
+    assert len(stub_calibration) == 2  # one more calibration, on the compiled path
+    compiled = {c[2] for c in stub_calibration[1]}
+    assert compiled and all(d is None or d[2] + p - 1 > -64 for d in compiled)
+    assert len(compiled) == len(exact) - 1  # the same classes but the one draw
+    pad.quantum_for(7)  # another type: one path, whatever the float's
+    assert len(stub_calibration) == 3
+    assert all(type(c[0]) is int for c in stub_calibration[2])
 
 
 # -- uniform code path: the noise stage near 1 ------------------------------------------
