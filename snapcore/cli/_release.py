@@ -9,7 +9,6 @@ Without a CSV file it uses the bundled synthetic example table
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ import click
 from snapcore._display import short
 from snapcore.calibration._params import parse_epsilon
 from snapcore.cli._output import SpelledCommand, UsageError, emit_json
-from snapcore.data._files import cell, read_csv_table
+from snapcore.data._files import cell
 from snapcore.errors import DataError
 
 if TYPE_CHECKING:
@@ -55,12 +54,16 @@ def _read_input(
     policy: Any = None,
     grouping: dict[str, Any] | None = None,
 ) -> tuple[Any, str, bool]:
-    """The data to release, how to name it, and whether it was read in chunks: a merged
-    partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
-    chunk; with ``grouping``, one state per key), or else the whole CSV file read field
-    by field (:func:`~snapcore.data._files.read_csv_table`)."""
-    from snapcore.cli._chunks import stream_group_partials, stream_partial
-    from snapcore.data._files import BLOCK_BYTES, pyarrow_available
+    """The data to release, how to name it, and whether it is a merged partial state.
+
+    Every source is read by one reader, in blocks (:mod:`snapcore.cli._chunks`), whatever
+    its size: a mergeable statistic gets its merged partial state (a missing-value
+    ``policy`` applied to each block; with ``grouping``, one state per key), any other
+    its columns joined from the blocks.  ``--format auto`` reads Parquet when the
+    source starts with Parquet's magic bytes (``PAR1``; also on standard input) or the
+    file is named ``.parquet``/``.pq``, CSV otherwise."""
+    from snapcore.cli._chunks import read_columns, stream_group_partials, stream_partial
+    from snapcore.data._files import BLOCK_BYTES, pyarrow_available, sniff_parquet, spool
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -71,62 +74,40 @@ def _read_input(
         path, label = None, "standard input"
     else:
         path, label = Path(csv_file), f"file {csv_file}"
-    fmt = file_format
-    if fmt == "auto":
-        fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
-    # A CSV file within one block is read whole, field by field (the same doubles as
-    # the chunked reader), without importing pyarrow: a fifth of a one-shot run.
-    small = fmt == "csv" and path is not None and block_size is None and _fits(path)
-    if small or not pyarrow_available() or not stat.mergeable:
-        if fmt == "parquet":
-            raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
-        if path is None:
-            stdin_text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-            return read_csv_table(stdin_text, label), label, False
+    with contextlib.ExitStack() as stack:
         try:
-            with path.open(newline="", encoding="utf-8") as fh:
-                return read_csv_table(fh, label), label, False
+            raw: Any = sys.stdin.buffer if path is None else stack.enter_context(path.open("rb"))
+            magic, stream = sniff_parquet(raw)
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
-    stdin = sys.stdin.buffer
-    try:
+        fmt = file_format
+        if fmt == "auto":
+            named = path is not None and path.suffix in (".parquet", ".pq")
+            fmt = "parquet" if magic or named else "csv"
+        source: Any = stream
         if fmt == "parquet":
-            from snapcore.data._files import read_stdin_buffer
-
-            src: Any = read_stdin_buffer(stdin) if path is None else str(path)
-            ctx: Any = contextlib.nullcontext(src)
-        else:
-            ctx = contextlib.nullcontext(stdin) if path is None else path.open("rb")
-        with ctx as source:
-            common: dict[str, Any] = {
-                "label": label,
-                "file_format": fmt,
-                "column": column,
-                "data_bounds": data_bounds,
-                "options": options,
-                "block_bytes": block_size or BLOCK_BYTES,
-                "policy": policy,
-            }
+            if not pyarrow_available():
+                raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
+            source = str(path) if path is not None else stack.enter_context(spool(stream))
+        common: dict[str, Any] = {
+            "label": label,
+            "file_format": fmt,
+            "column": column,
+            "block_bytes": block_size or BLOCK_BYTES,
+        }
+        by = grouping["by"] if grouping else None
+        try:
+            if not stat.mergeable:
+                return read_columns(stat, source, by=by, **common), label, False
+            common.update(data_bounds=data_bounds, options=options, policy=policy)
             part: Any = (
-                stream_group_partials(
-                    stat, source, by=grouping["by"], keys=grouping["keys"], **common
-                )
+                stream_group_partials(stat, source, by=by, keys=grouping["keys"], **common)
                 if grouping
                 else stream_partial(stat, source, **common)
             )
-    except OSError as exc:
-        raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
     return part, label, True
-
-
-def _fits(path: Path) -> bool:
-    """Whether a file is at most one chunked-reading block (unreadable: let the reader say)."""
-    from snapcore.data._files import BLOCK_BYTES
-
-    try:
-        return path.stat().st_size <= BLOCK_BYTES
-    except OSError:
-        return False
 
 
 def _numbers(text: str, what: str) -> list[float]:
