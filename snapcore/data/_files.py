@@ -192,8 +192,9 @@ def _pieces(fh: IO[bytes], block_bytes: int, label: str) -> Iterator[bytes]:
     checked to be UTF-8 with RFC 4180 quoting."""
     rest = b""
     first = True
+    size = block_bytes
     while True:
-        data = fh.read(block_bytes)
+        data = fh.read(size)
         buf = rest + data if rest else data
         if first:
             if len(buf) < len(_BOM) and data:
@@ -207,9 +208,11 @@ def _pieces(fh: IO[bytes], block_bytes: int, label: str) -> Iterator[bytes]:
                 yield _checked(buf, label, final=True)
             return
         cut = _last_boundary(buf)
-        if cut == 0:  # no record ends in it yet: read on
+        if cut == 0:  # no record ends in it yet: read on, twice as much each time
             rest = buf
+            size = min(2 * size, 1 << 30)
             continue
+        size = block_bytes
         yield _checked(buf[:cut], label, final=False)
         rest = buf[cut:]
 

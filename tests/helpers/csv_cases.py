@@ -146,7 +146,7 @@ def _int_cell(draw: Any) -> tuple[str, Any]:
         digits, v = draw(st.sampled_from(HUGE_INTS))
         sign = digits[0] if digits[0] == "-" else draw(st.sampled_from(["", "+"]))
         return sign + zeros + digits.lstrip("-"), v
-    v = draw(st.sampled_from(EDGE_INTS) | st.integers(-(10**20), 10**20))
+    v = draw(st.sampled_from(EDGE_INTS) | st.integers(-(10**20), 10**20) | st.integers(-999, 999))
     sign = "-" if v < 0 else draw(st.sampled_from(["", "+"]))
     return f"{sign}{zeros}{abs(v)}", v
 
@@ -172,8 +172,12 @@ _WORD = st.text(alphabet="abcxyzAQé北_-/#& ", min_size=0, max_size=6)
 
 @st.composite
 def _text_cell(draw: Any) -> tuple[str, Any]:
-    if draw(st.booleans()):
+    branch = draw(st.integers(0, 3))
+    if branch == 0:
         text = draw(st.sampled_from(TRICKY_TEXT))
+    elif branch == 1:  # what quoting must carry, across any block boundary
+        text = draw(st.sampled_from(["a\nb", "a\r\nb", "\n\n", 'q"q', '""', "x,y", "\r"]))
+        text = draw(_WORD) + text + draw(_WORD)
     else:
         text = draw(st.sampled_from("abNnQé北")) + draw(_WORD)
     return text, text.strip(" \t")
@@ -183,12 +187,14 @@ def _text_cell(draw: Any) -> tuple[str, Any]:
 def cells(draw: Any, kind: str) -> tuple[str, bool, Any]:
     """(the cell's text, whether it is written quoted, its expected record: an int,
     a float, a str, None for a missing cell, or REFUSED) for a column of ``kind``:
-    ``"number"`` (integers, decimals, missing cells) or ``"text"`` (texts, missing
-    cells)."""
-    if draw(st.integers(0, 9)) == 0:
+    ``"number"`` (integers, decimals, missing cells), ``"int"`` (integers, missing
+    cells) or ``"text"`` (texts, missing cells)."""
+    if draw(st.integers(0, 14)) == 0:
         text, record = draw(st.sampled_from(["", " ", "\t", "  \t "])), None
     elif kind == "number":
         text, record = draw(_int_cell() | _decimal_cell())
+    elif kind == "int":
+        text, record = draw(_int_cell())
     else:
         text, record = draw(_text_cell())
     blanks = st.sampled_from(["", "", " ", "\t", "  "])
@@ -277,7 +283,9 @@ def tables(draw: Any, *, max_rows: int = 12, refusals: bool = True) -> Table:
             unique=True,
         )
     )
-    kinds = draw(st.lists(st.sampled_from(["number", "text"]), min_size=ncol, max_size=ncol))
+    kinds = draw(
+        st.lists(st.sampled_from(["number", "int", "text"]), min_size=ncol, max_size=ncol)
+    )
     nrow = draw(st.integers(1, max_rows))
     rows = [[draw(cells(k)) for k in kinds] for _ in range(nrow)]
     if not refusals:
