@@ -108,9 +108,11 @@ def read_columns(
     column: Any,
     block_bytes: int = BLOCK_BYTES,
     by: str | None = None,
+    need_records: bool = False,
 ) -> dict[str, np.ndarray]:
     """The records of the columns ``stat`` reads (and ``by``), joined from the blocks:
-    for a statistic that cannot merge partial states.
+    for a statistic that cannot merge partial states (``need_records``: as for
+    :func:`stream_partial`).
 
     Raises
     ------
@@ -127,7 +129,15 @@ def read_columns(
         by=by,
     )
     wanted = cols + ([by] if by is not None and by not in cols else [])
-    return join_blocks(blocks, wanted)
+    out = join_blocks(blocks, wanted)
+    if need_records and not len(out[wanted[0]]):
+        raise no_records(label)
+    return out
+
+
+def no_records(label: str) -> DataError:
+    """The error for a source without records, when the release takes n from the data."""
+    return DataError(f"{label} has no records (a header line only): there is nothing to release")
 
 
 def _has_by(by: str | None, file_columns: Sequence[str]) -> None:
@@ -171,6 +181,7 @@ def stream_partial(
     options: dict[str, Any],
     block_bytes: int = BLOCK_BYTES,
     policy: MissingPolicy | None = None,
+    need_records: bool = False,
 ) -> Partial:
     """The merged partial state of ``stat`` over a CSV or Parquet source, block by block.
 
@@ -191,6 +202,9 @@ def stream_partial(
         A missing-value policy (``drop`` or ``impute``, checked against the relation by
         the caller) applied to each block before its partial state, exactly as a
         release applies it to data held in memory (:meth:`snapcore.data.Dataset.apply_missing`).
+    need_records : bool
+        Refuse a source without records (a header line only), for a release whose
+        number of records comes from the data.
 
     Raises
     ------
@@ -222,6 +236,8 @@ def stream_partial(
         )
         merged = p if merged is None else merge([merged, p], statistic=stat)
     if merged is None:  # no records
+        if need_records:
+            raise no_records(label)
         empty = {c: np.empty(0) for c in cols}
         merged = partial(stat, empty, column=column, data_bounds=data_bounds, **options)
     return merged

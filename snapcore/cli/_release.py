@@ -53,6 +53,7 @@ def _read_input(
     options: dict[str, Any],
     policy: Any = None,
     grouping: dict[str, Any] | None = None,
+    need_records: bool = False,
 ) -> tuple[Any, str, bool]:
     """The data to release, how to name it, and whether it is a merged partial state.
 
@@ -61,7 +62,8 @@ def _read_input(
     ``policy`` applied to each block; with ``grouping``, one state per key), any other
     its columns joined from the blocks.  ``--format auto`` reads Parquet when the
     source starts with Parquet's magic bytes (``PAR1``; also on standard input) or the
-    file is named ``.parquet``/``.pq``, CSV otherwise."""
+    file is named ``.parquet``/``.pq``, CSV otherwise.  With ``need_records`` (n taken
+    from the data, no grouping), a source without records is refused as such."""
     from snapcore.cli._chunks import read_columns, stream_group_partials, stream_partial
     from snapcore.data._files import BLOCK_BYTES, pyarrow_available, sniff_parquet, spool
 
@@ -95,18 +97,26 @@ def _read_input(
             "column": column,
             "block_bytes": block_size or BLOCK_BYTES,
         }
+        need = need_records and not grouping
         by = grouping["by"] if grouping else None
         try:
             if not stat.mergeable:
-                return read_columns(stat, source, by=by, **common), label, False
+                return read_columns(stat, source, by=by, need_records=need, **common), label, False
             common.update(data_bounds=data_bounds, options=options, policy=policy)
             part: Any = (
                 stream_group_partials(stat, source, by=by, keys=grouping["keys"], **common)
                 if grouping
-                else stream_partial(stat, source, **common)
+                else stream_partial(stat, source, need_records=need, **common)
             )
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+        except DataError as exc:
+            if magic and fmt == "csv" and "UTF-8" in str(exc):
+                raise DataError(
+                    f"cannot read {label} as CSV: it starts like a Parquet file (PAR1); "
+                    "read it with --format parquet (or auto)"
+                ) from None
+            raise
     return part, label, True
 
 
@@ -378,6 +388,7 @@ def release(
         options,
         policy=policy,
         grouping=grouping,
+        need_records=n is None,
     )
     if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
