@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import snapcore
 from snapcore.data._files import read_csv
 from snapcore.errors import DataError
 from tests.helpers.csv_cases import REFUSED, Table, canon, tables
@@ -337,3 +338,96 @@ def test_int64_with_nulls_is_read_exactly(kind: str) -> None:
     source = _int_null_frames()[kind]
     got = _cli_records(source, "x") if kind == "parquet" else _frame_records(source, "x")
     assert got == [canon(v) for v in INT_WITH_NULL]
+
+
+# -- releases: the same seed gives the same output from every reader ---------------------
+
+I_COL = [2**53 + 1, -(2**62), 7, 0, 2**63 - 1, -5]
+F_COL = [0.1, 5e-324, -2.5, 1e-300, 3.0, 0.30000000000000004]
+F_TEXT = ["0.1", "4.9e-324", " -2.5", "1e-300", "+3.", ".30000000000000004e0"]
+T_COL = ["NA", "nan", "north", "١٢", "south", "north"]
+T_TEXT = ["NA", "nan", '"north"', "١٢", "  south\t", "north"]
+COPIES = 400  # some thousands of records: many blocks at --block-size 1024
+
+
+def _release_csv() -> bytes:
+    rows = [f"{i},{f},{t}" for i, f, t in zip(I_COL, F_TEXT, T_TEXT, strict=True)]
+    return ("\ufeffi, f ,t\r\n" + "\r\n".join(rows * COPIES) + "\r\n").encode()
+
+
+RELEASES = [
+    ("sum", "i", ["-b", "-1e18", "1e18"], {"data_bounds": (-1e18, 1e18)}),
+    ("mean", "f", ["-b", "-4", "4"], {"data_bounds": (-4, 4)}),
+    (
+        "histogram",
+        "t",
+        ["--categories", "NA,nan,north,south,١٢"],
+        {"categories": ["NA", "nan", "north", "south", "١٢"]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "column", "argv", "kw"), RELEASES, ids=[r[0] for r in RELEASES])
+def test_releases_agree_across_readers(cli, tmp_path: Path, name, column, argv, kw) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    records = {"i": I_COL * COPIES, "f": F_COL * COPIES, "t": T_COL * COPIES}
+    arrow = pa.table(
+        {
+            "i": pa.array(records["i"], pa.int64()),
+            "f": pa.array(records["f"], pa.float64()),
+            "t": pa.array(records["t"], pa.string()),
+        }
+    )
+    pq.write_table(arrow, tmp_path / "d.pq", row_group_size=1000)
+    (tmp_path / "d.csv").write_bytes(_release_csv())
+    tail = ["-c", column, *argv, "-e", "1", "--seed", "s", "--json"]
+    outs = {
+        f"csv --block-size {b}": cli.json(
+            "release", name, str(tmp_path / "d.csv"), *tail, *(["--block-size", b] if b else [])
+        )["value"]
+        for b in (None, "1024", "5000")
+    }
+    outs["stdin"] = cli.json("release", name, "-", *tail, input=_release_csv())["value"]
+    outs["parquet"] = cli.json("release", name, str(tmp_path / "d.pq"), *tail)["value"]
+    outs["parquet stdin"] = cli.json(
+        "release", name, "-", *tail, input=(tmp_path / "d.pq").read_bytes()
+    )["value"]
+    frame = arrow.to_pandas()
+    frames = {
+        "numpy": {c: np.array(v, dtype=object if c == "t" else None) for c, v in records.items()},
+        "pandas": frame,
+        "pyarrow": arrow,
+        "polars": pl.from_arrow(arrow),
+        "polars-lazy": pl.from_arrow(arrow).lazy(),
+        "dask": dd.from_pandas(frame, npartitions=3),
+    }
+    states = {}
+    for kind, data in frames.items():
+        r = snapcore.release(
+            name, data, column=column, epsilon=1, source=snapcore.SeededSource("s"), **kw
+        )
+        outs[kind] = list(r.value) if isinstance(r.value, tuple) else r.value
+        states[kind] = snapcore.partial(name, data, column=column, **kw)
+    first = next(iter(outs.values()))
+    assert all(v == first for v in outs.values()), outs
+    # the exact partial states (no noise): equal whatever the reader
+    from snapcore.cli._chunks import stream_partial
+    from snapcore.plugins._manager import get_registries
+
+    stat = get_registries().statistics.get(name)
+    options = {k: v for k, v in kw.items() if k != "data_bounds"}
+    common = {"column": column, "data_bounds": kw.get("data_bounds"), "options": options}
+    for block in (1 << 10, 1 << 20):
+        states[f"csv {block}"] = stream_partial(
+            stat,
+            io.BytesIO(_release_csv()),
+            label="t",
+            file_format="csv",
+            block_bytes=block,
+            **common,
+        )
+    states["parquet"] = stream_partial(
+        stat, str(tmp_path / "d.pq"), label="t", file_format="parquet", **common
+    )
+    one = states["numpy"]
+    assert all(p == one for p in states.values()), [k for k, p in states.items() if p != one]
