@@ -104,7 +104,9 @@ def _read_input(
                 return read_columns(stat, source, by=by, need_records=need, **common), label, False
             common.update(data_bounds=data_bounds, options=options, policy=policy)
             part: Any = (
-                stream_group_partials(stat, source, by=by, keys=grouping["keys"], **common)
+                stream_group_partials(
+                    stat, source, by=grouping["by"], keys=grouping["keys"], **common
+                )
                 if grouping
                 else stream_partial(stat, source, need_records=need, **common)
             )
@@ -152,7 +154,8 @@ def _fmt(x: Any) -> str:
     type=click.Choice(["auto", "csv", "parquet"]),
     default="auto",
     show_default=True,
-    help="Input format; auto: Parquet for a .parquet/.pq file, CSV otherwise (and for -).",
+    help="Input format; auto: Parquet for a source that starts with PAR1 (also on "
+    "standard input) or a .parquet/.pq file, CSV otherwise.",
 )
 @click.option(
     "--block-size",
@@ -248,8 +251,8 @@ def _fmt(x: Any) -> str:
     type=click.Choice(["error", "drop", "impute"]),
     default="error",
     show_default=True,
-    help="Missing values (blank cells, NaN): refuse, drop their records (add-remove "
-    "only), or replace them by --impute.",
+    help="Missing values (empty CSV cells, Parquet nulls): refuse, drop their records "
+    "(add-remove only), or replace them by --impute.",
 )
 @click.option("--impute", default=None, help="The public constant for --missing impute.")
 @click.option(
@@ -303,10 +306,11 @@ def release(
 ) -> None:
     """Release STATISTIC of a column of FILE (default: the bundled example data).
 
-    FILE is a CSV file with a header line, a Parquet file, or - for CSV (or, with
-    --format parquet, Parquet) on standard input.  With pyarrow installed
-    (pip install "snapcore[arrow]") the file is read in chunks, each folded into
-    the statistic's exact partial state, so memory stays bounded whatever its size.
+    FILE is a CSV file with a header line, a Parquet file, or - for either on
+    standard input.  It is read in chunks, whatever its size, each folded into the
+    statistic's exact partial state, so memory stays bounded; every CSV cell is read
+    by one grammar (docs/semantics.md, "CSV files": an empty cell is missing, NA and
+    nan are text).
 
     STATISTIC is count, sum, mean, variance, covariance, histogram, or a plugin's.
 

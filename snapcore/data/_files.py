@@ -11,7 +11,7 @@ Parquet files are read by their declared types, row group by row group
 (:func:`parquet_blocks`).
 
 pyarrow (``pip install "snapcore[arrow]"``) parses the pieces when it is installed
-and reads Parquet; without it the pieces are parsed by Python's :mod:`csv` module
+and reads Parquet; without it the pieces are parsed by Python's ``csv`` module
 under the same grammar (the test suite checks that both give the same records).
 """
 
@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 import attrs
 import numpy as np
@@ -50,7 +50,7 @@ BLOCK_BYTES = 1 << 20
 #: The characters removed around every cell and header name (ASCII space and tab).
 BLANKS = " \t"
 
-#: Which parser cuts a piece into cells: pyarrow's, or Python's :mod:`csv` module.
+#: Which parser cuts a piece into cells: pyarrow's, or Python's ``csv`` module.
 Engine = Literal["arrow", "python"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -271,7 +271,7 @@ class CsvReader:
         longer than that is read on until it ends), so no value depends on it.
     engine : {"arrow", "python"}, optional
         The parser of the pieces: pyarrow's (the default when installed) or Python's
-        :mod:`csv` module.  Both give the same records.
+        ``csv`` module.  Both give the same records.
 
     Attributes
     ----------
@@ -476,7 +476,7 @@ def _records_python(cells: Sequence[str], name: str, label: str) -> np.ndarray:
 def _parse_python(
     piece: bytes, header: list[str], columns: Sequence[str], label: str
 ) -> tuple[int, dict[str, np.ndarray]]:
-    """The records of one piece, parsed by Python's :mod:`csv` module (RFC 4180
+    """The records of one piece, parsed by Python's ``csv`` module (RFC 4180
     quoting, strict, empty lines skipped, no limit on a field's size)."""
     text = piece.decode("utf-8")
     limit = csv.field_size_limit()
@@ -502,7 +502,7 @@ def sniff_parquet(fh: IO[bytes]) -> tuple[bool, IO[bytes]]:
     """Whether a stream starts with Parquet's magic bytes (``PAR1``), and a stream
     that reads it from its start (the bytes looked at put back)."""
     head = fh.read(len(_PARQUET_MAGIC))
-    return head == _PARQUET_MAGIC, _Prefixed(head, fh)
+    return head == _PARQUET_MAGIC, cast("IO[bytes]", _Prefixed(head, fh))
 
 
 class _Prefixed(io.RawIOBase):

@@ -148,8 +148,7 @@ def test_missing_policies_read_in_chunks(cli, tmp_path: Path, monkeypatch, args,
     rng = np.random.default_rng(5)
     bmi = rng.uniform(15, 45, 800)
     cells = [
-        "" if i % 37 == 0 else ('""' if i % 53 == 0 else repr(float(v)))
-        for i, v in enumerate(bmi)
+        "" if i % 37 == 0 else ('""' if i % 53 == 0 else repr(float(v))) for i, v in enumerate(bmi)
     ]
     text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
     p = tmp_path / "m.csv"
