@@ -55,12 +55,8 @@ Engine = Literal["arrow", "python"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# The same two patterns for Arrow's RE2, anchored; _SHORT_INT: at most 18 digits
-# (within int64), _SHORT: no integer of more than 15 digits (every one exact in a
-# double, so a column of such numbers reads exactly as float64).
+# For Arrow's RE2, anchored: an integer of at most 18 digits (within int64).
 _RE2_SHORT_INT = r"^[+-]?[0-9]{1,18}$"
-_RE2_NUMBER = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
-_RE2_LONG_INT = r"^[+-]?[0-9]{16,}$"
 # Text that may be a number or a missing cell: a column without any is plain text.
 _RE2_NUMBERLIKE = r"^$|^[+-]?\.?[0-9]"
 
@@ -147,13 +143,13 @@ def _quote_positions(a: np.ndarray) -> np.ndarray:
 def _last_boundary(buf: bytes) -> int:
     """The end of the last line terminator (CR or LF) outside quotes in ``buf`` (which
     starts at a record's start), or 0 if there is none."""
+    if b'"' not in buf:
+        return max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
     a = np.frombuffer(buf, dtype=np.uint8)
     ends = np.flatnonzero((a == 10) | (a == 13))
     if ends.size == 0:
         return 0
     quotes = _quote_positions(a)
-    if quotes.size == 0:
-        return int(ends[-1]) + 1
     outside = ends[np.searchsorted(quotes, ends) % 2 == 0]
     return int(outside[-1]) + 1 if outside.size else 0
 
@@ -167,10 +163,10 @@ def _check_quotes(piece: bytes, label: str, *, final: bool) -> None:
     the start of a field and its closing quote ends it (``""`` inside it is one
     quote).  With this, a line terminator after an even number of quotes is a record
     boundary, so pieces cut there parse as the whole file would."""
+    if b'"' not in piece:
+        return
     a = np.frombuffer(piece, dtype=np.uint8)
     q = _quote_positions(a)
-    if q.size == 0:
-        return
     opening, closing = q[0::2], q[1::2]
     before = a[np.maximum(opening - 1, 0)]
     bad_open = (opening > 0) & ~_DELIMITS[before]
@@ -434,32 +430,54 @@ def _parse_arrow(
 
 def _records_arrow(col: Any, name: str, label: str) -> np.ndarray:
     """A column of cells (Arrow strings) as records, by the grammar: the common
-    columns in one vectorised step (integers of at most 18 digits as int64; numbers
-    without an integer of more than 15 digits, finite, as float64; text that no number
-    or empty cell is among, as str), every other column cell by cell (:func:`cell`)."""
+    columns at once (:func:`_arrow_numbers`; text that no number or empty cell is
+    among, as str), every other column cell by cell (:func:`cell`)."""
+    import pyarrow.compute as pc
+
+    x = _arrow_numbers(col)
+    if x is not None:
+        return x
+    blank = pc.or_(
+        pc.or_(pc.starts_with(col, " "), pc.starts_with(col, "\t")),
+        pc.or_(pc.ends_with(col, " "), pc.ends_with(col, "\t")),
+    )
+    if pc.any(blank).as_py():
+        col = pc.utf8_trim(col, characters=BLANKS)
+        x = _arrow_numbers(col)
+        if x is not None:
+            return x
+    if not pc.any(pc.match_substring_regex(col, _RE2_NUMBERLIKE)).as_py():
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+    return _records_python(col.to_pylist(), name, label)
+
+
+def _arrow_numbers(col: Any) -> np.ndarray | None:
+    """The records of a column of numbers and empty cells, without blanks, at once:
+    float64 (NaN for an empty cell) when every number is finite and below 2**53 in
+    magnitude (where an integer is its double, and a larger one never rounds below),
+    int64 when every cell is an integer of at most 18 digits; else None.
+
+    Arrow's conversion of a string to a double accepts exactly the grammar's numbers
+    and the spellings of inf and nan (which the finiteness check sends on), and
+    rounds correctly (tests/data/test_files.py checks both on the installed pyarrow).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    s = pc.utf8_trim(col, characters=BLANKS)
-
-    def every(pattern: str) -> bool:
-        return bool(pc.all(pc.match_substring_regex(s, pattern)).as_py())
-
-    def some(pattern: str) -> bool:
-        return bool(pc.any(pc.match_substring_regex(s, pattern)).as_py())
-
-    if every(_RE2_SHORT_INT):
-        return np.asarray(pc.cast(pc.utf8_ltrim(s, characters="+"), pa.int64()).to_numpy())
-    if every(_RE2_NUMBER) and not some(_RE2_LONG_INT):
-        try:
-            x = np.asarray(pc.cast(s, pa.float64()).to_numpy())
-        except pa.ArrowInvalid:
-            x = None
-        if x is not None and np.isfinite(x).all():
-            return x
-    elif not some(_RE2_NUMBERLIKE):
-        return np.asarray(s.to_numpy(zero_copy_only=False), dtype=object)
-    return _records_python(s.to_pylist(), name, label)
+    empty = pc.equal(col, "")
+    some_empty = bool(pc.any(empty).as_py())
+    filled = pc.if_else(empty, "0", col) if some_empty else col
+    try:
+        x = np.asarray(pc.cast(filled, pa.float64()).to_numpy())
+    except pa.ArrowInvalid:  # a cell that is not a number (or has blanks around)
+        return None
+    if np.isfinite(x).all() and (np.abs(x) < 2.0**53).all():
+        if some_empty:
+            x = np.where(np.asarray(empty.to_numpy(zero_copy_only=False)), np.nan, x)
+        return x
+    if some_empty or not pc.all(pc.match_substring_regex(col, _RE2_SHORT_INT)).as_py():
+        return None
+    return np.asarray(pc.cast(pc.utf8_ltrim(col, characters="+"), pa.int64()).to_numpy())
 
 
 def _records_python(cells: Sequence[str], name: str, label: str) -> np.ndarray:

@@ -10,6 +10,7 @@ go through Arrow's own conversion.
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -134,6 +135,47 @@ def test_the_vectorised_path_reads_what_cell_reads(column):
     except DataError:
         got = None
     assert got == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="0123456789+-.eEinfaINFAx_ ", max_size=12))
+def test_arrows_conversion_accepts_the_grammars_numbers_and_non_finite_only(text):
+    """What the column-at-once path relies on: pyarrow turns a string into a finite
+    double exactly when the grammar reads it as a number, and to the same double."""
+    import pyarrow.compute as pc
+
+    try:
+        x = pc.cast(pa.array([text]), pa.float64())[0].as_py()
+    except pa.ArrowInvalid:
+        x = None
+    try:
+        number = cell(text) if text == text.strip(" \t") and text else None
+    except DataError:  # beyond the double range
+        number = float("inf")
+    if x is not None and x - x == 0.0:  # finite
+        assert isinstance(number, int | float) and Fraction(x) == Fraction(float(number))
+    else:
+        assert not isinstance(number, int | float) or abs(float(number)) == float("inf")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 10**25),
+    st.integers(0, 10**25),
+    st.integers(-340, 320),
+    st.sampled_from(["", "-", "+"]),
+)
+def test_arrows_conversion_rounds_decimals_correctly(whole, frac, exp, sign):
+    """The double nearest the decimal written (exact rationals, rounded once)."""
+    import pyarrow.compute as pc
+
+    text = f"{sign}{whole}.{frac}e{exp}"
+    exact = Fraction(Decimal(text))
+    try:
+        want = float(exact)
+    except OverflowError:
+        want = float("-inf") if exact < 0 else float("inf")
+    assert pc.cast(pa.array([text]), pa.float64())[0].as_py() == want
 
 
 # -- pieces of whole records ---------------------------------------------------------------
