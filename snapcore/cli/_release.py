@@ -134,8 +134,17 @@ def _numbers(text: str, what: str) -> list[float]:
     return out
 
 
-def _values(text: str) -> list[Any]:
-    return [cell(c) for c in text.split(",")]
+def _item(text: str, what: str) -> Any:
+    """One item of an option, read by the CSV cell grammar (:func:`cell`); a number
+    beyond the double range is a usage error naming the option."""
+    try:
+        return cell(text, where=what)
+    except DataError as exc:
+        raise UsageError(str(exc), what) from None
+
+
+def _values(text: str, what: str) -> list[Any]:
+    return [_item(c, what) for c in text.split(",")]
 
 
 def _fmt(x: Any) -> str:
@@ -332,7 +341,7 @@ def release(
     if bins is not None:
         options["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        options["categories"] = _values(categories)
+        options["categories"] = _values(categories, "--categories")
     if other:
         options["other"] = True
     if out_of_range is not None:
@@ -341,7 +350,7 @@ def release(
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--option must look like KEY=VALUE, got {item!r}", "--option")
-        options[key] = cell(value)
+        options[key] = _item(value, "--option")
     grouping: dict[str, Any] = {}
     if by is not None or keys is not None or group_sizes is not None:
         if by is None or keys is None:
@@ -349,7 +358,7 @@ def release(
                 "--by and --keys go together: --by COLUMN --keys a,b,...",
                 "--keys" if by is not None else "--by",
             )
-        grouping = {"by": by, "keys": _values(keys)}
+        grouping = {"by": by, "keys": _values(keys, "--keys")}
         if group_sizes is not None:
             grouping["group_sizes"] = _sizes(group_sizes)
 
@@ -369,7 +378,7 @@ def release(
         from snapcore.releases._budget import Budget
 
         budget = Budget.from_ledger(ledger)
-    impute_value = None if impute is None else cell(impute)
+    impute_value = None if impute is None else _item(impute, "--impute")
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk
     stat = resolve_statistic(statistic)
@@ -462,7 +471,7 @@ def _sizes(text: str) -> dict[Any, int]:
     for item in text.split(","):
         key, sep, value = item.partition("=")
         try:
-            out[cell(key)] = int(value)
+            out[_item(key, "--group-sizes")] = int(value)
         except ValueError:
             raise UsageError(
                 f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"

@@ -96,7 +96,9 @@ def _read_cell(text: str) -> Any:
     if _NUMBER.fullmatch(t):
         x = float(t)  # correctly rounded: the decimal written, rounded once
         if x - x != 0.0:
-            raise _Unreadable("a number beyond the double range (|x| >= 2**1024) is refused")
+            raise _Unreadable(
+                "a number beyond the double range (it rounds to infinity) is refused"
+            )
         return x
     return t
 

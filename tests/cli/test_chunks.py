@@ -276,3 +276,96 @@ def test_group_by_parquet_equals_csv(cli, tmp_path: Path):
         )
         out.append(got["values"])
     assert out[0] == out[1]
+
+
+# -- reading: one reader, whatever the source --------------------------------------------
+
+
+def test_parquet_on_standard_input_is_found_by_its_magic_bytes(cli, tmp_path: Path):
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"x": [0.5, 1.5, 2.5]}), path)
+    args = ["-c", "x", "-b", "0", "4", "-e", "1", "--seed", "m", "--json"]
+    by_magic = cli.json("release", "mean", "-", *args, input=path.read_bytes())
+    by_name = cli.json("release", "mean", str(path), *args)
+    assert by_magic["value"] == by_name["value"] and by_magic["n"] == 3
+    message = cli.error(
+        3, "data", "release", "mean", "-", "--format", "csv", *args, input=path.read_bytes()
+    )
+    assert "--format parquet" in message
+
+
+@pytest.mark.parametrize("statistic", ["mean", "sum", "variance"])
+def test_a_header_only_csv_has_no_records(cli, statistic):
+    message = cli.error(
+        3,
+        "data",
+        "release",
+        statistic,
+        "-",
+        "-c",
+        "x",
+        "-b",
+        "0",
+        "1",
+        "-e",
+        "1",
+        "--json",
+        input=b"x,y\r\n",
+    )
+    assert "has no records" in message and "--n" not in message
+
+
+def test_a_cell_of_thousands_of_digits_is_read_exactly(cli, tmp_path: Path):
+    """A 5,000-digit integer is a number like any other (clamped to the data bounds),
+    not a usage error that depends on its length."""
+    path = tmp_path / "d.csv"
+    path.write_text("x\n1\n" + "9" * 5000 + "\n2\n")
+    same = tmp_path / "e.csv"
+    same.write_text("x\n1\n4\n2\n")  # the record clamped to the upper bound
+    args = ["-c", "x", "-b", "0", "4", "-e", "1", "--seed", "d", "--json"]
+    assert (
+        cli.json("release", "sum", str(path), *args)["value"]
+        == cli.json("release", "sum", str(same), *args)["value"]
+    )
+
+
+def test_counting_reads_no_cell(cli):
+    """A count reads the number of records only: a cell no rule reads refuses nothing."""
+    data = b"x,y\n1e999,a\n2,b\n"
+    out = cli.json(
+        "release", "count", "-", "--n", "10", "-e", "1", "--seed", "c", "--json", input=data
+    )
+    assert out["statistic"] == "count"
+    cli.error(
+        3,
+        "data",
+        "release",
+        "sum",
+        "-",
+        "-c",
+        "x",
+        "-b",
+        "0",
+        "1",
+        "-e",
+        "1",
+        "--json",
+        input=data,
+    )
+
+
+def test_an_option_item_beyond_the_double_range_is_a_usage_error(cli):
+    message = cli.error(
+        2,
+        "usage",
+        "release",
+        "histogram",
+        "-c",
+        "region",
+        "--categories",
+        "north,1e999",
+        "-e",
+        "1",
+        "--json",
+    )
+    assert message.startswith("--categories") and "1e999" not in message
