@@ -2,9 +2,9 @@
 
 One reader for every CSV source, whatever its size: the bytes are cut into pieces
 that end on a record boundary (:class:`CsvReader`), each piece is parsed and every
-cell is read by one grammar (docs/semantics.md, "Values that enter", the CSV
-table): :func:`cell` for one cell, a vectorised path over a column of cells that gives
-the same records.  Nothing is held beyond a few pieces, so memory stays bounded for
+cell is read by one grammar (docs/semantics.md, "Values that enter", "CSV files"):
+:func:`cell` for one cell, or a whole column of cells at once where that gives the
+same records.  Nothing is held beyond a few pieces, so memory stays bounded for
 any number of records, and where a piece ends never changes a record.
 
 Parquet files are read by their declared types, row group by row group
@@ -317,6 +317,7 @@ class CsvReader:
             the column and the rule, never the value), or the source breaks the rules
             of the constructor further on.
         """
+        columns = list(dict.fromkeys(columns))  # each once
         for c in columns:
             if c not in self.header:
                 raise DataError(f"column {c!r} not found in {self._label}", parameter="column")
