@@ -450,7 +450,9 @@ def _records_arrow(col: Any, name: str, label: str) -> np.ndarray:
         if x is not None:
             return x
     if not pc.any(pc.match_substring_regex(col, _RE2_NUMBERLIKE)).as_py():
-        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+        out = np.empty(len(col), dtype=object)
+        out[:] = col.to_pylist()  # not to_numpy: it imports pandas
+        return out
     return _records_python(col.to_pylist(), name, label)
 
 
@@ -467,20 +469,35 @@ def _arrow_numbers(col: Any) -> np.ndarray | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    empty = pc.equal(col, "")
-    some_empty = bool(pc.any(empty).as_py())
-    filled = pc.if_else(empty, "0", col) if some_empty else col
+    # No Python value is handed to Arrow here (converting one imports pandas).
+    present = pc.cast(pc.utf8_length(col), pa.bool_())
+    some_empty = not pc.all(present).as_py()
+    numbers = pc.filter(col, present) if some_empty else col
     try:
-        x = np.asarray(pc.cast(filled, pa.float64()).to_numpy())
+        x = _numpy(pc.cast(numbers, pa.float64()), np.float64)
     except pa.ArrowInvalid:  # a cell that is not a number (or has blanks around)
         return None
     if np.isfinite(x).all() and (np.abs(x) < 2.0**53).all():
         if some_empty:
-            x = np.where(np.asarray(empty.to_numpy(zero_copy_only=False)), np.nan, x)
+            full = np.full(len(col), np.nan)
+            full[_numpy(pc.cast(present, pa.uint8()), np.uint8).astype(bool)] = x
+            x = full
         return x
     if some_empty or not pc.all(pc.match_substring_regex(col, _RE2_SHORT_INT)).as_py():
         return None
-    return np.asarray(pc.cast(pc.utf8_ltrim(col, characters="+"), pa.int64()).to_numpy())
+    return _numpy(pc.cast(pc.utf8_ltrim(col, characters="+"), pa.int64()), np.int64)
+
+
+def _numpy(arr: Any, dtype: type[np.generic]) -> np.ndarray:
+    """A numeric Arrow array (or chunked array) without nulls, of NumPy type ``dtype``,
+    viewed as a NumPy array (pyarrow's own conversion imports pandas for a chunked
+    array)."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * size)
 
 
 def _records_python(cells: Sequence[str], name: str, label: str) -> np.ndarray:
