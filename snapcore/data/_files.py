@@ -397,6 +397,8 @@ def _parse_arrow(
     import pyarrow.csv as pacsv
 
     include = list(columns) or header[:1]  # none asked for: one, to count the rows
+    if piece.startswith(_BOM):  # Arrow drops a byte-order mark that starts its input:
+        piece = b"\n" + piece  # here it is a cell's text (an empty line is skipped)
     try:
         table = pacsv.read_csv(
             pa.BufferReader(piece),

@@ -274,3 +274,13 @@ def test_parquet_is_found_by_its_magic_bytes_and_spooled(tmp_path: Path):
     assert not is_pq and stream.read(2) == b"x\n" and stream.read() == b"1\n"
     with pytest.raises(DataError, match="cannot read t: not a Parquet file"):
         parquet_columns(io.BytesIO(b"PAR1 and then nothing"), label="t")
+
+
+@pytest.mark.parametrize("engine", ["arrow", "python"])
+def test_a_byte_order_mark_is_removed_at_the_start_of_the_source_only(engine):
+    """Inside the data U+FEFF is a character of the text, whichever block it starts."""
+    data = b"\xef\xbb\xbfx,y\n\xef\xbb\xbfa,1\n\xef\xbb\xbf,2\n"
+    for block in range(1, len(data) + 2):
+        header, cols = read_csv(io.BytesIO(data), label="t", block_bytes=block, engine=engine)
+        assert header == ["x", "y"]
+        assert cols["x"].tolist() == ["\ufeffa", "\ufeff"], block
