@@ -1,11 +1,13 @@
-"""A statistic's merged partial state over a CSV or Parquet file (or standard input),
-block by block.
+"""A statistic's records, or its merged partial state, over a CSV or Parquet file (or
+standard input), block by block.
 
-The file is read in blocks of columns (:mod:`snapcore.data._files`), only the columns
-the statistic reads, and each block is folded into the statistic's exact partial state
+The file is read in blocks of records (:mod:`snapcore.data._files`: one reader and one
+grammar for every CSV source, whatever its size), only the columns the statistic
+reads, and each block is folded into the statistic's exact partial state
 (:mod:`snapcore.releases._partials`).  Peak memory is a few blocks, whatever the
 file's size; the state, hence the release for the same draws, is the one of the whole
-file read at once.
+file read at once.  A statistic that cannot merge partial states gets its columns
+joined from the same blocks (:func:`read_columns`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ import numpy as np
 from snapcore.data._files import (
     BLOCK_BYTES,
     Block,
-    ColumnKind,
-    cell,
-    csv_blocks,
-    csv_header,
+    CsvReader,
+    join_blocks,
     parquet_blocks,
     parquet_columns,
 )
@@ -32,13 +32,14 @@ if TYPE_CHECKING:
     from snapcore.plugins._statistic import Statistic
     from snapcore.releases._partials import Partial
 
-__all__ = ["stream_group_partials", "stream_partial"]
+__all__ = ["read_columns", "stream_group_partials", "stream_partial"]
 
 
 def _needed(stat: Statistic, column: Any, header: Sequence[str]) -> list[str]:
+    """The columns the statistic reads (none for one that counts records only)."""
     if column is None:
         if stat.columns == 0:
-            return [header[0]]  # only the number of records is used
+            return []  # only the number of records is used
         if len(header) != stat.columns:
             raise ParameterError(
                 f"this statistic reads {stat.columns} column(s); the table has "
@@ -57,6 +58,10 @@ def _needed(stat: Statistic, column: Any, header: Sequence[str]) -> list[str]:
     return cols
 
 
+#: The column a statistic that reads none is given: one placeholder per record.
+RECORDS = "records"
+
+
 def _open_blocks(
     stat: Statistic,
     source: IO[bytes] | str,
@@ -64,35 +69,75 @@ def _open_blocks(
     label: str,
     file_format: str,
     column: Any,
-    options: dict[str, Any],
     block_bytes: int,
     by: str | None = None,
 ) -> tuple[list[str], Iterator[Block]]:
-    """(the statistic's columns, the file's blocks); with ``by``, that column is read
-    too, as text (CSV) so each field is read by :func:`~snapcore.data.cell`."""
+    """(the statistic's columns, the file's blocks, in those columns and ``by``); a
+    statistic that reads no column gets :data:`RECORDS`, one placeholder per record,
+    so no cell it does not read can refuse its data."""
     if file_format == "parquet":
-        file_columns = parquet_columns(source)
-        cols = _needed(stat, column, file_columns)
-        _has_by(by, file_columns)
-        wanted = cols + ([by] if by is not None and by not in cols else [])
-        return cols, parquet_blocks(source, wanted, label=label)
-    assert not isinstance(source, str)
-    file_columns = csv_header(source, label)
+        file_columns = parquet_columns(source, label=label)
+    else:
+        assert not isinstance(source, str)
+        reader = CsvReader(source, label=label, block_bytes=block_bytes)
+        file_columns = reader.header
     cols = _needed(stat, column, file_columns)
     _has_by(by, file_columns)
-    # Categories match by value: numbers as numbers (a cell 1.0 is the category 1),
-    # so a column is read as text only when some category is text.
-    cats = options.get("categories")
-    numeric = cats is not None and all(
-        isinstance(c, int | float) and not isinstance(c, bool) for c in cats
+    wanted = cols + ([by] if by is not None and by not in cols else [])
+    blocks = (
+        parquet_blocks(source, wanted, label=label)
+        if file_format == "parquet"
+        else reader.blocks(wanted)
     )
-    text = (cats is not None and not numeric) or stat.columns == 0
-    kind: ColumnKind = "text" if text else "number"
-    kinds: dict[str, ColumnKind] = {c: kind for c in cols}
-    if by is not None:
-        kinds[by] = "text"  # keys: each field read as the whole-file reader reads it
-    blocks = csv_blocks(source, file_columns, kinds, label=label, block_bytes=block_bytes)
-    return cols, blocks
+    if cols:
+        return cols, blocks
+    return [RECORDS], _placeholders(blocks)
+
+
+def _placeholders(blocks: Iterator[Block]) -> Iterator[Block]:
+    for b in blocks:
+        yield Block(b.rows, {**b.columns, RECORDS: np.zeros(b.rows, dtype=np.int8)})
+
+
+def read_columns(
+    stat: Statistic,
+    source: IO[bytes] | str,
+    *,
+    label: str,
+    file_format: str,
+    column: Any,
+    block_bytes: int = BLOCK_BYTES,
+    by: str | None = None,
+    need_records: bool = False,
+) -> dict[str, np.ndarray]:
+    """The records of the columns ``stat`` reads (and ``by``), joined from the blocks:
+    for a statistic that cannot merge partial states (``need_records``: as for
+    :func:`stream_partial`).
+
+    Raises
+    ------
+    DataError
+        As :func:`stream_partial`.
+    """
+    cols, blocks = _open_blocks(
+        stat,
+        source,
+        label=label,
+        file_format=file_format,
+        column=column,
+        block_bytes=block_bytes,
+        by=by,
+    )
+    wanted = cols + ([by] if by is not None and by not in cols else [])
+    out = join_blocks(blocks, wanted)
+    if need_records and not len(out[wanted[0]]):
+        raise no_records(label)
+    return out
+
+
+def no_records(label: str) -> DataError:
+    """The error for a source without records, when the release takes n from the data."""
+    return DataError(f"{label} has no records (a header line only): there is nothing to release")
 
 
 def _has_by(by: str | None, file_columns: Sequence[str]) -> None:
@@ -136,6 +181,7 @@ def stream_partial(
     options: dict[str, Any],
     block_bytes: int = BLOCK_BYTES,
     policy: MissingPolicy | None = None,
+    need_records: bool = False,
 ) -> Partial:
     """The merged partial state of ``stat`` over a CSV or Parquet source, block by block.
 
@@ -156,6 +202,9 @@ def stream_partial(
         A missing-value policy (``drop`` or ``impute``, checked against the relation by
         the caller) applied to each block before its partial state, exactly as a
         release applies it to data held in memory (:meth:`snapcore.data.Dataset.apply_missing`).
+    need_records : bool
+        Refuse a source without records (a header line only), for a release whose
+        number of records comes from the data.
 
     Raises
     ------
@@ -169,7 +218,6 @@ def stream_partial(
         label=label,
         file_format=file_format,
         column=column,
-        options=options,
         block_bytes=block_bytes,
     )
     from snapcore.releases._partials import merge, partial
@@ -188,6 +236,8 @@ def stream_partial(
         )
         merged = p if merged is None else merge([merged, p], statistic=stat)
     if merged is None:  # no records
+        if need_records:
+            raise no_records(label)
         empty = {c: np.empty(0) for c in cols}
         merged = partial(stat, empty, column=column, data_bounds=data_bounds, **options)
     return merged
@@ -207,10 +257,9 @@ def stream_group_partials(
     block_bytes: int = BLOCK_BYTES,
     policy: MissingPolicy | None = None,
 ) -> dict[Any, Partial]:
-    """One merged partial state per key of ``keys``: the records whose ``by`` field
-    equals the key (exact-value matching, each CSV field read by
-    :func:`~snapcore.data.cell`, as the
-    whole-file reader does), read block by block; a key with no records gets the empty
+    """One merged partial state per key of ``keys``: the records whose ``by`` record
+    equals the key (exact-value matching, :func:`~snapcore.data.category_key`), read
+    block by block; a key with no records gets the empty
     state, and records of other keys (or with a missing key) are in no state.  The
     result is what :func:`snapcore.release` takes with ``by=`` and ``keys=``.
 
@@ -227,7 +276,6 @@ def stream_group_partials(
         label=label,
         file_format=file_format,
         column=column,
-        options=options,
         block_bytes=block_bytes,
         by=by,
     )
@@ -236,13 +284,12 @@ def stream_group_partials(
     merged: list[Partial | None] = [None] * len(keys)
     for block in blocks:
         columns = block.columns
-        uniq, inverse = np.unique(columns[by].astype(object).astype(str), return_inverse=True)
-        raw = {str(u): u for u in columns[by].tolist()}  # parquet: the values themselves
-        distinct = np.empty(len(uniq), dtype=object)
-        for j, u in enumerate(uniq.tolist()):
-            v = raw.get(u, u)
-            distinct[j] = cell(v) if isinstance(v, str) else v
-        group = key_positions(distinct, keys)[inverse.reshape(-1)]
+        records = columns[by]
+        if records.dtype == object:  # text, or records of several types
+            group = key_positions(records, keys)
+        else:  # one NumPy type: each distinct value matched once
+            uniq, inverse = np.unique(records, return_inverse=True)
+            group = key_positions(uniq.astype(object), keys)[inverse.reshape(-1)]
         for i in range(len(keys)):
             rows = np.flatnonzero(group == i)
             if rows.size == 0:

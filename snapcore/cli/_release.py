@@ -9,7 +9,6 @@ Without a CSV file it uses the bundled synthetic example table
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ import click
 from snapcore._display import short
 from snapcore.calibration._params import parse_epsilon
 from snapcore.cli._output import SpelledCommand, UsageError, emit_json
-from snapcore.data._files import cell, read_csv_table
+from snapcore.data._files import cell
 from snapcore.errors import DataError
 
 if TYPE_CHECKING:
@@ -54,13 +53,19 @@ def _read_input(
     options: dict[str, Any],
     policy: Any = None,
     grouping: dict[str, Any] | None = None,
+    need_records: bool = False,
 ) -> tuple[Any, str, bool]:
-    """The data to release, how to name it, and whether it was read in chunks: a merged
-    partial state read in chunks (pyarrow; a missing-value ``policy`` applied to each
-    chunk; with ``grouping``, one state per key), or else the whole CSV file read field
-    by field (:func:`~snapcore.data._files.read_csv_table`)."""
-    from snapcore.cli._chunks import stream_group_partials, stream_partial
-    from snapcore.data._files import BLOCK_BYTES, pyarrow_available
+    """The data to release, how to name it, and whether it is a merged partial state.
+
+    Every source is read by one reader, in blocks (:mod:`snapcore.cli._chunks`), whatever
+    its size: a mergeable statistic gets its merged partial state (a missing-value
+    ``policy`` applied to each block; with ``grouping``, one state per key), any other
+    its columns joined from the blocks.  ``--format auto`` reads Parquet when the
+    source starts with Parquet's magic bytes (``PAR1``; also on standard input) or the
+    file is named ``.parquet``/``.pq``, CSV otherwise.  With ``need_records`` (n taken
+    from the data, no grouping), a source without records is refused as such."""
+    from snapcore.cli._chunks import read_columns, stream_group_partials, stream_partial
+    from snapcore.data._files import BLOCK_BYTES, pyarrow_available, sniff_parquet, spool
 
     if csv_file is None:
         from snapcore.data import example_path
@@ -71,62 +76,50 @@ def _read_input(
         path, label = None, "standard input"
     else:
         path, label = Path(csv_file), f"file {csv_file}"
-    fmt = file_format
-    if fmt == "auto":
-        fmt = "parquet" if path is not None and path.suffix in (".parquet", ".pq") else "csv"
-    # A CSV file within one block is read whole, field by field (the same doubles as
-    # the chunked reader), without importing pyarrow: a fifth of a one-shot run.
-    small = fmt == "csv" and path is not None and block_size is None and _fits(path)
-    if small or not pyarrow_available() or not stat.mergeable:
-        if fmt == "parquet":
-            raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
-        if path is None:
-            stdin_text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-            return read_csv_table(stdin_text, label), label, False
+    with contextlib.ExitStack() as stack:
         try:
-            with path.open(newline="", encoding="utf-8") as fh:
-                return read_csv_table(fh, label), label, False
+            raw: Any = sys.stdin.buffer if path is None else stack.enter_context(path.open("rb"))
+            magic, stream = sniff_parquet(raw)
         except OSError as exc:
             raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
-    stdin = sys.stdin.buffer
-    try:
+        fmt = file_format
+        if fmt == "auto":
+            named = path is not None and path.suffix in (".parquet", ".pq")
+            fmt = "parquet" if magic or named else "csv"
+        source: Any = stream
         if fmt == "parquet":
-            from snapcore.data._files import read_stdin_buffer
-
-            src: Any = read_stdin_buffer(stdin) if path is None else str(path)
-            ctx: Any = contextlib.nullcontext(src)
-        else:
-            ctx = contextlib.nullcontext(stdin) if path is None else path.open("rb")
-        with ctx as source:
-            common: dict[str, Any] = {
-                "label": label,
-                "file_format": fmt,
-                "column": column,
-                "data_bounds": data_bounds,
-                "options": options,
-                "block_bytes": block_size or BLOCK_BYTES,
-                "policy": policy,
-            }
+            if not pyarrow_available():
+                raise UsageError('reading Parquet needs pyarrow: pip install "snapcore[arrow]"')
+            source = str(path) if path is not None else stack.enter_context(spool(stream))
+        common: dict[str, Any] = {
+            "label": label,
+            "file_format": fmt,
+            "column": column,
+            "block_bytes": block_size or BLOCK_BYTES,
+        }
+        need = need_records and not grouping
+        by = grouping["by"] if grouping else None
+        try:
+            if not stat.mergeable:
+                return read_columns(stat, source, by=by, need_records=need, **common), label, False
+            common.update(data_bounds=data_bounds, options=options, policy=policy)
             part: Any = (
                 stream_group_partials(
                     stat, source, by=grouping["by"], keys=grouping["keys"], **common
                 )
                 if grouping
-                else stream_partial(stat, source, **common)
+                else stream_partial(stat, source, need_records=need, **common)
             )
-    except OSError as exc:
-        raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise DataError(f"cannot read {label}: {exc.strerror or exc}") from None
+        except DataError as exc:
+            if magic and fmt == "csv" and "UTF-8" in str(exc):
+                raise DataError(
+                    f"cannot read {label} as CSV: it starts like a Parquet file (PAR1); "
+                    "read it with --format parquet (or auto)"
+                ) from None
+            raise
     return part, label, True
-
-
-def _fits(path: Path) -> bool:
-    """Whether a file is at most one chunked-reading block (unreadable: let the reader say)."""
-    from snapcore.data._files import BLOCK_BYTES
-
-    try:
-        return path.stat().st_size <= BLOCK_BYTES
-    except OSError:
-        return False
 
 
 def _numbers(text: str, what: str) -> list[float]:
@@ -141,8 +134,17 @@ def _numbers(text: str, what: str) -> list[float]:
     return out
 
 
-def _values(text: str) -> list[Any]:
-    return [cell(c) for c in text.split(",")]
+def _item(text: str, what: str) -> Any:
+    """One item of an option, read by the CSV cell grammar (:func:`cell`); a number
+    beyond the double range is a usage error naming the option."""
+    try:
+        return cell(text, where=what)
+    except DataError as exc:
+        raise UsageError(str(exc), what) from None
+
+
+def _values(text: str, what: str) -> list[Any]:
+    return [_item(c, what) for c in text.split(",")]
 
 
 def _fmt(x: Any) -> str:
@@ -161,7 +163,8 @@ def _fmt(x: Any) -> str:
     type=click.Choice(["auto", "csv", "parquet"]),
     default="auto",
     show_default=True,
-    help="Input format; auto: Parquet for a .parquet/.pq file, CSV otherwise (and for -).",
+    help="Input format; auto: Parquet for a source that starts with PAR1 (also on "
+    "standard input) or a .parquet/.pq file, CSV otherwise.",
 )
 @click.option(
     "--block-size",
@@ -257,8 +260,8 @@ def _fmt(x: Any) -> str:
     type=click.Choice(["error", "drop", "impute"]),
     default="error",
     show_default=True,
-    help="Missing values (blank cells, NaN): refuse, drop their records (add-remove "
-    "only), or replace them by --impute.",
+    help="Missing values (empty CSV cells, Parquet nulls): refuse, drop their records "
+    "(add-remove only), or replace them by --impute.",
 )
 @click.option("--impute", default=None, help="The public constant for --missing impute.")
 @click.option(
@@ -312,10 +315,11 @@ def release(
 ) -> None:
     """Release STATISTIC of a column of FILE (default: the bundled example data).
 
-    FILE is a CSV file with a header line, a Parquet file, or - for CSV (or, with
-    --format parquet, Parquet) on standard input.  With pyarrow installed
-    (pip install "snapcore[arrow]") the file is read in chunks, each folded into
-    the statistic's exact partial state, so memory stays bounded whatever its size.
+    FILE is a CSV file with a header line, a Parquet file, or - for either on
+    standard input.  It is read in chunks, whatever its size, each folded into the
+    statistic's exact partial state, so memory stays bounded; every CSV cell is read
+    by one grammar (docs/semantics.md, "CSV files": an empty cell is missing, NA and
+    nan are text).
 
     STATISTIC is count, sum, mean, variance, covariance, histogram, or a plugin's.
 
@@ -337,7 +341,7 @@ def release(
     if bins is not None:
         options["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        options["categories"] = _values(categories)
+        options["categories"] = _values(categories, "--categories")
     if other:
         options["other"] = True
     if out_of_range is not None:
@@ -346,7 +350,7 @@ def release(
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--option must look like KEY=VALUE, got {item!r}", "--option")
-        options[key] = cell(value)
+        options[key] = _item(value, "--option")
     grouping: dict[str, Any] = {}
     if by is not None or keys is not None or group_sizes is not None:
         if by is None or keys is None:
@@ -354,7 +358,7 @@ def release(
                 "--by and --keys go together: --by COLUMN --keys a,b,...",
                 "--keys" if by is not None else "--by",
             )
-        grouping = {"by": by, "keys": _values(keys)}
+        grouping = {"by": by, "keys": _values(keys, "--keys")}
         if group_sizes is not None:
             grouping["group_sizes"] = _sizes(group_sizes)
 
@@ -374,7 +378,7 @@ def release(
         from snapcore.releases._budget import Budget
 
         budget = Budget.from_ledger(ledger)
-    impute_value = None if impute is None else cell(impute)
+    impute_value = None if impute is None else _item(impute, "--impute")
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk
     stat = resolve_statistic(statistic)
@@ -397,6 +401,7 @@ def release(
         options,
         policy=policy,
         grouping=grouping,
+        need_records=n is None,
     )
     if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
@@ -466,7 +471,7 @@ def _sizes(text: str) -> dict[Any, int]:
     for item in text.split(","):
         key, sep, value = item.partition("=")
         try:
-            out[cell(key)] = int(value)
+            out[_item(key, "--group-sizes")] = int(value)
         except ValueError:
             raise UsageError(
                 f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"

@@ -6,10 +6,9 @@
 - **Columns and frames**: data of any container (mappings, NumPy, pandas, polars,
   pyarrow and other data frames) become the named columns a statistic reads
   (:class:`Dataset`, :func:`as_dataset`, :func:`read_dataset`).
-- **Files**: CSV and Parquet files read in blocks of columns (:func:`csv_header`,
-  :func:`csv_blocks`, :func:`parquet_columns`, :func:`parquet_blocks`), or a small CSV
-  file read whole without pyarrow (:func:`read_csv_table`), each CSV field outside
-  the blocks by one rule (:func:`cell`).
+- **Files**: CSV sources of any size read in blocks of records by one reader and one
+  grammar (:class:`CsvReader`, :func:`read_csv`; one cell: :func:`cell`), Parquet
+  files by their declared types (:func:`parquet_columns`, :func:`parquet_blocks`).
 - **Missing values**: what is missing (:func:`is_missing`) and the policy
   (:class:`MissingPolicy`, :func:`check_missing_policy`, applied by
   :meth:`Dataset.apply_missing`).
@@ -34,12 +33,11 @@ if TYPE_CHECKING:
     )
     from snapcore.data._files import (
         Block as Block,
+        CsvReader as CsvReader,
         cell as cell,
-        csv_blocks as csv_blocks,
-        csv_header as csv_header,
         parquet_blocks as parquet_blocks,
         parquet_columns as parquet_columns,
-        read_csv_table as read_csv_table,
+        read_csv as read_csv,
     )
     from snapcore.data._frames import (
         read_dataset as read_dataset,

@@ -1,26 +1,29 @@
-"""CSV and Parquet files (or standard input): read in blocks of columns, or a small
-CSV file read whole.
+"""CSV and Parquet files (or standard input), read in blocks of records.
 
-In blocks the file is never held in memory: pyarrow's streaming CSV reader (or a
-Parquet file's row batches) yields one block of records at a time, and only the
-columns asked for are converted, each to a NumPy array.  What a block is used for (a
-statistic's partial state) is the caller's business.  Every CSV field outside these
-blocks (a header, a ``--categories`` item, a key), and every field of a CSV file read
-whole (:func:`read_csv_table`, without pyarrow), is read by :func:`cell`, the rule the
-blocks follow.
+One reader for every CSV source, whatever its size: the bytes are cut into pieces
+that end on a record boundary (:class:`CsvReader`), each piece is parsed and every
+cell is read by one grammar (docs/semantics.md, "Values that enter", "CSV files"):
+:func:`cell` for one cell, or a whole column of cells at once where that gives the
+same records.  Nothing is held beyond a few pieces, so memory stays bounded for
+any number of records, and where a piece ends never changes a record.
 
-pyarrow is optional (``pip install "snapcore[arrow]"``) and imported only here, when a
-file is read in blocks.
+Parquet files are read by their declared types, row group by row group
+(:func:`parquet_blocks`).
+
+pyarrow (``pip install "snapcore[arrow]"``) parses the pieces when it is installed
+and reads Parquet; without it the pieces are parsed by Python's ``csv`` module
+under the same grammar (the test suite checks that both give the same records).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any, Literal
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, Literal, cast
 
 import attrs
 import numpy as np
@@ -31,26 +34,39 @@ from snapcore.errors import DataError
 __all__ = [
     "BLOCK_BYTES",
     "Block",
-    "ColumnKind",
+    "CsvReader",
     "cell",
-    "csv_blocks",
-    "csv_header",
+    "join_blocks",
     "parquet_blocks",
     "parquet_columns",
     "pyarrow_available",
-    "read_csv_table",
-    "read_stdin_buffer",
+    "read_csv",
+    "sniff_parquet",
+    "spool",
 ]
 
-#: Bytes of CSV text per block (pyarrow's ``block_size``).
+#: Bytes of CSV text read at a time; a piece holds the whole records among them.
 BLOCK_BYTES = 1 << 20
 
-#: How a CSV column is converted: to float64, or kept as text.
-ColumnKind = Literal["number", "text"]
+#: The characters removed around every cell and header name (ASCII space and tab).
+BLANKS = " \t"
+
+#: Which parser cuts a piece into cells: pyarrow's, or Python's ``csv`` module.
+Engine = Literal["arrow", "python"]
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# For Arrow's RE2, anchored: an integer of at most 18 digits (within int64).
+_RE2_SHORT_INT = r"^[+-]?[0-9]{1,18}$"
+# Text that may be a number or a missing cell: a column without any is plain text.
+_RE2_NUMBERLIKE = r"^$|^[+-]?\.?[0-9]"
+
+_PARQUET_MAGIC = b"PAR1"
+_BOM = b"\xef\xbb\xbf"
 
 
 def pyarrow_available() -> bool:
-    """Whether pyarrow (needed for reading in blocks and for Parquet) is importable."""
+    """Whether pyarrow (needed for Parquet, and the fast CSV parser) is importable."""
     try:
         import pyarrow.csv  # noqa: F401
     except ImportError:
@@ -58,32 +74,58 @@ def pyarrow_available() -> bool:
     return True
 
 
-_INT = re.compile(r"[+-]?[0-9]+")
+class _Unreadable(Exception):
+    """Internal: a cell the grammar refuses (the rule, never the value)."""
 
 
-def cell(text: str) -> Any:
-    """One CSV field (or ``--categories``, ``--keys`` item), read on its own.
+def _exact_int(text: str) -> int:
+    """Decimal integer text (``_INT``) as an exact ``int`` at any length: GMP's
+    conversion, which Python's limit on the digits of ``int(str)`` does not apply to."""
+    if len(text) <= 4000:
+        return int(text)
+    import gmpy2
 
-    Integer text is an ``int`` (exact at any size); other decimal number text is the
-    double nearest the decimal written (correctly rounded, as ``float()``, pandas and
-    pyarrow's CSV readers parse it, so the block reader gives the same values); an
-    empty field or ``nan`` is a missing value (``None``, refused by the release unless
-    ``--missing`` says otherwise); anything else stays text.  The same rule for every
-    field: no field changes how another is read.  So ``--categories 1,2`` matches the
-    fields ``1.0`` and ``2.0`` under exact value matching.
-    """
-    t = text.strip()
+    return int(gmpy2.mpz(text))
+
+
+def _read_cell(text: str) -> Any:
+    t = text.strip(BLANKS)
     if not t:
         return None
     if _INT.fullmatch(t):
-        return int(t)
-    try:
+        return _exact_int(t)
+    if _NUMBER.fullmatch(t):
         x = float(t)  # correctly rounded: the decimal written, rounded once
-    except ValueError:
-        return t
-    if math.isnan(x):
-        return None
-    return x if math.isfinite(x) else t
+        if x - x != 0.0:
+            raise _Unreadable(
+                "a number beyond the double range (it rounds to infinity) is refused"
+            )
+        return x
+    return t
+
+
+def cell(text: str, *, where: str = "a CSV cell") -> Any:
+    """One CSV cell (or a ``--categories``, ``--keys`` item) read by the grammar of
+    docs/semantics.md ("Values that enter", CSV).
+
+    Blanks (ASCII space and tab) around it are removed; then an empty cell is missing
+    (``None``); a decimal integer (``[+-]?[0-9]+``, leading zeros allowed) is that
+    ``int``, exact at any length; a decimal number (``1.5``, ``.5``, ``1.``, ``2e-3``,
+    ``1E5``: ASCII digits, no digit separators) is the double nearest it, correctly
+    rounded (underflow gives a zero or a subnormal); anything else, ``inf``, ``nan``
+    and ``NA`` included, is text.  The same rule for every cell: no cell changes how
+    another is read.
+
+    Raises
+    ------
+    DataError
+        If a number lies beyond the double range (the message names ``where`` and the
+        rule, never the text).
+    """
+    try:
+        return _read_cell(text)
+    except _Unreadable as exc:
+        raise DataError(f"{where}: {exc}") from None
 
 
 @attrs.frozen
@@ -94,100 +136,468 @@ class Block:
     columns: dict[str, np.ndarray]
 
 
-def csv_header(fh: IO[bytes], label: str) -> list[str]:
-    """The column names on the first line of a CSV file (the line is consumed).
+# -- cutting CSV bytes into pieces of whole records ------------------------------------
 
-    Raises
-    ------
-    DataError
-        If the file is empty, not UTF-8, or names a column twice (``label`` names the
-        file in the message).
-    """
-    line = fh.readline()
-    if not line.strip():
-        raise DataError(f"{label} is empty")
+
+def _quote_positions(a: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(a == 34)
+
+
+def _last_boundary(buf: bytes) -> int:
+    """The end of the last line terminator (CR or LF) outside quotes in ``buf`` (which
+    starts at a record's start), or 0 if there is none."""
+    if b'"' not in buf:
+        return max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.flatnonzero((a == 10) | (a == 13))
+    if ends.size == 0:
+        return 0
+    quotes = _quote_positions(a)
+    outside = ends[np.searchsorted(quotes, ends) % 2 == 0]
+    return int(outside[-1]) + 1 if outside.size else 0
+
+
+_DELIMITS = np.zeros(256, dtype=bool)
+_DELIMITS[[10, 13, 34, 44]] = True  # LF, CR, '"', ','
+
+
+def _check_quotes(piece: bytes, label: str, *, final: bool) -> None:
+    """Refuse a quote that is not where RFC 4180 allows it: a quoted field starts at
+    the start of a field and its closing quote ends it (``""`` inside it is one
+    quote).  With this, a line terminator after an even number of quotes is a record
+    boundary, so pieces cut there parse as the whole file would."""
+    if b'"' not in piece:
+        return
+    a = np.frombuffer(piece, dtype=np.uint8)
+    q = _quote_positions(a)
+    opening, closing = q[0::2], q[1::2]
+    before = a[np.maximum(opening - 1, 0)]
+    bad_open = (opening > 0) & ~_DELIMITS[before]
+    after_pos = closing + 1
+    after = a[np.minimum(after_pos, len(a) - 1)]
+    bad_close = (after_pos < len(a)) & ~_DELIMITS[after]
+    if bad_open.any() or bad_close.any():
+        raise DataError(
+            f"cannot read {label}: malformed CSV (a quote inside a field that does not "
+            "start with one, or text after a closing quote; RFC 4180 quoting only)"
+        )
+    if final and q.size % 2:
+        raise DataError(f"cannot read {label}: malformed CSV (a quoted field is not closed)")
+
+
+def _pieces(fh: IO[bytes], block_bytes: int, label: str) -> Iterator[bytes]:
+    """The bytes of ``fh`` in pieces of whole records (each ends on a record boundary,
+    the last at the end of the input), the leading byte-order mark removed, each piece
+    checked to be UTF-8 with RFC 4180 quoting."""
+    rest = b""
+    first = True
+    size = block_bytes
+    while True:
+        data = fh.read(size)
+        buf = rest + data if rest else data
+        if first:
+            if len(buf) < len(_BOM) and data:
+                rest = buf
+                continue
+            if buf.startswith(_BOM):
+                buf = buf[len(_BOM) :]
+            first = False
+        if not data:
+            if buf:
+                yield _checked(buf, label, final=True)
+            return
+        cut = _last_boundary(buf)
+        if cut == 0:  # no record ends in it yet: read on, twice as much each time
+            rest = buf
+            size = min(2 * size, 1 << 30)
+            continue
+        size = block_bytes
+        yield _checked(buf[:cut], label, final=False)
+        rest = buf[cut:]
+
+
+def _checked(piece: bytes, label: str, *, final: bool) -> bytes:
     try:
-        header = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]))
+        piece.decode("utf-8")
     except UnicodeDecodeError:
         raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
-    return _column_names(header, label)
+    _check_quotes(piece, label, final=final)
+    return piece
 
 
-def _column_names(header: list[str], label: str) -> list[str]:
-    """The names on a CSV header line, blanks around each removed (as around every
-    field, :func:`cell`): both CSV readers name a file's columns by this rule.
+def _first_record(piece: bytes) -> tuple[bytes, bytes]:
+    """(the first non-empty record of a piece, the bytes after it)."""
+    start = len(piece) - len(piece.lstrip(b"\r\n"))
+    body = piece[start:]
+    a = np.frombuffer(body, dtype=np.uint8)
+    ends = np.flatnonzero((a == 10) | (a == 13))
+    quotes = _quote_positions(a)
+    outside = ends[np.searchsorted(quotes, ends) % 2 == 0] if quotes.size else ends
+    if outside.size == 0:
+        return body, b""
+    cut = int(outside[0])
+    return body[:cut], body[cut:]
 
-    Raises
-    ------
-    DataError
-        If a name is given twice.
-    """
-    names = [h.strip() for h in header]
+
+def _header(record: bytes, label: str) -> list[str]:
+    """The column names of a header record: blanks around each removed; a name given
+    twice is refused (an empty name is a name)."""
+    row = next(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))
+    names = [h.strip(BLANKS) for h in row]
     if len(set(names)) != len(names):
         raise DataError(f"{label} has duplicate column names")
     return names
 
 
-def parquet_columns(source: IO[bytes] | str) -> list[str]:
-    """The column names of a Parquet file (a path or a seekable buffer)."""
-    import pyarrow.parquet as pq
-
-    names: list[str] = pq.ParquetFile(source).schema_arrow.names
-    return names
+def _width_error(label: str) -> DataError:
+    return DataError(
+        f"cannot read {label}: malformed CSV (a row's number of fields differs from the header's)"
+    )
 
 
-def csv_blocks(
-    fh: IO[bytes],
-    header: list[str],
-    kinds: Mapping[str, ColumnKind],
-    *,
-    label: str,
-    block_bytes: int = BLOCK_BYTES,
-) -> Iterator[Block]:
-    """The records after the header line, block by block, in the columns of ``kinds``.
+class CsvReader:
+    """A CSV source read by the grammar of docs/semantics.md ("Values that enter"),
+    in blocks of records.
 
     Parameters
     ----------
     fh : binary file object
-        Positioned after the header line (:func:`csv_header`).
-    header : list of str
-        The file's columns.
-    kinds : mapping
-        Column name -> ``"number"`` (float64; an empty field is NaN) or ``"text"``.
+        The CSV bytes (a file, standard input); read ``block_bytes`` at a time.
     label : str
-        How errors name the file.
+        How errors name the source.
     block_bytes : int
-        CSV bytes per block.
+        Bytes read at a time.  A block holds the whole records among them (a record
+        longer than that is read on until it ends), so no value depends on it.
+    engine : {"arrow", "python"}, optional
+        The parser of the pieces: pyarrow's (the default when installed) or Python's
+        ``csv`` module.  Both give the same records.
+
+    Attributes
+    ----------
+    header : list of str
+        The column names, from the first non-empty record.
 
     Raises
     ------
     DataError
-        On text in a numeric column or a malformed row (the message names the column,
-        never the value).
+        If the source holds no record, is not UTF-8, breaks RFC 4180 quoting, or names
+        a column twice.
     """
+
+    def __init__(
+        self,
+        fh: IO[bytes],
+        *,
+        label: str,
+        block_bytes: int = BLOCK_BYTES,
+        engine: Engine | None = None,
+    ) -> None:
+        if engine is None:
+            engine = "arrow" if pyarrow_available() else "python"
+        self._label = label
+        self._engine: Engine = engine
+        self._pieces = _pieces(fh, block_bytes, label)
+        self._rest = b""
+        for piece in self._pieces:
+            if piece.strip(b"\r\n"):
+                record, self._rest = _first_record(piece)
+                break
+        else:
+            raise DataError(f"{label} is empty (not even a header line)")
+        self.header: list[str] = _header(record, label)
+
+    def blocks(self, columns: Sequence[str]) -> Iterator[Block]:
+        """The records after the header, block by block, in ``columns`` (each cell read
+        by the grammar; none asked for: the blocks count the records only).
+
+        Raises
+        ------
+        DataError
+            If a column is not in the header, a row's number of fields differs from
+            the header's, a number lies beyond the double range (the message names
+            the column and the rule, never the value), or the source breaks the rules
+            of the constructor further on.
+        """
+        columns = list(dict.fromkeys(columns))  # each once
+        for c in columns:
+            if c not in self.header:
+                raise DataError(f"column {c!r} not found in {self._label}", parameter="column")
+        parse = _parse_arrow if self._engine == "arrow" else _parse_python
+        pieces = self._pieces
+        first, self._rest = self._rest, b""
+        for piece in _chain(first, pieces):
+            if not piece.strip(b"\r\n"):
+                continue
+            rows, cols = parse(piece, self.header, columns, self._label)
+            if rows:
+                yield Block(rows, cols)
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def read_csv(
+    fh: IO[bytes],
+    columns: Sequence[str] | None = None,
+    *,
+    label: str,
+    block_bytes: int = BLOCK_BYTES,
+    engine: Engine | None = None,
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """A CSV source's header and its records in ``columns`` (default: all), read
+    through :class:`CsvReader` and joined: the records every block gives, in order.
+
+    Raises
+    ------
+    DataError
+        As :class:`CsvReader` and :meth:`CsvReader.blocks`.
+    """
+    reader = CsvReader(fh, label=label, block_bytes=block_bytes, engine=engine)
+    names = list(reader.header if columns is None else columns)
+    return reader.header, join_blocks(reader.blocks(names), names)
+
+
+def join_blocks(blocks: Iterable[Block], columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """The records of ``blocks`` in ``columns``, joined in order (no record changed)."""
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in columns}
+    for block in blocks:
+        for c in columns:
+            parts[c].append(block.columns[c])
+    return {c: _concat(parts[c]) for c in columns}
+
+
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
+    """Record arrays joined without changing a record: arrays of one NumPy type are
+    concatenated; otherwise every record becomes its Python value (never a float64
+    detour for an integer)."""
+    if not arrays:
+        return np.empty(0, dtype=object)
+    if all(a.dtype == arrays[0].dtype for a in arrays):
+        return np.concatenate(arrays)
+    out = np.empty(sum(len(a) for a in arrays), dtype=object)
+    i = 0
+    for a in arrays:
+        out[i : i + len(a)] = a.tolist() if a.dtype != object else a
+        i += len(a)
+    return out
+
+
+# -- one piece of whole records, parsed -----------------------------------------------
+
+
+def _parse_arrow(
+    piece: bytes, header: list[str], columns: Sequence[str], label: str
+) -> tuple[int, dict[str, np.ndarray]]:
+    """The records of one piece, parsed by pyarrow with every option set to the
+    grammar: comma, RFC 4180 quotes (doubled inside, no escape character), newlines
+    inside quotes, empty lines skipped, every cell a string (no null values, no type
+    inference, no truth values) and UTF-8 checked; the cells then read by the grammar."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    types = {c: pa.string() if k == "text" else pa.float64() for c, k in kinds.items()}
+    include = list(columns) or header[:1]  # none asked for: one, to count the rows
+    if piece.startswith(_BOM):  # Arrow drops a byte-order mark that starts its input:
+        piece = b"\n" + piece  # here it is a cell's text (an empty line is skipped)
     try:
-        reader = pacsv.open_csv(
-            fh,
-            read_options=pacsv.ReadOptions(column_names=header, block_size=block_bytes),
+        table = pacsv.read_csv(
+            pa.BufferReader(piece),
+            read_options=pacsv.ReadOptions(
+                column_names=header,
+                block_size=min(max(len(piece) + 1, 1 << 16), (1 << 31) - 1),
+                use_threads=False,
+            ),
+            parse_options=pacsv.ParseOptions(
+                delimiter=",",
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=True,
+                ignore_empty_lines=True,
+            ),
             convert_options=pacsv.ConvertOptions(
-                include_columns=list(types), column_types=types, strings_can_be_null=False
+                include_columns=include,
+                column_types=dict.fromkeys(include, pa.string()),
+                null_values=[],
+                true_values=[],
+                false_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                auto_dict_encode=False,
+                check_utf8=True,
             ),
         )
-        for batch in reader:
-            yield Block(batch.num_rows, _arrow_columns(batch))
-    except pa.ArrowInvalid as exc:
-        raise DataError(_conversion_message(str(exc), header, label)) from None
+    except pa.ArrowInvalid:
+        raise _width_error(label) from None
+    cols = {c: _records_arrow(table.column(c), c, label) for c in columns}
+    return table.num_rows, cols
+
+
+def _records_arrow(col: Any, name: str, label: str) -> np.ndarray:
+    """A column of cells (Arrow strings) as records, by the grammar: the common
+    columns at once (:func:`_arrow_numbers`; text that no number or empty cell is
+    among, as str), every other column cell by cell (:func:`cell`)."""
+    import pyarrow.compute as pc
+
+    x = _arrow_numbers(col)
+    if x is not None:
+        return x
+    blank = pc.or_(
+        pc.or_(pc.starts_with(col, " "), pc.starts_with(col, "\t")),
+        pc.or_(pc.ends_with(col, " "), pc.ends_with(col, "\t")),
+    )
+    if pc.any(blank).as_py():
+        col = pc.utf8_trim(col, characters=BLANKS)
+        x = _arrow_numbers(col)
+        if x is not None:
+            return x
+    if not pc.any(pc.match_substring_regex(col, _RE2_NUMBERLIKE)).as_py():
+        out = np.empty(len(col), dtype=object)
+        out[:] = col.to_pylist()  # not to_numpy: it imports pandas
+        return out
+    return _records_python(col.to_pylist(), name, label)
+
+
+def _arrow_numbers(col: Any) -> np.ndarray | None:
+    """The records of a column of numbers and empty cells, without blanks, at once:
+    float64 (NaN for an empty cell) when every number is finite and below 2**53 in
+    magnitude (where an integer is its double, and a larger one never rounds below),
+    int64 when every cell is an integer of at most 18 digits; else None.
+
+    Arrow's conversion of a string to a double accepts exactly the grammar's numbers
+    and the spellings of inf and nan (which the finiteness check sends on), and
+    rounds correctly (tests/data/test_files.py checks both on the installed pyarrow).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # No Python value is handed to Arrow here (converting one imports pandas).
+    present = pc.cast(pc.utf8_length(col), pa.bool_())
+    some_empty = not pc.all(present).as_py()
+    numbers = pc.filter(col, present) if some_empty else col
+    try:
+        x = _numpy(pc.cast(numbers, pa.float64()), np.float64)
+    except pa.ArrowInvalid:  # a cell that is not a number (or has blanks around)
+        return None
+    if np.isfinite(x).all() and (np.abs(x) < 2.0**53).all():
+        if some_empty:
+            full = np.full(len(col), np.nan)
+            full[_numpy(pc.cast(present, pa.uint8()), np.uint8).astype(bool)] = x
+            x = full
+        return x
+    if some_empty or not pc.all(pc.match_substring_regex(col, _RE2_SHORT_INT)).as_py():
+        return None
+    return _numpy(pc.cast(pc.utf8_ltrim(col, characters="+"), pa.int64()), np.int64)
+
+
+def _numpy(arr: Any, dtype: type[np.generic]) -> np.ndarray:
+    """A numeric Arrow array (or chunked array) without nulls, of NumPy type ``dtype``,
+    viewed as a NumPy array (pyarrow's own conversion imports pandas for a chunked
+    array)."""
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * size)
+
+
+def _records_python(cells: Sequence[str], name: str, label: str) -> np.ndarray:
+    """Cells as records, one by one (:func:`cell`), in an object array."""
+    out = np.empty(len(cells), dtype=object)
+    try:
+        for i, t in enumerate(cells):
+            out[i] = _read_cell(t)
+    except _Unreadable as exc:
+        raise DataError(f"column {name!r} of {label}: {exc}") from None
+    return out
+
+
+def _parse_python(
+    piece: bytes, header: list[str], columns: Sequence[str], label: str
+) -> tuple[int, dict[str, np.ndarray]]:
+    """The records of one piece, parsed by Python's ``csv`` module (RFC 4180
+    quoting, strict, empty lines skipped, no limit on a field's size)."""
+    text = piece.decode("utf-8")
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if r]
+    except csv.Error:
+        raise _width_error(label) from None
+    finally:
+        csv.field_size_limit(limit)
+    width = len(header)
+    if any(len(r) != width for r in rows):
+        raise _width_error(label)
+    index = {h: i for i, h in enumerate(header)}
+    cols = {c: _records_python([r[index[c]] for r in rows], c, label) for c in columns}
+    return len(rows), cols
+
+
+# -- Parquet ----------------------------------------------------------------------------
+
+
+def sniff_parquet(fh: IO[bytes]) -> tuple[bool, IO[bytes]]:
+    """Whether a stream starts with Parquet's magic bytes (``PAR1``), and a stream
+    that reads it from its start (the bytes looked at put back)."""
+    head = fh.read(len(_PARQUET_MAGIC))
+    return head == _PARQUET_MAGIC, cast("IO[bytes]", _Prefixed(head, fh))
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` followed by the rest of ``fh``, as a readable binary stream."""
+
+    def __init__(self, head: bytes, fh: IO[bytes]) -> None:
+        self._head = head
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        head, self._head = self._head, b""
+        if size is None or size < 0:
+            return head + self._fh.read()
+        if len(head) >= size:
+            self._head = head[size:]
+            return head[:size]
+        return head + self._fh.read(size - len(head))
+
+
+def spool(fh: IO[bytes]) -> IO[bytes]:
+    """A stream copied to a temporary file (seekable, as Parquet's reader needs: the
+    footer is at the end), without holding it in memory."""
+    tmp = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
+    shutil.copyfileobj(fh, tmp, 1 << 20)
+    tmp.seek(0)
+    return tmp
+
+
+def parquet_columns(source: IO[bytes] | str, *, label: str = "the Parquet file") -> list[str]:
+    """The column names of a Parquet file (a path or a seekable file object).
+
+    Raises
+    ------
+    DataError
+        If it is not a Parquet file pyarrow can read.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names: list[str] = pq.ParquetFile(source).schema_arrow.names
+    except (pa.ArrowInvalid, OSError):
+        raise DataError(f"cannot read {label}: not a Parquet file") from None
+    return names
 
 
 def parquet_blocks(
     source: IO[bytes] | str, columns: Sequence[str], *, label: str
 ) -> Iterator[Block]:
-    """The records of a Parquet file (a path or a seekable buffer), row batch by row
-    batch, in ``columns``.
+    """The records of a Parquet file (a path or a seekable file object), row batch by
+    row batch, in ``columns``, by their declared types.
 
     Raises
     ------
@@ -197,17 +607,15 @@ def parquet_blocks(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    file_columns: list[str] = []
     try:
         # pre_buffer=False: pyarrow's default pre-buffers every row group the iterator
         # will read, i.e. the whole column (820 MB of pool for 10**8 doubles); without
         # it the pool holds about one row group.
         file = pq.ParquetFile(source, pre_buffer=False)
-        file_columns = file.schema_arrow.names
         for batch in file.iter_batches(columns=list(columns), batch_size=1 << 20):
             yield Block(batch.num_rows, _arrow_columns(batch))
-    except pa.ArrowInvalid as exc:
-        raise DataError(_conversion_message(str(exc), file_columns, label)) from None
+    except (pa.ArrowInvalid, OSError):
+        raise DataError(f"cannot read {label}: invalid Parquet data") from None
 
 
 _NUMPY_OF_ARROW = {
@@ -265,75 +673,3 @@ def _arrow_nulls(col: Any) -> np.ndarray:
 def _arrow_columns(batch: Any) -> dict[str, np.ndarray]:
     """An Arrow record batch as NumPy arrays by column name."""
     return {name: _arrow_column(batch.column(i)) for i, name in enumerate(batch.schema.names)}
-
-
-def _conversion_message(message: str, file_columns: list[str], label: str) -> str:
-    """A conversion error without the offending value (pyarrow's message quotes it)."""
-    m = re.search(r"CSV column #(\d+)", message)
-    if m is not None and "conversion error" in message:
-        idx = int(m.group(1))
-        name = file_columns[idx] if idx < len(file_columns) else None
-        if name is not None:
-            return f"column {name!r}: every record must be a finite real number; got text"
-    if "conversion error" in message:
-        return f"{label}: every record of a column must be a finite real number; got text"
-    return f"cannot read {label}: malformed CSV (a row has the wrong number of fields?)"
-
-
-def read_stdin_buffer(stdin: IO[bytes]) -> io.BytesIO:
-    """Standard input as a seekable buffer (Parquet keeps its footer at the end)."""
-    return io.BytesIO(stdin.read())
-
-
-class _CsvColumns(Mapping[str, list[Any]]):
-    """A CSV table's columns by header name, each read with :func:`cell` when first
-    asked for: a caller reads only the columns it names, and every column it reads
-    holds what reading every field would give."""
-
-    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
-        self._index = {h: i for i, h in enumerate(header)}
-        self._rows = rows
-        self._read: dict[str, list[Any]] = {}
-
-    def __getitem__(self, name: str) -> list[Any]:
-        col = self._read.get(name)
-        if col is None:
-            i = self._index[name]
-            col = self._read[name] = [cell(row[i]) for row in self._rows]
-        return col
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-def read_csv_table(fh: Iterable[str], label: str) -> Mapping[str, list[Any]]:
-    """A whole CSV file (text, opened with ``newline=""``) as columns of values by
-    header name, each column read with :func:`cell` when first asked for: blank cells
-    are missing (None), numbers are numbers, other text stays text.  Needs no pyarrow.
-
-    Raises
-    ------
-    DataError
-        If the file is empty, not UTF-8 CSV, names a column twice, or has a row whose
-        number of fields differs from the header's (``label`` names the file).
-    """
-    try:
-        reader = csv.reader(fh)
-        try:
-            header = _column_names(next(reader), label)
-        except StopIteration:
-            raise DataError(f"{label} is empty") from None
-        rows: list[list[str]] = []
-        width = len(header)
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != width:
-                raise DataError(f"{label}: a row has {len(row)} fields, the header has {width}")
-            rows.append(row)
-    except (UnicodeDecodeError, csv.Error):
-        raise DataError(f"cannot read {label}: not a UTF-8 CSV file") from None
-    return _CsvColumns(header, rows)

@@ -52,14 +52,8 @@ CASES = [
 
 
 def _streamed_json(cli, monkeypatch, argv):
-    """``snapcore release ARGV -e 1 --seed s --block-size 1024 --json``, read block by
-    block (the in-memory reader must not be used): the parsed JSON record."""
-    import snapcore.cli._release as cli_release
-
-    def whole_file(*_a, **_k):
-        raise AssertionError("read the whole file")
-
-    monkeypatch.setattr(cli_release, "read_csv_table", whole_file)
+    """``snapcore release ARGV -e 1 --seed s --block-size 1024 --json``: the parsed
+    JSON record."""
     tail = ["-e", "1", "--seed", "s", "--block-size", "1024", "--json"]
     return cli.json("release", *argv, *tail)
 
@@ -154,8 +148,7 @@ def test_missing_policies_read_in_chunks(cli, tmp_path: Path, monkeypatch, args,
     rng = np.random.default_rng(5)
     bmi = rng.uniform(15, 45, 800)
     cells = [
-        "" if i % 37 == 0 else ("nan" if i % 53 == 0 else repr(float(v)))
-        for i, v in enumerate(bmi)
+        "" if i % 37 == 0 else ('""' if i % 53 == 0 else repr(float(v))) for i, v in enumerate(bmi)
     ]
     text = ["bmi,id"] + [f"{c},{i}" for i, c in enumerate(cells)]  # a blank cell, not line
     p = tmp_path / "m.csv"
@@ -164,7 +157,7 @@ def test_missing_policies_read_in_chunks(cli, tmp_path: Path, monkeypatch, args,
         cli, monkeypatch, [args[0], str(p), "-c", "bmi", "-b", "15", "45", *args[1:]]
     )
     df = pd.read_csv(p)
-    assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and nan cells (0 is both kinds)
+    assert df["bmi"].isna().sum() == 22 + 16 - 1  # blank and "" cells (0 is both kinds)
     want = snapcore.release(
         args[0],
         df,
@@ -285,34 +278,94 @@ def test_group_by_parquet_equals_csv(cli, tmp_path: Path):
     assert out[0] == out[1]
 
 
-def test_a_small_csv_is_read_whole_without_pyarrow(tmp_path: Path) -> None:
-    """A file within one block is read by the whole-file reader (no pyarrow import, a
-    fifth of a one-shot run) and releases exactly what the chunked reader releases."""
-    import json
-    import subprocess
-    import sys
+# -- reading: one reader, whatever the source --------------------------------------------
 
-    p = tmp_path / "d.csv"
-    rng = np.random.default_rng(5)
-    p.write_text("x\n" + "\n".join(repr(float(v)) for v in rng.uniform(-1, 3, 500)) + "\n")
-    args = ["release", "mean", str(p), "-c", "x", "-b", "0", "2", "-e", "1", "--seed", "9"]
-    probe = (
-        "import sys, runpy; sys.argv = ['snapcore', *sys.argv[1:]]\n"
-        "from snapcore.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('PYARROW', 'pyarrow' in sys.modules)\n"
+
+def test_parquet_on_standard_input_is_found_by_its_magic_bytes(cli, tmp_path: Path):
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"x": [0.5, 1.5, 2.5]}), path)
+    args = ["-c", "x", "-b", "0", "4", "-e", "1", "--seed", "m", "--json"]
+    by_magic = cli.json("release", "mean", "-", *args, input=path.read_bytes())
+    by_name = cli.json("release", "mean", str(path), *args)
+    assert by_magic["value"] == by_name["value"] and by_magic["n"] == 3
+    message = cli.error(
+        3, "data", "release", "mean", "-", "--format", "csv", *args, input=path.read_bytes()
     )
-    whole = subprocess.run(
-        [sys.executable, "-c", probe, *args, "--json"], capture_output=True, text=True
+    assert "--format parquet" in message
+
+
+@pytest.mark.parametrize("statistic", ["mean", "sum", "variance"])
+def test_a_header_only_csv_has_no_records(cli, statistic):
+    message = cli.error(
+        3,
+        "data",
+        "release",
+        statistic,
+        "-",
+        "-c",
+        "x",
+        "-b",
+        "0",
+        "1",
+        "-e",
+        "1",
+        "--json",
+        input=b"x,y\r\n",
     )
-    assert whole.returncode == 0, whole.stderr
-    body, flag = whole.stdout.rsplit("PYARROW", 1)
-    assert flag.strip() == "False"
-    chunked = subprocess.run(
-        [sys.executable, "-c", probe, *args, "--json", "--block-size", "1024"],
-        capture_output=True,
-        text=True,
+    assert "has no records" in message and "--n" not in message
+
+
+def test_a_cell_of_thousands_of_digits_is_read_exactly(cli, tmp_path: Path):
+    """A 5,000-digit integer is a number like any other (clamped to the data bounds),
+    not a usage error that depends on its length."""
+    path = tmp_path / "d.csv"
+    path.write_text("x\n1\n" + "9" * 5000 + "\n2\n")
+    same = tmp_path / "e.csv"
+    same.write_text("x\n1\n4\n2\n")  # the record clamped to the upper bound
+    args = ["-c", "x", "-b", "0", "4", "-e", "1", "--seed", "d", "--json"]
+    assert (
+        cli.json("release", "sum", str(path), *args)["value"]
+        == cli.json("release", "sum", str(same), *args)["value"]
     )
-    cbody, cflag = chunked.stdout.rsplit("PYARROW", 1)
-    assert cflag.strip() == "True"
-    assert json.loads(body)["value"] == json.loads(cbody)["value"]
+
+
+def test_counting_reads_no_cell(cli):
+    """A count reads the number of records only: a cell no rule reads refuses nothing."""
+    data = b"x,y\n1e999,a\n2,b\n"
+    out = cli.json(
+        "release", "count", "-", "--n", "10", "-e", "1", "--seed", "c", "--json", input=data
+    )
+    assert out["statistic"] == "count"
+    cli.error(
+        3,
+        "data",
+        "release",
+        "sum",
+        "-",
+        "-c",
+        "x",
+        "-b",
+        "0",
+        "1",
+        "-e",
+        "1",
+        "--json",
+        input=data,
+    )
+
+
+def test_an_option_item_beyond_the_double_range_is_a_usage_error(cli):
+    message = cli.error(
+        2,
+        "usage",
+        "release",
+        "histogram",
+        "-c",
+        "region",
+        "--categories",
+        "north,1e999",
+        "-e",
+        "1",
+        "--json",
+    )
+    assert message.startswith("--categories") and "1e999" not in message
