@@ -48,6 +48,7 @@ def record(**changes: Any) -> Release:
         "n": 10,
         "derivation": "by hand",
         "notes": (),
+        "snapped": 41.0,
     }
     return Release(**(fields | changes))
 
