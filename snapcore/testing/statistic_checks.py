@@ -343,6 +343,8 @@ def run_statistic_conformance(
         conts = containers(stat.columns, setting.records)
         lst = conts[0]
         for rel in stat.relations:
+            if len(failures) < max_failures:
+                pairs += attempt(check_float_traps, stat, setting, rel) or 0
             for d in extremal_datasets(stat, setting):
                 for case in range_cases(setting, rel, len(d)):
                     if len(failures) >= max_failures:
@@ -351,8 +353,6 @@ def run_statistic_conformance(
                     if out is not None:
                         datasets += 1
                         attempt(check_dataset, stat, out)
-            if len(failures) < max_failures:
-                pairs += attempt(check_float_traps, stat, setting, rel) or 0
             n_cap = None if rel is Neighbouring.REPLACE else 2
             case = Case(setting=setting, relation=rel, n=n_cap)
             for d, d2 in extremal_pairs(stat, setting, rel):
