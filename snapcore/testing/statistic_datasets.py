@@ -39,6 +39,7 @@ __all__ = [
     "exactly_as",
     "extremal_datasets",
     "extremal_pairs",
+    "float_trap_pairs",
     "range_cases",
 ]
 
