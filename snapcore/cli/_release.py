@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -282,6 +283,12 @@ def _fmt(x: Any) -> str:
     help="Charge ε to this budget ledger (see 'snapcore budget'): committed to disk "
     "before noise is drawn; refused if the ledger cannot cover it.",
 )
+@click.option(
+    "--label",
+    default=None,
+    help="What the ledger entry calls this release (default: the statistic, its "
+    "column(s) and the input, e.g. \"mean of 'age' from people.csv\").",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 def release(
     statistic: str,
@@ -308,6 +315,7 @@ def release(
     backend: str,
     seed: str | None,
     ledger: str | None,
+    label: str | None,
     as_json: bool,
 ) -> None:
     """Release STATISTIC of a column of FILE (default: the bundled example data).
@@ -400,6 +408,13 @@ def release(
     )
     if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
+    if label is None:
+        label = stat.name
+        if columns:
+            label += " of " + ", ".join(repr(c) for c in columns)
+        if grouping:
+            label += f" by {by!r}"
+        label += f" from {data_label}"
     r: Any = do_release(
         statistic,
         data,
@@ -415,6 +430,7 @@ def release(
         backend=backend,
         source=source,
         budget=budget,
+        label=label,
         **grouping,
         **options,
     )
@@ -430,6 +446,12 @@ def release(
         out["data"] = data_label
         out["columns"] = list(columns)
         out["seed"] = seed
+        out["label"] = label
+        if budget is not None:  # read from the ledger after the release's spend
+            left = budget.remaining
+            out["ledger"] = ledger
+            out["epsilon_remaining"] = float(left)
+            out["epsilon_remaining_exact"] = str(Fraction(left))
         emit_json(out)
         return
 
@@ -443,7 +465,9 @@ def release(
         click.echo(f"{what} -- {data_label}")
     if budget is not None:
         left = budget.remaining  # read from the ledger after the release's spend
-        click.echo(f"  ledger           {ledger} (remaining epsilon {short(left)})")
+        click.echo(
+            f"  ledger           {ledger} (remaining epsilon {short(left)}; entry {label!r})"
+        )
     if grouping:
         click.echo(f"  group sizes      {r.group_sizes}")
         width = max(len(repr(k)) for k in r.keys)

@@ -278,6 +278,7 @@ def release(
     budget: Budget | None = None,
     precision: int | None = None,
     timing: str | None = None,
+    label: str | None = None,
     **options: Any,
 ) -> Release | GroupedRelease:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -345,6 +346,9 @@ def release(
         (``docs/timing.md``); ``"off"`` does not.  Default: ``"constant"`` for
         cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
         release pads each group's mechanism releases.
+    label : str, optional
+        What ``budget``'s history (and a ledger's entry) calls this release; default
+        the statistic's name (``"mean by region"`` with ``by=``).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -381,6 +385,8 @@ def release(
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     check_options(stat, options)
+    if label is not None and not isinstance(label, str):
+        raise ParameterError(f"label must be a str, got {type_name(label)}", parameter="label")
     if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
@@ -413,6 +419,7 @@ def release(
         precision=precision,
         timing=mode,
         options=options,
+        label=label,
     )
     if request.grouped:
         return _release_grouped(request)
@@ -435,7 +442,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     prep, data_bounds = _prepare(request, request.data, request.column, request.n)
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
-    with _reserve(request.budget, plan.epsilon, stat.name):
+    with _reserve(request.budget, plan.epsilon, request.label or stat.name):
         return _draw(plan)
 
 
@@ -457,7 +464,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     grouped, plans = plan_groups(request, plan_one)
     spent = max((p.epsilon for p in plans), default=Fraction(0))
     _check_can_draw(plans)
-    with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
+    with _reserve(request.budget, spent, request.label or f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
 

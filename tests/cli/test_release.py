@@ -184,3 +184,61 @@ def test_listed_in_help(cli):
     assert "release" in r.stdout
     r = cli("release", "--help")
     assert r.exit_code == 0 and "--epsilon" in r.stdout and "--seed" in r.stdout
+
+
+def test_ledger_entries_carry_a_label_and_json_the_remaining_epsilon(cli, tmp_path):
+    from snapcore.releases._ledger import Ledger
+
+    db = str(tmp_path / "l.db")
+    assert cli("budget", "init", db, "--epsilon", "1").exit_code == 0
+    csv = tmp_path / "people.csv"
+    csv.write_text("age\n30\n40\n50\n")
+    out = cli.json(
+        "release",
+        "mean",
+        str(csv),
+        "-c",
+        "age",
+        "-b",
+        "0",
+        "100",
+        "-e",
+        "0.25",
+        "--ledger",
+        db,
+        "--seed",
+        "1",
+        "--json",
+    )
+    # 1 − 1/4, exactly
+    assert out["epsilon_remaining"] == 0.75 and out["epsilon_remaining_exact"] == "3/4"
+    assert out["label"] == f"mean of 'age' from {out['data']}" and "people.csv" in out["label"]
+    cli.json(
+        "release",
+        "count",
+        str(csv),
+        "--n",
+        "10",
+        "-e",
+        "0.5",
+        "--ledger",
+        db,
+        "--label",
+        "head count",
+        "--seed",
+        "1",
+        "--json",
+    )
+    entries = Ledger(db).entries
+    assert [e.label for e in entries] == [out["label"], "head count"]
+    shown = cli("budget", "show", db).stdout
+    assert "head count" in shown and "mean of 'age' from" in shown
+
+
+def test_a_misspelt_statistic_or_option_gets_a_suggestion(cli):
+    msg = cli.error(2, "usage", "release", "maen", "-c", "age", "-e", "1", "--json")
+    assert "did you mean 'mean'?" in msg
+    msg = cli.error(
+        2, "usage", "release", "mean", "-c", "age", "-o", "bounds=1", "-e", "1", "--json"
+    )
+    assert "did you mean bounds= -> data_bounds=?" in msg and "valid options: none" not in msg
