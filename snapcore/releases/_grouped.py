@@ -104,6 +104,24 @@ class GroupedRelease:
         """``{key: released value}``."""
         return {k: r.value for k, r in self.items()}
 
+    def to_frame(self, backend: str = "pandas") -> Any:
+        """One row per key and released value, as a data frame of ``backend`` (see
+        :meth:`Release.to_frame`): the key column (named by ``by``), then the
+        release's columns.  Keys of mixed types are written as text."""
+        import narwhals as nw
+
+        cols: dict[str, list[Any]] = {}
+        keys: list[Any] = []
+        for key, r in zip(self.keys, self.releases, strict=True):
+            part = r.frame_columns()
+            keys += [key] * len(part["value"])
+            for name, vals in part.items():
+                cols.setdefault(name, []).extend(vals)
+        if len({type(k) for k in keys}) > 1:
+            keys = [str(k) for k in keys]
+        by = str(self.by)
+        return nw.from_dict({by: keys, **cols}, backend=backend).to_native()
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the grouping, the total ε, and each group's record."""
         return {

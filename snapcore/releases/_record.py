@@ -176,6 +176,29 @@ class Release:
         """The released values as a tuple (one element for a scalar statistic)."""
         return self.value if isinstance(self.value, tuple) else (self.value,)
 
+    def frame_columns(self) -> dict[str, list[Any]]:
+        """The columns of :meth:`to_frame`: one row per released value."""
+        k = len(self.values)
+        snapped = self.snapped if isinstance(self.snapped, tuple) else (self.snapped,)
+        acc = None if self.grid_step is None else self.accuracy(0.05)
+        return {
+            "statistic": [self.statistic] * k,
+            "label": list(self.labels),
+            "value": list(self.values),
+            "snapped": list(snapped),
+            "accuracy_95": [acc] * k,
+            "epsilon_per_value": [float(self.epsilon_per_value)] * k,
+        }
+
+    def to_frame(self, backend: str = "pandas") -> Any:
+        """The released values as a data frame of ``backend`` (any eager library
+        narwhals supports: ``"pandas"``, ``"polars"``, ``"pyarrow"``), one row per
+        value: statistic, label, value, snapped value, 95% accuracy, ε per value.
+        Imports the library on first use."""
+        import narwhals as nw
+
+        return nw.from_dict(self.frame_columns(), backend=backend).to_native()
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
 
