@@ -469,20 +469,34 @@ def release(
             f"  ledger           {ledger} (remaining epsilon {short(left)}; entry {label!r})"
         )
     if grouping:
-        click.echo(f"  group sizes      {r.group_sizes}")
-        width = max(len(repr(k)) for k in r.keys)
-        click.echo("  released values (one per key):")
-        for key, rel in r.items():
-            vals = rel.values
-            shown = _fmt(vals[0]) if len(vals) == 1 else ", ".join(_fmt(v) for v in vals)
-            click.echo(f"    {key!r:<{width}}  {shown}")
-        click.echo("  each group's record:")
-        for key, rel in r.items():
-            click.echo(f"  group {by} = {key!r}:")
-            _show(rel, "    ", seed)
+        _show_grouped(r)
     else:
         _show(r, "  ", seed)
     sys.stdout.flush()
+
+
+def _show_grouped(r: Any) -> None:
+    """A grouped release as a table: one row per key (printed bare, as a histogram's
+    bins are), its released value(s) and 95% accuracy; what every group shares once;
+    --json for each group's full record."""
+    click.echo(f"  group sizes      {r.group_sizes}")
+    first = r.releases[0]
+    click.echo(f"  relation         {first.relation.value} ({first.relation.description})")
+    ratio = hasattr(first, "numerator")
+    if not ratio and first.clamp_bounds is not None:
+        click.echo(f"  sensitivity      {_fmt(first.sensitivity)}")
+        click.echo(f"  grid step        {short(first.grid_step)}")
+    rows = [("key", "value", "±95% accuracy")]
+    for key, rel in r.items():
+        vals = rel.values
+        shown = _fmt(vals[0]) if len(vals) == 1 else ", ".join(_fmt(v) for v in vals)
+        noised = ratio or rel.clamp_bounds is not None
+        acc = f"{rel.accuracy(0.05):.4g}" if noised else "exact"
+        rows.append((str(key), shown, acc))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        click.echo("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    click.echo("  (--json prints every group's full record)")
 
 
 def _sizes(text: str) -> dict[Any, int]:

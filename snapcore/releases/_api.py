@@ -50,7 +50,7 @@ from snapcore.plugins._statistic import (
 from snapcore.randomness._sources import RandomSource, require_draws
 from snapcore.releases._grouped import GroupedRelease, check_grouping, plan_groups
 from snapcore.releases._padding import padded_statistic
-from snapcore.releases._record import Release
+from snapcore.releases._record import RatioRelease, Release
 from snapcore.releases._request import ReleaseRequest, check_options
 
 if TYPE_CHECKING:
@@ -367,6 +367,12 @@ def release(
     # Every keyword is checked here, once, before any data is read or noise drawn.
     mode = check_timing(timing)
     stat = resolve_statistic(statistic)
+    private_mean = (
+        by is not None
+        and group_sizes is None
+        and _is_builtin_mean(stat)
+        and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
+    )
     if (
         relation is None
         and by is not None
@@ -375,7 +381,7 @@ def release(
     ):
         relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     eps = check_real("epsilon", epsilon, positive=True)
-    rel = resolve_relation(stat, relation)
+    rel = Neighbouring.ADD_REMOVE if private_mean else resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError(
             f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
@@ -421,6 +427,8 @@ def release(
         options=options,
         label=label,
     )
+    if private_mean:
+        return _release_private_size_means(request)
     if request.grouped:
         return _release_grouped(request)
     return _release_single(request)
@@ -466,6 +474,96 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     _check_can_draw(plans)
     with _reserve(request.budget, spent, request.label or f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
+
+
+def _is_builtin_mean(stat: Statistic) -> bool:
+    """Whether ``stat`` is the built-in mean (released per group of private size as a
+    noisy sum over a noisy count)."""
+    from snapcore.statistics.moments import Mean
+
+    return type(stat) is Mean
+
+
+def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
+    """A mean per key of private group size (add-remove): per group, the sum and the
+    count each released with ε/2 (add-remove, the group's public cap n), their
+    quotient clamped to the data bounds (docs/statistics.md, "Group-by")."""
+    if request.n is None:
+        raise ParameterError(
+            f"a mean with {keyword('by')} and private group sizes needs {keyword('n')}, a "
+            "public cap on each group's size (or declare the sizes with "
+            f"{keyword('group_sizes')})",
+            parameter="n",
+        )
+    if request.data_bounds is None:
+        check_data_bounds(None, request.statistic)  # the usual error
+    half = request.epsilon / 2
+    parts = []
+    for name in ("sum", "count"):
+        sub_stat = resolve_statistic(name)
+        sub = attrs.evolve(
+            request,
+            statistic=sub_stat,
+            epsilon=half,
+            data_bounds=request.data_bounds if name == "sum" else None,
+            relation=Neighbouring.ADD_REMOVE,
+            budget=None,
+            options={},
+        )
+
+        def plan_one(data: Any, n: int | None, sub: ReleaseRequest = sub) -> _Plan:
+            st = sub.statistic
+            prep = st.prepare(data, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
+            return _plan(sub, prep, sub.data_bounds)
+
+        parts.append(plan_groups(sub, plan_one))
+    (grouped, sum_plans), (_, count_plans) = parts
+    _check_can_draw([*sum_plans, *count_plans])
+    label = request.label or f"mean by {request.by}"
+    assert request.data_bounds is not None
+    a, b = (Fraction(x) for x in request.data_bounds[0])
+    comp = (
+        "a noisy sum (ε/2) over a noisy count (ε/2), sequential composition within each "
+        f"group; parallel composition over the groups of {request.by!r} (add-remove: a "
+        "record changes its own group only), so the grouped release spends ε"
+    )
+    with _reserve(request.budget, request.epsilon, label):
+        sums = [_draw(p) for p in sum_plans]
+        counts = [_draw(p) for p in count_plans]
+    out = []
+    for s_rel, c_rel in zip(sums, counts, strict=True):
+        c = Fraction(c_rel.value)  # type: ignore[arg-type]
+        if c > 0:
+            q = Fraction(s_rel.value) / c  # type: ignore[arg-type]
+            value = float(min(max(q, a), b))
+            snapped: float | None = float(q)
+        else:
+            value, snapped = float((a + b) / 2), None
+        out.append(
+            RatioRelease(
+                statistic="mean",
+                value=value,
+                snapped=snapped,
+                numerator=s_rel,
+                denominator=c_rel,
+                epsilon_spent=request.epsilon,
+                relation=Neighbouring.ADD_REMOVE,
+                value_range=(a, b),
+                composition=comp,
+                notes=(
+                    "the released count is 0: the midpoint of the data bounds is released"
+                    if snapped is None
+                    else "the quotient is clamped to the data bounds (post-processing)",
+                ),
+            )
+        )
+    return attrs.evolve(
+        grouped,
+        statistic="mean",
+        composition=comp,
+        releases=tuple(out),
+        epsilon_spent=request.epsilon,
+    )
 
 
 def _prepare(
