@@ -391,8 +391,12 @@ def release(
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     check_options(stat, options)
-    if label is not None and not isinstance(label, str):
-        raise ParameterError(f"label must be a str, got {type_name(label)}", parameter="label")
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ParameterError(
+            f"{parameter_name('label')} must be a non-empty str, got {type_name(label)} "
+            f"{label!r}"[:200],
+            parameter="label",
+        )
     if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
