@@ -393,8 +393,9 @@ def release(
     check_options(stat, options)
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise ParameterError(
-            f"{parameter_name('label')} must be a non-empty str, got {type_name(label)} "
-            f"{label!r}"[:200],
+            f"{parameter_name('label')} must be a non-empty str, got {type_name(label)} {label!r}"[
+                :200
+            ],
             parameter="label",
         )
     if budget is not None and not _is_budget(budget):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -197,7 +197,7 @@ class Release:
         Imports the library on first use."""
         import narwhals as nw
 
-        return nw.from_dict(self.frame_columns(), backend=backend).to_native()
+        return nw.from_dict(self.frame_columns(), backend=cast(Any, backend)).to_native()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""

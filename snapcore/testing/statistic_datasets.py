@@ -431,10 +431,13 @@ def float_trap_pairs(
         size = min(map(len, seqs))
         return [rec([s[i] for s in seqs]) for i in range(size)]
 
+    def small(k: int) -> Callable[[tuple[float, float, list[float]]], list[float]]:
+        return lambda c: [c[2][min(k, len(c[2]) - 1)] if c[2] else c[1]]
+
     for k, _ in enumerate(per_col[0][2][:4]):
         e = column_sets(lambda c: [c[0]])[0]
         o = column_sets(lambda c: [c[1]])[0]
-        s = column_sets(lambda c, k=k: [c[2][min(k, len(c[2]) - 1)] if c[2] else c[1]])[0]
+        s = column_sets(small(k))[0]
         for m in (1, 3):
             d = [e, *[s] * m]
             if relation is Neighbouring.REPLACE:
