@@ -490,9 +490,10 @@ def _is_builtin_mean(stat: Statistic) -> bool:
 
 
 def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
-    """A mean per key of private group size (add-remove): per group, the sum and the
-    count each released with ε/2 (add-remove, the group's public cap n), their
-    quotient clamped to the data bounds (docs/statistics.md, "Group-by")."""
+    """A mean per key of private group size (add-remove): per group, the sum of
+    ``x − c`` (c the middle of the data bounds) and the count each released with ε/2
+    (add-remove, the group's public cap n), and ``c + S̃/C̃`` clamped to the data
+    bounds (docs/statistics.md, "Group-by")."""
     if request.n is None:
         raise ParameterError(
             f"a mean with {keyword('by')} and private group sizes needs {keyword('n')}, a "
@@ -503,6 +504,15 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     if request.data_bounds is None:
         check_data_bounds(None, request.statistic)  # the usual error
     half = request.epsilon / 2
+    assert request.data_bounds is not None
+    a, b = (Fraction(x) for x in request.data_bounds[0])
+    # The sum is of x − c with c the middle of the bounds (Δ = (b − a)/2 instead of
+    # max(|a|, |b|)), when the shifted bounds are exact doubles.
+    centre = (a + b) / 2
+    shifted = (a - centre, b - centre)
+    if any(Fraction(float(x)) != x for x in shifted):
+        centre, shifted = Fraction(0), (a, b)
+    sum_bounds = ((float(shifted[0]), float(shifted[1])),)
     parts = []
     for name in ("sum", "count"):
         sub_stat = resolve_statistic(name)
@@ -510,14 +520,24 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
             request,
             statistic=sub_stat,
             epsilon=half,
-            data_bounds=request.data_bounds if name == "sum" else None,
+            data_bounds=sum_bounds if name == "sum" else None,
             relation=Neighbouring.ADD_REMOVE,
             budget=None,
             options={},
         )
 
         def plan_one(data: Any, n: int | None, sub: ReleaseRequest = sub) -> _Plan:
+            from snapcore.data._columns import Dataset, as_dataset
+
+            if not isinstance(data, Dataset):
+                raise ParameterError(
+                    "a mean per group of private size is released from data in memory, "
+                    f"not from partial states; give the table, or {keyword('group_sizes')}",
+                    parameter="data",
+                )
             st = sub.statistic
+            if st.name == "sum" and centre != 0:
+                data = as_dataset([v - centre for v in data.column(0).fractions()])
             prep = st.prepare(data, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
             return _plan(sub, prep, sub.data_bounds)
 
@@ -525,8 +545,6 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     (grouped, sum_plans), (_, count_plans) = parts
     _check_can_draw([*sum_plans, *count_plans])
     label = request.label or f"mean by {request.by}"
-    assert request.data_bounds is not None
-    a, b = (Fraction(x) for x in request.data_bounds[0])
     comp = (
         "a noisy sum (ε/2) over a noisy count (ε/2), sequential composition within each "
         f"group; parallel composition over the groups of {request.by!r} (add-remove: a "
@@ -539,7 +557,7 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     for s_rel, c_rel in zip(sums, counts, strict=True):
         c = Fraction(c_rel.value)  # type: ignore[arg-type]
         if c > 0:
-            q = Fraction(s_rel.value) / c  # type: ignore[arg-type]
+            q = centre + Fraction(s_rel.value) / c  # type: ignore[arg-type]
             value = float(min(max(q, a), b))
             snapped: float | None = float(q)
         else:
@@ -554,6 +572,7 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
                 epsilon_spent=request.epsilon,
                 relation=Neighbouring.ADD_REMOVE,
                 value_range=(a, b),
+                centre=centre,
                 composition=comp,
                 notes=(
                     "the released count is 0: the midpoint of the data bounds is released"

@@ -253,18 +253,22 @@ class RatioRelease:
     statistic : str
         ``"mean"``.
     value : float
-        ``S̃/C̃`` clamped to the data bounds ``[a, b]``; the midpoint ``(a + b)/2``
+        ``c + S̃/C̃`` clamped to the data bounds ``[a, b]``; the midpoint ``(a + b)/2``
         when the released count is 0.
     snapped : float or None
-        ``S̃/C̃`` before the clamp (None when the released count is 0).
+        ``c + S̃/C̃`` before the clamp (None when the released count is 0).
     numerator, denominator : Release
-        The releases of the sum (ε/2, add-remove) and of the count (ε/2, add-remove).
+        The releases of the sum of ``x − c`` (ε/2, add-remove, Δ = max(|a − c|,
+        |b − c|)) and of the count (ε/2, add-remove).
     epsilon_spent : Fraction
         ε of both together.
     relation : Neighbouring
         ``add-remove``: the group's size is private.
     value_range : (Fraction, Fraction)
         The data bounds: where the mean lies.
+    centre : Fraction
+        ``c``, the middle of the data bounds (0 when the shifted bounds are not
+        doubles): the records are summed as ``x − c``.
     composition : str
         How ε is split, in words.
     """
@@ -277,6 +281,7 @@ class RatioRelease:
     epsilon_spent: Fraction
     relation: Neighbouring
     value_range: tuple[Fraction, Fraction]
+    centre: Fraction = Fraction(0)
     composition: str
     notes: tuple[str, ...] = ()
 
@@ -300,7 +305,8 @@ class RatioRelease:
 
         With probability ``>= 1 − alpha`` the sum and the count are both within their
         accuracies ``a_S``, ``a_C`` at ``alpha/2`` (union bound).  Then, with
-        ``B′ = max(|a|, |b|)`` bounding ``|S|/C``,
+        ``S`` the exact sum of ``x − c`` and ``B′ = max(|a − c|, |b − c|)`` bounding
+        ``|S|/C``,
         ``|S̃/C̃ − S/C| = |(S̃ − S)·C − S·(C̃ − C)|/(C̃·C) <= (a_S + B′·a_C)/C̃`` for a
         released count ``C̃ > 0``; the clamp to ``[a, b]`` (which holds the mean) never
         adds error and caps it at ``b − a``; the midpoint, released for ``C̃ = 0``, is
@@ -313,7 +319,7 @@ class RatioRelease:
         c = float(self.denominator.value)  # type: ignore[arg-type]
         if c <= 0:
             return width / 2
-        b_prime = float(max(abs(lo), abs(hi)))
+        b_prime = float(max(abs(lo - self.centre), abs(hi - self.centre)))
         bound = (self.numerator.accuracy(a) + b_prime * self.denominator.accuracy(a)) / c
         return min(width, bound)
 

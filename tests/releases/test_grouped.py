@@ -245,8 +245,10 @@ def test_a_private_size_mean_is_the_clamped_quotient_of_a_noisy_sum_and_count():
         assert s.statistic == "sum" and c.statistic == "count"
         assert s.epsilon_spent == c.epsilon_spent == Fraction(1, 2)
         assert s.relation is c.relation is Neighbouring.ADD_REMOVE and s.n == c.n == 50
+        # the sum is of x − 50 (the middle of the bounds): Δ = 50, not 100
+        assert s.sensitivity == 50 and s.data_bounds == ((-50.0, 50.0),)
         if c.value > 0:
-            q = Fraction(s.value) / Fraction(c.value)
+            q = 50 + Fraction(s.value) / Fraction(c.value)
             assert rel.value == float(min(max(q, Fraction(0)), Fraction(100)))
         else:
             assert rel.value == 50.0 and rel.snapped is None
