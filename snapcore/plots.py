@@ -142,6 +142,8 @@ def accuracy_vs_epsilon(
     )
     ax.step(snap_e, snap_a, where="post", color=_SNAP, lw=1.8, label="snapping (guarantee)")
     cap_note = ""
+    if plan is not None:  # the interval, hence the cap 2B, changes with ε: not one line
+        width = None
     if width is not None and snap_a and width <= 10 * max(snap_a):
         ax.axhline(width, color="0.5", ls=":", lw=1, label=f"cap 2B = {width:g}")
     elif width is not None:  # far above the curves: named, not drawn (the axis stays zoomed)
