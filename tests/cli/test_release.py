@@ -242,3 +242,41 @@ def test_a_misspelt_statistic_or_option_gets_a_suggestion(cli):
         2, "usage", "release", "mean", "-c", "age", "-o", "bounds=1", "-e", "1", "--json"
     )
     assert "did you mean bounds= -> data_bounds=?" in msg and "valid options: none" not in msg
+
+
+def test_a_grouped_release_prints_a_short_table_and_json_has_every_record(cli, tmp_path):
+    csv = tmp_path / "g.csv"
+    csv.write_text("g,x\na,10\na,20\nb,30\nb,50\nb,70\n")
+    args = [
+        "release",
+        "mean",
+        str(csv),
+        "-c",
+        "x",
+        "--by",
+        "g",
+        "--keys",
+        "a,b,c",
+        "-b",
+        "0",
+        "100",
+        "--n",
+        "100",
+        "-e",
+        "1",
+        "--seed",
+        "2",
+    ]
+    r = cli(*args)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["key", "value"])
+    rows = [ln.split() for ln in lines[head + 1 : head + 4]]
+    assert [row[0] for row in rows] == ["a", "b", "c"]  # bare, as histogram bins print
+    assert len(lines) < 15
+    out = cli.json(*args, "--json")
+    assert [float(row[1]) for row in rows] == out["values"]
+    for group in out["groups"]:
+        # a noisy sum of x − 50 over a noisy count, ε/2 each
+        assert group["sum"]["epsilon_spent"] == group["count"]["epsilon_spent"] == 0.5
+        assert 0 <= group["value"] <= 100
