@@ -484,9 +484,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
 def _is_builtin_mean(stat: Statistic) -> bool:
     """Whether ``stat`` is the built-in mean (released per group of private size as a
     noisy sum over a noisy count)."""
-    from snapcore.statistics.moments import Mean
-
-    return type(stat) is Mean
+    return stat.name == "mean" and type(stat) is type(resolve_statistic("mean"))
 
 
 def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:

@@ -45,6 +45,9 @@ class EpsilonAmount(Fraction):
     def __str__(self) -> str:
         return short(self)
 
+    def __repr__(self) -> str:
+        return f"Fraction({self.numerator}, {self.denominator})"
+
 
 def _amount(q: Fraction) -> EpsilonAmount:
     return EpsilonAmount(q.numerator, q.denominator)

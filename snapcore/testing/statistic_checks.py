@@ -19,7 +19,7 @@ accepts, and the two runs are compared **exactly** (Fractions, no tolerance):
 - on datasets constructed to expose floating-point arithmetic (Casacuberta et al.,
   CCS 2022: absorption of small records next to a large one, cancellation, orderings
   that change a float sum), f(D) does not depend on the order of the records and moves
-  by at most Δ (:func:`check_float_traps`, deterministic, in the default run).
+  by at most Δ (``check_float_traps``, deterministic, in the default run).
 
 Every failure is a :class:`~snapcore.errors.StatisticConformanceError` whose message ends with a
 one-line reproduction.  The checks take the
@@ -230,7 +230,7 @@ def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
 
 def check_float_traps(stat: Statistic, setting: Setting, relation: Neighbouring) -> int:
     """The constructed datasets of
-    :func:`~snapcore.testing.statistic_datasets.float_trap_pairs` (Casacuberta et al.,
+    ``statistic_datasets.float_trap_pairs`` (Casacuberta et al.,
     CCS 2022), read from a list: f(D) lies in the value range and the output domain;
     a reordered D gives the identical Prepared; a neighbour moves f by at most Δ.
     Deterministic; a failure names the constructed pair.  Returns the pairs compared.
@@ -305,7 +305,7 @@ def run_statistic_conformance(
     """A quick run of the statistic checks without pytest.
 
     Every setting and relation: the constructed float traps
-    (:func:`check_float_traps`), the extremal datasets (value range, in a list), the
+    (``check_float_traps``), the extremal datasets (value range, in a list), the
     neighbours of the smallest ones (prepare only, in a list), and ``random_pairs``
     random neighbouring pairs released through random containers.
 

@@ -160,7 +160,7 @@ class StatisticConformance:
         2022): absorption of small records next to a large one, cancellation, and
         orderings that change a float sum.  f(D) must not depend on the order of the
         records and must move by at most Δ between the constructed neighbours; the
-        failure names the pair (:func:`~snapcore.testing.statistic_checks.check_float_traps`)."""
+        failure names the pair (``statistic_checks.check_float_traps``)."""
         check_float_traps(*target)
 
     # -- sensitivity on neighbours -------------------------------------------------------
