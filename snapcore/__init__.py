@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         hookimpl as hookimpl,
     )
     from snapcore.plugins._statistic import (
+        OutputDomain as OutputDomain,
         Prepared as Prepared,
         Statistic as Statistic,
     )

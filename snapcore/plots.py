@@ -71,6 +71,8 @@ def accuracy_vs_epsilon(
     clamp_bound: float | None = None,
     epsilons: Sequence[float] | None = None,
     subject: str | None = None,
+    plan: _guarantees.StatisticPlan | None = None,
+    gamma: float = 0.05,
 ) -> Figure:
     """Accuracy at confidence ``alpha`` against ε, for snapping and for Laplace.
 
@@ -91,12 +93,22 @@ def accuracy_vs_epsilon(
         The ε values (default: 600 points from 0.01 to 100, log-spaced).
     subject : str, optional
         What is released (``"mean, n = 442, data bounds [0, 100]"``), for the title.
+    plan : StatisticPlan, optional
+        A planned release of a statistic (:func:`snapcore.analysis.plan_statistic`
+        made at ε = 1, so that ``plan.epsilon`` is its share of ε per value): at each ε
+        shown the clamp interval is chosen from ``gamma`` at that ε, as the release
+        would; ``sensitivity`` and the clamp interval are then not used.
+    gamma : float
+        γ of the planned release.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
     eps_list = list(epsilons) if epsilons is not None else log_spaced(0.01, 100.0, 600)
+    share = 1.0
+    if plan is not None:
+        share, sensitivity = float(plan.epsilon), float(plan.sensitivity)
     if not eps_list:
         raise ParameterError("epsilons must not be empty")
     snap_e: list[float] = []
@@ -104,15 +116,17 @@ def accuracy_vs_epsilon(
     width = None
     for e in eps_list:
         try:
-            d = _guarantees.accuracy_details(
-                _guarantees.plan_calibration(
+            cal = (
+                _guarantees.calibration_of_plan(plan, e * share, gamma)
+                if plan is not None
+                else _guarantees.plan_calibration(
                     epsilon=e,
                     sensitivity=sensitivity,
                     clamp_bounds=clamp_bounds,
                     clamp_bound=clamp_bound,
-                ),
-                alpha,
+                )
             )
+            d = _guarantees.accuracy_details(cal, alpha)
         except ParameterError as exc:
             if "too wide" in str(exc):
                 continue
@@ -120,7 +134,7 @@ def accuracy_vs_epsilon(
         snap_e.append(e)
         snap_a.append(d.bound)
         width = float(d.width)
-    lap = [sensitivity * math.log(1 / alpha) / e for e in eps_list]
+    lap = [sensitivity * math.log(1 / alpha) / (e * share) for e in eps_list]
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
     ax.plot(
@@ -128,6 +142,8 @@ def accuracy_vs_epsilon(
     )
     ax.step(snap_e, snap_a, where="post", color=_SNAP, lw=1.8, label="snapping (guarantee)")
     cap_note = ""
+    if plan is not None:  # the interval, hence the cap 2B, changes with ε: not one line
+        width = None
     if width is not None and snap_a and width <= 10 * max(snap_a):
         ax.axhline(width, color="0.5", ls=":", lw=1, label=f"cap 2B = {width:g}")
     elif width is not None:  # far above the curves: named, not drawn (the axis stays zoomed)
@@ -136,11 +152,13 @@ def accuracy_vs_epsilon(
     ax.set_yscale("log")
     ax.set_xlabel(r"privacy budget $\varepsilon$")
     ax.set_ylabel(f"accuracy at α = {alpha:g} (user units)")
-    lo, hi = clamp_bounds if clamp_bounds is not None else (-(clamp_bound or 0), clamp_bound)
     fig.suptitle(f"Accuracy vs ε{_of(subject)}", fontsize="large")
-    ax.set_title(
-        f"clamp interval [{lo:.6g}, {hi:.6g}], Δ = {sensitivity:.6g}{cap_note}", fontsize="small"
-    )
+    if plan is not None:
+        where = f"clamp interval chosen from γ = {gamma:g} at each ε, ε per value = {share:g}·ε"
+    else:
+        lo, hi = clamp_bounds if clamp_bounds is not None else (-(clamp_bound or 0), clamp_bound)
+        where = f"clamp interval [{lo:.6g}, {hi:.6g}]"
+    ax.set_title(f"{where}, Δ = {sensitivity:.6g}{cap_note}", fontsize="small")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="lower left")  # the curves fall from upper left to lower right
     return fig

@@ -133,3 +133,30 @@ def test_distribution_zooms_to_the_mass():
     )
     lo, hi = fig.axes[0].get_xlim()
     assert 40 < lo < 48.5 < hi < 57  # a window of a few grid steps, not the whole interval
+
+
+@pytest.mark.parametrize(
+    "statistic, kw",
+    [
+        ("mean", {"data_bounds": (0, 100)}),
+        ("histogram", {"categories": ["a", "b", "c"]}),
+    ],
+)
+def test_a_planned_accuracy_curve_is_what_a_release_at_each_epsilon_states(statistic, kw):
+    """Each point of the snapping curve against the accuracy a real release at that ε
+    states (its own clamp interval, chosen from γ at that ε)."""
+    import snapcore
+    from snapcore import plots
+
+    n = 10
+    opts = {k: v for k, v in kw.items() if k != "data_bounds"}
+    plan = accuracy.plan_statistic(
+        statistic, epsilon=1, n=n, data_bounds=kw.get("data_bounds"), options=opts
+    )
+    eps = [0.01, 0.1, 1.0, 3.0]
+    fig = plots.accuracy_vs_epsilon(plan=plan, epsilons=eps)
+    step = fig.axes[0].lines[1]  # Laplace, then snapping
+    data = [0.5] * n if statistic == "mean" else ["a"] * n
+    for e, y in zip(step.get_xdata(), step.get_ydata(), strict=True):
+        r = snapcore.release(statistic, data, epsilon=e, source=snapcore.SeededSource(1), **kw)
+        assert y == pytest.approx(r.accuracy(0.05), rel=1e-12), e

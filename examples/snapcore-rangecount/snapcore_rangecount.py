@@ -26,7 +26,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from snapcore import Neighbouring, ParameterError, Prepared, Statistic, hookimpl
+from snapcore import (
+    Neighbouring,
+    OutputDomain,
+    ParameterError,
+    Prepared,
+    Statistic,
+    hookimpl,
+)
 from snapcore.plugins._statistic import resolve_n
 
 
@@ -50,6 +57,8 @@ class RangeCount(Statistic):
         "low": "lower end of the range (inclusive)",
         "high": "upper end (inclusive)",
     }
+    # A count is a whole number: the clamp interval is centred on the output grid.
+    integer_valued = True
     # The option sets the statistic conformance suite checks it with (tests/).
     conformance_options = ({"low": 18.0, "high": 30.0}, {"low": -1.0, "high": 0.5})
 
@@ -91,6 +100,13 @@ class RangeCount(Statistic):
             derivation="one record enters or leaves [low, high]: Δ = 1; 0 <= count <= n",
             n=n_used,
             notes=(note,),
+        )
+
+    def output_domain(self, prepared):
+        """Whole numbers in [0, n]: released values are rounded and clamped there
+        (post-processing, no privacy cost)."""
+        return OutputDomain(
+            lower=0, upper=prepared.value_range[1], integral=True, reason="a count in [0, n]"
         )
 
 

@@ -309,11 +309,19 @@ def _plan_statistic(
         relation=relation,
         options=options,
     )
+    return calibration_of_plan(plan, plan.epsilon, gamma)
+
+
+def calibration_of_plan(plan: StatisticPlan, epsilon: Any, gamma: Any) -> Calibration:
+    """The calibration a release of ``plan``'s statistic would use with ``epsilon`` per
+    value: the clamp interval chosen from γ at that ε, exactly as a release does (the
+    interval's margin, hence the accuracy, depends on ε)."""
+    eps = check_real("epsilon", epsilon, positive=True)
     choice = choose_clamp_bounds(
-        plan.value_range, plan.sensitivity, plan.epsilon, gamma, integral=plan.integer_valued
+        plan.value_range, plan.sensitivity, eps, gamma, integral=plan.integer_valued
     )
     return calibrate(
-        epsilon=plan.epsilon,
+        epsilon=eps,
         sensitivity=plan.sensitivity,
         clamp_bounds=(choice.lower, choice.upper),
     )

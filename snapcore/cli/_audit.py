@@ -14,6 +14,7 @@ from snapcore.cli._output import (
     progress_option,
     shows_progress,
 )
+from snapcore.cli._plot import _plan_options, _planned, _stat_options
 
 __all__ = ["audit_command"]
 
@@ -47,6 +48,11 @@ __all__ = ["audit_command"]
     help="Refuse parameters with more outputs than this (default 32768).",
 )
 @click.option("--show-distribution", is_flag=True, help="Print both exact distributions.")
+@_plan_options(
+    "Plan a release of this statistic: ε per value, Δ and the clamp interval come from "
+    "--epsilon (the release's total), --n, --data-bounds (or --bins/--categories) and "
+    "--gamma, as snapcore release would choose them."
+)
 @progress_option
 @click.option("--json", "as_json", is_flag=True, help="Print the audit result as JSON.")
 def audit_command(
@@ -60,6 +66,13 @@ def audit_command(
     sampler_precision: int | None,
     max_outputs: int | None,
     show_distribution: bool,
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    relation: str | None,
+    bins: str | None,
+    categories: str | None,
+    gamma: float,
     progress: bool | None,
     as_json: bool,
 ) -> None:
@@ -68,19 +81,37 @@ def audit_command(
 
     Exit status: 0 if the loss is <= ε, 4 (privacy refused) if it is not, 2 on bad
     parameters, 1 if the audit finds the mechanism inconsistent.
+
+    \b
+    Audit the mechanism a planned release would use:
+      snapcore audit --statistic mean --n 442 --data-bounds 0 100 --epsilon 1 --value 48
     """
     from snapcore.analysis._audit import DEFAULT_MAX_OUTPUTS, audit
     from snapcore.mechanism._mechanism import SnappingMechanism
 
+    planned = statistic is not None
+    epsilon, sensitivity, where = _planned(
+        statistic,
+        n,
+        data_bounds,
+        relation,
+        epsilon,
+        gamma,
+        sensitivity,
+        clamp_bounds,
+        clamp_bound,
+        _stat_options(bins, categories),
+    )
+    if planned and (clamp_bounds is not None or clamp_bound is not None):
+        raise click.UsageError("--statistic plans the clamp interval: leave out --clamp-bounds")
     if neighbour is None:
         neighbour = value + sensitivity
     progress = shows_progress(progress, as_json)
     m = SnappingMechanism(
         epsilon=epsilon,
-        clamp_bounds=clamp_bounds,
-        clamp_bound=clamp_bound,
         sensitivity=sensitivity,
         backend=backend,
+        **where,
     )
     r = audit(
         m,

@@ -27,6 +27,18 @@ def _save(
         click.echo(f"wrote {output}")
 
 
+def _stat_options(bins: str | None, categories: str | None) -> dict[str, Any]:
+    """The histogram options --bins and --categories, read as snapcore release reads them."""
+    from snapcore.cli._release import _numbers, _values
+
+    out: dict[str, Any] = {}
+    if bins is not None:
+        out["bins"] = _numbers(bins, "--bins")
+    if categories is not None:
+        out["categories"] = _values(categories)
+    return out
+
+
 def _planned(
     statistic: str | None,
     n: int | None,
@@ -37,10 +49,11 @@ def _planned(
     sensitivity: float,
     clamp_bounds: tuple[float, float] | None,
     clamp_bound: float | None,
+    options: dict[str, Any] | None = None,
 ) -> tuple[float, float, dict[str, Any]]:
     """(ε per value, Δ, clamp keyword) a release of ``statistic`` would use; without
     ``statistic``, ``epsilon``, ``sensitivity`` and the clamp interval given."""
-    if not _plans(statistic, n, data_bounds):
+    if not _plans(statistic, n, data_bounds, options):
         return epsilon, sensitivity, _interval(clamp_bounds, clamp_bound)
     from snapcore.analysis._guarantees import plan_calibration
 
@@ -51,17 +64,25 @@ def _planned(
         data_bounds=data_bounds,
         relation=relation,
         gamma=gamma,
+        options=options,
     )
     interval = (float(cal.lower), float(cal.upper))
     return float(cal.epsilon), float(cal.sensitivity), {"clamp_bounds": interval}
 
 
-def _plans(statistic: str | None, n: int | None, data_bounds: tuple[float, float] | None) -> bool:
-    """Whether the options plan a release of ``statistic``: refuses --n or
-    --data-bounds without --statistic, and --statistic without --n."""
+def _plans(
+    statistic: str | None,
+    n: int | None,
+    data_bounds: tuple[float, float] | None,
+    options: dict[str, Any] | None = None,
+) -> bool:
+    """Whether the options plan a release of ``statistic``: refuses --n, --data-bounds,
+    --bins or --categories without --statistic, and --statistic without --n."""
     if statistic is None:
-        if n is not None or data_bounds is not None:
-            raise click.UsageError("--n and --data-bounds plan a release: give --statistic too")
+        if n is not None or data_bounds is not None or options:
+            raise click.UsageError(
+                "--n, --data-bounds, --bins and --categories plan a release: give --statistic too"
+            )
         return False
     if n is None:
         raise click.UsageError("--statistic needs --n, the public number of records")
@@ -92,6 +113,8 @@ def _plan_options(
             "--data-bounds", nargs=2, type=float, default=None, help="Data bounds LO HI."
         ),
         click.option("--relation", type=click.Choice(["replace", "add-remove"]), default=None),
+        click.option("--bins", default=None, help="Histogram bin edges, comma-separated."),
+        click.option("--categories", default=None, help="Histogram categories, comma-separated."),
     ]
     if gamma:
         options.append(
@@ -177,29 +200,47 @@ def accuracy_cmd(
     n: int | None,
     data_bounds: tuple[float, float] | None,
     relation: str | None,
+    bins: str | None,
+    categories: str | None,
     gamma: float,
     dpi: int,
     as_json: bool,
 ) -> None:
     """Accuracy against ε for snapping and for the Laplace mechanism.
 
-    With --statistic, --n and --data-bounds, Δ and the clamp interval are those a
-    release at ε = 1 would use (the interval depends on ε only through its margin).
+    With --statistic, --n and --data-bounds (--bins or --categories for a histogram),
+    Δ, ε per value and the clamp interval are those a release would use at each ε
+    shown (the interval chosen from --gamma at that ε).
     """
     from snapcore import plots
 
     if not 0 < eps_min < eps_max:
         raise click.UsageError(f"need 0 < --eps-min < --eps-max, got {eps_min}, {eps_max}")
     eps = plots.log_spaced(eps_min, eps_max, 600)
-    _, sensitivity, where = _planned(
-        statistic, n, data_bounds, relation, 1.0, gamma, sensitivity, clamp_bounds, clamp_bound
-    )
+    options = _stat_options(bins, categories)
+    plan = None
+    where: dict[str, Any] = {}
+    if _plans(statistic, n, data_bounds, options):
+        from snapcore.analysis._guarantees import plan_statistic
+
+        plan = plan_statistic(
+            statistic,
+            epsilon=1,
+            n=n,
+            data_bounds=data_bounds,
+            relation=relation,
+            options=options,
+        )
+    else:
+        where = _interval(clamp_bounds, clamp_bound)
     _save(
         lambda: plots.accuracy_vs_epsilon(
             alpha=alpha,
             sensitivity=sensitivity,
             epsilons=eps,
             subject=_subject(statistic, n, data_bounds),
+            plan=plan,
+            gamma=gamma,
             **where,
         ),
         output,
@@ -233,6 +274,8 @@ def distribution_cmd(
     n: int | None,
     data_bounds: tuple[float, float] | None,
     relation: str | None,
+    bins: str | None,
+    categories: str | None,
     gamma: float,
     dpi: int,
     as_json: bool,
@@ -247,7 +290,16 @@ def distribution_cmd(
     from snapcore import plots
 
     epsilon, sensitivity, where = _planned(
-        statistic, n, data_bounds, relation, epsilon, gamma, sensitivity, clamp_bounds, clamp_bound
+        statistic,
+        n,
+        data_bounds,
+        relation,
+        epsilon,
+        gamma,
+        sensitivity,
+        clamp_bounds,
+        clamp_bound,
+        _stat_options(bins, categories),
     )
     _save(
         lambda: plots.output_distribution_figure(
@@ -290,6 +342,8 @@ def gamma_cmd(
     n: int | None,
     data_bounds: tuple[float, float] | None,
     relation: str | None,
+    bins: str | None,
+    categories: str | None,
     dpi: int,
     as_json: bool,
 ) -> None:
@@ -303,7 +357,8 @@ def gamma_cmd(
 
     if statistic is not None and b_prime is not None:
         raise click.UsageError("--statistic plans B′ itself: leave out --b-prime")
-    if not _plans(statistic, n, data_bounds):
+    options = _stat_options(bins, categories)
+    if not _plans(statistic, n, data_bounds, options):
         if b_prime is None:
             raise click.UsageError(
                 "give --b-prime (or plan a release with --statistic, --n and --data-bounds)"
@@ -314,7 +369,12 @@ def gamma_cmd(
 
         assert n is not None  # _plans refuses --statistic without --n
         plan = plan_statistic(
-            statistic, epsilon=epsilon, n=n, data_bounds=data_bounds, relation=relation
+            statistic,
+            epsilon=epsilon,
+            n=n,
+            data_bounds=data_bounds,
+            relation=relation,
+            options=options,
         )
         lo, hi = plan.value_range
         eps_each, sensitivity, bp = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -285,6 +286,12 @@ def _fmt(x: Any) -> str:
     help="Charge ε to this budget ledger (see 'snapcore budget'): committed to disk "
     "before noise is drawn; refused if the ledger cannot cover it.",
 )
+@click.option(
+    "--label",
+    default=None,
+    help="What the ledger entry calls this release (default: the statistic, its "
+    "column(s) and the input, e.g. \"mean of 'age' from people.csv\").",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 def release(
     statistic: str,
@@ -311,6 +318,7 @@ def release(
     backend: str,
     seed: str | None,
     ledger: str | None,
+    label: str | None,
     as_json: bool,
 ) -> None:
     """Release STATISTIC of a column of FILE (default: the bundled example data).
@@ -405,6 +413,13 @@ def release(
     )
     if chunked:  # the policy is applied already, chunk by chunk
         missing, impute_value = "error", None
+    if label is None:
+        label = stat.name
+        if columns:
+            label += " of " + ", ".join(repr(c) for c in columns)
+        if grouping:
+            label += f" by {by!r}"
+        label += f" from {data_label}"
     r: Any = do_release(
         statistic,
         data,
@@ -420,6 +435,7 @@ def release(
         backend=backend,
         source=source,
         budget=budget,
+        label=label,
         **grouping,
         **options,
     )
@@ -435,6 +451,12 @@ def release(
         out["data"] = data_label
         out["columns"] = list(columns)
         out["seed"] = seed
+        out["label"] = label
+        if budget is not None:  # read from the ledger after the release's spend
+            left = budget.remaining
+            out["ledger"] = ledger
+            out["epsilon_remaining"] = float(left)
+            out["epsilon_remaining_exact"] = str(Fraction(left))
         emit_json(out)
         return
 
@@ -448,22 +470,38 @@ def release(
         click.echo(f"{what} -- {data_label}")
     if budget is not None:
         left = budget.remaining  # read from the ledger after the release's spend
-        click.echo(f"  ledger           {ledger} (remaining epsilon {short(left)})")
+        click.echo(
+            f"  ledger           {ledger} (remaining epsilon {short(left)}; entry {label!r})"
+        )
     if grouping:
-        click.echo(f"  group sizes      {r.group_sizes}")
-        width = max(len(repr(k)) for k in r.keys)
-        click.echo("  released values (one per key):")
-        for key, rel in r.items():
-            vals = rel.values
-            shown = _fmt(vals[0]) if len(vals) == 1 else ", ".join(_fmt(v) for v in vals)
-            click.echo(f"    {key!r:<{width}}  {shown}")
-        click.echo("  each group's record:")
-        for key, rel in r.items():
-            click.echo(f"  group {by} = {key!r}:")
-            _show(rel, "    ", seed)
+        _show_grouped(r)
     else:
         _show(r, "  ", seed)
     sys.stdout.flush()
+
+
+def _show_grouped(r: Any) -> None:
+    """A grouped release as a table: one row per key (printed bare, as a histogram's
+    bins are), its released value(s) and 95% accuracy; what every group shares once;
+    --json for each group's full record."""
+    click.echo(f"  group sizes      {r.group_sizes}")
+    first = r.releases[0]
+    click.echo(f"  relation         {first.relation.value} ({first.relation.description})")
+    ratio = hasattr(first, "numerator")
+    if not ratio and first.clamp_bounds is not None:
+        click.echo(f"  sensitivity      {_fmt(first.sensitivity)}")
+        click.echo(f"  grid step        {short(first.grid_step)}")
+    rows = [("key", "value", "±95% accuracy")]
+    for key, rel in r.items():
+        vals = rel.values
+        shown = _fmt(vals[0]) if len(vals) == 1 else ", ".join(_fmt(v) for v in vals)
+        noised = ratio or rel.clamp_bounds is not None
+        acc = f"{rel.accuracy(0.05):.4g}" if noised else "exact"
+        rows.append((str(key), shown, acc))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        click.echo("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    click.echo("  (--json prints every group's full record)")
 
 
 def _sizes(text: str) -> dict[Any, int]:

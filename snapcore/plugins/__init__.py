@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         StatisticRegistry as StatisticRegistry,
     )
     from snapcore.plugins._statistic import (
+        OutputDomain as OutputDomain,
         Prepared as Prepared,
         Statistic as Statistic,
         accumulate as accumulate,

@@ -4,6 +4,7 @@ duplicates, with names declared by plugins not imported yet."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -84,8 +85,14 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except (KeyError, TypeError):
+            near = (
+                difflib.get_close_matches(name.lower(), self.names(), n=1, cutoff=0.6)
+                if isinstance(name, str)
+                else []
+            )
+            hint = f"; did you mean {near[0]!r}?" if near else ""
             raise ParameterError(
-                f"{parameter_name(self.kind)} must be one of {self.names()}, got {name!r}",
+                f"{parameter_name(self.kind)} must be one of {self.names()}, got {name!r}{hint}",
                 parameter=self.kind,
             ) from None
 

@@ -55,7 +55,7 @@ from snapcore.releases._padding import (
     padded_statistic,
     ready_padding,
 )
-from snapcore.releases._record import Release
+from snapcore.releases._record import RatioRelease, Release
 from snapcore.releases._request import ReleaseRequest, check_options
 
 if TYPE_CHECKING:
@@ -283,6 +283,7 @@ def release(
     budget: Budget | None = None,
     precision: int | None = None,
     timing: str | None = None,
+    label: str | None = None,
     **options: Any,
 ) -> Release | GroupedRelease:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -351,6 +352,9 @@ def release(
         cryptographic sources, ``"off"`` for seeded and replay sources.  A grouped
         release is padded as a whole, to a quantum that depends on the public key set
         and the groups' public n (caps or declared sizes).
+    label : str, optional
+        What ``budget``'s history (and a ledger's entry) calls this release; default
+        the statistic's name (``"mean by region"`` with ``by=``).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -369,6 +373,12 @@ def release(
     # Every keyword is checked here, once, before any data is read or noise drawn.
     mode = check_timing(timing)
     stat = resolve_statistic(statistic)
+    private_mean = (
+        by is not None
+        and group_sizes is None
+        and _is_builtin_mean(stat)
+        and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
+    )
     if (
         relation is None
         and by is not None
@@ -377,7 +387,7 @@ def release(
     ):
         relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     eps = check_real("epsilon", epsilon, positive=True)
-    rel = resolve_relation(stat, relation)
+    rel = Neighbouring.ADD_REMOVE if private_mean else resolve_relation(stat, relation)
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError(
             f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
@@ -387,6 +397,13 @@ def release(
     if given is None:
         gamma = check_gamma(DEFAULT_GAMMA if gamma is None else gamma)
     check_options(stat, options)
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise ParameterError(
+            f"{parameter_name('label')} must be a non-empty str, got {type_name(label)} {label!r}"[
+                :200
+            ],
+            parameter="label",
+        )
     if budget is not None and not _is_budget(budget):
         raise ParameterError(
             f"budget must be a snapcore.Budget, got {type_name(budget)}", parameter="budget"
@@ -419,7 +436,10 @@ def release(
         precision=precision,
         timing=mode,
         options=options,
+        label=label,
     )
+    if private_mean:
+        return _release_private_size_means(request)
     if request.grouped:
         return _release_grouped(request)
     return _release_single(request)
@@ -443,7 +463,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     _check_can_draw([plan])
     _ready_padding([plan])
     ready_padding(prep.n, data_bounds, plan.epsilon)
-    with _reserve(request.budget, plan.epsilon, stat.name):
+    with _reserve(request.budget, plan.epsilon, request.label or stat.name):
         return _draw(plan)
 
 
@@ -473,7 +493,7 @@ def _release_grouped(request: ReleaseRequest) -> GroupedRelease:
     _check_can_draw(plans)
     _ready_padding(plans)
     ready_padding(grouped_total(request), data_bounds, spent)
-    with _reserve(request.budget, spent, f"{stat.name} by {request.by}"):
+    with _reserve(request.budget, spent, request.label or f"{stat.name} by {request.by}"):
         return grouped.with_releases(tuple(_draw(p) for p in plans), spent)
 
 
@@ -510,6 +530,116 @@ def _require_mergeable(stat: Statistic, what: str) -> None:
             f"statistic {stat.name!r} does not implement partial() and finalize(), "
             f"so it cannot be released from {what}"
         )
+
+
+def _is_builtin_mean(stat: Statistic) -> bool:
+    """Whether ``stat`` is the built-in mean (released per group of private size as a
+    noisy sum over a noisy count)."""
+    return stat.name == "mean" and type(stat) is type(resolve_statistic("mean"))
+
+
+@padded_grouped
+def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
+    """A mean per key of private group size (add-remove): per group, the sum of
+    ``x − c`` (c the middle of the data bounds) and the count each released with ε/2
+    (add-remove, the group's public cap n), and ``c + S̃/C̃`` clamped to the data
+    bounds (docs/statistics.md, "Group-by")."""
+    if request.n is None:
+        raise ParameterError(
+            f"a mean with {keyword('by')} and private group sizes needs {keyword('n')}, a "
+            "public cap on each group's size (or declare the sizes with "
+            f"{keyword('group_sizes')})",
+            parameter="n",
+        )
+    if request.data_bounds is None:
+        check_data_bounds(None, request.statistic)  # the usual error
+    half = request.epsilon / 2
+    assert request.data_bounds is not None
+    a, b = (Fraction(x) for x in request.data_bounds[0])
+    # The sum is of x − c with c the middle of the bounds (Δ = (b − a)/2 instead of
+    # max(|a|, |b|)), when the shifted bounds are exact doubles.
+    centre = (a + b) / 2
+    shifted = (a - centre, b - centre)
+    if any(Fraction(float(x)) != x for x in shifted):
+        centre, shifted = Fraction(0), (a, b)
+    sum_bounds = ((float(shifted[0]), float(shifted[1])),)
+    parts = []
+    for name in ("sum", "count"):
+        sub_stat = resolve_statistic(name)
+        sub = attrs.evolve(
+            request,
+            statistic=sub_stat,
+            epsilon=half,
+            data_bounds=sum_bounds if name == "sum" else None,
+            relation=Neighbouring.ADD_REMOVE,
+            budget=None,
+            options={},
+        )
+
+        def plan_one(data: Any, n: int | None, sub: ReleaseRequest = sub) -> _Plan:
+            from snapcore.data._columns import Dataset, as_dataset
+
+            if not isinstance(data, Dataset):
+                raise ParameterError(
+                    "a mean per group of private size is released from data in memory, "
+                    f"not from partial states; give the table, or {keyword('group_sizes')}",
+                    parameter="data",
+                )
+            st = sub.statistic
+            if st.name == "sum" and centre != 0:
+                data = as_dataset([v - centre for v in data.column(0).fractions()])
+            prep = st.prepare(data, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
+            return _plan(sub, prep, sub.data_bounds)
+
+        parts.append(plan_groups(sub, plan_one))
+    (grouped, sum_plans), (_, count_plans) = parts
+    _check_can_draw([*sum_plans, *count_plans])
+    _ready_padding([*sum_plans, *count_plans])
+    ready_padding(grouped_total(request), request.data_bounds, request.epsilon)
+    label = request.label or f"mean by {request.by}"
+    comp = (
+        "a noisy sum (ε/2) over a noisy count (ε/2), sequential composition within each "
+        f"group; parallel composition over the groups of {request.by!r} (add-remove: a "
+        "record changes its own group only), so the grouped release spends ε"
+    )
+    with _reserve(request.budget, request.epsilon, label):
+        sums = [_draw(p) for p in sum_plans]
+        counts = [_draw(p) for p in count_plans]
+    out = []
+    for s_rel, c_rel in zip(sums, counts, strict=True):
+        c = Fraction(c_rel.value)  # type: ignore[arg-type]
+        if c > 0:
+            q = centre + Fraction(s_rel.value) / c  # type: ignore[arg-type]
+            value = float(min(max(q, a), b))
+            snapped: float | None = float(q)
+        else:
+            value, snapped = float((a + b) / 2), None
+        out.append(
+            RatioRelease(
+                statistic="mean",
+                value=value,
+                snapped=snapped,
+                numerator=s_rel,
+                denominator=c_rel,
+                epsilon_spent=request.epsilon,
+                relation=Neighbouring.ADD_REMOVE,
+                value_range=(a, b),
+                centre=centre,
+                composition=comp,
+                notes=(
+                    "the released count is 0: the midpoint of the data bounds is released"
+                    if snapped is None
+                    else "the quotient is clamped to the data bounds (post-processing)",
+                ),
+            )
+        )
+    return attrs.evolve(
+        grouped,
+        statistic="mean",
+        composition=comp,
+        releases=tuple(out),
+        epsilon_spent=request.epsilon,
+    )
 
 
 def _prepare(

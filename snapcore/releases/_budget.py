@@ -35,6 +35,24 @@ from snapcore.releases._ledger import Ledger
 __all__ = ["Budget", "LedgerBudget"]
 
 
+class EpsilonAmount(Fraction):
+    """An exact ε (a :class:`~fractions.Fraction`) whose ``str`` is short, as in the
+    budget's repr: ``0.3`` for 0.3 exactly, ``≈0.3`` where rounded (the exact value is
+    the Fraction itself, and its ``repr``)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return short(self)
+
+    def __repr__(self) -> str:
+        return f"Fraction({self.numerator}, {self.denominator})"
+
+
+def _amount(q: Fraction) -> EpsilonAmount:
+    return EpsilonAmount(q.numerator, q.denominator)
+
+
 class Budget:
     """A total ε spent by sequential composition.
 
@@ -60,13 +78,13 @@ class Budget:
     def spent(self) -> Fraction:
         """ε spent by completed releases."""
         with self._lock:
-            return self._spent
+            return _amount(self._spent)
 
     @property
     def remaining(self) -> Fraction:
         """ε not yet spent or reserved."""
         with self._lock:
-            return self.total - self._spent - self._reserved
+            return _amount(self.total - self._spent - self._reserved)
 
     @property
     def history(self) -> tuple[tuple[str, Fraction], ...]:
@@ -183,12 +201,12 @@ class LedgerBudget(Budget):
     @property
     def spent(self) -> Fraction:
         """ε committed in the ledger (including releases still running)."""
-        return self.ledger.spent
+        return _amount(self.ledger.spent)
 
     @property
     def remaining(self) -> Fraction:
         """ε not yet spent."""
-        return self.ledger.remaining
+        return _amount(self.ledger.remaining)
 
     @property
     def history(self) -> tuple[tuple[str, Fraction], ...]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 import numpy as np
@@ -39,7 +39,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
 from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins._statistic import Statistic, check_n
-from snapcore.releases._record import Release
+from snapcore.releases._record import RatioRelease, Release
 from snapcore.releases._request import ReleaseRequest
 
 P = TypeVar("P")
@@ -59,8 +59,9 @@ class GroupedRelease:
         The column the groups are keyed by.
     keys : tuple
         The public key set, as given (every key is released).
-    releases : tuple of Release
-        One release per key, in the order of ``keys``.
+    releases : tuple of Release or RatioRelease
+        One release per key, in the order of ``keys`` (a ``RatioRelease`` for a
+        mean of private group size: a noisy sum over a noisy count).
     epsilon_spent : Fraction
         The total ε: each record is in one group, so by parallel composition it is
         the ε of one group's release, not the sum.
@@ -75,17 +76,19 @@ class GroupedRelease:
     statistic: str
     by: str
     keys: tuple[Any, ...]
-    releases: tuple[Release, ...] = ()
+    releases: tuple[Release | RatioRelease, ...] = ()
     epsilon_spent: Fraction = Fraction(0)
     relation: Neighbouring
     composition: str
     group_sizes: str
 
-    def with_releases(self, releases: tuple[Release, ...], spent: Fraction) -> GroupedRelease:
+    def with_releases(
+        self, releases: tuple[Release | RatioRelease, ...], spent: Fraction
+    ) -> GroupedRelease:
         """This record with its releases filled in."""
         return attrs.evolve(self, releases=releases, epsilon_spent=spent)
 
-    def __getitem__(self, key: Any) -> Release:
+    def __getitem__(self, key: Any) -> Release | RatioRelease:
         want = category_key(key)
         for k, r in zip(self.keys, self.releases, strict=True):
             if category_key(k) == want:
@@ -98,7 +101,7 @@ class GroupedRelease:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def items(self) -> Iterator[tuple[Any, Release]]:
+    def items(self) -> Iterator[tuple[Any, Release | RatioRelease]]:
         """``(key, release)`` pairs in key-set order."""
         return zip(self.keys, self.releases, strict=True)
 
@@ -106,6 +109,24 @@ class GroupedRelease:
     def values(self) -> dict[Any, Any]:
         """``{key: released value}``."""
         return {k: r.value for k, r in self.items()}
+
+    def to_frame(self, backend: str = "pandas") -> Any:
+        """One row per key and released value, as a data frame of ``backend`` (see
+        :meth:`Release.to_frame`): the key column (named by ``by``), then the
+        release's columns.  Keys of mixed types are written as text."""
+        import narwhals as nw
+
+        cols: dict[str, list[Any]] = {}
+        keys: list[Any] = []
+        for key, r in zip(self.keys, self.releases, strict=True):
+            part = r.frame_columns()
+            keys += [key] * len(part["value"])
+            for name, vals in part.items():
+                cols.setdefault(name, []).extend(vals)
+        if len({type(k) for k in keys}) > 1:
+            keys = [str(k) for k in keys]
+        by = str(self.by)
+        return nw.from_dict({by: keys, **cols}, backend=cast(Any, backend)).to_native()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the grouping, the total ε, and each group's record."""

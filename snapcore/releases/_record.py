@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from snapcore._display import short
-from snapcore.calibration._guarantee import calibration_accuracy
+from snapcore.calibration._guarantee import calibration_accuracy, check_probability
 from snapcore.calibration._params import record_calibration
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import keyword, parameter_name
 from snapcore.padding._pad import TimingGuarantee
 from snapcore.plugins._statistic import DataBounds
 
-__all__ = ["Release"]
+__all__ = ["RatioRelease", "Release"]
 
 
 def _frac_str(q: Fraction | None) -> str | None:
@@ -183,6 +183,29 @@ class Release:
         """The released values as a tuple (one element for a scalar statistic)."""
         return self.value if isinstance(self.value, tuple) else (self.value,)
 
+    def frame_columns(self) -> dict[str, list[Any]]:
+        """The columns of :meth:`to_frame`: one row per released value."""
+        k = len(self.values)
+        snapped = self.snapped if isinstance(self.snapped, tuple) else (self.snapped,)
+        acc = None if self.grid_step is None else self.accuracy(0.05)
+        return {
+            "statistic": [self.statistic] * k,
+            "label": list(self.labels),
+            "value": list(self.values),
+            "snapped": list(snapped),
+            "accuracy_95": [acc] * k,
+            "epsilon_per_value": [float(self.epsilon_per_value)] * k,
+        }
+
+    def to_frame(self, backend: str = "pandas") -> Any:
+        """The released values as a data frame of ``backend`` (any eager library
+        narwhals supports: ``"pandas"``, ``"polars"``, ``"pyarrow"``), one row per
+        value: statistic, label, value, snapped value, 95% accuracy, ε per value.
+        Imports the library on first use."""
+        import narwhals as nw
+
+        return nw.from_dict(self.frame_columns(), backend=cast(Any, backend)).to_native()
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; exact quantities also as ``"p/q"`` strings."""
 
@@ -226,4 +249,115 @@ class Release:
             "notes": list(self.notes),
             "snapped": list(self.snapped) if isinstance(self.snapped, tuple) else self.snapped,
             "post_processing": self.post_processing,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class RatioRelease:
+    """A mean released as a noisy sum over a noisy count, for a group of private size
+    (docs/statistics.md, "Group-by"): the quotient of two releases, each spending half
+    of ε (sequential composition), clamped to the data bounds (post-processing).
+
+    Attributes
+    ----------
+    statistic : str
+        ``"mean"``.
+    value : float
+        ``c + S̃/C̃`` clamped to the data bounds ``[a, b]``; the midpoint ``(a + b)/2``
+        when the released count is 0.
+    snapped : float or None
+        ``c + S̃/C̃`` before the clamp (None when the released count is 0).
+    numerator, denominator : Release
+        The releases of the sum of ``x − c`` (ε/2, add-remove, Δ = max(|a − c|,
+        |b − c|)) and of the count (ε/2, add-remove).
+    epsilon_spent : Fraction
+        ε of both together.
+    relation : Neighbouring
+        ``add-remove``: the group's size is private.
+    value_range : (Fraction, Fraction)
+        The data bounds: where the mean lies.
+    centre : Fraction
+        ``c``, the middle of the data bounds (0 when the shifted bounds are not
+        doubles): the records are summed as ``x − c``.
+    composition : str
+        How ε is split, in words.
+    """
+
+    statistic: str
+    value: float
+    snapped: float | None
+    numerator: Release
+    denominator: Release
+    epsilon_spent: Fraction
+    relation: Neighbouring
+    value_range: tuple[Fraction, Fraction]
+    centre: Fraction = Fraction(0)
+    composition: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """``(statistic,)``."""
+        return (self.statistic,)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """``(value,)``."""
+        return (self.value,)
+
+    @property
+    def epsilon_per_value(self) -> Fraction:
+        """ε of each of the two releases (sum and count)."""
+        return self.numerator.epsilon_per_value
+
+    def accuracy(self, alpha: Any) -> float:
+        """A bound that holds with probability at least ``1 − alpha``.
+
+        With probability ``>= 1 − alpha`` the sum and the count are both within their
+        accuracies ``a_S``, ``a_C`` at ``alpha/2`` (union bound).  Then, with
+        ``S`` the exact sum of ``x − c`` and ``B′ = max(|a − c|, |b − c|)`` bounding
+        ``|S|/C``,
+        ``|S̃/C̃ − S/C| = |(S̃ − S)·C − S·(C̃ − C)|/(C̃·C) <= (a_S + B′·a_C)/C̃`` for a
+        released count ``C̃ > 0``; the clamp to ``[a, b]`` (which holds the mean) never
+        adds error and caps it at ``b − a``; the midpoint, released for ``C̃ = 0``, is
+        within ``(b − a)/2``.  The bound depends on the released count only
+        (post-processing), not on the private one.
+        """
+        a = float(check_probability("alpha", alpha)) / 2
+        lo, hi = self.value_range
+        width = float(hi - lo)
+        c = float(self.denominator.value)  # type: ignore[arg-type]
+        if c <= 0:
+            return width / 2
+        b_prime = float(max(abs(lo - self.centre), abs(hi - self.centre)))
+        bound = (self.numerator.accuracy(a) + b_prime * self.denominator.accuracy(a)) / c
+        return min(width, bound)
+
+    def frame_columns(self) -> dict[str, list[Any]]:
+        """The columns of :meth:`Release.to_frame` for this value."""
+        return {
+            "statistic": [self.statistic],
+            "label": [self.statistic],
+            "value": [self.value],
+            "snapped": [self.snapped],
+            "accuracy_95": [self.accuracy(0.05)],
+            "epsilon_per_value": [float(self.epsilon_per_value)],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with the sum's and the count's records."""
+        return {
+            "statistic": self.statistic,
+            "value": self.value,
+            "snapped": self.snapped,
+            "labels": list(self.labels),
+            "epsilon_spent": float(self.epsilon_spent),
+            "epsilon_spent_exact": str(self.epsilon_spent),
+            "relation": self.relation.value,
+            "value_range": [float(self.value_range[0]), float(self.value_range[1])],
+            "composition": self.composition,
+            "accuracy_95": self.accuracy(0.05),
+            "notes": list(self.notes),
+            "sum": self.numerator.to_dict(),
+            "count": self.denominator.to_dict(),
         }

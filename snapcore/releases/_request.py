@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from types import MappingProxyType
@@ -24,14 +25,48 @@ if TYPE_CHECKING:
 __all__ = ["ReleaseRequest", "check_options"]
 
 
+#: The keywords of :func:`snapcore.release` besides the statistic's own options: a
+#: misspelt one is suggested from these too.
+RELEASE_KEYWORDS = (
+    "epsilon",
+    "data_bounds",
+    "gamma",
+    "clamp_bounds",
+    "n",
+    "relation",
+    "column",
+    "by",
+    "keys",
+    "group_sizes",
+    "missing",
+    "impute",
+    "backend",
+    "source",
+    "budget",
+    "precision",
+    "timing",
+    "label",
+)
+
+
 def check_options(stat: Statistic, options: Mapping[str, Any]) -> None:
     """Refuse any of ``options`` that ``stat`` does not take (a release's or a partial
-    state's keyword arguments)."""
+    state's keyword arguments), suggesting the nearest option or release keyword
+    (``bounds`` → ``data_bounds``)."""
     unknown = sorted(set(options) - set(stat.options))
     if unknown:
-        valid = sorted(stat.options) or "none"
+        own = sorted(stat.options)
+        valid = f"valid options: {own}" if own else "it takes no options of its own"
+        hints = []
+        for u in unknown:
+            near = difflib.get_close_matches(str(u), [*own, *RELEASE_KEYWORDS], n=1, cutoff=0.6)
+            if not near and isinstance(u, str):  # a fragment: bounds -> data_bounds
+                near = [k for k in (*own, *RELEASE_KEYWORDS) if len(u) >= 3 and u in k][:1]
+            if near:
+                hints.append(f"{u}= -> {near[0]}=")
+        hint = f"; did you mean {', '.join(hints)}?" if hints else ""
         raise ParameterError(
-            f"statistic {stat.name!r} got unknown option(s) {unknown}; valid options: {valid}",
+            f"statistic {stat.name!r} got unknown option(s) {unknown}; {valid}{hint}",
             parameter=unknown[0],
         )
 
@@ -100,6 +135,9 @@ class ReleaseRequest:
         The padding switch (None: by the source).
     options : mapping
         The statistic's own options, each one it takes (a read-only copy).
+    label : str or None
+        What the budget's history (a ledger entry) calls this release; None: the
+        statistic's name (and ``by`` column).
     """
 
     statistic: Statistic
@@ -121,6 +159,7 @@ class ReleaseRequest:
     precision: int | None
     timing: TimingMode | None
     options: Mapping[str, Any] = attrs.field(converter=_read_only)
+    label: str | None = None
 
     @property
     def grouped(self) -> bool:

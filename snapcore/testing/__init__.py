@@ -27,6 +27,9 @@ The statistic suite, in the same shape:
   :class:`StatisticConformance`, :class:`RegisteredStatisticsConformance`,
   :func:`statistic_suite`.
 
+:mod:`snapcore.testing.pytest_plugin` (entry point ``pytest11``) registers the
+suites' markers (``slow``) in every pytest run.
+
 :mod:`snapcore.testing.sources` holds test doubles of the randomness layer (a fixed
 byte stream, a counting source, a source that must not be drawn from).
 

@@ -126,7 +126,8 @@ def compare_backends(
         Array releases per backend (round-robin); the fastest counts.
     progress : callable, optional
         Called as ``progress(step, total)`` before each step (a conformance run, the
-        scalar loop, one array release), with the total number of steps.
+        untimed warm-up of every backend, the scalar loop, one array release), with the
+        total number of steps.
 
     Returns
     -------
@@ -143,7 +144,7 @@ def compare_backends(
     backends: dict[str, Any] = {}
     status: dict[str, str] = {}
     available = [n for n in names if reg.get(n).is_available()]
-    total = (len(available) if conformance else 0) + 1 + repeat * len(available)
+    total = (len(available) if conformance else 0) + 2 + repeat * len(available)
 
     def step(what: str) -> None:
         if progress is not None:
@@ -163,6 +164,14 @@ def compare_backends(
     def mechanism(backend: Any) -> SnappingMechanism:
         return SnappingMechanism(**BENCH_PARAMS, backend=backend, source=SeededSource(seed))
 
+    # Untimed: a first release pays one-off costs (numba compiling the fast engine,
+    # imports, caches) that would otherwise be charged to whichever backend runs first.
+    step("warm-up")
+    warm = values[: min(size, 4096)]
+    for backend in backends.values():
+        m = mechanism(backend)
+        m.release(42.0)
+        m.release(warm)
     step("scalar releases")
     scalar = _scalar_rates({n: mechanism(b) for n, b in backends.items()}, scalar_seconds)
     best: dict[str, float] = {}

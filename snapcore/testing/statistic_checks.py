@@ -15,7 +15,11 @@ accepts, and the two runs are compared **exactly** (Fractions, no tolerance):
   labels, every field of the release record but the values) is identical for D and D′;
 - the two releases take the same path: the same number of draws from the same replay
   source, and each released value is the mechanism's output on f(D) for those draws;
-- bad input is refused with :class:`~snapcore.errors.ParameterError` before any draw.
+- bad input is refused with :class:`~snapcore.errors.ParameterError` before any draw;
+- on datasets constructed to expose floating-point arithmetic (Casacuberta et al.,
+  CCS 2022: absorption of small records next to a large one, cancellation, orderings
+  that change a float sum), f(D) does not depend on the order of the records and moves
+  by at most Δ (``check_float_traps``, deterministic, in the default run).
 
 Every failure is a :class:`~snapcore.errors.StatisticConformanceError` whose message ends with a
 one-line reproduction.  The checks take the
@@ -48,14 +52,18 @@ from snapcore.testing.statistic_datasets import (
     draw_pair,
     extremal_datasets,
     extremal_pairs,
+    float_trap_pairs,
     range_cases,
 )
 from snapcore.testing.statistic_evaluation import Outcome, evaluate, frozen_draws, reproduction
 from snapcore.testing.statistic_settings import Case, Setting, settings_for
 
+REPLACE = Neighbouring.REPLACE
+
 __all__ = [
     "StatisticReport",
     "check_dataset",
+    "check_float_traps",
     "check_pair",
     "run_statistic_conformance",
 ]
@@ -64,7 +72,7 @@ __all__ = [
 # -- the checks --------------------------------------------------------------------------
 
 #: Release fields that may differ between D and D′.
-_RELEASE_FREE = {"value"}
+_RELEASE_FREE = {"value", "snapped"}
 #: Prepared fields that may differ between D and D′.
 _PREPARED_FREE = {"values"}
 
@@ -94,6 +102,19 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
                 f"[{lo}, {hi}] (B′ = {prep.b_prime})",
                 out.repro,
             )
+    domain = stat.output_domain(prep)
+    if domain is not None:
+        for label, v in zip(prep.labels, prep.values, strict=True):
+            q = Fraction(v)
+            inside = (domain.lower is None or domain.lower <= q) and (
+                domain.upper is None or q <= domain.upper
+            )
+            if not inside or (domain.integral and q.denominator != 1):
+                raise _fail(
+                    f"{stat.name}: f(D)[{label}] = {q} lies outside the declared output "
+                    f"domain ({domain.describe()})",
+                    out.repro,
+                )
     rel = out.release
     if rel is None or prep.sensitivity == 0:
         return
@@ -113,11 +134,19 @@ def check_dataset(stat: Statistic, out: Outcome) -> None:
         source=ReplaySource(frozen_draws()),
     )
     want = tuple(float(mech.release(cast(Any, Fraction(v)))) for v in prep.values)
-    if want != rel.values or out.draws != len(prep.values):
+    snapped = rel.snapped if isinstance(rel.snapped, tuple) else (rel.snapped,)
+    if want != snapped or out.draws != len(prep.values):
         raise _fail(
-            f"{stat.name}: the release is not the mechanism applied to f(D): released "
-            f"{rel.values} with {out.draws} draws, the mechanism gives {want} with "
+            f"{stat.name}: the release is not the mechanism applied to f(D): snapped "
+            f"{snapped} with {out.draws} draws, the mechanism gives {want} with "
             f"{len(prep.values)}",
+            out.repro,
+        )
+    projected = want if domain is None else tuple(domain.project(w) for w in want)
+    if projected != rel.values:
+        raise _fail(
+            f"{stat.name}: the released values {rel.values} are not the snapped values "
+            f"projected onto the declared output domain, {projected}",
             out.repro,
         )
 
@@ -199,6 +228,48 @@ def check_pair(stat: Statistic, a: Outcome | None, b: Outcome | None) -> bool:
     return True
 
 
+def check_float_traps(stat: Statistic, setting: Setting, relation: Neighbouring) -> int:
+    """The constructed datasets of
+    ``statistic_datasets.float_trap_pairs`` (Casacuberta et al.,
+    CCS 2022), read from a list: f(D) lies in the value range and the output domain;
+    a reordered D gives the identical Prepared; a neighbour moves f by at most Δ.
+    Deterministic; a failure names the constructed pair.  Returns the pairs compared.
+
+    Raises
+    ------
+    StatisticConformanceError
+    """
+    lst = containers(stat.columns, setting.records)[0]
+    case = Case(setting=setting, relation=relation, n=None if relation is REPLACE else 64)
+    compared = 0
+    for name, kind, d, d2 in float_trap_pairs(stat, setting, relation):
+        a = evaluate(stat, case, d, lst, release=False)
+        b = evaluate(stat, case, d2, lst, release=False)
+        try:
+            for o in (a, b):
+                if o is not None:
+                    check_dataset(stat, o)
+            if kind == "neighbours":
+                compared += check_pair(stat, a, b)
+            elif a is not None and b is not None and a.prepared is not None:
+                if b.prepared is None or a.prepared != b.prepared:
+                    got = None if b.prepared is None else b.prepared.values
+                    raise _fail(
+                        f"{stat.name}: f(D) = {a.prepared.values} but the same records in "
+                        f"another order give {got}: a value that depends on the order of "
+                        "the records (a floating-point sum?)",
+                        a.repro,
+                        b.repro,
+                    )
+                compared += 1
+        except StatisticConformanceError as exc:
+            raise StatisticConformanceError(
+                f"constructed pair {name!r} ({kind}; Casacuberta et al. 2022) with "
+                f"{setting.label} under {relation.value}: D = {d!r}, D′ = {d2!r}\n{exc}"
+            ) from None
+    return compared
+
+
 # -- without pytest ----------------------------------------------------------------------
 
 
@@ -233,7 +304,8 @@ def run_statistic_conformance(
 ) -> StatisticReport:
     """A quick run of the statistic checks without pytest.
 
-    Every setting and relation: the extremal datasets (value range, in a list), the
+    Every setting and relation: the constructed float traps
+    (``check_float_traps``), the extremal datasets (value range, in a list), the
     neighbours of the smallest ones (prepare only, in a list), and ``random_pairs``
     random neighbouring pairs released through random containers.
 
@@ -271,6 +343,8 @@ def run_statistic_conformance(
         conts = containers(stat.columns, setting.records)
         lst = conts[0]
         for rel in stat.relations:
+            if len(failures) < max_failures:
+                pairs += attempt(check_float_traps, stat, setting, rel) or 0
             for d in extremal_datasets(stat, setting):
                 for case in range_cases(setting, rel, len(d)):
                     if len(failures) >= max_failures:

@@ -38,7 +38,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError, StatisticConformanceError
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import Statistic
-from snapcore.testing.statistic_checks import check_dataset, check_pair
+from snapcore.testing.statistic_checks import check_dataset, check_float_traps, check_pair
 from snapcore.testing.statistic_containers import containers
 from snapcore.testing.statistic_datasets import (
     draw_pair,
@@ -153,6 +153,15 @@ class StatisticConformance:
                     out = evaluate(stat, case, d, cont, release=False)
                     if out is not None:
                         check_dataset(stat, out)
+
+    # -- constructed float traps (deterministic) ----------------------------------------
+    def test_float_traps(self, target: Target) -> None:
+        """Datasets constructed to expose floating-point sums (Casacuberta et al., CCS
+        2022): absorption of small records next to a large one, cancellation, and
+        orderings that change a float sum.  f(D) must not depend on the order of the
+        records and must move by at most Δ between the constructed neighbours; the
+        failure names the pair (``statistic_checks.check_float_traps``)."""
+        check_float_traps(*target)
 
     # -- sensitivity on neighbours -------------------------------------------------------
     def test_extremal_neighbours(self, target: Target) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "exactly_as",
     "extremal_datasets",
     "extremal_pairs",
+    "float_trap_pairs",
     "range_cases",
 ]
 
@@ -373,3 +374,114 @@ def extremal_pairs(
                 yield d, [*d, r]
             for i in range(len(d)):
                 yield d, d[:i] + d[i + 1 :]
+
+
+# -- constructed float traps (Casacuberta et al., CCS 2022) --------------------------------
+
+
+def _ulp(x: float) -> float:
+    return math.ulp(x) if x != 0.0 else math.ulp(1.0)
+
+
+def _trap_values(lo: float, hi: float) -> tuple[float, float, list[float]]:
+    """The end of larger magnitude ``e``, the other end ``o``, and small or
+    full-mantissa values inside ``[lo, hi]`` that a float sum next to ``e`` rounds:
+    just above half an ulp of ``e`` (absorbed, rounded up), and the points
+    ``lo + (hi − lo)·k/7`` (53 significant bits)."""
+    e, o = (hi, lo) if abs(hi) >= abs(lo) else (lo, hi)
+    half = _ulp(e) / 2 * (1 + 2.0**-52)
+    smalls = [v for v in (half, -half, 3 * half, -3 * half) if lo <= v <= hi]
+    inner = [lo + (hi - lo) * k / 7 for k in (1, 2, 3, 5, 6)]
+    inner = [v for v in inner if lo <= v <= hi and v not in (lo, hi)]
+    near = [math.nextafter(e, o)]
+    return e, o, list(dict.fromkeys(smalls + inner + near))
+
+
+def float_trap_pairs(
+    stat: Statistic, setting: Setting, relation: Neighbouring
+) -> Iterator[tuple[str, str, list[Any], list[Any]]]:
+    """Datasets built to expose a statistic computed in floating point, in the manner
+    of Casacuberta et al. (CCS 2022): ``(name, kind, D, D′)``.
+
+    ``kind`` is ``"reordered"`` (D′ holds the records of D in another order: an exact
+    statistic of the multiset gives the identical value; a float sum often does not)
+    or ``"neighbours"`` (D′ is a neighbour under ``relation``: ``|f(D) − f(D′)| <= Δ``
+    exactly, which a rounded sum breaks when it rounds up for D and down for D′).
+
+    - *absorption*: the end ``e`` of larger magnitude followed by small records just
+      above half an ulp of ``e`` (each rounds the running sum up by a whole ulp), and
+      its neighbour with ``e`` replaced by the other end (or removed);
+    - *cancellation*: ``e``, the other end and a small record, summed in the orders
+      that cancel first or last;
+    - *orderings*: records with 53 significant bits in every order, and sixteen small
+      records before and after ``e`` (sequential against pairwise summation).
+
+    Categorical settings yield nothing.
+    """
+    if setting.records == "categorical":
+        return
+    cols = max(stat.columns, 1)
+    per_col = [_trap_values(*_vertices(setting, j)) for j in range(cols)]
+
+    def rec(vals: Sequence[float]) -> Any:
+        return vals[0] if cols == 1 else tuple(vals)
+
+    def column_sets(pick: Callable[[tuple[float, float, list[float]]], list[float]]) -> list[Any]:
+        seqs = [pick(c) for c in per_col]
+        size = min(map(len, seqs))
+        return [rec([s[i] for s in seqs]) for i in range(size)]
+
+    def small(k: int) -> Callable[[tuple[float, float, list[float]]], list[float]]:
+        return lambda c: [c[2][min(k, len(c[2]) - 1)] if c[2] else c[1]]
+
+    for k, _ in enumerate(per_col[0][2][:4]):
+        e = column_sets(lambda c: [c[0]])[0]
+        o = column_sets(lambda c: [c[1]])[0]
+        s = column_sets(small(k))[0]
+        for m in (1, 3):
+            d = [e, *[s] * m]
+            if relation is Neighbouring.REPLACE:
+                yield (
+                    f"absorption: e then {m} small record(s), e replaced",
+                    "neighbours",
+                    d,
+                    [o, *[s] * m],
+                )
+            else:
+                yield (
+                    f"absorption: e then {m} small record(s), e removed",
+                    "neighbours",
+                    d,
+                    [*[s] * m],
+                )
+            yield (
+                f"absorption: e first or last, {m} small record(s)",
+                "reordered",
+                d,
+                [*[s] * m, e],
+            )
+        yield ("cancellation: e, other end, small", "reordered", [e, o, s], [e, s, o])
+        yield ("cancellation: small first", "reordered", [e, o, s], [s, o, e])
+        yield (
+            "orderings: sixteen small records around e",
+            "reordered",
+            [e, *[s] * 16],
+            [*[s] * 8, e, *[s] * 8],
+        )
+    inner = column_sets(lambda c: c[2][-5:] if len(c[2]) >= 3 else [])
+    if len(inner) >= 3:
+        trio = inner[:3]
+        for perm in itertools.islice(itertools.permutations(trio), 1, None):
+            yield (
+                "orderings: three records of 53 significant bits",
+                "reordered",
+                trio,
+                list(perm),
+            )
+        e = column_sets(lambda c: [c[0]])[0]
+        yield (
+            "orderings: full-mantissa records and e",
+            "reordered",
+            [e, *inner],
+            [*inner[::-1], e],
+        )

@@ -14,7 +14,7 @@ import attrs
 
 from snapcore.errors import ParameterError, StatisticConformanceError
 from snapcore.plugins._manager import resolve_statistic
-from snapcore.plugins._statistic import Prepared, Statistic
+from snapcore.plugins._statistic import OutputDomain, Prepared, Statistic
 from snapcore.randomness._sources import ReplaySource
 from snapcore.testing.statistic_containers import Container
 from snapcore.testing.statistic_settings import Case, is_registered
@@ -47,6 +47,9 @@ class _Recorder(Statistic):
         if self.stop:
             raise _Prepared
         return self.prepared
+
+    def output_domain(self, prepared: Prepared) -> OutputDomain | None:
+        return self.inner.output_domain(prepared)
 
 
 #: The statistic's declarations a release reads (the public class attributes).

@@ -102,3 +102,31 @@ def test_clamp_binds_at_most_gamma_monte_carlo():
             binds = sum(o in (c.lower, c.upper) for o in outs)
             # mean gamma*trials, sd <= sqrt(trials*gamma) ~ 35: allow 4 sd.
             assert binds <= gamma * trials + 4 * math.sqrt(trials * gamma), (eps, binds)
+
+
+@pytest.mark.parametrize("n", [1, 7, 100, 101, 4097])
+@pytest.mark.parametrize("eps", [Fraction(1), Fraction(1, 2), Fraction(1, 10), Fraction(3, 10)])
+def test_an_integral_statistic_gets_a_clamp_interval_centred_on_whole_numbers(n, eps):
+    from snapcore.calibration._clamp import choose_clamp_bounds
+
+    plain = choose_clamp_bounds((Fraction(0), Fraction(n)), Fraction(1), eps, 0.05)
+    whole = choose_clamp_bounds((Fraction(0), Fraction(n)), Fraction(1), eps, 0.05, integral=True)
+    lo, hi = Fraction(whole.lower), Fraction(whole.upper)
+    # the margin still holds on both sides (γ still bounds the clamp)
+    assert lo <= 0 - whole.margin and hi >= n + whole.margin
+    # u = 2**ceil(log2(1/ε)) for Δ = 1, ε <= 1 (hand-derived: 1, 2, 16, 4)
+    u = {Fraction(1): 1, Fraction(1, 2): 2, Fraction(1, 10): 16, Fraction(3, 10): 4}[eps]
+    assert lo % u == 0 and hi % u == 0 and ((lo + hi) / 2) % u == 0
+    # it grows by less than 2u over the interval centred on the range
+    assert (hi - lo) - (Fraction(plain.upper) - Fraction(plain.lower)) < 4 * u
+
+
+def test_a_count_released_at_epsilon_one_is_whole_without_rounding():
+    import snapcore
+
+    for seed in range(20):
+        r = snapcore.release(
+            "count", [0] * 101, epsilon=1, n=1001, source=snapcore.SeededSource(seed)
+        )
+        assert isinstance(r.snapped, int) and 0 <= r.value <= 1001
+        assert r.value == min(max(r.snapped, 0), 1001)

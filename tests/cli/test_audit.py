@@ -38,3 +38,62 @@ def test_audit_json_and_refusal(cli):
     )  # fmt: skip
     assert r.exit_code == EXIT_REFUSED and json.loads(r.stdout)["private"] is False
     cli.error(EXIT_USAGE, "usage", "audit", "--epsilon", "1", "--value", "0", "--json")
+
+
+def test_audit_statistic_audits_the_mechanism_the_release_uses(cli, tmp_path):
+    csv = tmp_path / "d.csv"
+    csv.write_text("x\n" + "\n".join(str(v) for v in range(10)) + "\n")
+    rel = cli.json(
+        "release",
+        "mean",
+        str(csv),
+        "-c",
+        "x",
+        "-b",
+        "0",
+        "100",
+        "-e",
+        "0.5",
+        "--seed",
+        "1",
+        "--json",
+    )
+    out = cli.json(
+        "audit",
+        "--statistic",
+        "mean",
+        "--n",
+        "10",
+        "--data-bounds",
+        "0",
+        "100",
+        "--epsilon",
+        "0.5",
+        "--value",
+        "4.5",
+        "--json",
+    )
+    assert out["clamp_bounds"] == rel["clamp_bounds"]
+    assert out["sensitivity"] == rel["sensitivity"] == 10.0
+    assert out["neighbour"] == 14.5 and out["private"] is True
+
+
+def test_audit_statistic_and_a_clamp_interval_conflict(cli):
+    r = cli(
+        "audit",
+        "--statistic",
+        "mean",
+        "--n",
+        "10",
+        "--data-bounds",
+        "0",
+        "100",
+        "--epsilon",
+        "1",
+        "--value",
+        "4",
+        "--clamp-bounds",
+        "0",
+        "1",
+    )
+    assert r.exit_code == 2 and "leave out --clamp-bounds" in r.stderr

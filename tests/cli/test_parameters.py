@@ -44,6 +44,7 @@ FLAGS = {
     "missing": "--missing",
     "impute": "--impute",
     "backend": "--backend",
+    "label": "--label",
 }
 
 B = ("-b", "0", "100")
@@ -136,6 +137,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, dict[str, Any]]]] = {
     "backend": (
         ("mean", "-c", "x", *B, "-e", "1", "--backend", "nope"),
         ("mean", {"column": "x", "data_bounds": (0, 100), "backend": "nope"}),
+    ),
+    "label": (
+        ("mean", "-c", "x", *B, "-e", "1", "--label", " "),
+        ("mean", {"column": "x", "data_bounds": (0, 100), "label": " "}),
     ),
 }
 

@@ -115,3 +115,24 @@ def test_plot_from_a_release_plan(cli, tmp_path: Path):
     assert cal.sensitivity == Fraction(100, 442)
     msg = cli.error(EXIT_USAGE, "usage", *args[:4], "--epsilon", "1", "--guess", "1", "--json")
     assert "--n" in msg
+
+
+def test_plot_plans_a_histogram_from_bins_or_categories(cli, tmp_path):
+    for opt in (["--bins", "0,10,20"], ["--categories", "a,b,c"]):
+        out = tmp_path / "p.png"
+        r = cli("plot", "accuracy", "--statistic", "histogram", "--n", "100", *opt, "-o", str(out))
+        assert r.exit_code == 0, r.stderr
+        assert out.stat().st_size > 0
+        out.unlink()
+    r = cli(
+        "plot",
+        "accuracy",
+        "--bins",
+        "0,1",
+        "--clamp-bounds",
+        "0",
+        "1",
+        "-o",
+        str(tmp_path / "q.png"),
+    )
+    assert r.exit_code == 2 and "give --statistic too" in r.stderr

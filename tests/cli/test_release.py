@@ -284,3 +284,99 @@ def test_a_seeded_command_line_release_is_not_padded(cli, padded_calls) -> None:
     )
     assert r.exit_code == 0, r.output
     assert padded_calls == {"whole": [], "mechanism": []}
+
+
+def test_ledger_entries_carry_a_label_and_json_the_remaining_epsilon(cli, tmp_path):
+    from snapcore.releases._ledger import Ledger
+
+    db = str(tmp_path / "l.db")
+    assert cli("budget", "init", db, "--epsilon", "1").exit_code == 0
+    csv = tmp_path / "people.csv"
+    csv.write_text("age\n30\n40\n50\n")
+    out = cli.json(
+        "release",
+        "mean",
+        str(csv),
+        "-c",
+        "age",
+        "-b",
+        "0",
+        "100",
+        "-e",
+        "0.25",
+        "--ledger",
+        db,
+        "--seed",
+        "1",
+        "--json",
+    )
+    # 1 − 1/4, exactly
+    assert out["epsilon_remaining"] == 0.75 and out["epsilon_remaining_exact"] == "3/4"
+    assert out["label"] == f"mean of 'age' from {out['data']}" and "people.csv" in out["label"]
+    cli.json(
+        "release",
+        "count",
+        str(csv),
+        "--n",
+        "10",
+        "-e",
+        "0.5",
+        "--ledger",
+        db,
+        "--label",
+        "head count",
+        "--seed",
+        "1",
+        "--json",
+    )
+    entries = Ledger(db).entries
+    assert [e.label for e in entries] == [out["label"], "head count"]
+    shown = cli("budget", "show", db).stdout
+    assert "head count" in shown and "mean of 'age' from" in shown
+
+
+def test_a_misspelt_statistic_or_option_gets_a_suggestion(cli):
+    msg = cli.error(2, "usage", "release", "maen", "-c", "age", "-e", "1", "--json")
+    assert "did you mean 'mean'?" in msg
+    msg = cli.error(
+        2, "usage", "release", "mean", "-c", "age", "-o", "bounds=1", "-e", "1", "--json"
+    )
+    assert "did you mean bounds= -> data_bounds=?" in msg and "valid options: none" not in msg
+
+
+def test_a_grouped_release_prints_a_short_table_and_json_has_every_record(cli, tmp_path):
+    csv = tmp_path / "g.csv"
+    csv.write_text("g,x\na,10\na,20\nb,30\nb,50\nb,70\n")
+    args = [
+        "release",
+        "mean",
+        str(csv),
+        "-c",
+        "x",
+        "--by",
+        "g",
+        "--keys",
+        "a,b,c",
+        "-b",
+        "0",
+        "100",
+        "--n",
+        "100",
+        "-e",
+        "1",
+        "--seed",
+        "2",
+    ]
+    r = cli(*args)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["key", "value"])
+    rows = [ln.split() for ln in lines[head + 1 : head + 4]]
+    assert [row[0] for row in rows] == ["a", "b", "c"]  # bare, as histogram bins print
+    assert len(lines) < 15
+    out = cli.json(*args, "--json")
+    assert [float(row[1]) for row in rows] == out["values"]
+    for group in out["groups"]:
+        # a noisy sum of x − 50 over a noisy count, ε/2 each
+        assert group["sum"]["epsilon_spent"] == group["count"]["epsilon_spent"] == 0.5
+        assert 0 <= group["value"] <= 100

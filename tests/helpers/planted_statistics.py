@@ -9,6 +9,11 @@ catch (tests/testing/test_statistic_conformance.py runs the packaged suite on th
   from it, from the data;
 - :class:`OneTypeReaderSum` reads every record as float32 as soon as one record is a
   float32, so one record changes how the others are read.
+
+And two statistics that compute in float64, the bug of Casacuberta et al. (CCS 2022):
+
+- :class:`FloatSum` sums the clamped values with ``np.sum``;
+- :class:`FloatSquaresVariance` computes ``(Σx² − (Σx)²/n)/(n − 1)`` in float64.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ from fractions import Fraction
 import attrs
 import numpy as np
 from snapcore.statistics.counting import Count
-from snapcore.statistics.moments import Mean, Sum
+from snapcore.statistics.moments import Mean, Sum, Variance
 
 from snapcore import ParameterError
 from snapcore.exact._sums import scaled_integers
 
 __all__ = [
+    "FLOAT_PLANTED",
     "PLANTED",
     "DataClampMean",
+    "FloatSquaresVariance",
+    "FloatSum",
     "HalvedSensitivitySum",
     "OneTypeReaderSum",
     "ShortRangeCount",
@@ -91,3 +99,34 @@ class OneTypeReaderSum(Sum):
 
 
 PLANTED = (HalvedSensitivitySum, ShortRangeCount, DataClampMean, OneTypeReaderSum)
+
+
+class FloatSum(Sum):
+    """The sum of the clamped values in float64 (``np.sum``): declares the exact Δ."""
+
+    name = "float_sum"
+
+    def prepare(self, data, **kwargs):
+        p = super().prepare(data, **kwargs)
+        (lo, hi) = kwargs["data_bounds"][0]
+        return attrs.evolve(p, values=(float(np.sum(np.clip(data.numeric(0), lo, hi))),))
+
+
+class FloatSquaresVariance(Variance):
+    """The sample variance from float64 sums of values and squares (one pass)."""
+
+    name = "float_squares_variance"
+
+    def prepare(self, data, **kwargs):
+        p = super().prepare(data, **kwargs)
+        (lo, hi) = kwargs["data_bounds"][0]
+        x = np.clip(data.numeric(0), lo, hi)
+        n = len(x)
+        s, q = 0.0, 0.0
+        for v in x.tolist():
+            s += v
+            q += v * v
+        return attrs.evolve(p, values=((q - s * s / n) / (n - 1),))
+
+
+FLOAT_PLANTED = (FloatSum, FloatSquaresVariance)

@@ -28,7 +28,7 @@ from snapcore.statistics.moments import Covariance, Mean, Sum, Variance
 from snapcore.data._columns import as_dataset
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.plugins._manager import resolve_statistic
+from snapcore.plugins._manager import get_registries, resolve_statistic
 from snapcore.plugins._statistic import (
     Prepared,
     Statistic,
@@ -203,9 +203,11 @@ def test_resolving_a_statistic_and_a_relation():
     assert isinstance(resolve_statistic(Count), Count)
     c = Count()
     assert resolve_statistic(c) is c
+    # every installed statistic is named: the built-ins and any plugin's
+    installed = sorted(get_registries().statistics.names())
+    assert {"count", "covariance", "histogram", "mean", "sum", "variance"} <= set(installed)
     with _raises(
-        "statistic must be a statistic name ['count', 'covariance', 'histogram', 'mean', "
-        "'sum', 'variance'] or a Statistic, got int 3",
+        f"statistic must be a statistic name {installed} or a Statistic, got int 3",
         "statistic",
     ):
         resolve_statistic(3)
@@ -362,3 +364,29 @@ def test_mean_of_one_record_is_that_record_clamped(x):
     p = _prepare(Mean(), [x], ONE_COLUMN, 1, {})
     assert p.values == (min(max(Fraction(x), Fraction(0)), Fraction(4)),)
     assert p.sensitivity == 4 and p.n == 1
+
+
+def test_an_output_domain_projects_onto_whole_numbers_and_its_interval():
+    from snapcore.plugins._statistic import OutputDomain
+
+    counts = OutputDomain(lower=0, upper=10, integral=True)
+    # hand-derived: round half to even, then clamp to [0, 10]
+    assert [counts.project(v) for v in (-3.5, -0.5, 0.5, 1.5, 2.25, 9.5, 10.5, 42.0)] == [
+        0,
+        0,
+        0,
+        2,
+        2,
+        10,
+        10,
+        10,
+    ]
+    assert all(type(counts.project(v)) is int for v in (-1.0, 3.0))
+    third = OutputDomain(lower=0, upper=Fraction(1, 3))
+    # an end that is no double: the nearest double inside
+    assert third.project(5.0) == 0.3333333333333333 and Fraction(third.project(5.0)) < Fraction(
+        1, 3
+    )
+    assert third.project(-1e300) == 0.0 and third.project(0.25) == 0.25
+    with pytest.raises(ParameterError):
+        OutputDomain(lower=Fraction(1, 3), upper=Fraction(2, 3), integral=True)

@@ -93,3 +93,15 @@ def test_reserve_returns_on_error():
         assert b.remaining == Fraction(1, 4)
         raise RuntimeError("boom")
     assert b.remaining == 1 and b.spent == 0
+
+
+def test_str_of_remaining_and_spent_is_short_and_the_value_exact():
+    b = Budget(1)
+    b.spend(0.7)  # charged at its exact binary value
+    exact = 1 - Fraction(0.7)
+    assert b.remaining == exact and isinstance(b.remaining, Fraction)
+    assert str(b.remaining) == "≈0.3" and f"{b.remaining}" == "≈0.3"
+    assert str(b.spent) == "≈0.7"
+    b2 = Budget(1)
+    b2.spend(Fraction(1, 4))
+    assert str(b2.remaining) == "0.75" and str(b2.spent) == "0.25"

@@ -186,7 +186,7 @@ def test_histogram_released_through_the_array_path_equals_scalar_releases():
         epsilon=Fraction(1, 2), clamp_bounds=(-5, 60), source=snapcore.SeededSource(5)
     )
     scalar = tuple(mech.release(float(c)) for c in counts.tolist())
-    assert r.value == scalar
+    assert r.snapped == scalar
     assert r.labels[0] == "< 0.0005" and r.labels[-1] == "≥ 0.9995"  # clamped edge bins
 
 

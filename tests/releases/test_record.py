@@ -48,6 +48,7 @@ def record(**changes: Any) -> Release:
         "n": 10,
         "derivation": "by hand",
         "notes": (),
+        "snapped": 41.0,
     }
     return Release(**(fields | changes))
 
@@ -155,3 +156,33 @@ def test_a_record_is_frozen():
         r.value = 0.0  # type: ignore[misc]
     with pytest.raises(TypeError):
         Release("mean")  # type: ignore[misc,call-arg]
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars"])
+def test_release_and_grouped_release_to_a_data_frame(backend):
+    pytest.importorskip(backend)
+    r = snapcore.release(
+        "histogram",
+        ["a", "b", "a"],
+        epsilon=1,
+        categories=["a", "b"],
+        source=snapcore.SeededSource(1),
+    )
+    df = r.to_frame(backend)
+    assert type(df).__module__.split(".")[0] == backend
+    assert list(df["label"]) == ["a", "b"] and list(df["value"]) == list(r.value)
+    assert list(df["snapped"]) == list(r.snapped)
+    # every count is projected into [0, n]
+    assert all(0 <= v <= 3 for v in df["value"])
+    g = snapcore.release(
+        "count",
+        {"k": ["x", "y", "x"]},
+        by="k",
+        keys=["x", "y", "z"],
+        n=10,
+        epsilon=1,
+        source=snapcore.SeededSource(1),
+    )
+    gf = g.to_frame(backend)
+    assert list(gf["k"]) == ["x", "y", "z"]
+    assert list(gf["value"]) == [rel.value for rel in g.releases]

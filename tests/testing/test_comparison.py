@@ -34,3 +34,22 @@ def test_compare_statistics_runs_the_statistic_suite():
         assert r.conformance.startswith("pass ("), r.conformance
     text = format_statistics_table(rows)
     assert "statistic" in text.splitlines()[0] and "pass (" in text
+
+
+def test_every_backend_is_warmed_up_before_anything_is_timed():
+    """The untimed warm-up step comes before the scalar loop and the array releases
+    (the steps reported to ``progress``)."""
+    from snapcore.plugins._manager import get_registries
+
+    log: list[str] = []
+    reg = get_registries().backends
+    names = [n for n in sorted(reg.names()) if reg.get(n).is_available()][:2]
+    compare_backends(
+        names,
+        size=50,
+        scalar_seconds=0.01,
+        conformance=False,
+        progress=lambda what, total: log.append(what),
+    )
+    assert log.index("warm-up") < log.index("scalar releases")
+    assert log[-len(names) :] == [f"array release {n}" for n in names]
