@@ -200,11 +200,6 @@ def _kind(records: list[Any]) -> str:
     return "object"
 
 
-def _int_with_nulls(table: Table, name: str) -> bool:
-    records = table.records(name)
-    return _kind(records) == "int64" and None in records
-
-
 def check_command_line(table: Table, copies: int, folder: Path) -> None:
     path = folder / "t.csv"
     raw = table.csv_bytes(copies)
@@ -222,8 +217,6 @@ def check_command_line(table: Table, copies: int, folder: Path) -> None:
         ppath = folder / "t.bin"  # no .parquet suffix: found by its magic bytes
         ppath.write_bytes(pbytes)
         one = _expected(table, name)
-        if _int_with_nulls(table, name):
-            continue  # test_int64_with_nulls_is_read_exactly (i26b)
         for got in (_cli_records(str(ppath), name), _cli_records(pbytes, name)):
             assert got == one, ("parquet", name)
 
@@ -286,8 +279,6 @@ def check_frames(table: Table) -> None:
     for name in table.names:
         want = _expected(table, name)
         for kind, frame in _containers(table.records(name), name).items():
-            if _int_with_nulls(table, name) and kind not in ("numpy", "pandas"):
-                continue  # test_int64_with_nulls_is_read_exactly (i26b)
             assert _frame_records(frame, name) == want, kind
 
 
@@ -324,13 +315,7 @@ def _int_null_frames() -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "kind",
-    [
-        "pandas",
-        *(
-            pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="i26b"))
-            for k in ("parquet", "pyarrow", "polars", "polars-lazy")
-        ),
-    ],
+    ["pandas", "parquet", "pyarrow", "polars", "polars-lazy"],
 )
 def test_int64_with_nulls_is_read_exactly(kind: str) -> None:
     """An int64 column with a null: every other record exact (2**53 + 1 stays odd),
