@@ -169,6 +169,15 @@ DOT_SCALE = 2 * SUM_SCALE
 _BLOCK = 1 << 28
 _SUM_BUCKETS = 2046 + 32
 _DOT_BUCKETS = 2 * 2045 + 52 + 32 + 1
+#: The compiled kernels add the values whose shift k is in ``[k1, k1 + _SUM_WINDOW]``
+#: (``k1`` a little below the largest shift of the clamped column) as ``m·2**(k − k1)``
+#: (< 2**63) into a 128-bit integer held in two registers, and products whose shift
+#: sum is in ``[k2, k2 + _PRODUCT_WINDOW]`` as the two words of ``m·m'`` (< 2**54 and
+#: < 2**53) shifted by at most 8 bits, into two more; only values outside the windows
+#: go to the buckets.  The same integers, with no store-to-load chain through a bucket
+#: for typical data.  Over ``_BLOCK`` records a register sum stays below 2**91.
+_SUM_WINDOW = 10
+_PRODUCT_WINDOW = 8
 _M32 = np.uint64(0xFFFFFFFF)
 _M26 = np.int64((1 << 26) - 1)
 
@@ -306,9 +315,20 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         acc[k] += ((t & m32) ^ s) - s
         acc[k + 32] += ((t >> np.int64(32)) ^ s) - s
 
+    def _add128(
+        lo: np.uint64, hi: np.int64, v: np.int64, s: np.int64
+    ) -> tuple[Any, Any]:  # pragma: no cover
+        """``(lo, hi) ± v`` as a two's complement 128-bit integer ``hi·2**64 + lo``
+        (− when s = −1), for 0 <= v < 2**63."""
+        w = (v ^ s) - s  # ±v, whose high word is s
+        u = np.uint64(w)
+        lo = lo + u
+        return lo, hi + s + np.int64(lo < u)
+
     split = inline(_split)
     product = inline(_product)
     add = inline(_add)
+    add128 = inline(_add128)
 
     def moments1(  # pragma: no cover
         x: np.ndarray,
@@ -319,20 +339,39 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         sq: np.ndarray,
         squares: bool,
         flag: np.ndarray,
+        window: np.ndarray,
+        reg: np.ndarray,
     ) -> None:
         lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        k1, k2 = window[0], window[1]
         bad = np.uint64(0)
+        z = np.int64(0)
+        sl, sh = np.uint64(0), z  # Σ ±m·2**(k − k1) over the sum window
+        ql, qh = np.uint64(0), z  # Σ lo(m²)·2**(2(k − k2)) over the product window
+        pl_, ph_ = np.uint64(0), z  # Σ hi(m²)·2**(2(k − k2))
         for i in range(x.shape[0]):
             v, b = x[i], xb[i]
             if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
                 bad = np.uint64(1)
                 continue
             s, k, m = split(lob if v < lo else hib if v > hi else b)
-            add(acc, k, m, s)
+            d = k - k1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                sl, sh = add128(sl, sh, m << d, s)
+            else:
+                add(acc, k, m, s)
             if squares:
                 ph, pl = product(m, m)
-                add(sq, k + k, pl, np.int64(0))
-                add(sq, k + k + 52, ph, np.int64(0))
+                d = k - k2
+                if np.uint64(d) <= np.uint64(_PRODUCT_WINDOW // 2):
+                    ql, qh = add128(ql, qh, pl << (d + d), z)
+                    pl_, ph_ = add128(pl_, ph_, ph << (d + d), z)
+                else:
+                    add(sq, k + k, pl, z)
+                    add(sq, k + k + 52, ph, z)
+        reg[0], reg[1] = np.int64(sl), sh
+        reg[2], reg[3] = np.int64(ql), qh
+        reg[4], reg[5] = np.int64(pl_), ph_
         flag[0] = bad
 
     def moments2(  # pragma: no cover
@@ -346,10 +385,18 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         ay: np.ndarray,
         axy: np.ndarray,
         flag: np.ndarray,
+        window: np.ndarray,
+        reg: np.ndarray,
     ) -> None:
         lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
         lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        kx1, ky1, k2 = window[0], window[2], window[1] + window[3]
         bad = np.uint64(0)
+        z = np.int64(0)
+        xl, xh = np.uint64(0), z
+        yl, yh = np.uint64(0), z
+        ql, qh = np.uint64(0), z
+        pl_, ph_ = np.uint64(0), z
         for i in range(x.shape[0]):
             u, ub, v, vb = x[i], xb[i], y[i], yb[i]
             if (ub & inf) == inf or (vb & inf) == inf:
@@ -357,12 +404,29 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
                 continue
             sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
             sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
-            add(ax, kx, mx, sx)
-            add(ay, ky, my, sy)
+            d = kx - kx1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                xl, xh = add128(xl, xh, mx << d, sx)
+            else:
+                add(ax, kx, mx, sx)
+            d = ky - ky1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                yl, yh = add128(yl, yh, my << d, sy)
+            else:
+                add(ay, ky, my, sy)
             ph, pl = product(mx, my)
             s = sx ^ sy
-            add(axy, kx + ky, pl, s)
-            add(axy, kx + ky + 52, ph, s)
+            d = kx + ky - k2
+            if np.uint64(d) <= np.uint64(_PRODUCT_WINDOW):
+                ql, qh = add128(ql, qh, pl << d, s)
+                pl_, ph_ = add128(pl_, ph_, ph << d, s)
+            else:
+                add(axy, kx + ky, pl, s)
+                add(axy, kx + ky + 52, ph, s)
+        reg[0], reg[1] = np.int64(xl), xh
+        reg[2], reg[3] = np.int64(yl), yh
+        reg[4], reg[5] = np.int64(ql), qh
+        reg[6], reg[7] = np.int64(pl_), ph_
         flag[0] = bad
 
     def bins(  # pragma: no cover
@@ -406,21 +470,51 @@ def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return box, box.view(np.uint64)
 
 
+def _top_shift(x: np.ndarray, lo: float, hi: float) -> int:
+    """The largest shift k of a clamped value: from the bounds when both are finite,
+    else from the data (2045 when it holds NaN or ±inf, which the kernel refuses).
+    Only the speed depends on it (see ``_window``)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        if not len(x):
+            return 0
+        top = max(float(x.max()), -float(x.min()))
+        lo, hi = (max(lo, -top), min(hi, top)) if math.isfinite(top) else (-math.inf, math.inf)
+    k = 0
+    for v in (lo, hi):
+        field = (int(np.float64(v).view(np.uint64)) >> 52) & 0x7FF
+        k = max(k, min(field, 2046) - 1)
+    return max(k, 0)
+
+
+def _window(top: int) -> tuple[int, int]:
+    """The least shifts of the sum window and of the product window below ``top``."""
+    return max(top - _SUM_WINDOW, 0), max(top - _PRODUCT_WINDOW // 2, 0)
+
+
+def _wide(reg: np.ndarray, i: int) -> int:
+    """The 128-bit integer ``reg[i + 1]·2**64 + (reg[i] as unsigned)``."""
+    return (int(reg[i + 1]) << 64) + (int(reg[i]) & ((1 << 64) - 1))
+
+
 def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box((lo, hi))
+    k1, k2 = _window(_top_shift(x, lo, hi))
+    window = np.array([k1, k2], dtype=np.int64)
     s = q = 0
     for start in range(0, len(x), _BLOCK):
         part = x[start : start + _BLOCK]
         acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         sq = np.zeros(_DOT_BUCKETS if squares else 1, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
-        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag)
+        reg = np.zeros(6, dtype=np.int64)
+        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag, window, reg)
         if flag[0]:
             raise _not_finite("values")
-        s += _fold(acc)
-        q += _fold(sq) if squares else 0
+        s += _fold(acc) + (_wide(reg, 0) << k1)
+        if squares:
+            q += _fold(sq) + (_wide(reg, 2) << (2 * k2)) + (_wide(reg, 4) << (2 * k2 + 52))
     return s, q
 
 
@@ -428,6 +522,10 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box(bounds)
+    kx1, kx2 = _window(_top_shift(x, bounds[0], bounds[1]))
+    ky1, ky2 = _window(_top_shift(y, bounds[2], bounds[3]))
+    window = np.array([kx1, kx2, ky1, ky2], dtype=np.int64)
+    k2 = kx2 + ky2
     sx = sy = sxy = 0
     for start in range(0, len(x), _BLOCK):
         px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
@@ -435,12 +533,16 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
         ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
-        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag)
+        reg = np.zeros(8, dtype=np.int64)
+        kernels[1](
+            px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag,
+            window, reg,
+        )  # fmt: skip
         if flag[0]:
             raise _not_finite("x and y")
-        sx += _fold(ax)
-        sy += _fold(ay)
-        sxy += _fold(axy)
+        sx += _fold(ax) + (_wide(reg, 0) << kx1)
+        sy += _fold(ay) + (_wide(reg, 2) << ky1)
+        sxy += _fold(axy) + (_wide(reg, 4) << k2) + (_wide(reg, 6) << (k2 + 52))
     return sx, sy, sxy
 
 
