@@ -320,10 +320,10 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
     ) -> tuple[Any, Any]:  # pragma: no cover
         """``(lo, hi) ± v`` as a two's complement 128-bit integer ``hi·2**64 + lo``
         (− when s = −1), for 0 <= v < 2**63."""
-        w = (v ^ s) - s  # ±v, whose high word is s
+        w = (v ^ s) - s  # ±v
         u = np.uint64(w)
         lo = lo + u
-        return lo, hi + s + np.int64(lo < u)
+        return lo, hi + (w >> np.int64(63)) + np.int64(lo < u)  # w's high word, the carry
 
     split = inline(_split)
     product = inline(_product)
