@@ -177,6 +177,13 @@ _DOT_BUCKETS = 2 * 2045 + 52 + 32 + 1
 #: go to the buckets.  The same integers, with no store-to-load chain through a bucket
 #: for typical data.  Over ``_BLOCK`` records a register sum stays below 2**91.
 _SUM_WINDOW = 10
+#: Values per int64 chunk of the vectorised sums (``_sum_numba``,
+#: ``_sum_squares_numba``): every partial sum is below 2**55 per value, 2**63 per chunk.
+_CHUNK = 256
+#: ``X² = Σ p_j · 2**w_j`` for the eight partial products of ``_sum_squares_numba``:
+#: h1², h1·h0 (twice), h0², h1·l1 (twice, at 2**53), h1·l0 + h0·l1 (same), h0·l0
+#: (same) + l1², l1·l0 (twice), l0².
+_SQUARE_WEIGHTS = (160, 134, 106, 108, 81, 54, 28, 0)
 _PRODUCT_WINDOW = 8
 _M32 = np.uint64(0xFFFFFFFF)
 _M26 = np.int64((1 << 26) - 1)
@@ -262,11 +269,11 @@ def numba_available() -> bool:
 
 
 _numba_lock = threading.Lock()
-_numba_kernels: tuple[Any, Any, Any] | None = None
+_numba_kernels: tuple[Any, ...] | None = None
 _numba_checked = False
 
 
-def _get_numba() -> tuple[Any, Any, Any] | None:
+def _get_numba() -> tuple[Any, ...] | None:
     """The compiled kernels, compiled on first use; None without numba."""
     global _numba_kernels, _numba_checked
     with _numba_lock:
@@ -279,7 +286,7 @@ def _get_numba() -> tuple[Any, Any, Any] | None:
         return _numba_kernels
 
 
-def _compile(numba: Any) -> tuple[Any, Any, Any]:
+def _compile(numba: Any) -> tuple[Any, ...]:
     """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
 
     One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
@@ -291,6 +298,7 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
     """
     inline = numba.njit(inline="always", error_model="numpy")
     m26 = np.int64((1 << 26) - 1)
+    m27 = np.int64((1 << 27) - 1)
     m32 = np.int64(0xFFFFFFFF)
     inf = np.uint64(0x7FF0000000000000)
 
@@ -461,8 +469,135 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
             counts[lo] += 1
         flag[0] = bad
 
+    def _chunk(  # pragma: no cover
+        y: np.ndarray, lo: float, hi: float, scale: np.ndarray
+    ) -> tuple[Any, Any, Any, Any]:
+        """``(Σh, Σl, #non-finite, #inexact)`` over one chunk: branch-free, so the
+        compiler vectorises it (as a separate loop over a slice; the same loop nested
+        in the chunk loop is not vectorised)."""
+        s1, i1, s2, i2 = scale[0], scale[1], scale[2], scale[3]
+        z = np.int64(0)
+        bad, inexact, sh, sl = z, z, z, z
+        for i in range(y.shape[0]):
+            v = y[i]
+            bad += np.int64(v - v != 0.0)  # NaN or ±inf
+            c = min(max(v, lo), hi)
+            h = np.int64(c * s1)  # exact: |c·s1| < 2**53
+            r = c - np.float64(h) * i1  # the bits of c below 1/s1, exactly
+            q = np.int64(r * s2)
+            inexact += np.int64(np.float64(q) * i2 != r)  # bits of r below 1/s2
+            sh += h
+            sl += q
+        return sh, sl, bad, inexact
+
+    chunk = inline(_chunk)
+
+    def _chunk_squares(  # pragma: no cover
+        y: np.ndarray, lo: float, hi: float, scale: np.ndarray, out: np.ndarray
+    ) -> tuple[Any, Any]:
+        """As :func:`_chunk`, ``Σh`` and ``Σl`` in ``out[0:2]`` and the eight partial
+        sums of ``X²`` (``X = h·2**53 + l``, halves of 27 bits, see
+        ``_SQUARE_WEIGHTS``) in ``out[2:10]``; returns the counts of non-finite and
+        inexact values."""
+        s1, i1, s2, i2 = scale[0], scale[1], scale[2], scale[3]
+        z = np.int64(0)
+        bad, inexact, sh, sl = z, z, z, z
+        a, b, c2, d, e, f, g, h2 = z, z, z, z, z, z, z, z
+        for i in range(y.shape[0]):
+            v = y[i]
+            bad += np.int64(v - v != 0.0)
+            c = min(max(v, lo), hi)
+            h = np.int64(c * s1)
+            r = c - np.float64(h) * i1
+            q = np.int64(r * s2)
+            inexact += np.int64(np.float64(q) * i2 != r)
+            sh += h
+            sl += q
+            h1, h0 = h >> np.int64(27), h & m27
+            l1, l0 = q >> np.int64(27), q & m27
+            a += h1 * h1
+            b += h1 * h0
+            c2 += h0 * h0
+            d += h1 * l1
+            e += h1 * l0 + h0 * l1
+            f += h0 * l0 + l1 * l1
+            g += l1 * l0
+            h2 += l0 * l0
+        out[0], out[1] = sh, sl
+        out[2], out[3], out[4], out[5], out[6] = a, b, c2, d, e
+        out[7], out[8], out[9] = f, g, h2
+        return bad, inexact
+
+    chunk_squares = inline(_chunk_squares)
+
+    def sums(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        acc: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        z = np.int64(0)
+        hl, hh = np.uint64(0), z  # Σ h
+        ll, lh = np.uint64(0), z  # Σ l
+        for start in range(0, x.shape[0], _CHUNK):
+            sh, sl, bad, inexact = chunk(x[start : start + _CHUNK], lo, hi, scale)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, value by value
+                for i in range(start, min(start + _CHUNK, x.shape[0])):
+                    v, b = x[i], xb[i]
+                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    add(acc, k, m, sg)
+                continue
+            hl, hh = add128(hl, hh, -sh if sh < 0 else sh, -np.int64(sh < 0))
+            ll, lh = add128(ll, lh, -sl if sl < 0 else sl, -np.int64(sl < 0))
+        reg[0], reg[1] = np.int64(hl), hh
+        reg[2], reg[3] = np.int64(ll), lh
+
+    def sums_squares(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        acc: np.ndarray,
+        sq: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        z = np.int64(0)
+        wl = np.zeros(10, dtype=np.uint64)  # 128-bit sums: Σh, Σl, then the eight of X²
+        wh = np.zeros(10, dtype=np.int64)
+        out = np.zeros(10, dtype=np.int64)
+        for start in range(0, x.shape[0], _CHUNK):
+            bad, inexact = chunk_squares(x[start : start + _CHUNK], lo, hi, scale, out)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, value by value
+                for i in range(start, min(start + _CHUNK, x.shape[0])):
+                    v, b = x[i], xb[i]
+                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    add(acc, k, m, sg)
+                    ph, pl = product(m, m)
+                    add(sq, k + k, pl, z)
+                    add(sq, k + k + 52, ph, z)
+                continue
+            for j in range(10):
+                t = out[j]
+                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+        for j in range(10):
+            reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
+
     jit = numba.njit(nogil=True, error_model="numpy")
-    return jit(moments1), jit(moments2), jit(bins)
+    return jit(moments1), jit(moments2), jit(bins), jit(sums), jit(sums_squares)
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -496,11 +631,70 @@ def _wide(reg: np.ndarray, i: int) -> int:
     return (int(reg[i + 1]) << 64) + (int(reg[i]) & ((1 << 64) - 1))
 
 
+def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
+    """The vectorised sum: each clamped value ``c`` is ``(h·2**53 + l)·2**(top − 53 −
+    1074)`` with integers ``|h|, |l| < 2**53`` found by two exact float products and
+    truncations (``r = c − h·2**(top − 1074)`` is exact, and ``l·2**(top − 1127) == r``
+    is checked, which also catches an underflow of ``r·2**(1127 − top)``); ``h`` and
+    ``l`` are summed in int64 by chunks of ``_CHUNK`` (below
+    2**62), each chunk then added to a 128-bit register sum.  A chunk holding a value
+    with bits below ``2**(top − 53 − 1074)`` (``l`` not an integer) goes to the
+    buckets instead.  Needs ``top >= 104`` (both scales finite)."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    scale = np.array(
+        [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
+    )
+    total = 0
+    for start in range(0, len(x), _BLOCK):
+        part = x[start : start + _BLOCK]
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(4, dtype=np.int64)
+        kernels[3](part, part.view(np.uint64), box, boxb, scale, acc, flag, reg)
+        if flag[0]:
+            raise _not_finite("values")
+        total += _fold(acc) + (((_wide(reg, 0) << 53) + _wide(reg, 2)) << (top - 53))
+    return total
+
+
+def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[int, int]:
+    """:func:`_sum_numba` with the sum of squares: ``X = h·2**53 + l`` is ``c·2**(1127 −
+    top)``, and ``X²`` is the sum of eight products of 27-bit halves (``h = h1·2**27 +
+    h0``, ``l = l1·2**27 + l0``, with ``h1``, ``l1`` signed) at ``_SQUARE_WEIGHTS``,
+    each partial sum below 2**55 per value and 2**63 per chunk."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    scale = np.array(
+        [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
+    )
+    total = squares = 0
+    for start in range(0, len(x), _BLOCK):
+        part = x[start : start + _BLOCK]
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        sq = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(20, dtype=np.int64)
+        kernels[4](part, part.view(np.uint64), box, boxb, scale, acc, sq, flag, reg)
+        if flag[0]:
+            raise _not_finite("values")
+        w = [_wide(reg, 2 * j) for j in range(10)]
+        total += _fold(acc) + (((w[0] << 53) + w[1]) << (top - 53))
+        xx = sum(v << k for v, k in zip(w[2:], _SQUARE_WEIGHTS, strict=True))
+        squares += _fold(sq) + (xx << (2 * top - 106))
+    return total, squares
+
+
 def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box((lo, hi))
-    k1, k2 = _window(_top_shift(x, lo, hi))
+    top = _top_shift(x, lo, hi)
+    if top >= 104:
+        return _sum_squares_numba(x, lo, hi, top) if squares else (_sum_numba(x, lo, hi, top), 0)
+    k1, k2 = _window(top)
     window = np.array([k1, k2], dtype=np.int64)
     s = q = 0
     for start in range(0, len(x), _BLOCK):

@@ -205,3 +205,24 @@ def test_register_windows_at_their_edges_against_fractions(engine):
     assert Fraction(sxy, 2**DOT_SCALE) == fdot(cx, cy)
     neg = np.array([-0.0] * 5 + [-1.0, 1.0])
     assert clamped_moments(neg, -2.0, 2.0, squares=True, engine=engine) == (0, 2 << DOT_SCALE)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bound", [100.0, 1e-300, MAX])
+def test_chunked_sums_with_values_far_below_the_top_against_fractions(engine, bound):
+    """Chunks of the vectorised sums whose values all split into two 53-bit integers,
+    and chunks holding one value with bits far below the clamp's top (those chunks go
+    to the buckets), with the clamp's top tiny (no vectorised path) or the largest
+    double; against exact Fractions."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1.0, 1.0, 3000) * bound
+    bound *= 0.8  # the clamp cuts about a fifth
+    x[700] = bound * 2.0**-80  # bits below 2**(top − 53) of the clamp's scale
+    x[2100] = -(bound * 2.0**-60) * (1 + 2.0**-52)
+    x[1500] = -0.0
+    x[2999] = 5e-324
+    c = [clamp(v, -bound, bound) for v in x.tolist()]
+    s, q = clamped_moments(x, -bound, bound, squares=True, engine=engine)
+    assert Fraction(s, 2**SUM_SCALE) == fsum(c)
+    assert Fraction(q, 2**DOT_SCALE) == fdot(c, c)
+    assert Fraction(clamped_moments(x, -bound, bound, engine=engine)[0], 2**SUM_SCALE) == fsum(c)
