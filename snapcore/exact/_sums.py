@@ -184,6 +184,10 @@ _CHUNK = 256
 #: h1², h1·h0 (twice), h0², h1·l1 (twice, at 2**53), h1·l0 + h0·l1 (same), h0·l0
 #: (same) + l1², l1·l0 (twice), l0².
 _SQUARE_WEIGHTS = (160, 134, 106, 108, 81, 54, 28, 0)
+#: ``X·Y`` likewise: hx1·hy1, hx1·hy0 + hx0·hy1, hx0·hy0, then at 2**53 hx1·ly1 +
+#: lx1·hy1, hx1·ly0 + hx0·ly1, lx1·hy0 + lx0·hy1, hx0·ly0 + lx0·hy0, then lx1·ly1,
+#: lx1·ly0 + lx0·ly1, lx0·ly0.
+_CROSS_WEIGHTS = (160, 133, 106, 107, 80, 80, 53, 54, 27, 0)
 _PRODUCT_WINDOW = 8
 _M32 = np.uint64(0xFFFFFFFF)
 _M26 = np.int64((1 << 26) - 1)
@@ -530,6 +534,56 @@ def _compile(numba: Any) -> tuple[Any, ...]:
 
     chunk_squares = inline(_chunk_squares)
 
+    def _chunk_cross(  # pragma: no cover
+        u: np.ndarray, w: np.ndarray, box: np.ndarray, scale: np.ndarray, out: np.ndarray
+    ) -> tuple[Any, Any]:
+        """For two columns: ``Σhx, Σlx, Σhy, Σly`` and the ten partial sums of ``X·Y``
+        (see ``_CROSS_WEIGHTS``) in ``out``; returns the counts of non-finite and
+        inexact values."""
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        sx1, ix1, sx2, ix2 = scale[0], scale[1], scale[2], scale[3]
+        sy1, iy1, sy2, iy2 = scale[4], scale[5], scale[6], scale[7]
+        z = np.int64(0)
+        bad, inexact = z, z
+        a0, a1, a2, a3, p1, p2, p3 = z, z, z, z, z, z, z
+        q1, q2, q3, q4, r1, r2, r3 = z, z, z, z, z, z, z
+        for i in range(u.shape[0]):
+            v, t = u[i], w[i]
+            bad += np.int64(v - v != 0.0) + np.int64(t - t != 0.0)
+            cx = min(max(v, lo0), hi0)
+            cy = min(max(t, lo1), hi1)
+            hx = np.int64(cx * sx1)
+            rx = cx - np.float64(hx) * ix1
+            lx = np.int64(rx * sx2)
+            hy = np.int64(cy * sy1)
+            ry = cy - np.float64(hy) * iy1
+            ly = np.int64(ry * sy2)
+            inexact += np.int64(np.float64(lx) * ix2 != rx) + np.int64(np.float64(ly) * iy2 != ry)
+            a0 += hx
+            a1 += lx
+            a2 += hy
+            a3 += ly
+            hx1, hx0 = hx >> np.int64(27), hx & m27
+            lx1, lx0 = lx >> np.int64(27), lx & m27
+            hy1, hy0 = hy >> np.int64(27), hy & m27
+            ly1, ly0 = ly >> np.int64(27), ly & m27
+            p1 += hx1 * hy1
+            p2 += hx1 * hy0 + hx0 * hy1
+            p3 += hx0 * hy0
+            q1 += hx1 * ly1 + lx1 * hy1
+            q2 += hx1 * ly0 + hx0 * ly1
+            q3 += lx1 * hy0 + lx0 * hy1
+            q4 += hx0 * ly0 + lx0 * hy0
+            r1 += lx1 * ly1
+            r2 += lx1 * ly0 + lx0 * ly1
+            r3 += lx0 * ly0
+        out[0], out[1], out[2], out[3] = a0, a1, a2, a3
+        out[4], out[5], out[6], out[7], out[8] = p1, p2, p3, q1, q2
+        out[9], out[10], out[11], out[12], out[13] = q3, q4, r1, r2, r3
+        return bad, inexact
+
+    chunk_cross = inline(_chunk_cross)
+
     def sums(  # pragma: no cover
         x: np.ndarray,
         xb: np.ndarray,
@@ -596,8 +650,59 @@ def _compile(numba: Any) -> tuple[Any, ...]:
         for j in range(10):
             reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
 
+    def sums_cross(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        y: np.ndarray,
+        yb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        ax: np.ndarray,
+        ay: np.ndarray,
+        axy: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        wl = np.zeros(14, dtype=np.uint64)
+        wh = np.zeros(14, dtype=np.int64)
+        out = np.zeros(14, dtype=np.int64)
+        n = x.shape[0]
+        for start in range(0, n, _CHUNK):
+            end = start + _CHUNK
+            bad, inexact = chunk_cross(x[start:end], y[start:end], box, scale, out)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, pair by pair
+                for i in range(start, min(end, n)):
+                    u, ub, v, vb = x[i], xb[i], y[i], yb[i]
+                    sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
+                    sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+                    add(ax, kx, mx, sx)
+                    add(ay, ky, my, sy)
+                    ph, pl = product(mx, my)
+                    s = sx ^ sy
+                    add(axy, kx + ky, pl, s)
+                    add(axy, kx + ky + 52, ph, s)
+                continue
+            for j in range(14):
+                t = out[j]
+                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+        for j in range(14):
+            reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
+
     jit = numba.njit(nogil=True, error_model="numpy")
-    return jit(moments1), jit(moments2), jit(bins), jit(sums), jit(sums_squares)
+    return (
+        jit(moments1),
+        jit(moments2),
+        jit(bins),
+        jit(sums),
+        jit(sums_squares),
+        jit(sums_cross),
+    )
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -643,9 +748,7 @@ def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box((lo, hi))
-    scale = np.array(
-        [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
-    )
+    scale = np.array(_scales(top))
     total = 0
     for start in range(0, len(x), _BLOCK):
         part = x[start : start + _BLOCK]
@@ -667,9 +770,7 @@ def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[i
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box((lo, hi))
-    scale = np.array(
-        [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
-    )
+    scale = np.array(_scales(top))
     total = squares = 0
     for start in range(0, len(x), _BLOCK):
         part = x[start : start + _BLOCK]
@@ -712,12 +813,50 @@ def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple
     return s, q
 
 
+def _scales(top: int) -> list[float]:
+    return [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
+
+
+def _cross_numba(
+    x: np.ndarray, y: np.ndarray, bounds: Sequence[float], tx: int, ty: int
+) -> tuple[int, int, int]:
+    """:func:`_sum_squares_numba` for two columns: ``X·Y`` as ten partial sums of
+    products of 27-bit halves at ``_CROSS_WEIGHTS``, each below 2**55 per pair."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box(bounds)
+    scale = np.array(_scales(tx) + _scales(ty))
+    sx = sy = sxy = 0
+    for start in range(0, len(x), _BLOCK):
+        px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
+        ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(28, dtype=np.int64)
+        kernels[5](
+            px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, scale, ax, ay, axy,
+            flag, reg,
+        )  # fmt: skip
+        if flag[0]:
+            raise _not_finite("x and y")
+        w = [_wide(reg, 2 * j) for j in range(14)]
+        sx += _fold(ax) + (((w[0] << 53) + w[1]) << (tx - 53))
+        sy += _fold(ay) + (((w[2] << 53) + w[3]) << (ty - 53))
+        xy = sum(v << k for v, k in zip(w[4:], _CROSS_WEIGHTS, strict=True))
+        sxy += _fold(axy) + (xy << (tx + ty - 106))
+    return sx, sy, sxy
+
+
 def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box(bounds)
-    kx1, kx2 = _window(_top_shift(x, bounds[0], bounds[1]))
-    ky1, ky2 = _window(_top_shift(y, bounds[2], bounds[3]))
+    tx, ty = _top_shift(x, bounds[0], bounds[1]), _top_shift(y, bounds[2], bounds[3])
+    if tx >= 104 and ty >= 104:
+        return _cross_numba(x, y, bounds, tx, ty)
+    kx1, kx2 = _window(tx)
+    ky1, ky2 = _window(ty)
     window = np.array([kx1, kx2, ky1, ky2], dtype=np.int64)
     k2 = kx2 + ky2
     sx = sy = sxy = 0

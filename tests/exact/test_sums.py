@@ -226,3 +226,11 @@ def test_chunked_sums_with_values_far_below_the_top_against_fractions(engine, bo
     assert Fraction(s, 2**SUM_SCALE) == fsum(c)
     assert Fraction(q, 2**DOT_SCALE) == fdot(c, c)
     assert Fraction(clamped_moments(x, -bound, bound, engine=engine)[0], 2**SUM_SCALE) == fsum(c)
+    y = np.roll(x, 5)[::-1].copy() * -0.5
+    y[1200] = bound * 2.0**-70
+    cy = [clamp(v, -bound / 4, bound / 2) for v in y.tolist()]
+    sx, sy, sxy = clamped_cross_moments(
+        x, y, (-bound, bound, -bound / 4, bound / 2), engine=engine
+    )
+    assert (Fraction(sx, 2**SUM_SCALE), Fraction(sy, 2**SUM_SCALE)) == (fsum(c), fsum(cy))
+    assert Fraction(sxy, 2**DOT_SCALE) == fdot(c, cy)
