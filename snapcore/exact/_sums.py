@@ -21,7 +21,7 @@ import functools
 import importlib
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, cast
 
@@ -750,8 +750,7 @@ def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
     box, boxb = _box((lo, hi))
     scale = np.array(_scales(top))
     total = 0
-    for start in range(0, len(x), _BLOCK):
-        part = x[start : start + _BLOCK]
+    for (part,) in _blocks(x):
         acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
         reg = np.zeros(4, dtype=np.int64)
@@ -772,8 +771,7 @@ def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[i
     box, boxb = _box((lo, hi))
     scale = np.array(_scales(top))
     total = squares = 0
-    for start in range(0, len(x), _BLOCK):
-        part = x[start : start + _BLOCK]
+    for (part,) in _blocks(x):
         acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         sq = np.zeros(_DOT_BUCKETS, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
@@ -813,6 +811,21 @@ def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple
     return s, q
 
 
+#: Values per contiguous copy when a column is strided (the vectorised kernels read
+#: a strided column several times slower than a copy costs).
+_COPY = 1 << 16
+
+
+def _blocks(*cols: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+    """The columns in aligned pieces of at most ``_BLOCK`` values, each piece
+    contiguous: views when every column is, else copies of ``_COPY`` values."""
+    contiguous = all(c.flags.c_contiguous for c in cols)
+    step = _BLOCK if contiguous else _COPY
+    for start in range(0, len(cols[0]), step):
+        parts = (c[start : start + step] for c in cols)
+        yield tuple(parts) if contiguous else tuple(np.ascontiguousarray(p) for p in parts)
+
+
 def _scales(top: int) -> list[float]:
     return [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
 
@@ -827,8 +840,7 @@ def _cross_numba(
     box, boxb = _box(bounds)
     scale = np.array(_scales(tx) + _scales(ty))
     sx = sy = sxy = 0
-    for start in range(0, len(x), _BLOCK):
-        px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
+    for px, py in _blocks(x, y):
         ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
