@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -629,6 +629,29 @@ def _boundary_guesser(
     return guess
 
 
+def _dyadic_sum(terms: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """The exact sum of the terms ``m·2**e``, as a pair ``(m, e)`` (not normalised).
+
+    Pairwise over the terms sorted by ``e``: a partial sum of neighbours spans their
+    range of exponents plus a few bits, so each level of the tree handles about as
+    many bits as the terms themselves, and the whole sum costs ``O(bits·log n)``.  A
+    running sum would carry the widest mantissa (the tail's ``K`` bits) through every
+    step, ``O(n·K)``.
+    """
+    level = sorted(terms, key=lambda me: me[1])
+    if not level:
+        return 0, 0
+    while len(level) > 1:
+        nxt: list[tuple[int, int]] = []
+        for i in range(0, len(level) - 1, 2):
+            (m1, e1), (m2, e2) = level[i], level[i + 1]  # e1 <= e2
+            nxt.append(((m2 << (e2 - e1)) + m1, e1))
+        if len(level) & 1:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
 def _estimate_outputs(cal: Calibration) -> int:
     return 2 * math.floor(cal.unit_clamp_bound / cal.granularity) + 3
 
@@ -800,13 +823,7 @@ def exact_output_distribution(
             o = out(key)
             old = acc.get(o)
             acc[o] = mass if old is None else dyadic_add(*old, *mass)
-    # The exact sum m·2**e, in decreasing e: the running mantissa has about −e bits at
-    # each step (shifting every term to the smallest e, the tail's, would cost K bits
-    # each).
-    tm, te = 0, 0
-    for m, e in sorted(acc.values(), key=lambda me: -me[1]):
-        tm, te = (tm << (te - e)) + m, e
-    total = dyadic_normalise(tm, te)
+    total = dyadic_normalise(*_dyadic_sum(acc.values()))
     if total != (1, 0):
         t = to_fraction(*total)
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
@@ -919,9 +936,9 @@ def audit(
     under = "value"
     infinite: list[tuple[float, str]] = []
     for o in sorted(set(pv) | set(pw)):
-        a, c = pv.get(o, Fraction(0)), pw.get(o, Fraction(0))
-        if a == 0 or c == 0:
-            infinite.append((o, "value" if a else "neighbour"))
+        a, c = pv.get(o), pw.get(o)
+        if a is None or c is None:  # every listed probability is > 0
+            infinite.append((o, "value" if a is not None else "neighbour"))
             continue
         ka, kc = a.denominator.bit_length() - 1, c.denominator.bit_length() - 1
         an = a.numerator << max(0, kc - ka)  # a / c = an / cn

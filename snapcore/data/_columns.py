@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from snapcore.data._missing import MissingPolicy, missing_mask
-from snapcore.data._values import CategoryKey, Column, category_keys, read_column, unmasked
+from snapcore.data._values import (
+    CategoryKey,
+    Column,
+    category_keys,
+    is_masked,
+    read_column,
+    unmasked,
+)
 from snapcore.errors import DataError, ParameterError, keyword, parameter_name
 
 __all__ = ["CHUNK_ROWS", "Dataset", "as_dataset"]
@@ -160,7 +167,7 @@ class Dataset:
             obj = obj.to_numpy()
         if (
             not isinstance(obj, np.ndarray)
-            or isinstance(obj, np.ma.MaskedArray)  # its mask is not in the view
+            or is_masked(obj)  # its mask is not in the view
             or obj.dtype != np.float64
             or obj.ndim != 1
         ):
@@ -220,7 +227,7 @@ def column_records(col: Any) -> np.ndarray:
     (flattened), any other column as an array of its records (objects)."""
     if hasattr(col, "to_numpy"):
         return np.asarray(col.to_numpy(dtype=object), dtype=object).reshape(-1)
-    if isinstance(col, np.ma.MaskedArray):
+    if is_masked(col):
         return unmasked(col.reshape(-1))
     if isinstance(col, np.ndarray):
         return col.reshape(-1)

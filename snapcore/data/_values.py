@@ -62,6 +62,7 @@ __all__ = [
     "category_key",
     "category_keys",
     "exact_ratio",
+    "is_masked",
     "key_positions",
     "parameter_items",
     "read_column",
@@ -506,7 +507,7 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
         :class:`~snapcore.errors.MissingValueError` for NaN, None, NA, NaT.
     """
     what = name
-    if isinstance(value, np.ma.MaskedArray):
+    if is_masked(value):
         value = unmasked(value.reshape(-1)).reshape(value.shape)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "O":
@@ -528,11 +529,18 @@ def read_values(value: Any, name: str = "value") -> ReadValues:
 # -- data columns -------------------------------------------------------------------
 
 
+def is_masked(obj: Any) -> bool:
+    """Whether ``obj`` is a NumPy masked array.  No object is one before ``numpy.ma`` is
+    imported, so this does not import it (tens of milliseconds at start-up)."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(obj, ma.MaskedArray)
+
+
 def unmasked(arr: np.ndarray) -> np.ndarray:
     """A NumPy masked array as a plain array of its records, a masked element missing
     (:func:`~snapcore.data._missing.with_nulls`: integers stay exact); any other array
     as given."""
-    if not isinstance(arr, np.ma.MaskedArray):
+    if not is_masked(arr):
         return arr
     return with_nulls(np.asarray(arr.data), np.ma.getmaskarray(arr))
 
@@ -540,7 +548,7 @@ def unmasked(arr: np.ndarray) -> np.ndarray:
 def _column_array(obj: Any) -> np.ndarray:
     """The records of one column as a 1-D NumPy array, without converting any record
     (pandas extension dtypes become object arrays of their records)."""
-    if isinstance(obj, np.ma.MaskedArray):
+    if is_masked(obj):
         return unmasked(obj.reshape(-1))
     if isinstance(obj, np.ndarray):
         return obj.reshape(-1) if obj.ndim == 0 else obj

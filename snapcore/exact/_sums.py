@@ -21,7 +21,7 @@ import functools
 import importlib
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, cast
 
@@ -169,6 +169,26 @@ DOT_SCALE = 2 * SUM_SCALE
 _BLOCK = 1 << 28
 _SUM_BUCKETS = 2046 + 32
 _DOT_BUCKETS = 2 * 2045 + 52 + 32 + 1
+#: The compiled kernels add the values whose shift k is in ``[k1, k1 + _SUM_WINDOW]``
+#: (``k1`` a little below the largest shift of the clamped column) as ``m·2**(k − k1)``
+#: (< 2**63) into a 128-bit integer held in two registers, and products whose shift
+#: sum is in ``[k2, k2 + _PRODUCT_WINDOW]`` as the two words of ``m·m'`` (< 2**54 and
+#: < 2**53) shifted by at most 8 bits, into two more; only values outside the windows
+#: go to the buckets.  The same integers, with no store-to-load chain through a bucket
+#: for typical data.  Over ``_BLOCK`` records a register sum stays below 2**91.
+_SUM_WINDOW = 10
+#: Values per int64 chunk of the vectorised sums (``_sum_numba``,
+#: ``_sum_squares_numba``): every partial sum is below 2**55 per value, 2**63 per chunk.
+_CHUNK = 256
+#: ``X² = Σ p_j · 2**w_j`` for the eight partial products of ``_sum_squares_numba``:
+#: h1², h1·h0 (twice), h0², h1·l1 (twice, at 2**53), h1·l0 + h0·l1 (same), h0·l0
+#: (same) + l1², l1·l0 (twice), l0².
+_SQUARE_WEIGHTS = (160, 134, 106, 108, 81, 54, 28, 0)
+#: ``X·Y`` likewise: hx1·hy1, hx1·hy0 + hx0·hy1, hx0·hy0, then at 2**53 hx1·ly1 +
+#: lx1·hy1, hx1·ly0 + hx0·ly1, lx1·hy0 + lx0·hy1, hx0·ly0 + lx0·hy0, then lx1·ly1,
+#: lx1·ly0 + lx0·ly1, lx0·ly0.
+_CROSS_WEIGHTS = (160, 133, 106, 107, 80, 80, 53, 54, 27, 0)
+_PRODUCT_WINDOW = 8
 _M32 = np.uint64(0xFFFFFFFF)
 _M26 = np.int64((1 << 26) - 1)
 
@@ -253,11 +273,11 @@ def numba_available() -> bool:
 
 
 _numba_lock = threading.Lock()
-_numba_kernels: tuple[Any, Any, Any] | None = None
+_numba_kernels: tuple[Any, ...] | None = None
 _numba_checked = False
 
 
-def _get_numba() -> tuple[Any, Any, Any] | None:
+def _get_numba() -> tuple[Any, ...] | None:
     """The compiled kernels, compiled on first use; None without numba."""
     global _numba_kernels, _numba_checked
     with _numba_lock:
@@ -270,7 +290,7 @@ def _get_numba() -> tuple[Any, Any, Any] | None:
         return _numba_kernels
 
 
-def _compile(numba: Any) -> tuple[Any, Any, Any]:
+def _compile(numba: Any) -> tuple[Any, ...]:
     """The compiled one-pass kernels (see the comment above ``SUM_SCALE``).
 
     One loop over the records clamps, refuses NaN and ±inf, and adds each mantissa
@@ -282,6 +302,7 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
     """
     inline = numba.njit(inline="always", error_model="numpy")
     m26 = np.int64((1 << 26) - 1)
+    m27 = np.int64((1 << 27) - 1)
     m32 = np.int64(0xFFFFFFFF)
     inf = np.uint64(0x7FF0000000000000)
 
@@ -306,9 +327,20 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         acc[k] += ((t & m32) ^ s) - s
         acc[k + 32] += ((t >> np.int64(32)) ^ s) - s
 
+    def _add128(
+        lo: np.uint64, hi: np.int64, v: np.int64, s: np.int64
+    ) -> tuple[Any, Any]:  # pragma: no cover
+        """``(lo, hi) ± v`` as a two's complement 128-bit integer ``hi·2**64 + lo``
+        (− when s = −1), for 0 <= v < 2**63."""
+        w = (v ^ s) - s  # ±v
+        u = np.uint64(w)
+        lo = lo + u
+        return lo, hi + (w >> np.int64(63)) + np.int64(lo < u)  # w's high word, the carry
+
     split = inline(_split)
     product = inline(_product)
     add = inline(_add)
+    add128 = inline(_add128)
 
     def moments1(  # pragma: no cover
         x: np.ndarray,
@@ -319,20 +351,39 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         sq: np.ndarray,
         squares: bool,
         flag: np.ndarray,
+        window: np.ndarray,
+        reg: np.ndarray,
     ) -> None:
         lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        k1, k2 = window[0], window[1]
         bad = np.uint64(0)
+        z = np.int64(0)
+        sl, sh = np.uint64(0), z  # Σ ±m·2**(k − k1) over the sum window
+        ql, qh = np.uint64(0), z  # Σ lo(m²)·2**(2(k − k2)) over the product window
+        pl_, ph_ = np.uint64(0), z  # Σ hi(m²)·2**(2(k − k2))
         for i in range(x.shape[0]):
             v, b = x[i], xb[i]
             if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
                 bad = np.uint64(1)
                 continue
             s, k, m = split(lob if v < lo else hib if v > hi else b)
-            add(acc, k, m, s)
+            d = k - k1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                sl, sh = add128(sl, sh, m << d, s)
+            else:
+                add(acc, k, m, s)
             if squares:
                 ph, pl = product(m, m)
-                add(sq, k + k, pl, np.int64(0))
-                add(sq, k + k + 52, ph, np.int64(0))
+                d = k - k2
+                if np.uint64(d) <= np.uint64(_PRODUCT_WINDOW // 2):
+                    ql, qh = add128(ql, qh, pl << (d + d), z)
+                    pl_, ph_ = add128(pl_, ph_, ph << (d + d), z)
+                else:
+                    add(sq, k + k, pl, z)
+                    add(sq, k + k + 52, ph, z)
+        reg[0], reg[1] = np.int64(sl), sh
+        reg[2], reg[3] = np.int64(ql), qh
+        reg[4], reg[5] = np.int64(pl_), ph_
         flag[0] = bad
 
     def moments2(  # pragma: no cover
@@ -346,10 +397,18 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
         ay: np.ndarray,
         axy: np.ndarray,
         flag: np.ndarray,
+        window: np.ndarray,
+        reg: np.ndarray,
     ) -> None:
         lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
         lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        kx1, ky1, k2 = window[0], window[2], window[1] + window[3]
         bad = np.uint64(0)
+        z = np.int64(0)
+        xl, xh = np.uint64(0), z
+        yl, yh = np.uint64(0), z
+        ql, qh = np.uint64(0), z
+        pl_, ph_ = np.uint64(0), z
         for i in range(x.shape[0]):
             u, ub, v, vb = x[i], xb[i], y[i], yb[i]
             if (ub & inf) == inf or (vb & inf) == inf:
@@ -357,12 +416,29 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
                 continue
             sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
             sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
-            add(ax, kx, mx, sx)
-            add(ay, ky, my, sy)
+            d = kx - kx1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                xl, xh = add128(xl, xh, mx << d, sx)
+            else:
+                add(ax, kx, mx, sx)
+            d = ky - ky1
+            if np.uint64(d) <= np.uint64(_SUM_WINDOW):
+                yl, yh = add128(yl, yh, my << d, sy)
+            else:
+                add(ay, ky, my, sy)
             ph, pl = product(mx, my)
             s = sx ^ sy
-            add(axy, kx + ky, pl, s)
-            add(axy, kx + ky + 52, ph, s)
+            d = kx + ky - k2
+            if np.uint64(d) <= np.uint64(_PRODUCT_WINDOW):
+                ql, qh = add128(ql, qh, pl << d, s)
+                pl_, ph_ = add128(pl_, ph_, ph << d, s)
+            else:
+                add(axy, kx + ky, pl, s)
+                add(axy, kx + ky + 52, ph, s)
+        reg[0], reg[1] = np.int64(xl), xh
+        reg[2], reg[3] = np.int64(yl), yh
+        reg[4], reg[5] = np.int64(ql), qh
+        reg[6], reg[7] = np.int64(pl_), ph_
         flag[0] = bad
 
     def bins(  # pragma: no cover
@@ -397,8 +473,236 @@ def _compile(numba: Any) -> tuple[Any, Any, Any]:
             counts[lo] += 1
         flag[0] = bad
 
+    def _chunk(  # pragma: no cover
+        y: np.ndarray, lo: float, hi: float, scale: np.ndarray
+    ) -> tuple[Any, Any, Any, Any]:
+        """``(Σh, Σl, #non-finite, #inexact)`` over one chunk: branch-free, so the
+        compiler vectorises it (as a separate loop over a slice; the same loop nested
+        in the chunk loop is not vectorised)."""
+        s1, i1, s2, i2 = scale[0], scale[1], scale[2], scale[3]
+        z = np.int64(0)
+        bad, inexact, sh, sl = z, z, z, z
+        for i in range(y.shape[0]):
+            v = y[i]
+            bad += np.int64(v - v != 0.0)  # NaN or ±inf
+            c = min(max(v, lo), hi)
+            h = np.int64(c * s1)  # exact: |c·s1| < 2**53
+            r = c - np.float64(h) * i1  # the bits of c below 1/s1, exactly
+            q = np.int64(r * s2)
+            inexact += np.int64(np.float64(q) * i2 != r)  # bits of r below 1/s2
+            sh += h
+            sl += q
+        return sh, sl, bad, inexact
+
+    chunk = inline(_chunk)
+
+    def _chunk_squares(  # pragma: no cover
+        y: np.ndarray, lo: float, hi: float, scale: np.ndarray, out: np.ndarray
+    ) -> tuple[Any, Any]:
+        """As :func:`_chunk`, ``Σh`` and ``Σl`` in ``out[0:2]`` and the eight partial
+        sums of ``X²`` (``X = h·2**53 + l``, halves of 27 bits, see
+        ``_SQUARE_WEIGHTS``) in ``out[2:10]``; returns the counts of non-finite and
+        inexact values."""
+        s1, i1, s2, i2 = scale[0], scale[1], scale[2], scale[3]
+        z = np.int64(0)
+        bad, inexact, sh, sl = z, z, z, z
+        a, b, c2, d, e, f, g, h2 = z, z, z, z, z, z, z, z
+        for i in range(y.shape[0]):
+            v = y[i]
+            bad += np.int64(v - v != 0.0)
+            c = min(max(v, lo), hi)
+            h = np.int64(c * s1)
+            r = c - np.float64(h) * i1
+            q = np.int64(r * s2)
+            inexact += np.int64(np.float64(q) * i2 != r)
+            sh += h
+            sl += q
+            h1, h0 = h >> np.int64(27), h & m27
+            l1, l0 = q >> np.int64(27), q & m27
+            a += h1 * h1
+            b += h1 * h0
+            c2 += h0 * h0
+            d += h1 * l1
+            e += h1 * l0 + h0 * l1
+            f += h0 * l0 + l1 * l1
+            g += l1 * l0
+            h2 += l0 * l0
+        out[0], out[1] = sh, sl
+        out[2], out[3], out[4], out[5], out[6] = a, b, c2, d, e
+        out[7], out[8], out[9] = f, g, h2
+        return bad, inexact
+
+    chunk_squares = inline(_chunk_squares)
+
+    def _chunk_cross(  # pragma: no cover
+        u: np.ndarray, w: np.ndarray, box: np.ndarray, scale: np.ndarray, out: np.ndarray
+    ) -> tuple[Any, Any]:
+        """For two columns: ``Σhx, Σlx, Σhy, Σly`` and the ten partial sums of ``X·Y``
+        (see ``_CROSS_WEIGHTS``) in ``out``; returns the counts of non-finite and
+        inexact values."""
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        sx1, ix1, sx2, ix2 = scale[0], scale[1], scale[2], scale[3]
+        sy1, iy1, sy2, iy2 = scale[4], scale[5], scale[6], scale[7]
+        z = np.int64(0)
+        bad, inexact = z, z
+        a0, a1, a2, a3, p1, p2, p3 = z, z, z, z, z, z, z
+        q1, q2, q3, q4, r1, r2, r3 = z, z, z, z, z, z, z
+        for i in range(u.shape[0]):
+            v, t = u[i], w[i]
+            bad += np.int64(v - v != 0.0) + np.int64(t - t != 0.0)
+            cx = min(max(v, lo0), hi0)
+            cy = min(max(t, lo1), hi1)
+            hx = np.int64(cx * sx1)
+            rx = cx - np.float64(hx) * ix1
+            lx = np.int64(rx * sx2)
+            hy = np.int64(cy * sy1)
+            ry = cy - np.float64(hy) * iy1
+            ly = np.int64(ry * sy2)
+            inexact += np.int64(np.float64(lx) * ix2 != rx) + np.int64(np.float64(ly) * iy2 != ry)
+            a0 += hx
+            a1 += lx
+            a2 += hy
+            a3 += ly
+            hx1, hx0 = hx >> np.int64(27), hx & m27
+            lx1, lx0 = lx >> np.int64(27), lx & m27
+            hy1, hy0 = hy >> np.int64(27), hy & m27
+            ly1, ly0 = ly >> np.int64(27), ly & m27
+            p1 += hx1 * hy1
+            p2 += hx1 * hy0 + hx0 * hy1
+            p3 += hx0 * hy0
+            q1 += hx1 * ly1 + lx1 * hy1
+            q2 += hx1 * ly0 + hx0 * ly1
+            q3 += lx1 * hy0 + lx0 * hy1
+            q4 += hx0 * ly0 + lx0 * hy0
+            r1 += lx1 * ly1
+            r2 += lx1 * ly0 + lx0 * ly1
+            r3 += lx0 * ly0
+        out[0], out[1], out[2], out[3] = a0, a1, a2, a3
+        out[4], out[5], out[6], out[7], out[8] = p1, p2, p3, q1, q2
+        out[9], out[10], out[11], out[12], out[13] = q3, q4, r1, r2, r3
+        return bad, inexact
+
+    chunk_cross = inline(_chunk_cross)
+
+    def sums(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        acc: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        z = np.int64(0)
+        hl, hh = np.uint64(0), z  # Σ h
+        ll, lh = np.uint64(0), z  # Σ l
+        for start in range(0, x.shape[0], _CHUNK):
+            sh, sl, bad, inexact = chunk(x[start : start + _CHUNK], lo, hi, scale)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, value by value
+                for i in range(start, min(start + _CHUNK, x.shape[0])):
+                    v, b = x[i], xb[i]
+                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    add(acc, k, m, sg)
+                continue
+            hl, hh = add128(hl, hh, -sh if sh < 0 else sh, -np.int64(sh < 0))
+            ll, lh = add128(ll, lh, -sl if sl < 0 else sl, -np.int64(sl < 0))
+        reg[0], reg[1] = np.int64(hl), hh
+        reg[2], reg[3] = np.int64(ll), lh
+
+    def sums_squares(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        acc: np.ndarray,
+        sq: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo, hi, lob, hib = box[0], box[1], boxb[0], boxb[1]
+        z = np.int64(0)
+        wl = np.zeros(10, dtype=np.uint64)  # 128-bit sums: Σh, Σl, then the eight of X²
+        wh = np.zeros(10, dtype=np.int64)
+        out = np.zeros(10, dtype=np.int64)
+        for start in range(0, x.shape[0], _CHUNK):
+            bad, inexact = chunk_squares(x[start : start + _CHUNK], lo, hi, scale, out)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, value by value
+                for i in range(start, min(start + _CHUNK, x.shape[0])):
+                    v, b = x[i], xb[i]
+                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    add(acc, k, m, sg)
+                    ph, pl = product(m, m)
+                    add(sq, k + k, pl, z)
+                    add(sq, k + k + 52, ph, z)
+                continue
+            for j in range(10):
+                t = out[j]
+                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+        for j in range(10):
+            reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
+
+    def sums_cross(  # pragma: no cover
+        x: np.ndarray,
+        xb: np.ndarray,
+        y: np.ndarray,
+        yb: np.ndarray,
+        box: np.ndarray,
+        boxb: np.ndarray,
+        scale: np.ndarray,
+        ax: np.ndarray,
+        ay: np.ndarray,
+        axy: np.ndarray,
+        flag: np.ndarray,
+        reg: np.ndarray,
+    ) -> None:
+        lo0, hi0, lo1, hi1 = box[0], box[1], box[2], box[3]
+        lb0, hb0, lb1, hb1 = boxb[0], boxb[1], boxb[2], boxb[3]
+        wl = np.zeros(14, dtype=np.uint64)
+        wh = np.zeros(14, dtype=np.int64)
+        out = np.zeros(14, dtype=np.int64)
+        n = x.shape[0]
+        for start in range(0, n, _CHUNK):
+            end = start + _CHUNK
+            bad, inexact = chunk_cross(x[start:end], y[start:end], box, scale, out)
+            if bad:
+                flag[0] = np.uint64(1)
+                return
+            if inexact:  # this chunk in the buckets, pair by pair
+                for i in range(start, min(end, n)):
+                    u, ub, v, vb = x[i], xb[i], y[i], yb[i]
+                    sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
+                    sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+                    add(ax, kx, mx, sx)
+                    add(ay, ky, my, sy)
+                    ph, pl = product(mx, my)
+                    s = sx ^ sy
+                    add(axy, kx + ky, pl, s)
+                    add(axy, kx + ky + 52, ph, s)
+                continue
+            for j in range(14):
+                t = out[j]
+                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+        for j in range(14):
+            reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
+
     jit = numba.njit(nogil=True, error_model="numpy")
-    return jit(moments1), jit(moments2), jit(bins)
+    return (
+        jit(moments1),
+        jit(moments2),
+        jit(bins),
+        jit(sums),
+        jit(sums_squares),
+        jit(sums_cross),
+    )
 
 
 def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -406,28 +710,167 @@ def _box(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return box, box.view(np.uint64)
 
 
+def _top_shift(x: np.ndarray, lo: float, hi: float) -> int:
+    """The largest shift k of a clamped value: from the bounds when both are finite,
+    else from the data (2045 when it holds NaN or ±inf, which the kernel refuses).
+    Only the speed depends on it (see ``_window``)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        if not len(x):
+            return 0
+        top = max(float(x.max()), -float(x.min()))
+        lo, hi = (max(lo, -top), min(hi, top)) if math.isfinite(top) else (-math.inf, math.inf)
+    k = 0
+    for v in (lo, hi):
+        field = (int(np.float64(v).view(np.uint64)) >> 52) & 0x7FF
+        k = max(k, min(field, 2046) - 1)
+    return max(k, 0)
+
+
+def _window(top: int) -> tuple[int, int]:
+    """The least shifts of the sum window and of the product window below ``top``."""
+    return max(top - _SUM_WINDOW, 0), max(top - _PRODUCT_WINDOW // 2, 0)
+
+
+def _wide(reg: np.ndarray, i: int) -> int:
+    """The 128-bit integer ``reg[i + 1]·2**64 + (reg[i] as unsigned)``."""
+    return (int(reg[i + 1]) << 64) + (int(reg[i]) & ((1 << 64) - 1))
+
+
+def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
+    """The vectorised sum: each clamped value ``c`` is ``(h·2**53 + l)·2**(top − 53 −
+    1074)`` with integers ``|h|, |l| < 2**53`` found by two exact float products and
+    truncations (``r = c − h·2**(top − 1074)`` is exact, and ``l·2**(top − 1127) == r``
+    is checked, which also catches an underflow of ``r·2**(1127 − top)``); ``h`` and
+    ``l`` are summed in int64 by chunks of ``_CHUNK`` (below
+    2**62), each chunk then added to a 128-bit register sum.  A chunk holding a value
+    with bits below ``2**(top − 53 − 1074)`` (``l`` not an integer) goes to the
+    buckets instead.  Needs ``top >= 104`` (both scales finite)."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    scale = np.array(_scales(top))
+    total = 0
+    for (part,) in _blocks(x):
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(4, dtype=np.int64)
+        kernels[3](part, part.view(np.uint64), box, boxb, scale, acc, flag, reg)
+        if flag[0]:
+            raise _not_finite("values")
+        total += _fold(acc) + (((_wide(reg, 0) << 53) + _wide(reg, 2)) << (top - 53))
+    return total
+
+
+def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[int, int]:
+    """:func:`_sum_numba` with the sum of squares: ``X = h·2**53 + l`` is ``c·2**(1127 −
+    top)``, and ``X²`` is the sum of eight products of 27-bit halves (``h = h1·2**27 +
+    h0``, ``l = l1·2**27 + l0``, with ``h1``, ``l1`` signed) at ``_SQUARE_WEIGHTS``,
+    each partial sum below 2**55 per value and 2**63 per chunk."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box((lo, hi))
+    scale = np.array(_scales(top))
+    total = squares = 0
+    for (part,) in _blocks(x):
+        acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        sq = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(20, dtype=np.int64)
+        kernels[4](part, part.view(np.uint64), box, boxb, scale, acc, sq, flag, reg)
+        if flag[0]:
+            raise _not_finite("values")
+        w = [_wide(reg, 2 * j) for j in range(10)]
+        total += _fold(acc) + (((w[0] << 53) + w[1]) << (top - 53))
+        xx = sum(v << k for v, k in zip(w[2:], _SQUARE_WEIGHTS, strict=True))
+        squares += _fold(sq) + (xx << (2 * top - 106))
+    return total, squares
+
+
 def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box((lo, hi))
+    top = _top_shift(x, lo, hi)
+    if top >= 104:
+        return _sum_squares_numba(x, lo, hi, top) if squares else (_sum_numba(x, lo, hi, top), 0)
+    k1, k2 = _window(top)
+    window = np.array([k1, k2], dtype=np.int64)
     s = q = 0
     for start in range(0, len(x), _BLOCK):
         part = x[start : start + _BLOCK]
         acc = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         sq = np.zeros(_DOT_BUCKETS if squares else 1, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
-        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag)
+        reg = np.zeros(6, dtype=np.int64)
+        kernels[0](part, part.view(np.uint64), box, boxb, acc, sq, squares, flag, window, reg)
         if flag[0]:
             raise _not_finite("values")
-        s += _fold(acc)
-        q += _fold(sq) if squares else 0
+        s += _fold(acc) + (_wide(reg, 0) << k1)
+        if squares:
+            q += _fold(sq) + (_wide(reg, 2) << (2 * k2)) + (_wide(reg, 4) << (2 * k2 + 52))
     return s, q
+
+
+#: Values per contiguous copy when a column is strided (the vectorised kernels read
+#: a strided column several times slower than a copy costs).
+_COPY = 1 << 16
+
+
+def _blocks(*cols: np.ndarray) -> Iterator[tuple[np.ndarray, ...]]:
+    """The columns in aligned pieces of at most ``_BLOCK`` values, each piece
+    contiguous: views when every column is, else copies of ``_COPY`` values."""
+    contiguous = all(c.flags.c_contiguous for c in cols)
+    step = _BLOCK if contiguous else _COPY
+    for start in range(0, len(cols[0]), step):
+        parts = (c[start : start + step] for c in cols)
+        yield tuple(parts) if contiguous else tuple(np.ascontiguousarray(p) for p in parts)
+
+
+def _scales(top: int) -> list[float]:
+    return [2.0 ** (1074 - top), 2.0 ** (top - 1074), 2.0 ** (1127 - top), 2.0 ** (top - 1127)]
+
+
+def _cross_numba(
+    x: np.ndarray, y: np.ndarray, bounds: Sequence[float], tx: int, ty: int
+) -> tuple[int, int, int]:
+    """:func:`_sum_squares_numba` for two columns: ``X·Y`` as ten partial sums of
+    products of 27-bit halves at ``_CROSS_WEIGHTS``, each below 2**55 per pair."""
+    kernels = _get_numba()
+    assert kernels is not None
+    box, boxb = _box(bounds)
+    scale = np.array(_scales(tx) + _scales(ty))
+    sx = sy = sxy = 0
+    for px, py in _blocks(x, y):
+        ax = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
+        axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
+        flag = np.zeros(1, dtype=np.uint64)
+        reg = np.zeros(28, dtype=np.int64)
+        kernels[5](
+            px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, scale, ax, ay, axy,
+            flag, reg,
+        )  # fmt: skip
+        if flag[0]:
+            raise _not_finite("x and y")
+        w = [_wide(reg, 2 * j) for j in range(14)]
+        sx += _fold(ax) + (((w[0] << 53) + w[1]) << (tx - 53))
+        sy += _fold(ay) + (((w[2] << 53) + w[3]) << (ty - 53))
+        xy = sum(v << k for v, k in zip(w[4:], _CROSS_WEIGHTS, strict=True))
+        sxy += _fold(axy) + (xy << (tx + ty - 106))
+    return sx, sy, sxy
 
 
 def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
     kernels = _get_numba()
     assert kernels is not None
     box, boxb = _box(bounds)
+    tx, ty = _top_shift(x, bounds[0], bounds[1]), _top_shift(y, bounds[2], bounds[3])
+    if tx >= 104 and ty >= 104:
+        return _cross_numba(x, y, bounds, tx, ty)
+    kx1, kx2 = _window(tx)
+    ky1, ky2 = _window(ty)
+    window = np.array([kx1, kx2, ky1, ky2], dtype=np.int64)
+    k2 = kx2 + ky2
     sx = sy = sxy = 0
     for start in range(0, len(x), _BLOCK):
         px, py = x[start : start + _BLOCK], y[start : start + _BLOCK]
@@ -435,12 +878,16 @@ def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tu
         ay = np.zeros(_SUM_BUCKETS, dtype=np.int64)
         axy = np.zeros(_DOT_BUCKETS, dtype=np.int64)
         flag = np.zeros(1, dtype=np.uint64)
-        kernels[1](px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag)
+        reg = np.zeros(8, dtype=np.int64)
+        kernels[1](
+            px, px.view(np.uint64), py, py.view(np.uint64), box, boxb, ax, ay, axy, flag,
+            window, reg,
+        )  # fmt: skip
         if flag[0]:
             raise _not_finite("x and y")
-        sx += _fold(ax)
-        sy += _fold(ay)
-        sxy += _fold(axy)
+        sx += _fold(ax) + (_wide(reg, 0) << kx1)
+        sy += _fold(ay) + (_wide(reg, 2) << ky1)
+        sxy += _fold(axy) + (_wide(reg, 4) << k2) + (_wide(reg, 6) << (k2 + 52))
     return sx, sy, sxy
 
 

@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -168,11 +168,13 @@ def _declaring_distributions() -> Iterable[Any] | None:
     by normalized name, then an ``EGG-INFO`` child of a ``*.egg`` folder.  This walks
     the same children and opens only their ``entry_points.txt``: a file that does not
     contain the bytes ``snapcore`` declares no entry point of the group (a group is
-    matched exactly), so its distribution is skipped; the others are read by
-    ``importlib.metadata`` itself.  Any finder with ``find_distributions`` but
-    ``PathFinder``, a ``PathFinder`` without it, a
-    ``sys.path`` entry that is a file (a zip archive) or not a string, an unreadable
-    folder or file, or a file that is not UTF-8 make it return None.
+    matched exactly), so its distribution is skipped; the others are parsed as
+    ``importlib.metadata`` parses them and returned as light objects with
+    ``entry_points`` and ``metadata`` (:class:`_MetadataFolder`), so the usual start-up
+    never imports ``importlib.metadata``.  Any finder with ``find_distributions`` but
+    ``PathFinder``, a ``PathFinder`` without it, a ``sys.path`` entry that is a file (a
+    zip archive) or not a string, an unreadable folder or file, or a file that is not
+    UTF-8 or has a line in a group without ``=`` make it return None.
     """
     import os
     import sys
@@ -182,6 +184,7 @@ def _declaring_distributions() -> Iterable[Any] | None:
     if finders != [PathFinder]:  # another finder, or none (the importlib_metadata backport
         return None  # takes PathFinder's away and adds its own)
     folders: list[str] = []
+    parsed: dict[str, list[_EntryPoint]] = {}
     for root in sys.path:
         if not isinstance(root, str):
             return None
@@ -210,17 +213,63 @@ def _declaring_distributions() -> Iterable[Any] | None:
             except OSError:
                 return None
             try:
-                raw.decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 return None  # importlib.metadata raises; let it
             if hookspecs.PROJECT_NAME.encode() in raw:
+                eps = _parse_entry_points(text)
+                if eps is None:
+                    return None  # a line importlib.metadata cannot parse: let it raise
                 folders.append(folder)
-    if not folders:
-        return []
-    import importlib.metadata
+                parsed[folder] = eps
     import pathlib
 
-    return [importlib.metadata.PathDistribution(pathlib.Path(f)) for f in folders]
+    return [_MetadataFolder(pathlib.Path(f), parsed[f]) for f in folders]
+
+
+class _EntryPoint(NamedTuple):
+    name: str
+    value: str
+    group: str
+
+
+class _MetadataFolder:
+    """One metadata folder found by :func:`_declaring_distributions`: its entry points
+    parsed from the text already read, as ``importlib.metadata`` parses them (its
+    ``Sectioned`` format: stripped lines, ``#`` comments, ``[group]`` headers, ``name =
+    value`` split at the first ``=``), so the common start-up never imports
+    ``importlib.metadata``; :attr:`metadata` reads the folder's metadata with it, for
+    an error message only."""
+
+    def __init__(self, path: Any, entry_points: list[_EntryPoint]) -> None:
+        self._path = path
+        self.entry_points = entry_points
+
+    @property
+    def metadata(self) -> Any:
+        import importlib.metadata
+
+        return importlib.metadata.PathDistribution(self._path).metadata
+
+
+def _parse_entry_points(text: str) -> list[_EntryPoint] | None:
+    """The entry points of an ``entry_points.txt``; None for a line in a group without
+    ``=``."""
+    out = []
+    group: str | None = None
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line.strip("[]")
+            continue
+        if group is None:
+            continue
+        if "=" not in line:
+            return None
+        name, _, value = line.partition("=")
+        out.append(_EntryPoint(name.strip(), value.strip(), group))
+    return out
 
 
 def _check_entry_point_names() -> dict[str, str]:

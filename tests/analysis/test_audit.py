@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import mpmath
 import pytest
+from hypothesis import given, strategies as st
 from tiny_mechanism import TinyMechanism, brute_force
 
 import snapcore
@@ -15,6 +16,7 @@ from snapcore import SnappingMechanism
 from snapcore.analysis._audit import (
     ExactOutputDistribution,
     UGrid,
+    _dyadic_sum,
     audit,
     compare_ln,
     exact_output_distribution,
@@ -477,3 +479,13 @@ def test_exact_moments_are_the_fraction_sums():
         ExactOutputDistribution(
             value=0.0, pmf=((0.0, Fraction(1, 4)), (1.0, Fraction(1, 2)))
         ).moments()
+
+
+@given(
+    st.lists(st.tuples(st.integers(-(1 << 130), 1 << 130), st.integers(-20000, 200)), max_size=40)
+)
+def test_dyadic_sum_is_the_exact_sum(terms: list[tuple[int, int]]) -> None:
+    m, e = _dyadic_sum(terms)
+    assert Fraction(m) * Fraction(2) ** e == sum(
+        (Fraction(a) * Fraction(2) ** b for a, b in terms), Fraction(0)
+    )

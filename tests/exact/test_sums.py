@@ -181,3 +181,56 @@ def test_strided_and_read_only_columns_are_read_in_place(engine):
     s, q = clamped_moments(ro, -1e300, 1e308, squares=True, engine=engine)
     assert (Fraction(s, 2**SUM_SCALE), Fraction(q, 2**DOT_SCALE)) == (fsum(cy), fdot(cy, cy))
     assert np.array_equal(xy, before)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_register_windows_at_their_edges_against_fractions(engine):
+    """Values and products at and just outside the compiled kernels' register windows
+    (shifts ``top − 10`` and ``top − 4`` below the clamp's top shift), with signed
+    zeros and both signs, against exact Fractions."""
+    top = 2.0**6  # the clamp bound 100 has the top shift of [64, 128)
+    parts = []
+    for j in range(-14, 2):
+        for frac in (1.0, 1.5, 1.9999999999999998):
+            parts += [frac * top * 2.0**j, -frac * top * 2.0**j]
+    x = np.array([*parts, 0.0, -0.0, -0.0, 100.0, -100.0, 5e-324, -5e-324] * 3)
+    y = np.roll(x, 7)[::-1].copy()
+    cx = [clamp(v, -100.0, 100.0) for v in x.tolist()]
+    cy = [clamp(v, -100.0, 50.0) for v in y.tolist()]
+    s, q = clamped_moments(x, -100.0, 100.0, squares=True, engine=engine)
+    assert Fraction(s, 2**SUM_SCALE) == fsum(cx)
+    assert Fraction(q, 2**DOT_SCALE) == fdot(cx, cx)
+    sx, sy, sxy = clamped_cross_moments(x, y, (-100.0, 100.0, -100.0, 50.0), engine=engine)
+    assert (Fraction(sx, 2**SUM_SCALE), Fraction(sy, 2**SUM_SCALE)) == (fsum(cx), fsum(cy))
+    assert Fraction(sxy, 2**DOT_SCALE) == fdot(cx, cy)
+    neg = np.array([-0.0] * 5 + [-1.0, 1.0])
+    assert clamped_moments(neg, -2.0, 2.0, squares=True, engine=engine) == (0, 2 << DOT_SCALE)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bound", [100.0, 1e-300, MAX])
+def test_chunked_sums_with_values_far_below_the_top_against_fractions(engine, bound):
+    """Chunks of the vectorised sums whose values all split into two 53-bit integers,
+    and chunks holding one value with bits far below the clamp's top (those chunks go
+    to the buckets), with the clamp's top tiny (no vectorised path) or the largest
+    double; against exact Fractions."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1.0, 1.0, 3000) * bound
+    bound *= 0.8  # the clamp cuts about a fifth
+    x[700] = bound * 2.0**-80  # bits below 2**(top − 53) of the clamp's scale
+    x[2100] = -(bound * 2.0**-60) * (1 + 2.0**-52)
+    x[1500] = -0.0
+    x[2999] = 5e-324
+    c = [clamp(v, -bound, bound) for v in x.tolist()]
+    s, q = clamped_moments(x, -bound, bound, squares=True, engine=engine)
+    assert Fraction(s, 2**SUM_SCALE) == fsum(c)
+    assert Fraction(q, 2**DOT_SCALE) == fdot(c, c)
+    assert Fraction(clamped_moments(x, -bound, bound, engine=engine)[0], 2**SUM_SCALE) == fsum(c)
+    y = np.roll(x, 5)[::-1].copy() * -0.5
+    y[1200] = bound * 2.0**-70
+    cy = [clamp(v, -bound / 4, bound / 2) for v in y.tolist()]
+    sx, sy, sxy = clamped_cross_moments(
+        x, y, (-bound, bound, -bound / 4, bound / 2), engine=engine
+    )
+    assert (Fraction(sx, 2**SUM_SCALE), Fraction(sy, 2**SUM_SCALE)) == (fsum(c), fsum(cy))
+    assert Fraction(sxy, 2**DOT_SCALE) == fdot(c, cy)
