@@ -390,7 +390,8 @@ class PairLoss:
         best = ctx.mpf(0)
         for a, b in ((self.p, self.q), (self.q, self.p)):
             s = ctx.fsum(
-                max(ctx.mpf(0), ctx.mpf(x.numerator) / x.denominator - w * y) for x, y in zip(a, b)
+                max(ctx.mpf(0), ctx.mpf(x.numerator) / x.denominator - w * y)
+                for x, y in zip(a, b, strict=True)
             )
             best = max(best, s)
         return float(best)
@@ -406,7 +407,7 @@ class PairLoss:
             al = ctx.mpf(a)
             best = -ctx.inf
             for u, v in ((ps, qs), (qs, ps)):
-                s = ctx.fsum(x**al * y ** (1 - al) for x, y in zip(u, v) if x)
+                s = ctx.fsum(x**al * y ** (1 - al) for x, y in zip(u, v, strict=True) if x)
                 best = max(best, ctx.log(s) / (al - 1))
             out.append(float(best))
         return tuple(out)

@@ -414,7 +414,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     prep, data_bounds = _prepare(request, request.data, request.column, request.n)
     plan = _plan(request, prep, data_bounds)
     _check_can_draw([plan])
-    with _reserve(request.budget, plan.epsilon, stat.name):
+    with _reserve(request.budget, plan.epsilon, stat.name, _curve_kind(plan)):
         return _draw(plan)
 
 
@@ -566,9 +566,18 @@ def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
     return None
 
 
-def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
+def _curve_kind(plan: _Plan) -> str:
+    """``"snapping"`` when the release is one snapping mechanism with its whole ε, else
+    ``"pure"`` (docs/budgets.md)."""
+    single = plan.mech is not None and len(plan.prep.values) == 1
+    return "snapping" if single and plan.prep.epsilon_share == 1 else "pure"
+
+
+def _reserve(budget: Budget | None, eps: Fraction, label: str, curve: str = "pure") -> Any:
     # A release that spends nothing (an exact, noise-free value of sensitivity 0)
     # does not touch the budget, which refuses zero epsilon.
     if budget is None or eps == 0:
         return contextlib.nullcontext()
+    if getattr(budget, "charges_curves", False):
+        return budget.reserve(eps, label=label, curve=curve)
     return budget.reserve(eps, label=label)

@@ -70,6 +70,12 @@ from typing import Any
 import attrs
 
 from snapcore._display import short
+from snapcore.analysis._accounting import (
+    ACCOUNTANTS,
+    ComposedGuarantee,
+    ReleaseCurve,
+    compose,
+)
 from snapcore.calibration._params import check_real, parse_epsilon
 from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
 
@@ -101,6 +107,8 @@ _SCHEMA = (
     " status TEXT NOT NULL CHECK (status IN ('committed', 'completed', 'failed')),"
     " pid INTEGER NOT NULL)",
 )
+#: The extra table of an approximate-DP ledger: the certified curve of each entry.
+_SCHEMA_CURVES = "CREATE TABLE curves (id INTEGER PRIMARY KEY, curve TEXT NOT NULL)"
 
 
 def _to_text(q: Fraction) -> str:
@@ -124,6 +132,27 @@ def _digest_start(total_text: str, created: str) -> str:
 
 def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
     data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_start_approx(total_text: str, created: str, delta_text: str, accountant: str) -> str:
+    data = "\0".join(
+        (
+            "snapcore-ledger-approx",
+            str(SCHEMA_VERSION),
+            total_text,
+            created,
+            delta_text,
+            accountant,
+        )
+    )
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_next_approx(
+    previous: str, idx: int, time: str, label: str, eps: str, pid: int, curve: str
+) -> str:
+    data = "\0".join((previous, str(idx), time, label, eps, str(pid), curve))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -175,17 +204,28 @@ class LedgerEntry:
 
 @attrs.frozen(kw_only=True)
 class LedgerState:
-    """A consistent snapshot of a ledger: its total, what is spent, and the history."""
+    """A consistent snapshot of a ledger: its total, what is spent, and the history.
+
+    In an approximate-DP ledger (``delta`` not None), ``spent`` is still the sum of the
+    entries' ε; the budget is the composition :attr:`guarantee` of their ``curves``
+    under ``accountant``, which must stay at most ``total`` at ``delta``.
+    """
 
     total: Fraction
     spent: Fraction
     entries: tuple[LedgerEntry, ...]
     created: str
     digest: str
+    delta: Fraction | None = None
+    accountant: str | None = None
+    curves: tuple[ReleaseCurve, ...] = ()
+    guarantee: ComposedGuarantee | None = None
 
     @property
     def remaining(self) -> Fraction:
-        """ε not yet spent."""
+        """ε not yet spent (approximate mode: total minus the composed ε)."""
+        if self.guarantee is not None:
+            return self.total - Fraction(self.guarantee.epsilon)
         return self.total - self.spent
 
 
@@ -262,6 +302,9 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
     except sqlite3.DatabaseError as exc:
         raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
     expected = {"schema_version", "total", "spent", "entries", "created", "digest"}
+    approx = "delta" in meta or "accountant" in meta
+    if approx:
+        expected |= {"delta", "accountant"}
     if set(meta) != expected:
         raise _fail(path, f"its meta table has keys {sorted(meta)}, expected {sorted(expected)}")
     if meta["schema_version"] != str(SCHEMA_VERSION):
@@ -316,6 +359,8 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
             f"its stored spent total {meta['spent']} differs from the sum of its history, "
             f"{_to_text(running)} (tampered with)",
         )
+    if approx:
+        return _verify_approx(conn, path, meta, total, running, tuple(entries))
     if running > total:
         raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
     digest = _digest_start(meta["total"], meta["created"])
@@ -333,6 +378,70 @@ def _verify(conn: sqlite3.Connection, path: str) -> LedgerState:
         entries=tuple(entries),
         created=meta["created"],
         digest=digest,
+    )
+
+
+def _verify_approx(
+    conn: sqlite3.Connection,
+    path: str,
+    meta: dict[str, str],
+    total: Fraction,
+    running: Fraction,
+    entries: tuple[LedgerEntry, ...],
+) -> LedgerState:
+    """The checks of an approximate-DP ledger: its curves, their composition, the digest."""
+    try:
+        rows = conn.execute("SELECT id, curve FROM curves ORDER BY id").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(path, f"its curves table cannot be read ({exc})") from None
+    try:
+        delta = _from_text("the delta", meta["delta"])
+        if not 0 < delta < 1:
+            raise LedgerError(f"its delta is {meta['delta']}, not in (0, 1)")
+        accountant = meta["accountant"]
+        if accountant not in ACCOUNTANTS:
+            raise LedgerError(f"its accountant is {accountant!r}, not one of {ACCOUNTANTS}")
+        if [r[0] for r in rows] != [e.index for e in entries]:
+            raise LedgerError("its curves do not match its entries one for one")
+        curves = []
+        for (idx, text), e in zip(rows, entries, strict=True):
+            try:
+                curve = ReleaseCurve.from_text(text) if isinstance(text, str) else None
+            except ParameterError:
+                curve = None
+            if curve is None or curve.epsilon != e.epsilon:
+                raise LedgerError(f"entry {idx}'s curve {text!r} is not a curve of its epsilon")
+            curves.append(curve)
+    except LedgerError as exc:
+        raise _fail(path, str(exc)) from None
+    digest = _digest_start_approx(meta["total"], meta["created"], meta["delta"], accountant)
+    for e, c in zip(entries, curves, strict=True):
+        digest = _digest_next_approx(
+            digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid, c.to_text()
+        )
+    if meta["digest"] != digest:
+        raise _fail(
+            path,
+            "its total or history does not match the digest snapcore recorded with it "
+            "(edited outside snapcore)",
+        )
+    guarantee = compose(curves, delta, accountant=accountant)
+    if guarantee.epsilon > total:
+        raise _fail(
+            path,
+            f"its history composes to epsilon {guarantee.epsilon!r} at delta "
+            f"{float(delta)!r}, more than its total",
+        )
+    return LedgerState(
+        total=total,
+        spent=running,
+        entries=entries,
+        created=meta["created"],
+        digest=digest,
+        delta=delta,
+        accountant=accountant,
+        curves=tuple(curves),
+        guarantee=guarantee,
     )
 
 
@@ -359,8 +468,21 @@ class Ledger:
         self.state()
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], total_epsilon: Any) -> Ledger:
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        total_epsilon: Any,
+        *,
+        delta: Any = None,
+        accountant: str = "pld",
+    ) -> Ledger:
         """Create a new ledger holding ``total_epsilon``; never overwrites a file.
+
+        With ``delta``, the ledger is an approximate-DP one: it holds an
+        ``(ε, δ)`` budget, records the certified curve of each spend
+        (:class:`~snapcore.analysis._accounting.ReleaseCurve`) and refuses a spend
+        when the composition under ``accountant`` (``"pld"`` or ``"rdp"``) would
+        exceed ``total_epsilon`` at ``delta`` (docs/budgets.md).
 
         The ledger is built under a temporary name in the same directory and linked
         into place atomically, so no process ever sees a half-made ledger.
@@ -373,6 +495,17 @@ class Ledger:
             If ``total_epsilon`` is not a finite number > 0.
         """
         total = check_real("total_epsilon", total_epsilon, positive=True)
+        approx: tuple[str, str] | None = None
+        if delta is not None:
+            d = check_real("delta", delta, positive=True)
+            if not d < 1:
+                raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+            if accountant not in ACCOUNTANTS:
+                raise ParameterError(
+                    f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}",
+                    parameter="accountant",
+                )
+            approx = (_to_text(d), accountant)
         target = os.fspath(path)
         if os.path.lexists(target):
             raise LedgerError(f"budget ledger {target!r} already exists; refusing to overwrite")
@@ -388,6 +521,13 @@ class Ledger:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                if approx is None:
+                    start = _digest_start(_to_text(total), created)
+                    extra: list[tuple[str, str]] = []
+                else:
+                    conn.execute(_SCHEMA_CURVES)
+                    start = _digest_start_approx(_to_text(total), created, *approx)
+                    extra = [("delta", approx[0]), ("accountant", approx[1])]
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [
@@ -396,7 +536,8 @@ class Ledger:
                         ("spent", "0/1"),
                         ("entries", "0"),
                         ("created", created),
-                        ("digest", _digest_start(_to_text(total), created)),
+                        ("digest", start),
+                        *extra,
                     ],
                 )
                 conn.execute("COMMIT")
@@ -457,7 +598,12 @@ class Ledger:
         """The history, oldest first."""
         return self.state().entries
 
-    def _commit_spend(self, eps: Fraction, label: str) -> int:
+    @property
+    def delta(self) -> Fraction | None:
+        """The δ of an approximate-DP ledger (None for a pure-ε one)."""
+        return self.state().delta
+
+    def _commit_spend(self, eps: Fraction, label: str, curve: str = "pure") -> int:
         with closing(_connect(self.path)) as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -465,6 +611,8 @@ class Ledger:
                 raise _fail(self.path, f"it cannot be locked for writing ({exc})") from None
             try:
                 st = _verify(conn, self.path)
+                if st.delta is not None:
+                    return self._commit_approx(conn, st, eps, label, curve)
                 left = st.remaining
                 if eps > left:
                     raise BudgetExceededError(
@@ -492,6 +640,40 @@ class Ledger:
             conn.execute("COMMIT")
             return index
 
+    def _commit_approx(
+        self, conn: sqlite3.Connection, st: LedgerState, eps: Fraction, label: str, kind: str
+    ) -> int:
+        """The approximate-DP spend, inside the caller's write transaction (which rolls
+        back if this raises before its COMMIT)."""
+        assert st.delta is not None and st.accountant is not None
+        curve = ReleaseCurve(kind, eps)
+        g = compose((*st.curves, curve), st.delta, accountant=st.accountant)
+        if g.epsilon > st.total:
+            raise BudgetExceededError(
+                f"release refused by ledger {self.path!r}: with it, the {g.releases} "
+                f"releases compose to epsilon {g.epsilon:.6g} at delta "
+                f"{float(st.delta):.3g} ({st.accountant}), more than the total "
+                f"{short(st.total)}; nothing was drawn or spent"
+            )
+        index = len(st.entries) + 1
+        spent = st.spent + eps
+        time, pid = _now(), os.getpid()
+        conn.execute(
+            "INSERT INTO entries (id, time, label, epsilon, cumulative, status, pid) "
+            "VALUES (?, ?, ?, ?, ?, 'committed', ?)",
+            (index, time, label, _to_text(eps), _to_text(spent), pid),
+        )
+        conn.execute("INSERT INTO curves (id, curve) VALUES (?, ?)", (index, curve.to_text()))
+        digest = _digest_next_approx(
+            st.digest, index, time, label, _to_text(eps), pid, curve.to_text()
+        )
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))
+        # The write-ahead point, as in _commit_spend.
+        conn.execute("COMMIT")
+        return index
+
     def _mark(self, index: int, status: str) -> None:
         try:
             with closing(_connect(self.path)) as conn:
@@ -510,10 +692,13 @@ class Ledger:
             )
 
     @contextmanager
-    def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
+    def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
         """Commit ``epsilon`` as spent, durably, then run the ``with`` block.
 
         The ε stays spent whatever the block does (see "No refunds" above).
+        ``curve`` (``"pure"`` or ``"snapping"``, see
+        :class:`~snapcore.analysis._accounting.ReleaseCurve`) is what an
+        approximate-DP ledger charges; a pure-ε ledger charges ε alone.
 
         Raises
         ------
@@ -530,7 +715,9 @@ class Ledger:
             raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}")
         if not isinstance(label, str):
             raise ParameterError(f"label must be a str, got {type(label).__name__}")
-        index = self._commit_spend(eps, label)
+        if curve not in ("pure", "snapping"):
+            raise ParameterError(f"curve must be 'pure' or 'snapping', got {curve!r}")
+        index = self._commit_spend(eps, label, curve)
         try:
             yield eps
         except BaseException:
