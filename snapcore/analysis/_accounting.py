@@ -209,6 +209,49 @@ class ReleaseCurve:
             params, value_discretization_interval=value_discretization_interval
         )
 
+    def delta(self, epsilon: Any) -> float:
+        """An upper bound on ``δ(ε)``, the hockey-stick divergence of one release.
+
+        ``"snapping"``: ``e**r·(1 − exp((ε − 2r − ε_r)/2))`` with ``ε_r`` this curve's
+        ε (the Laplace profile, then the slack), and 0 from ``ε_r`` on (the release
+        is ``ε_r``-DP); ``"pure"``: randomized response's
+        ``(e**ε_r − e**ε)/(1 + e**ε_r)``.  Rounded up.
+        """
+        e = check_real("epsilon", epsilon)
+        if e < 0:
+            raise ParameterError(f"epsilon must be >= 0, got {epsilon!r}", parameter="epsilon")
+        if e >= self.epsilon:
+            return 0.0
+        ctx = mpmath.MPContext()
+        ctx.prec = 113
+        er = ctx.mpf(self.epsilon.numerator) / self.epsilon.denominator
+        x = ctx.mpf(e.numerator) / e.denominator
+        r = ctx.mpf(self.slack.numerator) / self.slack.denominator
+        if self.kind == "snapping":
+            d = ctx.exp(r) * max(ctx.mpf(0), 1 - ctx.exp((x - 2 * r - er) / 2))
+        else:
+            d = (ctx.exp(er) - ctx.exp(x)) / (1 + ctx.exp(er))
+        return min(1.0, _up(float(d)))
+
+    def epsilon_for_delta(self, delta: Any) -> float:
+        """The least ε with :meth:`delta` ``(ε) <= delta`` for one release, rounded up.
+
+        ``"snapping"``: ``ε_r + 2r + 2·ln(1 − δ·e**−r)``; ``"pure"``:
+        ``ln(e**ε_r − δ(1 + e**ε_r))``; never below 0 nor above ``ε_r``.
+        """
+        d = _check_delta(delta)
+        ctx = mpmath.MPContext()
+        ctx.prec = 113
+        er = ctx.mpf(self.epsilon.numerator) / self.epsilon.denominator
+        r = ctx.mpf(self.slack.numerator) / self.slack.denominator
+        dd = ctx.mpf(d)
+        if self.kind == "snapping":
+            e = er + 2 * r + 2 * ctx.log(1 - dd * ctx.exp(-r))
+        else:
+            inner = ctx.exp(er) - dd * (1 + ctx.exp(er))
+            e = ctx.log(inner) if inner > 1 else ctx.mpf(0)
+        return min(_float_up(self.epsilon), max(0.0, _up(float(e))))
+
     def renyi(self, orders: Sequence[float] = RDP_ORDERS) -> tuple[float, ...]:
         """Upper bounds on the Rényi divergence ``D_α`` of any neighbouring pair.
 
