@@ -725,9 +725,9 @@ class Ledger:
             raise
         self._mark(index, "completed")
 
-    def spend(self, epsilon: Any, *, label: str = "") -> None:
+    def spend(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore)."""
-        with self.reserve(epsilon, label=label):
+        with self.reserve(epsilon, label=label, curve=curve):
             pass
 
     def to_dict(self) -> dict[str, Any]:
