@@ -236,17 +236,19 @@ def test_ledger_init_refuses_bad_delta_and_accountant(tmp_path: Path):
         assert not (tmp_path / "x.ledger").exists()
 
 
-def _racing_total(n: int) -> Fraction:
+def _racing_total(n: int, accountant: str) -> Fraction:
     """A total that allows exactly n single-value releases at eps = 1/5."""
-    lo = compose([ReleaseCurve("snapping", Fraction(1, 5))] * n, Fraction(1, 10**6)).epsilon
-    hi = compose([ReleaseCurve("snapping", Fraction(1, 5))] * (n + 1), Fraction(1, 10**6)).epsilon
+    curve, d = ReleaseCurve("snapping", Fraction(1, 5)), Fraction(1, 10**6)
+    lo = compose([curve] * n, d, accountant=accountant).epsilon
+    hi = compose([curve] * (n + 1), d, accountant=accountant).epsilon
     assert lo < hi
     return Fraction((lo + hi) / 2)
 
 
 def test_processes_racing_cannot_overspend_an_approx_ledger(tmp_path: Path) -> None:
+    # The RDP accountant: the racers need not import dp-accounting (a few seconds each).
     path = str(tmp_path / "race.ledger")
-    Ledger.init(path, _racing_total(5), delta=Fraction(1, 10**6))
+    Ledger.init(path, _racing_total(5, "rdp"), delta=Fraction(1, 10**6), accountant="rdp")
     racers = 8
     barrier = SPAWN.Barrier(racers)
     results = SPAWN.Queue()
