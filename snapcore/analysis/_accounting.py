@@ -147,7 +147,9 @@ def _float_up(q: Fraction) -> float:
 
 def _dp_accounting() -> Any:
     try:
-        from dp_accounting.pld import privacy_loss_distribution
+        from dp_accounting.pld import (  # type: ignore[import-untyped,unused-ignore]
+            privacy_loss_distribution,
+        )
     except ImportError:  # pragma: no cover - depends on the optional extra
         raise BackendUnavailableError(
             "the 'pld' accountant needs dp-accounting: pip install 'snapcore[accounting]'"
@@ -208,7 +210,7 @@ class ReleaseCurve:
                 pessimistic_estimate=True,
                 value_discretization_interval=value_discretization_interval,
             )
-        from dp_accounting.pld import common
+        from dp_accounting.pld import common  # type: ignore[import-untyped,unused-ignore]
 
         params = common.DifferentialPrivacyParameters(_float_up(self.epsilon), 0.0)
         return pld.from_privacy_parameters(

@@ -578,6 +578,8 @@ def _reserve(budget: Budget | None, eps: Fraction, label: str, curve: str = "pur
     # does not touch the budget, which refuses zero epsilon.
     if budget is None or eps == 0:
         return contextlib.nullcontext()
-    if getattr(budget, "charges_curves", False):
+    from snapcore.releases._budget import ApproxBudget, LedgerApproxBudget
+
+    if isinstance(budget, (ApproxBudget, LedgerApproxBudget)):
         return budget.reserve(eps, label=label, curve=curve)
     return budget.reserve(eps, label=label)

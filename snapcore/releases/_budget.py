@@ -268,9 +268,6 @@ class ApproxBudget(Budget):
     accountant : str
     """
 
-    #: Whether :func:`snapcore.release` passes the release's curve kind to ``reserve``.
-    charges_curves = True
-
     def __init__(self, epsilon: Any, delta: Any, *, accountant: str = "pld") -> None:
         self.total = check_real("epsilon", epsilon, positive=True)
         self.delta = _check_delta(delta)
@@ -364,8 +361,6 @@ class LedgerApproxBudget(LedgerBudget):
     Same interface as :class:`ApproxBudget`; the curves live in the ledger, which
     recomputes and checks their composition on every open and every spend.
     """
-
-    charges_curves = True
 
     def __init__(self, ledger: Ledger) -> None:
         super().__init__(ledger)

