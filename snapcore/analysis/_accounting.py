@@ -166,7 +166,7 @@ class ReleaseCurve:
     kind : {"snapping", "pure"}
         ``"snapping"``: one snapping mechanism calibrated for ``epsilon`` (any clamp
         bound, sensitivity and precision snapcore accepts); dominated by the Laplace
-        pair of scale ``1/epsilon`` up to :data:`RELEASE_SLACK`.  ``"pure"``: any
+        pair of scale ``1/epsilon`` up to ``RELEASE_SLACK``.  ``"pure"``: any
         ``epsilon``-DP release; dominated by randomized response.
     epsilon : Fraction
         The release's ε.
@@ -345,7 +345,7 @@ def compose(
     accountant : {"pld", "rdp"}
         ``"pld"``: ``dp-accounting``'s pessimistic privacy-loss distributions
         (Meiser and Mohammadi 2018; Doroshenko et al. 2022), composed by FFT;
-        ``"rdp"``: the sum of Rényi divergences at :data:`RDP_ORDERS`, converted by
+        ``"rdp"``: the sum of Rényi divergences at ``RDP_ORDERS``, converted by
         Canonne, Kamath and Steinke (2020).
     value_discretization_interval : float
         The PLD's grid of privacy losses (coarser is faster and looser, never unsound).
@@ -496,8 +496,8 @@ def pair_loss(p: ExactOutputDistribution, q: ExactOutputDistribution) -> PairLos
 
 
 def pair_curve(mechanism: Auditable, value: Any, neighbour: Any, **kwargs: Any) -> PairLoss:
-    """Audit ``value`` and ``neighbour`` (:func:`~snapcore.analysis._audit.audit`'s
-    machinery) and return their exact :class:`PairLoss`."""
+    """Audit ``value`` and ``neighbour`` (the machinery of :func:`snapcore.audit`) and
+    return their exact :class:`PairLoss`."""
     from snapcore.analysis._audit import exact_output_distribution
 
     return pair_loss(

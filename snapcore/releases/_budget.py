@@ -14,7 +14,7 @@ durable file shared by processes (:class:`~snapcore.Ledger`).
 :class:`ApproxBudget` (from :meth:`Budget.approximate`) and :class:`LedgerApproxBudget`
 (from :meth:`Budget.from_ledger` on a ledger made with ``delta=``) account for an
 ``(ε, δ)`` budget instead: each release is charged by its certified privacy curve
-(:class:`~snapcore.analysis._accounting.ReleaseCurve`) and a release is refused,
+(:class:`~snapcore.analysis.ReleaseCurve`) and a release is refused,
 before any noise, when the composition (``"pld"`` or ``"rdp"``) would exceed ε at δ
 (docs/budgets.md).
 
@@ -142,7 +142,8 @@ class Budget:
 
     @classmethod
     def approximate(cls, epsilon: Any, delta: Any, *, accountant: str = "pld") -> ApproxBudget:
-        """An in-memory ``(ε, δ)`` budget charged by certified curves (:class:`ApproxBudget`)."""
+        """An in-memory ``(ε, δ)`` budget charged by certified curves
+        (:class:`~snapcore.releases.ApproxBudget`)."""
         return ApproxBudget(epsilon, delta, accountant=accountant)
 
     def spend(self, epsilon: Any, *, label: str = "") -> None:
@@ -245,12 +246,12 @@ def _curve(epsilon: Any, curve: Any) -> ReleaseCurve:
 class ApproxBudget(Budget):
     """An ``(ε, δ)`` budget: releases are composed by their certified curves.
 
-    Each release is charged by a :class:`~snapcore.analysis._accounting.ReleaseCurve`:
+    Each release is charged by a :class:`~snapcore.analysis.ReleaseCurve`:
     ``"snapping"`` for a release that is one snapping mechanism with that ε (what
     :func:`snapcore.release` passes for a single-value statistic), ``"pure"`` (the
     default) for any other ε-DP release.  A release is refused, before the block
     runs, when all releases completed or running, with it, compose to more than
-    ``epsilon`` at ``delta`` (:func:`~snapcore.analysis._accounting.compose`).
+    ``epsilon`` at ``delta`` (:func:`~snapcore.analysis.compose`).
 
     Parameters
     ----------
@@ -311,7 +312,7 @@ class ApproxBudget(Budget):
 
     @contextmanager
     def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
-        """Reserve a release of ``epsilon`` charged by ``curve``; see :meth:`Budget.reserve`.
+        """Reserve a release of ``epsilon`` charged by ``curve``; see :meth:`snapcore.Budget.reserve`.
 
         Raises
         ------

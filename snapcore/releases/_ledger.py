@@ -480,7 +480,7 @@ class Ledger:
 
         With ``delta``, the ledger is an approximate-DP one: it holds an
         ``(ε, δ)`` budget, records the certified curve of each spend
-        (:class:`~snapcore.analysis._accounting.ReleaseCurve`) and refuses a spend
+        (:class:`~snapcore.analysis.ReleaseCurve`) and refuses a spend
         when the composition under ``accountant`` (``"pld"`` or ``"rdp"``) would
         exceed ``total_epsilon`` at ``delta`` (docs/budgets.md).
 
@@ -697,7 +697,7 @@ class Ledger:
 
         The ε stays spent whatever the block does (see "No refunds" above).
         ``curve`` (``"pure"`` or ``"snapping"``, see
-        :class:`~snapcore.analysis._accounting.ReleaseCurve`) is what an
+        :class:`~snapcore.analysis.ReleaseCurve`) is what an
         approximate-DP ledger charges; a pure-ε ledger charges ε alone.
 
         Raises
@@ -744,6 +744,20 @@ class Ledger:
             "remaining": float(st.remaining),
             "remaining_exact": str(st.remaining),
             "entries": [e.to_dict() for e in st.entries],
+            **self._approx_dict(st),
+        }
+
+    @staticmethod
+    def _approx_dict(st: LedgerState) -> dict[str, Any]:
+        """The approximate-DP fields of :meth:`to_dict` (none for a pure-ε ledger)."""
+        if st.delta is None or st.guarantee is None:
+            return {}
+        return {
+            "delta": float(st.delta),
+            "delta_exact": str(st.delta),
+            "accountant": st.accountant,
+            "curves": [c.to_text() for c in st.curves],
+            "composed_epsilon": st.guarantee.epsilon,
         }
 
     def __repr__(self) -> str:

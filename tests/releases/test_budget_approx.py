@@ -179,6 +179,10 @@ def test_ledger_records_curves_and_recomputes_their_composition(approx_ledger: L
     with sqlite3.connect(approx_ledger.path) as conn:
         rows = conn.execute("SELECT id, curve FROM curves ORDER BY id").fetchall()
     assert rows == [(1, "snapping:1/2"), (2, "pure:1/3")]
+    d = approx_ledger.to_dict()
+    assert d["delta_exact"] == "1/1000000" and d["accountant"] == "pld"
+    assert d["curves"] == ["snapping:1/2", "pure:1/3"]
+    assert d["composed_epsilon"] == st.guarantee.epsilon and d["spent_exact"] == "5/6"
 
 
 def test_ledger_refuses_past_the_composition_before_drawing(tmp_path: Path):
