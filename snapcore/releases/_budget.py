@@ -312,7 +312,9 @@ class ApproxBudget(Budget):
 
     @contextmanager
     def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
-        """Reserve a release of ``epsilon`` charged by ``curve``; see :meth:`snapcore.Budget.reserve`.
+        """Reserve a release of ``epsilon`` charged by ``curve``.
+
+        As :meth:`snapcore.Budget.reserve`, with the composition in place of the sum.
 
         Raises
         ------
