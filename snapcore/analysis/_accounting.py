@@ -130,9 +130,8 @@ def _check_kind(instance: Any, attribute: Any, value: str) -> None:
         raise ParameterError(f"curve kind must be one of {CURVE_KINDS}, got {value!r}")
 
 
-def _check_epsilon(instance: Any, attribute: Any, value: Fraction) -> None:
-    if not isinstance(value, Fraction) or value <= 0:
-        raise ParameterError(f"epsilon must be a Fraction > 0, got {value!r}")
+def _epsilon(value: Any) -> Fraction:
+    return check_real("epsilon", value, positive=True)
 
 
 def _float_down(q: Fraction) -> float:
@@ -173,7 +172,7 @@ class ReleaseCurve:
     """
 
     kind: str = attrs.field(validator=_check_kind)
-    epsilon: Fraction = attrs.field(converter=Fraction, validator=_check_epsilon)
+    epsilon: Fraction = attrs.field(converter=_epsilon)
 
     @property
     def slack(self) -> Fraction:

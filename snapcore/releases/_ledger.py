@@ -474,14 +474,14 @@ class Ledger:
         total_epsilon: Any,
         *,
         delta: Any = None,
-        accountant: str = "pld",
+        accountant: str | None = None,
     ) -> Ledger:
         """Create a new ledger holding ``total_epsilon``; never overwrites a file.
 
         With ``delta``, the ledger is an approximate-DP one: it holds an
         ``(ε, δ)`` budget, records the certified curve of each spend
         (:class:`~snapcore.analysis.ReleaseCurve`) and refuses a spend
-        when the composition under ``accountant`` (``"pld"`` or ``"rdp"``) would
+        when the composition under ``accountant`` (``"pld"``, the default, or ``"rdp"``) would
         exceed ``total_epsilon`` at ``delta`` (docs/budgets.md).
 
         The ledger is built under a temporary name in the same directory and linked
@@ -496,7 +496,13 @@ class Ledger:
         """
         total = check_real("total_epsilon", total_epsilon, positive=True)
         approx: tuple[str, str] | None = None
+        if delta is None and accountant is not None:
+            raise ParameterError(
+                "accountant applies to an (epsilon, delta) ledger: give delta= too",
+                parameter="accountant",
+            )
         if delta is not None:
+            accountant = "pld" if accountant is None else accountant
             d = check_real("delta", delta, positive=True)
             if not d < 1:
                 raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")

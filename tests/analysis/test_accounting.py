@@ -252,6 +252,9 @@ def test_curve_text_round_trip_and_refusals():
     for bad in ("snapping:2/20", "laplace:1/10", "snapping:0/1", "snapping:1/0", "pure 1/2", ""):
         with pytest.raises(ParameterError):
             ReleaseCurve.from_text(bad)
+    for bad_eps in (0, -1, True, float("nan"), "0.1"):
+        with pytest.raises(ParameterError, match="epsilon"):
+            ReleaseCurve("snapping", bad_eps)
     with pytest.raises(ParameterError, match="accountant"):
         compose([c], 1e-6, accountant="moments")
     for bad_delta in (0, 1, -0.1, float("nan")):

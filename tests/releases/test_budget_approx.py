@@ -234,7 +234,13 @@ def test_tampered_approx_ledger_refused_and_untouched(approx_ledger: Ledger, how
 
 
 def test_ledger_init_refuses_bad_delta_and_accountant(tmp_path: Path):
-    for kwargs in ({"delta": 0}, {"delta": 1}, {"delta": 1e-6, "accountant": "x"}):
+    for kwargs in (
+        {"delta": 0},
+        {"delta": 1},
+        {"delta": float("nan")},
+        {"delta": 1e-6, "accountant": "x"},
+        {"accountant": "rdp"},  # an accountant without delta: not silently pure
+    ):
         with pytest.raises(ParameterError):
             Ledger.init(tmp_path / "x.ledger", 1, **kwargs)
         assert not (tmp_path / "x.ledger").exists()
