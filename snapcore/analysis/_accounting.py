@@ -108,7 +108,7 @@ def rounding_slack(cal: Calibration) -> Fraction:
     b, lam, gran = cal.unit_clamp_bound, cal.scale, cal.granularity
     # Each finite bin edge is a threshold (k - 1/2)·Λ moved by at most half a unit in
     # the last place of p bits (its rounding midpoint), so widths shrink by at most
-    # 2**(1-p)·(b + Λ).
+    # 2**(1-p)·(b + Λ); the check allows twice that.
     if gran - 2 * eta * 2 * (b + gran) < Fraction(9, 10) * lam:
         raise ParameterError("rounding_slack needs bins at least 0.9·lambda wide")
     rho = 3 * eta * (2 * b + gran) / lam + 4 * eta
