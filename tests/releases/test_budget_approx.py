@@ -301,3 +301,58 @@ def test_killed_release_stays_spent_in_an_approx_ledger(tmp_path: Path) -> None:
     assert {e.pid for e in st.entries} == {p.pid for _, _, p in procs}
     with pytest.raises(BudgetExceededError):
         Ledger(path).spend(Fraction(1, 4) + Fraction(1, 10**30))
+
+
+# ----------------------------------------------------------------------------------
+# Zero and negative spends, and what a refusal says, in the approximate mode
+# ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, Fraction(0), -1, Fraction(-1, 3)])
+def test_zero_and_negative_spends_refused_in_approx_mode(approx_ledger: Ledger, bad) -> None:
+    before = Path(approx_ledger.path).read_bytes()
+    memory = ApproxBudget(1, 1e-6)
+    on_file = Budget.from_ledger(approx_ledger.path)
+    for curve in ("pure", "snapping"):
+        for target in (approx_ledger, on_file, memory):
+            with pytest.raises(ParameterError, match=r"epsilon must be a finite number > 0"):
+                target.spend(bad, curve=curve)
+            with pytest.raises(ParameterError, match=r"epsilon must be a finite number > 0"):
+                target.reserve(bad, curve=curve).__enter__()
+    assert Path(approx_ledger.path).read_bytes() == before
+    assert len(approx_ledger.entries) == 2 and memory.curves == ()
+    # Refused before the ledger is opened: with the file gone, still the ε's error.
+    Path(approx_ledger.path).rename(approx_ledger.path + ".away")
+    for target in (approx_ledger, on_file):
+        with pytest.raises(ParameterError, match=r"epsilon must be a finite number > 0"):
+            target.spend(bad, curve="snapping")
+
+
+def test_unknown_curve_refused_before_the_ledger_is_touched(approx_ledger: Ledger) -> None:
+    before = Path(approx_ledger.path).read_bytes()
+    for attempt in (
+        lambda: approx_ledger.spend(Fraction(1, 10), curve="laplace"),
+        lambda: approx_ledger.reserve(Fraction(1, 10), curve="gauss").__enter__(),
+    ):
+        with pytest.raises(ParameterError, match="curve must be one of"):
+            attempt()
+    assert Path(approx_ledger.path).read_bytes() == before
+
+
+def test_approx_spend_refusal_says_nothing_was_recorded(approx_ledger: Ledger) -> None:
+    """A spend records a release made elsewhere: refused, it says nothing was recorded
+    (not that nothing was drawn); a reserve refused before its block says nothing was
+    drawn or spent.  In memory, in a ledger and through its budget."""
+    on_file = Budget.from_ledger(approx_ledger.path)
+    memory = ApproxBudget(Fraction(1, 2), 1e-6)
+    for spend, reserve in (
+        (approx_ledger.spend, approx_ledger.reserve),
+        (on_file.spend, on_file.reserve),
+        (memory.spend, memory.reserve),
+    ):
+        with pytest.raises(BudgetExceededError, match="nothing was recorded") as info:
+            spend(Fraction(2), curve="snapping")
+        assert "nothing was drawn" not in str(info.value)
+        with pytest.raises(BudgetExceededError, match="nothing was drawn or spent"):
+            reserve(Fraction(2), curve="snapping").__enter__()
+    assert len(approx_ledger.entries) == 2 and memory.curves == ()
