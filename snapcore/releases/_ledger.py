@@ -26,15 +26,18 @@ the lock (up to a timeout), so they cannot both see the same remaining budget.
 **Refuse, never reset.**  Every open and every spend checks the file: the SQLite
 header's application id and schema version, its journal mode, ``PRAGMA
 integrity_check``, the whole schema (every table, index, trigger and view of
-``sqlite_master``, with its SQL, must be exactly what :meth:`Ledger.init` created: a
-trigger or a view could otherwise turn spends into no-ops), the ``meta`` table, the
+``sqlite_master``, with its SQL, must be exactly what :meth:`Ledger.init` created for
+the ledger's mode, pure-ε or ``(ε, δ)`` with its ``curves`` table: a trigger or a
+view could otherwise turn spends into no-ops), the ``meta`` table, the
 file's size against its page count, canonical ``p/q`` fractions, contiguous entry
 numbers, the totals re-derived from the history (each entry's running total and the
 stored total must equal the exact sums), and a SHA-256 chain over the total and every
 entry, recorded by snapcore with each spend, so that an edit made with another tool
-(raising the total, rewriting an entry consistently) is refused too.  A spend is read
-back and re-verified before its ``COMMIT``.  A :class:`Ledger` also refuses a file
-whose history does not extend the longest one it has read (an older copy put back).
+(raising the total, rewriting an entry consistently) is refused too; in an ``(ε, δ)``
+ledger the chain covers δ, the accountant and each entry's curve.  A spend (and its
+curve) is read back and re-verified before its ``COMMIT``.  A :class:`Ledger` also
+refuses a file whose history does not extend the longest one it has read (an older
+copy put back).
 The chain has no key: it catches damage and edits made outside snapcore, not someone
 who can write the file and recompute it (docs/embedding.md lists what is and is not
 caught).  A file failing any check raises :class:`~snapcore.errors.LedgerError` and
