@@ -86,6 +86,7 @@ SECTIONS: list[tuple[str, list[str]]] = [
             "scaling",
             "bounds-and-gamma",
             "accuracy",
+            "budgets",
             "backends",
             "fastpath",
             "timing",

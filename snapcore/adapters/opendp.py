@@ -83,6 +83,7 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
         'snapcore.adapters.opendp needs OpenDP 0.16: pip install "snapcore[opendp]"'
     ) from exc
 
+from snapcore.analysis._accounting import ReleaseCurve
 from snapcore.calibration._params import check_real
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
@@ -97,6 +98,7 @@ from snapcore.releases._budget import Budget
 
 __all__ = [
     "make_snapping",
+    "make_snapping_approx",
     "make_statistic",
     "then_snapping",
     "then_statistic",
@@ -221,6 +223,67 @@ def make_snapping(
         input_metric,
         dp.max_divergence(),
         function=function,
+        privacy_map=privacy_map,
+        TO="f64",
+    )
+
+
+def make_snapping_approx(
+    input_domain: Domain,
+    input_metric: Metric,
+    epsilon: Any,
+    sensitivity: Any,
+    clamp_bounds: Any,
+    delta: Any,
+    *,
+    backend: str | Backend = "mpfr",
+    source: str | RandomSource | None = None,
+    precision: int | None = None,
+) -> Measurement:
+    """The scalar snapping mechanism as an OpenDP ``(ε, δ)`` measurement.
+
+    The same mechanism and parameters as :func:`make_snapping`, under
+    ``approximate(max_divergence)``: ``map(d_in) = (ε_k(δ), δ)``, where ``ε_k(δ)`` is
+    the ε at ``delta`` of the certified curve of the implemented mechanism for inputs
+    ``k = ⌈d_in/Δ⌉`` steps apart (the Laplace profile of ``k·ε`` with the rounding
+    slack; docs/budgets.md), an upper bound for every pair at that distance.
+    OpenDP's compositors compose it as approximate DP.
+
+    Returns
+    -------
+    Measurement
+        Under ``approximate(max_divergence)``.
+    """
+    pure = make_snapping(
+        input_domain,
+        input_metric,
+        epsilon,
+        sensitivity,
+        clamp_bounds,
+        backend=backend,
+        source=source,
+        precision=precision,
+    )
+    eps = check_real("epsilon", epsilon, positive=True)
+    step = check_real("sensitivity", sensitivity, positive=True)
+    d = check_real("delta", delta, positive=True)
+    if not d < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+    d_float = float(d)
+    if Fraction(d_float) > d:
+        d_float = math.nextafter(d_float, 0.0)
+
+    def privacy_map(d_in: Any) -> tuple[float, float]:
+        k = math.ceil(_d_in(d_in) / step)
+        if k == 0:
+            return 0.0, 0.0
+        return ReleaseCurve("snapping", eps * k).epsilon_for_delta(d_float), d_float
+
+    return dp.m.make_user_measurement(
+        input_domain,
+        input_metric,
+        dp.approximate(dp.max_divergence()),
+        function=pure.invoke,
         privacy_map=privacy_map,
         TO="f64",
     )

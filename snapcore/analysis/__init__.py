@@ -1,7 +1,8 @@
 """Layer 8, analysis: publishable accuracy guarantees and planning (``_guarantees``),
 estimates from a guess of f(D), never from private data (``_estimates``), the exact
-privacy audit of the mechanism as it runs (``_audit``), and the floating-point attack
-that motivates snapping (``_attack``).
+privacy audit of the mechanism as it runs (``_audit``), (ε, δ) accounting of the
+mechanism as it runs (``_accounting``), and the floating-point attack that motivates
+snapping (``_attack``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,15 @@ from typing import TYPE_CHECKING
 from snapcore._lazy import attach
 
 if TYPE_CHECKING:
+    from snapcore.analysis._accounting import (
+        ComposedGuarantee as ComposedGuarantee,
+        PairLoss as PairLoss,
+        ReleaseCurve as ReleaseCurve,
+        compose as compose,
+        pair_curve as pair_curve,
+        pair_loss as pair_loss,
+        phase_scan as phase_scan,
+    )
     from snapcore.analysis._attack import (
         AttackReport as AttackReport,
         Witness as Witness,

@@ -1,7 +1,8 @@
 """Layer 9, releases: :func:`release` and its :class:`Release` record, group-by
 releases (:class:`GroupedRelease`), exact partial states over chunks and partitions
-(:func:`partial`, :func:`merge`), and budgets, in memory (:class:`Budget`) and in a
-durable ledger (:class:`Ledger`, :class:`LedgerBudget`).
+(:func:`partial`, :func:`merge`), and budgets, in memory (:class:`Budget`, and
+:class:`ApproxBudget` for (ε, δ)) and in a durable ledger (:class:`Ledger`,
+:class:`LedgerBudget`, :class:`LedgerApproxBudget`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ if TYPE_CHECKING:
         release as release,
     )
     from snapcore.releases._budget import (
+        ApproxBudget as ApproxBudget,
         Budget as Budget,
+        LedgerApproxBudget as LedgerApproxBudget,
         LedgerBudget as LedgerBudget,
     )
     from snapcore.releases._grouped import (

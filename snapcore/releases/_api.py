@@ -463,7 +463,7 @@ def _release_single(request: ReleaseRequest) -> Release:
     _check_can_draw([plan])
     _ready_padding([plan])
     ready_padding(prep.n, data_bounds, plan.epsilon)
-    with _reserve(request.budget, plan.epsilon, request.label or stat.name):
+    with _reserve(request.budget, plan.epsilon, request.label or stat.name, _curve_kind(plan)):
         return _draw(plan)
 
 
@@ -791,9 +791,20 @@ def _as_array(values: tuple[Any, ...]) -> np.ndarray | None:
     return None
 
 
-def _reserve(budget: Budget | None, eps: Fraction, label: str) -> Any:
+def _curve_kind(plan: _Plan) -> str:
+    """``"snapping"`` when the release is one snapping mechanism with its whole ε, else
+    ``"pure"`` (docs/budgets.md)."""
+    single = plan.mech is not None and len(plan.prep.values) == 1
+    return "snapping" if single and plan.prep.epsilon_share == 1 else "pure"
+
+
+def _reserve(budget: Budget | None, eps: Fraction, label: str, curve: str = "pure") -> Any:
     # A release that spends nothing (an exact, noise-free value of sensitivity 0)
     # does not touch the budget, which refuses zero epsilon.
     if budget is None or eps == 0:
         return contextlib.nullcontext()
+    from snapcore.releases._budget import ApproxBudget, LedgerApproxBudget
+
+    if isinstance(budget, (ApproxBudget, LedgerApproxBudget)):
+        return budget.reserve(eps, label=label, curve=curve)
     return budget.reserve(eps, label=label)

@@ -11,6 +11,13 @@ nothing is spent (nothing was released).  All of this is safe across threads.
 :class:`LedgerBudget` (from :meth:`Budget.from_ledger`) keeps the same accounting in a
 durable file shared by processes (:class:`~snapcore.Ledger`).
 
+:class:`ApproxBudget` (from :meth:`Budget.approximate`) and :class:`LedgerApproxBudget`
+(from :meth:`Budget.from_ledger` on a ledger made with ``delta=``) account for an
+``(ε, δ)`` budget instead: each release is charged by its certified privacy curve
+(:class:`~snapcore.analysis.ReleaseCurve`) and a release is refused,
+before any noise, when the composition (``"pld"`` or ``"rdp"``) would exceed ε at δ
+(docs/budgets.md).
+
 >>> from snapcore import Budget
 >>> b = Budget(1)
 >>> with b.reserve(0.25, label="mean age"):
@@ -28,11 +35,18 @@ from fractions import Fraction
 from typing import Any
 
 from snapcore._display import short
+from snapcore.analysis._accounting import (
+    ACCOUNTANTS,
+    CURVE_KINDS,
+    ComposedGuarantee,
+    ReleaseCurve,
+    compose,
+)
 from snapcore.calibration._params import check_real
 from snapcore.errors import BudgetExceededError, ParameterError
 from snapcore.releases._ledger import Ledger
 
-__all__ = ["Budget", "LedgerBudget"]
+__all__ = ["ApproxBudget", "Budget", "LedgerApproxBudget", "LedgerBudget"]
 
 
 class EpsilonAmount(Fraction):
@@ -141,7 +155,14 @@ class Budget:
         LedgerError
             If the ledger is missing or fails its checks (the file is not modified).
         """
-        return LedgerBudget(Ledger(path))
+        led = Ledger(path)
+        return LedgerBudget(led) if led.delta is None else LedgerApproxBudget(led)
+
+    @classmethod
+    def approximate(cls, epsilon: Any, delta: Any, *, accountant: str = "pld") -> ApproxBudget:
+        """An in-memory ``(ε, δ)`` budget charged by certified curves
+        (:class:`~snapcore.releases.ApproxBudget`)."""
+        return ApproxBudget(epsilon, delta, accountant=accountant)
 
     def spend(self, epsilon: Any, *, label: str = "") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore).
@@ -229,4 +250,219 @@ class LedgerBudget(Budget):
         return (
             f"LedgerBudget({self.ledger.path!r}, total={short(st.total)}, "
             f"spent={short(st.spent)}, remaining={short(st.remaining)})"
+        )
+
+
+def _check_delta(delta: Any) -> Fraction:
+    d = check_real("delta", delta, positive=True)
+    if not d < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+    return d
+
+
+def _check_accountant(accountant: Any) -> str:
+    if accountant not in ACCOUNTANTS:
+        raise ParameterError(
+            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}", parameter="accountant"
+        )
+    return str(accountant)
+
+
+def _curve(epsilon: Any, curve: Any) -> ReleaseCurve:
+    eps = check_real("epsilon", epsilon, positive=True)
+    if curve not in CURVE_KINDS:
+        raise ParameterError(
+            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
+        )
+    return ReleaseCurve(curve, eps)
+
+
+class ApproxBudget(Budget):
+    """An ``(ε, δ)`` budget: releases are composed by their certified curves.
+
+    Each release is charged by a :class:`~snapcore.analysis.ReleaseCurve`:
+    ``"snapping"`` for a release that is one snapping mechanism with that ε (what
+    :func:`snapcore.release` passes for a single-value statistic), ``"pure"`` (the
+    default) for any other ε-DP release.  A release is refused, before the block
+    runs, when all releases completed or running, with it, compose to more than
+    ``epsilon`` at ``delta`` (:func:`~snapcore.analysis.compose`).
+
+    Parameters
+    ----------
+    epsilon : real
+        The total ε > 0.
+    delta : real
+        The total δ, in (0, 1).
+    accountant : {"pld", "rdp"}
+        How curves are composed (docs/budgets.md, "Which accounting").
+
+    Attributes
+    ----------
+    total : Fraction
+    delta : Fraction
+    accountant : str
+    """
+
+    def __init__(self, epsilon: Any, delta: Any, *, accountant: str = "pld") -> None:
+        self.total = check_real("epsilon", epsilon, positive=True)
+        self.delta = _check_delta(delta)
+        self.accountant = _check_accountant(accountant)
+        self._done: list[tuple[str, ReleaseCurve]] = []
+        self._running: list[ReleaseCurve] = []
+        self._lock = threading.Lock()
+
+    def _compose(self, curves: list[ReleaseCurve]) -> ComposedGuarantee:
+        return compose(curves, self.delta, accountant=self.accountant)
+
+    @property
+    def guarantee(self) -> ComposedGuarantee:
+        """The ``(ε, δ)`` of the completed releases together."""
+        with self._lock:
+            return self._compose([c for _, c in self._done])
+
+    @property
+    def spent(self) -> Fraction:
+        """The composed ε of the completed releases (an upper bound, exactly the float)."""
+        return Fraction(self.guarantee.epsilon)
+
+    @property
+    def remaining(self) -> Fraction:
+        """``total`` minus the composed ε of the completed and running releases."""
+        with self._lock:
+            curves = [c for _, c in self._done] + self._running
+        return self.total - Fraction(self._compose(curves).epsilon)
+
+    @property
+    def history(self) -> tuple[tuple[str, Fraction], ...]:
+        """``(label, ε)`` of every completed release, in order."""
+        with self._lock:
+            return tuple((label, c.epsilon) for label, c in self._done)
+
+    @property
+    def curves(self) -> tuple[ReleaseCurve, ...]:
+        """The curve of every completed release, in order."""
+        with self._lock:
+            return tuple(c for _, c in self._done)
+
+    @contextmanager
+    def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
+        """Reserve a release of ``epsilon`` charged by ``curve``.
+
+        As :meth:`snapcore.Budget.reserve`, with the composition in place of the sum.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the composition with this release would exceed ε at δ; the block does
+            not run.
+        ParameterError
+            If ``epsilon`` is not a finite number > 0 or ``curve`` is unknown.
+        """
+        c = _curve(epsilon, curve)
+        with self._charged(c, label, "release", "nothing was drawn or spent") as eps:
+            yield eps
+
+    @contextmanager
+    def _charged(self, c: ReleaseCurve, label: str, what: str, outcome: str) -> Iterator[Fraction]:
+        """Take ``c`` if the composition with it stays within the total; ``what`` and
+        ``outcome`` word a refusal."""
+        with self._lock:
+            g = self._compose([x for _, x in self._done] + self._running + [c])
+            if g.epsilon > self.total:
+                raise BudgetExceededError(
+                    f"{what} refused: with it, the {g.releases} releases compose to "
+                    f"epsilon {g.epsilon:.6g} at delta {float(self.delta):.3g} "
+                    f"({self.accountant}), more than the total {short(self.total)}; "
+                    f"{outcome}"
+                )
+            self._running.append(c)
+        try:
+            yield c.epsilon
+        except BaseException:
+            with self._lock:
+                self._running.remove(c)
+            raise
+        with self._lock:
+            self._running.remove(c)
+            self._done.append((label, c))
+
+    def spend(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> None:
+        """Record a release made outside snapcore, charged by ``curve``.
+
+        Prefer :meth:`reserve` around the release: a spend recorded after the noise
+        was drawn can be refused when it is too late to undo the draw.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the composition with it would exceed ε at δ; nothing is recorded.
+        ParameterError
+            If ``epsilon`` is not a finite number > 0 or ``curve`` is unknown.
+        """
+        c = _curve(epsilon, curve)
+        outcome = (
+            "nothing was recorded; if noise was already drawn for it, that release is "
+            "not covered by this budget"
+        )
+        with self._charged(c, label, "spend", outcome):
+            pass
+
+    def __repr__(self) -> str:
+        g = self.guarantee
+        return (
+            f"ApproxBudget(epsilon={short(self.total)}, delta={float(self.delta):.3g}, "
+            f"accountant={self.accountant!r}, releases={g.releases}, spent={g.epsilon:.6g})"
+        )
+
+
+class LedgerApproxBudget(LedgerBudget):
+    """A :class:`LedgerBudget` on an approximate-DP ledger (``Ledger.init(..., delta=)``).
+
+    Same interface as :class:`ApproxBudget`; the curves live in the ledger, which
+    recomputes and checks their composition on every open and every spend.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        super().__init__(ledger)
+        st = ledger.state()
+        if st.delta is None:
+            raise ParameterError("LedgerApproxBudget needs a ledger made with delta=")
+        self.delta = st.delta
+        self.accountant = st.accountant
+
+    @property
+    def guarantee(self) -> ComposedGuarantee:
+        """The ``(ε, δ)`` of every entry in the ledger together."""
+        g = self.ledger.state().guarantee
+        assert g is not None
+        return g
+
+    @property
+    def spent(self) -> Fraction:
+        """The composed ε of every entry (including releases still running)."""
+        return Fraction(self.guarantee.epsilon)
+
+    @property
+    def curves(self) -> tuple[ReleaseCurve, ...]:
+        """The curve of every entry, in order."""
+        return self.ledger.state().curves
+
+    @contextmanager
+    def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
+        """Commit the release and its curve to the ledger before the block runs."""
+        with self.ledger.reserve(epsilon, label=label, curve=curve) as eps:
+            yield eps
+
+    def spend(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> None:
+        """Record a release made outside snapcore in the ledger (see
+        :meth:`snapcore.Ledger.spend`)."""
+        self.ledger.spend(epsilon, label=label, curve=curve)
+
+    def __repr__(self) -> str:
+        st = self.ledger.state()
+        assert st.guarantee is not None
+        return (
+            f"LedgerApproxBudget({self.ledger.path!r}, epsilon={short(st.total)}, "
+            f"delta={float(self.delta):.3g}, accountant={self.accountant!r}, "
+            f"releases={st.guarantee.releases}, spent={st.guarantee.epsilon:.6g})"
         )

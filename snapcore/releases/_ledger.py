@@ -26,15 +26,18 @@ the lock (up to a timeout), so they cannot both see the same remaining budget.
 **Refuse, never reset.**  Every open and every spend checks the file: the SQLite
 header's application id and schema version, its journal mode, ``PRAGMA
 integrity_check``, the whole schema (every table, index, trigger and view of
-``sqlite_master``, with its SQL, must be exactly what :meth:`Ledger.init` created: a
-trigger or a view could otherwise turn spends into no-ops), the ``meta`` table, the
+``sqlite_master``, with its SQL, must be exactly what :meth:`Ledger.init` created for
+the ledger's mode, pure-ε or ``(ε, δ)`` with its ``curves`` table: a trigger or a
+view could otherwise turn spends into no-ops), the ``meta`` table, the
 file's size against its page count, canonical ``p/q`` fractions, contiguous entry
 numbers, the totals re-derived from the history (each entry's running total and the
 stored total must equal the exact sums), and a SHA-256 chain over the total and every
 entry, recorded by snapcore with each spend, so that an edit made with another tool
-(raising the total, rewriting an entry consistently) is refused too.  A spend is read
-back and re-verified before its ``COMMIT``.  A :class:`Ledger` also refuses a file
-whose history does not extend the longest one it has read (an older copy put back).
+(raising the total, rewriting an entry consistently) is refused too; in an ``(ε, δ)``
+ledger the chain covers δ, the accountant and each entry's curve.  A spend (and its
+curve) is read back and re-verified before its ``COMMIT``.  A :class:`Ledger` also
+refuses a file whose history does not extend the longest one it has read (an older
+copy put back).
 The chain has no key: it catches damage and edits made outside snapcore, not someone
 who can write the file and recompute it (docs/embedding.md lists what is and is not
 caught).  A file failing any check raises :class:`~snapcore.errors.LedgerError` and
@@ -78,6 +81,13 @@ from typing import Any
 import attrs
 
 from snapcore._display import short
+from snapcore.analysis._accounting import (
+    ACCOUNTANTS,
+    CURVE_KINDS,
+    ComposedGuarantee,
+    ReleaseCurve,
+    compose,
+)
 from snapcore.calibration._params import check_real, parse_epsilon
 from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
 
@@ -109,6 +119,8 @@ _SCHEMA = (
     " status TEXT NOT NULL CHECK (status IN ('committed', 'completed', 'failed')),"
     " pid INTEGER NOT NULL)",
 )
+#: The extra table of an approximate-DP ledger: the certified curve of each entry.
+_SCHEMA_CURVES = "CREATE TABLE curves (id INTEGER PRIMARY KEY, curve TEXT NOT NULL)"
 
 
 def _to_text(q: Fraction) -> str:
@@ -131,16 +143,41 @@ def _digest_start(total_text: str, created: str) -> str:
 
 
 @functools.cache
-def _expected_schema() -> frozenset[tuple[str, str, str, str | None]]:
-    """``(type, name, table, sql)`` of every object :data:`_SCHEMA` creates, as SQLite
-    itself records them (built once in a private in-memory database)."""
+def _expected_schema(approx: bool = False) -> frozenset[tuple[str, str, str, str | None]]:
+    """``(type, name, table, sql)`` of every object :meth:`Ledger.init` creates, as
+    SQLite itself records them (built once per mode in a private in-memory database):
+    :data:`_SCHEMA`, and for an approximate-DP ledger :data:`_SCHEMA_CURVES` too."""
     with closing(sqlite3.connect(":memory:")) as conn:
-        for statement in _SCHEMA:
+        for statement in (*_SCHEMA, _SCHEMA_CURVES) if approx else _SCHEMA:
             conn.execute(statement)
         rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
     return frozenset(
         (str(t), str(n), str(tb), None if q is None else str(q)) for t, n, tb, q in rows
     )
+
+
+def _schema_difference(
+    found: set[tuple[str, str, str, str | None]],
+    expected: frozenset[tuple[str, str, str, str | None]],
+    mode: str,
+) -> str | None:
+    """What in ``found`` differs from ``expected`` (kinds and names only), or None."""
+    extra = sorted(found - expected, key=lambda r: (r[0], r[1]))
+    if extra:
+        names = {(t, n) for t, n, _, _ in expected}
+        kind, name, table, _ = extra[0]
+        if (kind, name) in names:
+            what = f"its {kind} {name!r} is not defined as {mode} defines it (changed)"
+        else:
+            on = f" on {table!r}" if kind in ("index", "trigger") else ""
+            what = f"it holds a {kind} {name!r}{on} that {mode} does not create"
+        more = f" (and {len(extra) - 1} other unexpected objects)" if len(extra) > 1 else ""
+        return what + more + "; its spends could be silently altered"
+    missing = sorted(expected - found, key=lambda r: (r[0], r[1]))
+    if missing:
+        kind, name, _, _ = missing[0]
+        return f"its {kind} {name!r} is missing ({mode} has one)"
+    return None
 
 
 def _check_schema(conn: sqlite3.Connection, path: str) -> None:
@@ -152,29 +189,37 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
     no-op or rewrite it, and the file would still verify.  So every object of
     ``sqlite_master`` (tables, indexes, triggers, views) and its SQL text must be one
     the ledger created, and this connection must see no other database (``temp`` or
-    attached) in which such objects could live.  A refusal names the object's kind and
-    name, never a row's value.
+    attached) in which such objects could live.
+
+    The expected schema depends on the ledger's mode, which ``meta`` records: an
+    approximate-DP ledger (``delta`` and ``accountant`` keys) has a ``curves`` table,
+    a pure-ε one has none.  ``meta`` is read only once the schema is exactly one of
+    the two, so that the mode comes from the ledger's own table; then the schema must
+    be the one of that mode (a pure ledger with a ``curves`` table, or an approximate
+    one without it, is refused).  A refusal names the object's kind and name, never a
+    row's value.
     """
-    expected = _expected_schema()
     found = {
         (str(t), str(n), str(tb), None if q is None else str(q))
         for t, n, tb, q in conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master")
     }
-    extra = sorted(found - expected, key=lambda r: (r[0], r[1]))
-    if extra:
-        names = {(t, n) for t, n, _, _ in expected}
-        kind, name, table, _ = extra[0]
-        if (kind, name) in names:
-            what = f"its {kind} {name!r} is not defined as a ledger defines it (changed)"
-        else:
-            on = f" on {table!r}" if kind in ("index", "trigger") else ""
-            what = f"it holds a {kind} {name!r}{on} that a ledger does not create"
-        more = f" (and {len(extra) - 1} other unexpected objects)" if len(extra) > 1 else ""
-        raise _fail(path, what + more + "; its spends could be silently altered")
-    missing = sorted(expected - found, key=lambda r: (r[0], r[1]))
-    if missing:
-        kind, name, _, _ = missing[0]
-        raise _fail(path, f"its {kind} {name!r} is missing")
+    pure, approx = _expected_schema(False), _expected_schema(True)
+    if found not in (pure, approx):
+        # Named against the mode the file looks like (a curves table or not): the
+        # refusal is the same either way, only its wording picks the closer schema.
+        like_approx = any(t == "table" and n == "curves" for t, n, _, _ in found)
+        problem = _schema_difference(found, approx if like_approx else pure, "a ledger")
+        assert problem is not None
+        raise _fail(path, problem)
+    declared = conn.execute(
+        "SELECT count(*) FROM meta WHERE key IN ('delta', 'accountant')"
+    ).fetchone()[0]
+    if declared:
+        problem = _schema_difference(found, approx, "an (epsilon, delta) ledger")
+    else:
+        problem = _schema_difference(found, pure, "a pure-epsilon ledger")
+    if problem is not None:
+        raise _fail(path, problem)
     databases = [str(row[1]) for row in conn.execute("PRAGMA database_list")]
     others = [d for d in databases if d != "main"]
     if (
@@ -188,6 +233,27 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
 
 def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
     data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_start_approx(total_text: str, created: str, delta_text: str, accountant: str) -> str:
+    data = "\0".join(
+        (
+            "snapcore-ledger-approx",
+            str(SCHEMA_VERSION),
+            total_text,
+            created,
+            delta_text,
+            accountant,
+        )
+    )
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest_next_approx(
+    previous: str, idx: int, time: str, label: str, eps: str, pid: int, curve: str
+) -> str:
+    data = "\0".join((previous, str(idx), time, label, eps, str(pid), curve))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -244,6 +310,10 @@ class LedgerState:
     ``digest`` is the SHA-256 chain after the last entry; ``(len(entries), digest)``,
     kept where the ledger's writers cannot rewrite it, lets a later
     ``Ledger(path, seen=...)`` refuse a file rolled back behind it.
+
+    In an approximate-DP ledger (``delta`` not None), ``spent`` is still the sum of the
+    entries' ε; the budget is the composition :attr:`guarantee` of their ``curves``
+    under ``accountant``, which must stay at most ``total`` at ``delta``.
     """
 
     total: Fraction
@@ -251,10 +321,16 @@ class LedgerState:
     entries: tuple[LedgerEntry, ...]
     created: str
     digest: str
+    delta: Fraction | None = None
+    accountant: str | None = None
+    curves: tuple[ReleaseCurve, ...] = ()
+    guarantee: ComposedGuarantee | None = None
 
     @property
     def remaining(self) -> Fraction:
-        """ε not yet spent."""
+        """ε not yet spent (approximate mode: total minus the composed ε)."""
+        if self.guarantee is not None:
+            return self.total - Fraction(self.guarantee.epsilon)
         return self.total - self.spent
 
 
@@ -341,6 +417,9 @@ def _verify(
     except sqlite3.DatabaseError as exc:
         raise _fail(path, f"it is not a readable SQLite database ({exc})") from None
     expected = {"schema_version", "total", "spent", "entries", "created", "digest"}
+    approx = "delta" in meta or "accountant" in meta
+    if approx:
+        expected |= {"delta", "accountant"}
     if set(meta) != expected:
         raise _fail(path, f"its meta table has keys {sorted(meta)}, expected {sorted(expected)}")
     if meta["schema_version"] != str(SCHEMA_VERSION):
@@ -395,6 +474,8 @@ def _verify(
             f"its stored spent total {meta['spent']} differs from the sum of its history, "
             f"{_to_text(running)} (tampered with)",
         )
+    if approx:
+        return _verify_approx(conn, path, meta, total, running, tuple(entries), seen)
     if running > total:
         raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
     digest = _digest_start(meta["total"], meta["created"])
@@ -408,13 +489,7 @@ def _verify(
             "its total or history does not match the digest snapcore recorded with it "
             "(edited outside snapcore)",
         )
-    if seen is not None and prefix.get(seen[0]) != seen[1]:
-        raise _fail(
-            path,
-            f"its history is not a continuation of the {seen[0]} entries this process "
-            f"already read from it: it has {len(entries)}, or they differ (replaced by an "
-            "older copy, or its last entries removed and its digest recomputed)",
-        )
+    _check_seen(path, prefix, seen)
     return LedgerState(
         total=total,
         spent=running,
@@ -424,13 +499,99 @@ def _verify(
     )
 
 
-def _check_spend(epsilon: Any, label: Any) -> tuple[Fraction, str]:
+def _check_seen(path: str, prefix: dict[int, str], seen: tuple[int, str] | None) -> None:
+    """Refuse a history that does not extend ``seen``: ``prefix`` maps each length
+    0, 1, ... of the history found to its digest."""
+    if seen is not None and prefix.get(seen[0]) != seen[1]:
+        raise _fail(
+            path,
+            f"its history is not a continuation of the {seen[0]} entries this process "
+            f"already read from it: it has {len(prefix) - 1}, or they differ (replaced by "
+            "an older copy, or its last entries removed and its digest recomputed)",
+        )
+
+
+def _check_spend(epsilon: Any, label: Any, curve: Any) -> tuple[Fraction, str]:
     # A spend is a release's positive epsilon: zero would write an entry that spends
-    # nothing, and a negative one would be a refund.
+    # nothing, and a negative one would be a refund.  Checked in both modes, before
+    # the ledger is opened.
     eps = check_real("epsilon", epsilon, positive=True)
     if not isinstance(label, str):
         raise ParameterError(f"label must be a str, got {type(label).__name__}")
+    if curve not in CURVE_KINDS:
+        raise ParameterError(
+            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
+        )
     return eps, label
+
+
+def _verify_approx(
+    conn: sqlite3.Connection,
+    path: str,
+    meta: dict[str, str],
+    total: Fraction,
+    running: Fraction,
+    entries: tuple[LedgerEntry, ...],
+    seen: tuple[int, str] | None,
+) -> LedgerState:
+    """The checks of an approximate-DP ledger: its curves, the digest (over the curves
+    too), that the history extends ``seen``, and the composition within the total."""
+    try:
+        rows = conn.execute("SELECT id, curve FROM curves ORDER BY id").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise _fail(path, f"its curves table cannot be read ({exc})") from None
+    try:
+        delta = _from_text("the delta", meta["delta"])
+        if not 0 < delta < 1:
+            raise LedgerError(f"its delta is {meta['delta']}, not in (0, 1)")
+        accountant = meta["accountant"]
+        if accountant not in ACCOUNTANTS:
+            raise LedgerError(f"its accountant is {accountant!r}, not one of {ACCOUNTANTS}")
+        if [r[0] for r in rows] != [e.index for e in entries]:
+            raise LedgerError("its curves do not match its entries one for one")
+        curves = []
+        for (idx, text), e in zip(rows, entries, strict=True):
+            try:
+                curve = ReleaseCurve.from_text(text) if isinstance(text, str) else None
+            except ParameterError:
+                curve = None
+            if curve is None or curve.epsilon != e.epsilon:
+                raise LedgerError(f"entry {idx}'s curve {text!r} is not a curve of its epsilon")
+            curves.append(curve)
+    except LedgerError as exc:
+        raise _fail(path, str(exc)) from None
+    digest = _digest_start_approx(meta["total"], meta["created"], meta["delta"], accountant)
+    prefix = {0: digest}
+    for e, c in zip(entries, curves, strict=True):
+        digest = _digest_next_approx(
+            digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid, c.to_text()
+        )
+        prefix[e.index] = digest
+    if meta["digest"] != digest:
+        raise _fail(
+            path,
+            "its total or history does not match the digest snapcore recorded with it "
+            "(edited outside snapcore)",
+        )
+    _check_seen(path, prefix, seen)
+    guarantee = compose(curves, delta, accountant=accountant)
+    if guarantee.epsilon > total:
+        raise _fail(
+            path,
+            f"its history composes to epsilon {guarantee.epsilon!r} at delta "
+            f"{float(delta)!r}, more than its total",
+        )
+    return LedgerState(
+        total=total,
+        spent=running,
+        entries=entries,
+        created=meta["created"],
+        digest=digest,
+        delta=delta,
+        accountant=accountant,
+        curves=tuple(curves),
+        guarantee=guarantee,
+    )
 
 
 def _now() -> str:
@@ -492,8 +653,21 @@ class Ledger:
             return self._seen
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], total_epsilon: Any) -> Ledger:
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        total_epsilon: Any,
+        *,
+        delta: Any = None,
+        accountant: str | None = None,
+    ) -> Ledger:
         """Create a new ledger holding ``total_epsilon``; never overwrites a file.
+
+        With ``delta``, the ledger is an approximate-DP one: it holds an
+        ``(ε, δ)`` budget, records the certified curve of each spend
+        (:class:`~snapcore.analysis.ReleaseCurve`) and refuses a spend
+        when the composition under ``accountant`` (``"pld"``, the default, or ``"rdp"``) would
+        exceed ``total_epsilon`` at ``delta`` (docs/budgets.md).
 
         The ledger is built under a temporary name in the same directory and linked
         into place atomically, so no process ever sees a half-made ledger.
@@ -506,6 +680,23 @@ class Ledger:
             If ``total_epsilon`` is not a finite number > 0.
         """
         total = check_real("total_epsilon", total_epsilon, positive=True)
+        approx: tuple[str, str] | None = None
+        if delta is None and accountant is not None:
+            raise ParameterError(
+                "accountant applies to an (epsilon, delta) ledger: give delta= too",
+                parameter="accountant",
+            )
+        if delta is not None:
+            accountant = "pld" if accountant is None else accountant
+            d = check_real("delta", delta, positive=True)
+            if not d < 1:
+                raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+            if accountant not in ACCOUNTANTS:
+                raise ParameterError(
+                    f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}",
+                    parameter="accountant",
+                )
+            approx = (_to_text(d), accountant)
         target = os.fspath(path)
         if os.path.lexists(target):
             raise LedgerError(f"budget ledger {target!r} already exists; refusing to overwrite")
@@ -521,6 +712,13 @@ class Ledger:
                 conn.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                if approx is None:
+                    start = _digest_start(_to_text(total), created)
+                    extra: list[tuple[str, str]] = []
+                else:
+                    conn.execute(_SCHEMA_CURVES)
+                    start = _digest_start_approx(_to_text(total), created, *approx)
+                    extra = [("delta", approx[0]), ("accountant", approx[1])]
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [
@@ -529,7 +727,8 @@ class Ledger:
                         ("spent", "0/1"),
                         ("entries", "0"),
                         ("created", created),
-                        ("digest", _digest_start(_to_text(total), created)),
+                        ("digest", start),
+                        *extra,
                     ],
                 )
                 conn.execute("COMMIT")
@@ -595,7 +794,20 @@ class Ledger:
         """The history, oldest first."""
         return self.state().entries
 
-    def _commit_spend(self, eps: Fraction, label: str, what: str, outcome: str) -> int:
+    @property
+    def delta(self) -> Fraction | None:
+        """The δ of an approximate-DP ledger (None for a pure-ε one)."""
+        return self.state().delta
+
+    def _commit_spend(self, eps: Fraction, label: str, what: str, outcome: str, curve: str) -> int:
+        """Append one spend and commit it; return its entry number.
+
+        Under the write lock: verify the file (extending the longest history seen),
+        check the spend against the budget (the sum of ε, or in an approximate-DP
+        ledger the composition of the curves with ``curve``), write it, read the
+        whole ledger back and only then ``COMMIT``.  ``what`` and ``outcome`` word a
+        refusal.
+        """
         with closing(_connect(self.path)) as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -603,14 +815,18 @@ class Ledger:
                 raise _fail(self.path, f"it cannot be locked for writing ({exc})") from None
             try:
                 st = self._remember(_verify(conn, self.path, self._anchor()))
-                left = st.remaining
-                if eps > left:
-                    raise BudgetExceededError(
-                        f"{what} refused by ledger {self.path!r}: it needs epsilon = "
-                        f"{short(eps)} but the ledger has {short(left)} "
-                        f"left (total {short(st.total)}, spent "
-                        f"{short(st.spent)}); {outcome}"
-                    )
+                if st.delta is None:
+                    new_curve = None
+                    left = st.remaining
+                    if eps > left:
+                        raise BudgetExceededError(
+                            f"{what} refused by ledger {self.path!r}: it needs epsilon = "
+                            f"{short(eps)} but the ledger has {short(left)} "
+                            f"left (total {short(st.total)}, spent "
+                            f"{short(st.spent)}); {outcome}"
+                        )
+                else:
+                    new_curve = self._check_approx(st, eps, curve, what, outcome)
                 index = len(st.entries) + 1
                 spent = st.spent + eps
                 time, pid = _now(), os.getpid()
@@ -619,14 +835,29 @@ class Ledger:
                     "VALUES (?, ?, ?, ?, ?, 'committed', ?)",
                     (index, time, label, _to_text(eps), _to_text(spent), pid),
                 )
-                digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid)
+                if new_curve is None:
+                    digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid)
+                else:
+                    text = new_curve.to_text()
+                    conn.execute("INSERT INTO curves (id, curve) VALUES (?, ?)", (index, text))
+                    digest = _digest_next_approx(
+                        st.digest, index, time, label, _to_text(eps), pid, text
+                    )
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))
                 # Read the write back before committing: the ledger must now hold
-                # exactly this entry on top of the history it had.
+                # exactly this entry (and its curve) on top of the history it had.
                 after = _verify(conn, self.path, (len(st.entries), st.digest))
-                if len(after.entries) != index or after.spent != spent or after.digest != digest:
+                curves = st.curves if new_curve is None else (*st.curves, new_curve)
+                if (
+                    len(after.entries) != index
+                    or after.spent != spent
+                    or after.digest != digest
+                    or after.delta != st.delta
+                    or after.accountant != st.accountant
+                    or after.curves != curves
+                ):
                     raise _fail(self.path, "a spend written to it did not read back as written")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -635,6 +866,23 @@ class Ledger:
             conn.execute("COMMIT")
             self._remember(after)
             return index
+
+    def _check_approx(
+        self, st: LedgerState, eps: Fraction, kind: str, what: str, outcome: str
+    ) -> ReleaseCurve:
+        """The curve an approximate-DP ledger records for a spend, if the composition
+        of its history with it stays within the total at δ."""
+        assert st.delta is not None and st.accountant is not None
+        curve = ReleaseCurve(kind, eps)
+        g = compose((*st.curves, curve), st.delta, accountant=st.accountant)
+        if g.epsilon > st.total:
+            raise BudgetExceededError(
+                f"{what} refused by ledger {self.path!r}: with it, the {g.releases} "
+                f"releases compose to epsilon {g.epsilon:.6g} at delta "
+                f"{float(st.delta):.3g} ({st.accountant}), more than the total "
+                f"{short(st.total)}; {outcome}"
+            )
+        return curve
 
     def _mark(self, index: int, status: str) -> None:
         try:
@@ -659,23 +907,28 @@ class Ledger:
             )
 
     @contextmanager
-    def reserve(self, epsilon: Any, *, label: str = "") -> Iterator[Fraction]:
+    def reserve(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> Iterator[Fraction]:
         """Commit ``epsilon`` as spent, durably, then run the ``with`` block.
 
         The ε stays spent whatever the block does (see "No refunds" above).
+        ``curve`` (``"pure"`` or ``"snapping"``, see
+        :class:`~snapcore.analysis.ReleaseCurve`) is what an
+        approximate-DP ledger charges; a pure-ε ledger charges ε alone.
 
         Raises
         ------
         BudgetExceededError
-            If ``epsilon`` exceeds what remains; nothing is recorded, the block does
-            not run.
+            If ``epsilon`` exceeds what remains (in an approximate-DP ledger: if the
+            composition with it would exceed the total at δ); nothing is recorded, the
+            block does not run.
         LedgerError
             If the ledger fails its checks; nothing is recorded.
         ParameterError
-            If ``epsilon`` is not a finite number > 0 or ``label`` not a str.
+            If ``epsilon`` is not a finite number > 0, ``label`` not a str or
+            ``curve`` unknown.
         """
-        eps, label = _check_spend(epsilon, label)
-        index = self._commit_spend(eps, label, "release", "nothing was drawn or spent")
+        eps, label = _check_spend(epsilon, label, curve)
+        index = self._commit_spend(eps, label, "release", "nothing was drawn or spent", curve)
         try:
             yield eps
         except BaseException:
@@ -683,28 +936,32 @@ class Ledger:
             raise
         self._mark(index, "completed")
 
-    def spend(self, epsilon: Any, *, label: str = "") -> None:
+    def spend(self, epsilon: Any, *, label: str = "", curve: str = "pure") -> None:
         """Record ``epsilon`` as spent (for releases made outside snapcore).
 
         Prefer :meth:`reserve` around the release: a spend recorded after the noise
-        was drawn can be refused when it is too late to undo the draw.
+        was drawn can be refused when it is too late to undo the draw.  ``curve`` is
+        as in :meth:`reserve`.
 
         Raises
         ------
         BudgetExceededError
-            If ``epsilon`` exceeds what remains; nothing is recorded.
+            If ``epsilon`` exceeds what remains (in an approximate-DP ledger: if the
+            composition with it would exceed the total at δ); nothing is recorded.
         LedgerError
             If the ledger fails its checks; nothing is recorded.
         ParameterError
-            If ``epsilon`` is not a finite number > 0 or ``label`` not a str.
+            If ``epsilon`` is not a finite number > 0, ``label`` not a str or
+            ``curve`` unknown.
         """
-        eps, label = _check_spend(epsilon, label)
+        eps, label = _check_spend(epsilon, label, curve)
         index = self._commit_spend(
             eps,
             label,
             "spend",
             "nothing was recorded; if noise was already drawn for it, that release is "
             "not covered by this ledger",
+            curve,
         )
         self._mark(index, "completed")
 
@@ -722,6 +979,20 @@ class Ledger:
             "remaining": float(st.remaining),
             "remaining_exact": str(st.remaining),
             "entries": [e.to_dict() for e in st.entries],
+            **self._approx_dict(st),
+        }
+
+    @staticmethod
+    def _approx_dict(st: LedgerState) -> dict[str, Any]:
+        """The approximate-DP fields of :meth:`to_dict` (none for a pure-ε ledger)."""
+        if st.delta is None or st.guarantee is None:
+            return {}
+        return {
+            "delta": float(st.delta),
+            "delta_exact": str(st.delta),
+            "accountant": st.accountant,
+            "curves": [c.to_text() for c in st.curves],
+            "composed_epsilon": st.guarantee.epsilon,
         }
 
     def __repr__(self) -> str:

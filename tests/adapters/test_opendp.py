@@ -459,3 +459,36 @@ def test_opendp_measurements_go_through_the_padding(monkeypatch: pytest.MonkeyPa
     seeded = make_snapping(*FLOATS, 1.0, 1, (-50, 50), source=SeededSource(1))
     seeded(3.0)  # a seeded source is not padded by default
     assert counts == before
+
+
+# ----------------------------------------------------------------------------------
+# The (epsilon, delta) measurement: the certified curve of the implemented mechanism
+# ----------------------------------------------------------------------------------
+
+
+def test_approx_measurement_reports_the_certified_curve_and_composes() -> None:
+    from snapcore.adapters.opendp import make_snapping_approx
+    from snapcore.analysis._accounting import ReleaseCurve
+
+    space = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
+    m = make_snapping_approx(*space, 0.5, 2.0, (-10.0, 10.0), 1e-6, source=SeededSource(3))
+    assert m.output_measure == dp.approximate(dp.max_divergence())
+    # Inputs up to one sensitivity apart: the Laplace profile of 0.5 at 1e-6, which
+    # is below the pure 0.5 and whose delta at that epsilon is at most 1e-6 (an
+    # independent check of the inversion, through the closed-form profile).
+    eps1, d1 = m.map(2.0)
+    assert d1 == 1e-6 and eps1 < 0.5
+    assert 0.5 + 2 * math.log1p(-1e-6) <= eps1 <= 0.5 + 2 * math.log1p(-1e-6) + 1e-12
+    assert ReleaseCurve("snapping", Fraction(1, 2)).delta(eps1) <= 1e-6 * (1 + 1e-9)
+    # Group privacy: three steps of the sensitivity cost the curve of 1.5.
+    eps3, _ = m.map(5.0)
+    assert eps3 == ReleaseCurve("snapping", Fraction(3, 2)).epsilon_for_delta(1e-6)
+    assert m.map(0.0) == (0.0, 0.0)
+    # The same draw as the pure measurement, and OpenDP composes it as (eps, delta).
+    pure = make_snapping(*space, 0.5, 2.0, (-10.0, 10.0), source=SeededSource(3))
+    assert m(1.25) == pure(1.25)
+    comp = dp.c.make_composition([m, m])
+    e2, d2 = comp.map(2.0)
+    assert e2 == pytest.approx(2 * eps1) and d2 == pytest.approx(2e-6)
+    with pytest.raises(ParameterError, match="delta"):
+        make_snapping_approx(*space, 0.5, 2.0, (-10.0, 10.0), 1)

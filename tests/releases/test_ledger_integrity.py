@@ -18,7 +18,7 @@ import snapcore
 from snapcore import Budget, ReplaySource
 from snapcore.errors import BudgetExceededError, LedgerError, ParameterError
 from snapcore.releases import _ledger
-from snapcore.releases._budget import LedgerBudget
+from snapcore.releases._budget import LedgerApproxBudget, LedgerBudget
 from snapcore.releases._ledger import Ledger
 
 DATA = [float(v) for v in range(20)]
@@ -306,3 +306,200 @@ def test_object_planted_during_a_release_is_not_run_by_the_status_update(
     assert rows == [("first", "completed"), ("running", "committed")]
     with pytest.raises(LedgerError, match="trigger 'wipe' on 'entries'"):
         Ledger(ledger.path)
+
+
+# ----------------------------------------------------------------------------------
+# Approximate-DP ledgers: the same checks, over the schema with its curves table
+# ----------------------------------------------------------------------------------
+
+_CURVES_SQL = "CREATE TABLE curves (id INTEGER PRIMARY KEY, curve TEXT NOT NULL)"
+
+
+@pytest.fixture
+def approx(tmp_path: Path) -> Ledger:
+    led = Ledger.init(tmp_path / "a.ledger", 2, delta=Fraction(1, 10**6))
+    led.spend(Fraction(1, 4), label="first", curve="snapping")
+    return led
+
+
+def _master(path: str) -> set[tuple[str, str, str, str | None]]:
+    conn = sqlite3.connect(path)
+    try:
+        return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    finally:
+        conn.close()
+
+
+def test_expected_approx_schema_is_what_sqlite_records(tmp_path: Path) -> None:
+    """An approximate ledger's schema, read from a fresh file: the pure ledger's
+    objects and the curves table, nothing else; and the one each mode expects."""
+    pure, approx = str(tmp_path / "p.ledger"), str(tmp_path / "a.ledger")
+    Ledger.init(pure, 1)
+    Ledger.init(approx, 1, delta=1e-6)
+    assert _master(approx) == _master(pure) | {("table", "curves", "curves", _CURVES_SQL)}
+    assert _ledger._expected_schema(True) == _master(approx)
+    assert _ledger._expected_schema(False) == _master(pure)
+
+
+# Objects planted on the curves table, on top of every plant of PLANTS.
+APPROX_PLANTS = {
+    **PLANTS,
+    "trigger swallowing curves": (
+        ("CREATE TRIGGER nocurve BEFORE INSERT ON curves BEGIN SELECT RAISE(IGNORE); END",),
+        "trigger 'nocurve' on 'curves'",
+    ),
+    "trigger rewriting curves": (
+        (
+            "CREATE TRIGGER pure AFTER INSERT ON curves BEGIN "
+            "UPDATE curves SET curve = 'pure:0/1' WHERE id = new.id; END",
+        ),
+        "trigger 'pure' on 'curves'",
+    ),
+    "index on curves": (("CREATE INDEX by_curve ON curves (curve)",), "index 'by_curve'"),
+    "column added to curves": (
+        ("ALTER TABLE curves ADD COLUMN extra TEXT",),
+        "table 'curves' is not defined as a ledger defines it",
+    ),
+}
+
+
+@pytest.mark.parametrize("plant", list(APPROX_PLANTS))
+def test_planted_object_refused_on_an_approx_ledger(approx: Ledger, plant: str) -> None:
+    statements, named = APPROX_PLANTS[plant]
+    budget = Budget.from_ledger(approx.path)  # opened before the plant
+    assert isinstance(budget, LedgerApproxBudget)
+    _sql(approx.path, *statements)
+    folder = Path(approx.path).parent
+    before = _files(folder)
+    src = ReplaySource([(1, 0.5)])
+    for attempt in (
+        lambda: Ledger(approx.path),
+        lambda: Budget.from_ledger(approx.path),
+        lambda: approx.state(),
+        lambda: approx.spend(Fraction(1, 100), curve="snapping"),
+        lambda: approx.reserve(Fraction(1, 100)).__enter__(),
+        lambda: budget.remaining,
+        lambda: snapcore.release(
+            "mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src
+        ),
+    ):
+        with pytest.raises(LedgerError, match=named) as info:
+            attempt()
+        assert "not modified" in str(info.value)
+    assert src.remaining == 1  # refused before any noise was drawn
+    assert _files(folder) == before
+
+
+@pytest.mark.parametrize("with_mode", [False, True])
+def test_pure_ledger_with_a_curves_table_refused(ledger: Ledger, with_mode: bool) -> None:
+    """A curves table planted in a pure ledger (exactly as an approximate ledger
+    defines it) is refused; declaring the mode in meta as well, to turn the file into
+    an approximate ledger charged by a looser curve, fails its digest."""
+    statements = [_CURVES_SQL, "INSERT INTO curves VALUES (1, 'pure:1/4')"]
+    if with_mode:
+        statements += [
+            "INSERT INTO meta VALUES ('delta', '1/2')",
+            "INSERT INTO meta VALUES ('accountant', 'pld')",
+        ]
+    named = "digest" if with_mode else "table 'curves' that a pure-epsilon ledger does not"
+    _sql(ledger.path, *statements)
+    before = _files(Path(ledger.path).parent)
+    for attempt in (
+        lambda: Ledger(ledger.path),
+        lambda: ledger.spend(Fraction(1, 100)),
+        lambda: Budget.from_ledger(ledger.path),
+    ):
+        with pytest.raises(LedgerError, match=named):
+            attempt()
+    assert _files(Path(ledger.path).parent) == before
+
+
+@pytest.mark.parametrize("keep_mode", [True, False])
+def test_approx_ledger_without_its_curves_table_refused(approx: Ledger, keep_mode: bool) -> None:
+    """Dropping the curves table is refused; dropping the mode from meta too (to pass
+    as a pure ledger charged by the sum) fails the digest, which records the mode."""
+    statements = ["DROP TABLE curves"]
+    if not keep_mode:
+        statements.append("DELETE FROM meta WHERE key IN ('delta', 'accountant')")
+    named = "table 'curves' is missing" if keep_mode else "digest"
+    _sql(approx.path, *statements)
+    before = _files(Path(approx.path).parent)
+    for attempt in (
+        lambda: Ledger(approx.path),
+        lambda: approx.spend(Fraction(1, 100)),
+        lambda: Budget.from_ledger(approx.path),
+    ):
+        with pytest.raises(LedgerError, match=named):
+            attempt()
+    assert _files(Path(approx.path).parent) == before
+
+
+def test_approx_ledger_rolled_back_to_an_older_copy_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.ledger"
+    led = Ledger.init(path, 2, delta=Fraction(1, 10**6))
+    led.spend(Fraction(1, 4), label="first", curve="snapping")
+    old = tmp_path / "old.copy"
+    shutil.copyfile(path, old)
+    led.spend(Fraction(1, 2), label="second", curve="snapping")
+    st = led.state()
+    anchor = (len(st.entries), st.digest)
+    shutil.copyfile(old, path)  # consistent, digest and curves, one entry shorter
+    for attempt in (
+        lambda: led.spend(Fraction(1, 2), curve="snapping"),
+        lambda: led.state(),
+        lambda: Ledger(path, seen=anchor),
+    ):
+        with pytest.raises(LedgerError, match="not a continuation of the 2 entries"):
+            attempt()
+    assert Path(path).read_bytes() == old.read_bytes()
+    assert Ledger(path).spent == Fraction(1, 4)  # a fresh reader cannot tell (documented)
+
+
+def test_approx_history_with_another_curve_is_not_a_continuation(tmp_path: Path) -> None:
+    """The anchor covers each entry's curve: the same ε recorded under a different
+    curve, consistently, is another history."""
+    path, other = tmp_path / "a.ledger", tmp_path / "o.ledger"
+    led = Ledger.init(path, 2, delta=Fraction(1, 10**6))
+    shutil.copyfile(path, other)
+    led.spend(Fraction(1, 2), label="x", curve="pure")
+    Ledger(other).spend(Fraction(1, 2), label="x", curve="snapping")
+    shutil.copyfile(other, path)
+    with pytest.raises(LedgerError, match="not a continuation of the 1 entries"):
+        led.state()
+
+
+@pytest.mark.parametrize("table", ["entries", "curves"])
+def test_approx_write_is_read_back_before_commit(
+    approx: Ledger, monkeypatch: pytest.MonkeyPatch, table: str
+) -> None:
+    """Should an object slip past the schema check, an approximate spend whose entry
+    or curve did not land as written is rolled back and refused before its block."""
+    monkeypatch.setattr(_ledger, "_check_schema", lambda conn, path: None)
+    _sql(
+        approx.path,
+        f"CREATE TRIGGER swallow BEFORE INSERT ON {table} BEGIN SELECT RAISE(IGNORE); END",
+    )
+    before = Path(approx.path).read_bytes()
+    ran = []
+    with (
+        pytest.raises(LedgerError, match="not modified"),
+        approx.reserve(Fraction(1, 8), curve="snapping"),
+    ):
+        ran.append(True)
+    assert ran == [] and Path(approx.path).read_bytes() == before
+
+
+def test_approx_write_rewritten_in_place_is_refused_before_commit(
+    approx: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A curve rewritten as it is written (a looser one recorded) fails the read-back."""
+    monkeypatch.setattr(_ledger, "_check_schema", lambda conn, path: None)
+    _sql(
+        approx.path,
+        "CREATE TRIGGER loosen AFTER INSERT ON curves BEGIN "
+        "UPDATE curves SET curve = 'snapping:1/8' WHERE id = new.id; END",
+    )
+    before = Path(approx.path).read_bytes()
+    with pytest.raises(LedgerError, match="not modified"):
+        approx.spend(Fraction(1, 8), curve="pure")
+    assert Path(approx.path).read_bytes() == before
