@@ -413,3 +413,17 @@ def test_a_spark_frame_is_not_read_whole(spark):
     sdf = spark.createDataFrame(pd.DataFrame({"x": [1.0, 2.0]}))
     with pytest.raises(ParameterError, match="partition by partition"):
         read_dataset(sdf, column="x")
+
+
+def test_the_example_in_the_docs_runs(spark, capsys):
+    """The Spark example of docs/scaling.md, as written (its session is the test's)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
+    text = page.read_text(encoding="utf-8")
+    marker = "<!-- the block below is run by tests/releases/test_spark.py -->\n```python\n"
+    start = text.index(marker) + len(marker)
+    code = text[start : text.index("```", start)]
+    ns: dict[str, object] = {}
+    exec(compile(code, str(page), "exec"), ns)
+    assert isinstance(ns["r"], snapcore.Release) and ns["r"].n == 5
+    assert list(ns["g"].keys) == ["north", "south", "west"]
+    assert capsys.readouterr().out.strip()
