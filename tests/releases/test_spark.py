@@ -11,6 +11,7 @@ Spark session starts once for the whole run.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import shutil
 import sys
@@ -366,6 +367,54 @@ def test_a_worker_failure_keeps_only_its_type():
     for junk in ("", "[]", '{"type": "os.system", "message": "x", "parameter": null}', None):
         with pytest.raises(SnapcoreError, match="could not be read"):
             _raise_error(junk)
+
+
+#: (statistic, column, data bounds, options, by, keys) of the joining test.
+JOINED = [
+    ("sum", "k", (-(2.0**61), 2.0**61), {}, None, ()),
+    ("histogram", "s", None, {"categories": ("a", "c")}, None, ()),
+    ("sum", "k", (-(2.0**61), 2.0**61), {}, "s", ("c", "a", "z")),
+    ("count", None, None, {}, "s", ("a", "b")),
+]
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 100, 10**6])
+def test_batches_are_joined_into_chunks_exactly(chunk_rows):
+    """However a partition's batches are joined, its state is the state of all its
+    records: int64 values above 2**53 and text keys included."""
+    from snapcore.data._missing import MissingPolicy
+
+    rng = np.random.default_rng(5)
+    k = rng.integers(-(2**62), 2**62, 250, dtype=np.int64).tolist()
+    s = rng.choice(["a", "b", "c"], 250).tolist()
+    cuts = np.cumsum([0, 0, 3, 50, 1, 0, 96, 100]).tolist()
+    batches = [
+        pa.RecordBatch.from_pydict({"k": k[a:b], "s": s[a:b]}) for a, b in itertools.pairwise(cuts)
+    ]
+    for stat, column, bounds, opts, by, keys in JOINED:
+        task = _Task(
+            stat=resolve_statistic(stat),
+            data_bounds=None if bounds is None else (bounds,),
+            column=column,
+            options=opts,
+            policy=MissingPolicy(kind="error"),
+            by=by,
+            keys=keys,
+            chunk_rows=chunk_rows,
+        )
+        (out,) = task.run(iter(batches))
+        got = [decode_state(t) for t in out.column("state").to_pylist()]
+        groups = [(k, s)] if by is None else [
+            ([v for v, g in zip(k, s, strict=True) if g == key], [key] * s.count(key))
+            for key in keys
+        ]  # fmt: skip
+        want = [
+            snapcore.partial(
+                stat, {"k": kk, "s": ss}, column=column, data_bounds=bounds, **opts
+            ).state
+            for kk, ss in groups
+        ]
+        assert got == want, (stat, by)
 
 
 def test_an_empty_partition_has_the_empty_state():
