@@ -28,6 +28,13 @@ with the public cap n = 2·rows; its mean and variance exist under replace only 
 public).  Run::
 
     PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 10000000 --repeat 5
+
+The peak memory of a driver that does nothing else, one process per engine (the whole
+process's ``VmHWM``, imports included)::
+
+    for e in "one process" dask spark; do
+        PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 100000000 --peak "$e"
+    done
 """
 
 from __future__ import annotations
@@ -279,13 +286,59 @@ def _interval(logs: list[float]) -> str:
     return f"{math.exp(m):.2f}× ({math.exp(m - half):.2f}–{math.exp(m + half):.2f})"
 
 
+def peak(engine: str, rows: int, workdir: Path) -> None:
+    """One release of the mean by ``engine`` in this fresh process; print the peak
+    resident memory of the whole Python process (imports included) and of its JVM."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"spark-bench-{rows}.parquet"
+    if not path.exists():
+        make_parquet(path, rows)
+    jvms: list[int] = []
+    t = time.perf_counter()
+    if engine == "one process":
+        value = _snapcore(_column(path), "mean", rows, 1)
+    elif engine == "spark":
+        spark = spark_session()
+        jvms = _java_children()
+        value = _snapcore(spark.read.parquet(str(path)), "mean", rows, 1, column="x")
+    elif engine == "dask":
+        import dask.dataframe as dd
+        import distributed
+
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster),
+        ):
+            ddf = dd.read_parquet(str(path), columns=["x"])
+            value = _snapcore(ddf, "mean", rows, 1, column="x")
+    else:
+        raise SystemExit(f"unknown engine {engine!r}")
+    wall = time.perf_counter() - t
+    jvm = sum(_hwm_kib(p) for p in jvms)
+    print(
+        f"| {rows:,} | {engine} | {_hwm_kib('self') / 1024:,.0f} MB | "
+        f"{f'{jvm / 1024:,.0f} MB' if jvms else ''} | {wall:.1f} s | {value!r} |"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10**7)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp"))
+    ap.add_argument(
+        "--peak",
+        metavar="ENGINE",
+        help='only one release of the mean by ENGINE ("one process", "dask", "spark") '
+        "in this process, and its peak memory",
+    )
     args = ap.parse_args()
-    run(args.rows, args.repeat, args.workdir)
+    if args.peak:
+        peak(args.peak, args.rows, args.workdir)
+    else:
+        run(args.rows, args.repeat, args.workdir)
 
 
 if __name__ == "__main__":
