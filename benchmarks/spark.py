@@ -9,6 +9,8 @@ clamp to the data bounds [0, 100] matters) read from one Parquet file, released 
   processes, one partial state per partition (snapcore.releases._partials);
 - ``spark``: ``spark.read.parquet`` on Spark ``local[2]``, one partial state per
   partition on the executors (snapcore.releases._spark);
+- ``spark sql``: Spark's own aggregate of the clamped column (``F.sum`` and so on), in
+  floating point and without noise: the cost of Spark itself, for reference;
 - ``tumult``: Tumult Analytics (``tmlt.analytics``) on the same Spark session, when it
   is installed: a ``Session`` with protected change ``AddOneRow`` and the same bounds.
 
@@ -166,6 +168,16 @@ def spark_session() -> Any:
     return spark
 
 
+def spark_sql(sdf: Any, stat: str) -> float:
+    """Spark's own aggregate of the clamped values, in floating point, without noise: what
+    Spark itself costs (not private, not exact)."""
+    from pyspark.sql import functions as F
+
+    c = F.least(F.greatest(F.col("x"), F.lit(LOW)), F.lit(HIGH))
+    agg = {"count": F.count(F.lit(1)), "sum": F.sum(c), "mean": F.avg(c), "variance": F.var_pop(c)}
+    return float(sdf.agg(agg[stat]).collect()[0][0])
+
+
 def tumult_engine(sdf: Any, rows: int) -> Callable[[str], float] | None:
     """Release a statistic with Tumult Analytics on ``sdf``, or None if not installed."""
     try:
@@ -214,6 +226,7 @@ def run(rows: int, repeat: int, workdir: Path) -> None:
         "one process": lambda stat, seed: _snapcore(_column(path), stat, rows, seed),
         "spark": lambda stat, seed: _snapcore(sdf, stat, rows, seed, column="x"),
     }
+    engines["spark sql"] = lambda stat, seed: spark_sql(sdf, stat)
     if dd is not None:
         engines["dask"] = lambda stat, seed: _snapcore(
             dd.read_parquet(str(path), columns=["x"]), stat, rows, seed, column="x"
