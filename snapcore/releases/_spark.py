@@ -34,7 +34,13 @@ from typing import Any
 import attrs
 import numpy as np
 
-from snapcore.data._columns import CHUNK_ROWS, as_dataset, column_keys, column_records
+from snapcore.data._columns import (
+    CHUNK_ROWS,
+    Dataset,
+    as_dataset,
+    column_keys,
+    column_records,
+)
 from snapcore.data._frames import arrow_columns
 from snapcore.data._missing import MissingPolicy
 from snapcore.data._values import key_positions
@@ -236,12 +242,10 @@ def _joined(batches: list[Any]) -> dict[str, np.ndarray]:
     return arrow_columns(joined)
 
 
-def _dataset(columns: dict[str, np.ndarray], column: Any, count: int, rows: int) -> Any:
+def _dataset(columns: dict[str, np.ndarray], column: Any, count: int, rows: int) -> Dataset:
     """The dataset a statistic reads from one batch's columns (by the rules of
     :func:`~snapcore.data.as_dataset`); with no column to read, its records alone."""
     if not columns:
-        from snapcore.data._columns import Dataset
-
         return Dataset([], [], rows)
     return as_dataset(columns, column=column, columns=count)
 
