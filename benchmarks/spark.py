@@ -161,6 +161,7 @@ def spark_session() -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "1g")
+        .config("spark.sql.warehouse.dir", "/tmp/snapcore-spark-bench-warehouse")
         .config("spark.sql.files.maxPartitionBytes", str(32 << 20))
         .getOrCreate()
     )

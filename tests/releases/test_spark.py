@@ -69,7 +69,8 @@ def spark(tmp_path_factory):
         pytest.skip("Spark needs Java (OpenJDK 17)")
     from pyspark.sql import SparkSession
 
-    log4j = tmp_path_factory.mktemp("spark") / "log4j2.properties"
+    folder = tmp_path_factory.mktemp("spark")
+    log4j = folder / "log4j2.properties"
     log4j.write_text(
         "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
         "appender.console.type = Console\nappender.console.name = console\n"
@@ -84,6 +85,7 @@ def spark(tmp_path_factory):
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(folder / "warehouse"))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH))
