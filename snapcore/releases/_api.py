@@ -293,14 +293,16 @@ def release(
     statistic : str or Statistic
         A registered statistic name (``count``, ``sum``, ``mean``, ``variance``,
         ``covariance``, ``histogram``, or a plugin's) or a statistic object.
-    data : sequence, array, data frame, mapping, Dask data frame, or Partial
+    data : sequence, array, data frame, mapping, Dask or Spark data frame, or Partial
         The private data: a sequence, NumPy array, mapping of columns, or a data frame
         of pandas, polars (eager or lazy), pyarrow or any library narwhals reads
         (:mod:`snapcore.data`); a Dask data frame (one partial state per partition,
-        computed on the workers, :func:`snapcore.partial`); or a merged
-        :class:`~snapcore.Partial` (its data bounds and options are used).
-        With ``by=``: a data frame or mapping held in memory, or ``{key: Partial}``
-        with the merged partial state of every key's records (read in chunks).
+        computed on the workers, :func:`snapcore.partial`); a Spark data frame (one
+        partial state per partition and key, computed on the executors; docs/scaling.md);
+        or a merged :class:`~snapcore.Partial` (its data bounds and options are used).
+        With ``by=``: a data frame or mapping held in memory, a Spark data frame, or
+        ``{key: Partial}`` with the merged partial state of every key's records (read in
+        chunks).
     epsilon : real
         The total ε this release spends.
     data_bounds : (lower, upper), or one pair per column

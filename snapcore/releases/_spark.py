@@ -2,9 +2,11 @@
 
 Each partition's records are read where they are: Spark hands them to a Python
 function on the executor as Arrow record batches (``mapInArrow``), each batch is read
-by the rules of every other input (:func:`snapcore.data.arrow_columns`, then
-:func:`snapcore.data.as_dataset` and the missing-value policy), and the batches'
-partial states are merged there.  Each partition sends back one row per group (one in
+by the rules of every other input (``arrow_columns`` of :mod:`snapcore.data._frames`,
+then :func:`snapcore.data.as_dataset` and the missing-value policy), and the batches'
+partial states are merged there (consecutive batches are joined, as Arrow data, into
+chunks of up to ``CHUNK_ROWS`` records first: Spark's batches hold 10,000 records by
+default).  Each partition sends back one row per group (one in
 all without ``by=``): the group's index and its state, written as text
 (:func:`encode_state`: hexadecimal integers, so the text is exact and the same for the
 same state).  No record and no column leaves an executor.  The driver reads the rows
@@ -22,6 +24,7 @@ data frame, never by this module.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,7 +34,13 @@ from typing import Any
 import attrs
 import numpy as np
 
-from snapcore.data._columns import as_dataset, column_keys, column_records
+from snapcore.data._columns import (
+    CHUNK_ROWS,
+    Dataset,
+    as_dataset,
+    column_keys,
+    column_records,
+)
 from snapcore.data._frames import arrow_columns
 from snapcore.data._missing import MissingPolicy
 from snapcore.data._values import key_positions
@@ -160,6 +169,9 @@ class _Task:
     policy: MissingPolicy
     by: str | None = None
     keys: tuple[Any, ...] = ()
+    #: Records read at once: consecutive batches are joined (as Arrow data, their
+    #: types kept) up to this many records before their state is computed.
+    chunk_rows: int = CHUNK_ROWS
 
     @property
     def groups(self) -> int:
@@ -192,11 +204,18 @@ class _Task:
         stat = self.stat
         try:
             states: list[State] | None = None
-            for batch in batches:
-                if not batch.num_rows:
+            pending: list[Any] = []
+            for batch in itertools.chain(batches, [None]):
+                if batch is not None and batch.num_rows:
+                    pending.append(batch)
+                if not pending:
                     continue
-                got = self.batch_states(arrow_columns(batch), batch.num_rows)
+                rows = sum(b.num_rows for b in pending)
+                if batch is not None and rows < self.chunk_rows:
+                    continue
+                got = self.batch_states(_joined(pending), rows)
                 states = got if states is None else list(map(stat.merge, states, got))
+                pending = []
             if states is None:
                 states = [
                     accumulate(stat, (), data_bounds=self.data_bounds, **dict(self.options))
@@ -212,12 +231,21 @@ class _Task:
         yield pa.RecordBatch.from_pydict(rows, schema=schema)
 
 
-def _dataset(columns: dict[str, np.ndarray], column: Any, count: int, rows: int) -> Any:
+def _joined(batches: list[Any]) -> dict[str, np.ndarray]:
+    """The columns of consecutive record batches, joined as Arrow data (each column
+    keeps its Arrow type) and read by ``arrow_columns``."""
+    if len(batches) == 1 or not batches[0].num_columns:
+        return arrow_columns(batches[0]) if len(batches) == 1 else {}
+    import pyarrow as pa
+
+    (joined,) = pa.Table.from_batches(batches).combine_chunks().to_batches()
+    return arrow_columns(joined)
+
+
+def _dataset(columns: dict[str, np.ndarray], column: Any, count: int, rows: int) -> Dataset:
     """The dataset a statistic reads from one batch's columns (by the rules of
     :func:`~snapcore.data.as_dataset`); with no column to read, its records alone."""
     if not columns:
-        from snapcore.data._columns import Dataset
-
         return Dataset([], [], rows)
     return as_dataset(columns, column=column, columns=count)
 

@@ -11,6 +11,7 @@ Spark session starts once for the whole run.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import shutil
 import sys
@@ -68,7 +69,8 @@ def spark(tmp_path_factory):
         pytest.skip("Spark needs Java (OpenJDK 17)")
     from pyspark.sql import SparkSession
 
-    log4j = tmp_path_factory.mktemp("spark") / "log4j2.properties"
+    folder = tmp_path_factory.mktemp("spark")
+    log4j = folder / "log4j2.properties"
     log4j.write_text(
         "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
         "appender.console.type = Console\nappender.console.name = console\n"
@@ -83,6 +85,7 @@ def spark(tmp_path_factory):
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(folder / "warehouse"))
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH))
@@ -368,6 +371,54 @@ def test_a_worker_failure_keeps_only_its_type():
             _raise_error(junk)
 
 
+#: (statistic, column, data bounds, options, by, keys) of the joining test.
+JOINED = [
+    ("sum", "k", (-(2.0**61), 2.0**61), {}, None, ()),
+    ("histogram", "s", None, {"categories": ("a", "c")}, None, ()),
+    ("sum", "k", (-(2.0**61), 2.0**61), {}, "s", ("c", "a", "z")),
+    ("count", None, None, {}, "s", ("a", "b")),
+]
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 100, 10**6])
+def test_batches_are_joined_into_chunks_exactly(chunk_rows):
+    """However a partition's batches are joined, its state is the state of all its
+    records: int64 values above 2**53 and text keys included."""
+    from snapcore.data._missing import MissingPolicy
+
+    rng = np.random.default_rng(5)
+    k = rng.integers(-(2**62), 2**62, 250, dtype=np.int64).tolist()
+    s = rng.choice(["a", "b", "c"], 250).tolist()
+    cuts = np.cumsum([0, 0, 3, 50, 1, 0, 96, 100]).tolist()
+    batches = [
+        pa.RecordBatch.from_pydict({"k": k[a:b], "s": s[a:b]}) for a, b in itertools.pairwise(cuts)
+    ]
+    for stat, column, bounds, opts, by, keys in JOINED:
+        task = _Task(
+            stat=resolve_statistic(stat),
+            data_bounds=None if bounds is None else (bounds,),
+            column=column,
+            options=opts,
+            policy=MissingPolicy(kind="error"),
+            by=by,
+            keys=keys,
+            chunk_rows=chunk_rows,
+        )
+        (out,) = task.run(iter(batches))
+        got = [decode_state(t) for t in out.column("state").to_pylist()]
+        groups = [(k, s)] if by is None else [
+            ([v for v, g in zip(k, s, strict=True) if g == key], [key] * s.count(key))
+            for key in keys
+        ]  # fmt: skip
+        want = [
+            snapcore.partial(
+                stat, {"k": kk, "s": ss}, column=column, data_bounds=bounds, **opts
+            ).state
+            for kk, ss in groups
+        ]
+        assert got == want, (stat, by)
+
+
 def test_an_empty_partition_has_the_empty_state():
     from snapcore.data._missing import MissingPolicy
 
@@ -413,3 +464,17 @@ def test_a_spark_frame_is_not_read_whole(spark):
     sdf = spark.createDataFrame(pd.DataFrame({"x": [1.0, 2.0]}))
     with pytest.raises(ParameterError, match="partition by partition"):
         read_dataset(sdf, column="x")
+
+
+def test_the_example_in_the_docs_runs(spark, capsys):
+    """The Spark example of docs/scaling.md, as written (its session is the test's)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
+    text = page.read_text(encoding="utf-8")
+    marker = "<!-- the block below is run by tests/releases/test_spark.py -->\n```python\n"
+    start = text.index(marker) + len(marker)
+    code = text[start : text.index("```", start)]
+    ns: dict[str, object] = {}
+    exec(compile(code, str(page), "exec"), ns)
+    assert isinstance(ns["r"], snapcore.Release) and ns["r"].n == 5
+    assert list(ns["g"].keys) == ["north", "south", "west"]
+    assert capsys.readouterr().out.strip()
