@@ -533,12 +533,21 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
     """Per workload, blocks of its release with the protection off and on (default
     source, ChaCha20) in a random order: the ratio on/off per block, its median and a
     bootstrap 95 % interval of that median."""
-    arr = np.random.default_rng(3).uniform(0.0, 100.0, BATCH)
     data = np.random.default_rng(4).uniform(0.0, 100.0, 1000)
     mech = {t: snapcore.SnappingMechanism(**MECH, timing=t) for t in ("off", "constant")}
     workloads: dict[str, tuple[Callable[[str], Callable[[], object]], float, int]] = {
         "scalar": (lambda t: lambda: mech[t].release(50.0), 2.0, args.cost_blocks),
-        f"array ({BATCH})": (lambda t: lambda: mech[t].release(arr), 1.2, args.batches),
+    }
+    for n in (int(s) for s in args.cost_sizes.split(",") if s.strip()):
+        arr = np.random.default_rng(3).uniform(0.0, 100.0, n)
+        # The same number of elements per size (at least 40 blocks): about the same time.
+        blocks = max(40, args.batches * BATCH // n)
+        workloads[f"array ({n})"] = (
+            lambda t, a=arr: lambda: mech[t].release(a),  # type: ignore[misc]
+            1.2,
+            blocks,
+        )
+    workloads |= {
         "mean (1000 records)": (
             lambda t: (
                 lambda: snapcore.release(
@@ -587,6 +596,9 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=300, help="blocks of the batch group")
     ap.add_argument("--statistic-calls", type=int, default=1_000, help="statistic blocks")
     ap.add_argument("--cost-blocks", type=int, default=2_000, help="blocks of the cost group")
+    ap.add_argument(
+        "--cost-sizes", default=f"{BATCH},65536,1000000", help="array lengths of the cost group"
+    )
     ap.add_argument("--protection", choices=["on", "off", "both"], default="both")
     ap.add_argument("--groups", default="value,noise,batch,statistic,cost")
     ap.add_argument("--alpha", type=float, default=0.01, help="family-wise α per group")
