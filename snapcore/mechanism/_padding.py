@@ -46,6 +46,7 @@ from snapcore.randomness._sources import ByteSource, RandomSource
 __all__ = [
     "ARRAY_CALIBRATION_MAX",
     "ARRAY_MARGIN",
+    "ARRAY_MIN_MARGIN",
     "SCALAR_MARGIN",
     "SCALAR_REPS",
     "Padding",
@@ -54,9 +55,12 @@ __all__ = [
     "noise_draw",
 ]
 
-#: Quantum = the slowest worst-case class's median time times the margin.
+#: Quantum = the slowest worst-case class's median time times the margin: fixed for
+#: scalars; for arrays derived from the calibration's spread, within
+#: ``[ARRAY_MIN_MARGIN, ARRAY_MARGIN]`` (:func:`~snapcore.padding.calibrate_quantum`).
 SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
+ARRAY_MIN_MARGIN = 1.03
 #: Calibration rounds per class of a scalar quantum (and at most per array class).
 SCALAR_REPS = 41
 #: An array longer than this gets the quantum of this length scaled by the ratio of the
@@ -267,7 +271,9 @@ class Padding:
             cls[1](cls[0])
 
         reps = budget_reps(run, runs, SCALAR_REPS)
-        return calibrate_quantum(run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1)
+        return calibrate_quantum(
+            run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1, min_margin=ARRAY_MIN_MARGIN
+        )
 
     def _forced_fallbacks(self, source: RandomSource, n: int) -> Callable[[Any], object] | None:
         """The release of a calibration copy whose draws make :func:`fallbacks_covered`

@@ -38,6 +38,8 @@ __all__ = [
     "FLOOR_ROUNDS",
     "MODES",
     "QUANTILE",
+    "ROBUST_QUANTILE",
+    "SPREAD_QUANTILE",
     "PaddingStats",
     "RandomDelay",
     "TimingGuarantee",
@@ -64,6 +66,15 @@ MODES: tuple[TimingMode, ...] = ("constant", "off")
 
 #: A quantum is the slowest worst-case class's ``QUANTILE`` time times a margin.
 QUANTILE = 0.5
+#: The quantile of a spread-calibrated quantum (arrays, statistics): a loaded machine
+#: pre-empts a call of a millisecond or more every few calls (its time slice), for
+#: several milliseconds, which no quantum within its margin absorbs; the lower
+#: quartile is the class's time without such a pause as long as fewer than three
+#: calls in four have one.
+ROBUST_QUANTILE = 0.25
+#: With a spread-derived margin (``min_margin``), the margin is the ``SPREAD_QUANTILE``
+#: of the calibration's times relative to their class's time, within bounds.
+SPREAD_QUANTILE = 0.9
 #: The time :func:`budget_reps` gives a calibration (arrays and statistics).
 ARRAY_BUDGET_NS = 100_000_000
 #: The fast path's exact fallback (snapcore.pipeline._engine): an upper bound on the
@@ -228,12 +239,21 @@ def calibrate_quantum(
     reps: int,
     margin: float,
     warmup: int = 2,
+    min_margin: float | None = None,
 ) -> int:
-    """A quantum in ns: the slowest class's ``QUANTILE`` time times ``margin``.
+    """A quantum in ns: the slowest class's time times a margin.
 
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.
+
+    Without ``min_margin``: the slowest class's ``QUANTILE`` (median) time times
+    ``margin``.  With it (arrays, statistics): the slowest class's ``ROBUST_QUANTILE``
+    time, times a margin derived from the calibration's spread: one plus the
+    ``SPREAD_QUANTILE`` of every time's excess over its class's time, relative to
+    it, within ``[min_margin, margin]``.  Under the jitter measured, about
+    ``1 − SPREAD_QUANTILE`` of the slowest class's calls then overrun; on a machine
+    whose jitter is larger the margin is ``margin``.
 
     Within ``measuring_floor()`` it returns the classes' floor instead: the least
     time of the slowest class (see there).
@@ -244,16 +264,21 @@ def calibrate_quantum(
     for c in classes:
         for _ in range(warmup):
             run(c)
-    times: list[list[int]] = [[] for _ in classes]
-    order = np.arange(len(classes))
-    for _ in range(reps):
+    k = len(classes)
+    times = np.empty((reps, k), np.float64)
+    order = np.arange(k)
+    for r in range(reps):
         rng.shuffle(order)
         for i in order.tolist():
             t = _now()
             run(classes[i])
-            times[i].append(_now() - t)
-    worst = max(_quantile(t, QUANTILE) for t in times)
-    return max(1, math.ceil(worst * margin))
+            times[r, i] = _now() - t
+    if min_margin is None:
+        return max(1, math.ceil(float(np.quantile(times, QUANTILE, axis=0).max()) * margin))
+    each = np.maximum(np.quantile(times, ROBUST_QUANTILE, axis=0), 1.0)
+    excess = float(np.quantile(times / each - 1.0, SPREAD_QUANTILE))
+    spread = min(margin, max(min_margin, 1.0 + excess))
+    return max(1, math.ceil(float(each.max()) * spread))
 
 
 @contextlib.contextmanager
@@ -314,12 +339,6 @@ def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> i
     run(classes[0])
     one = max(1, _now() - t0)
     return int(max(5, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
-
-
-def _quantile(xs: list[int], q: float) -> float:
-    if len(xs) == 1:
-        return float(xs[0])
-    return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
 
 
 def fallbacks_covered(length: int) -> int:
