@@ -193,13 +193,15 @@ def _scripted(monkeypatch: pytest.MonkeyPatch, extra: Any) -> Any:
 @pytest.mark.parametrize(
     ("extra", "want"),
     [
-        # no jitter: the least margin, 700 · 1.03
-        (lambda c, i: 0, 721),
-        # every other call 5 % slower: lower quartile 700, 90 % of excesses <= 5 %
-        (lambda c, i: c // 20 if i % 2 else 0, 735),
-        # one call in two pre-empted for 40 µs: the pauses set neither the class's
-        # time (its lower quartile, 700) nor more than the largest margin (1.1)
-        (lambda c, i: 40_000 if i % 2 else 0, math.ceil(700 * 1.1)),
+        # no jitter: the least margin, 512 · 1.03 = 527.36
+        (lambda c, i: 0, 528),
+        # two calls in ten 1/16 slower: median 512, 90 % of the excesses <= 1/16
+        (lambda c, i: c // 16 if i % 10 < 2 else 0, 544),
+        # every other call 1/4 slower: median 576, excess ±1/9 > 10 %: the largest
+        # margin, 576 · 1.1 = 633.6
+        (lambda c, i: c // 4 if i % 2 else 0, 634),
+        # every other call pre-empted for 40 µs: left out, so no jitter at all
+        (lambda c, i: 40_000 if i % 2 else 0, 528),
     ],
 )
 def test_a_spread_calibrated_quantum_follows_the_jitter_within_its_bounds(
@@ -207,7 +209,7 @@ def test_a_spread_calibrated_quantum_follows_the_jitter_within_its_bounds(
 ) -> None:
     run = _scripted(monkeypatch, extra)
     q = _pad.calibrate_quantum(
-        run, [300, 700, 500], reps=20, margin=1.1, min_margin=1.03, warmup=0
+        run, [256, 512, 384], reps=20, margin=1.1, min_margin=1.03, warmup=0
     )
     assert q == want
 
