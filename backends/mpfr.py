@@ -226,10 +226,13 @@ class MPFRBackend(Backend):
           the value) is finished by the exact path above from the same bytes, and
           overruns the quantum (``docs/timing.md``, "The compiled scalar path").
         """
-        exact = _exact_scalar(pipeline, source, uniform=True)
-        if exact is None:
+        # The uniform stages and the fused parts are built once, for both paths (a
+        # statistic's release builds its mechanism inside its padded call).
+        stages = pipeline.uniform_stages()
+        parts = _fused_parts(pipeline, source, stages)
+        if parts is None:
             return None
-        return _padded_scalar(pipeline, source, exact)
+        return _padded_scalar(pipeline, source, stages, parts)
 
     def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """:meth:`scalar` for a mechanism without timing padding: the same contract
@@ -301,18 +304,21 @@ class MPFRBackend(Backend):
 
 
 def _padded_scalar(
-    pipeline: Pipeline, source: RandomSource, exact: Callable[[float], float]
+    pipeline: Pipeline,
+    source: RandomSource,
+    stages: _Stages,
+    parts: tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource],
 ) -> Callable[[float], float]:
-    """The release of one double of a padded mechanism (:meth:`MPFRBackend.scalar_padded`).
+    """The release of one double of a padded mechanism (:meth:`MPFRBackend.scalar_padded`),
+    from ``pipeline``'s uniform ``stages`` and their fused ``parts`` (:func:`_fused_parts`
+    of ``source``): the exact path is theirs (:func:`_exact_scalar` with ``uniform``).
 
     Returns ``release`` (a closure: the padded call's own cost stays small) with the
     attribute ``release.path``: ``path()`` names the path of the next release and makes
     the process-wide switch to the compiled kernel when it is due, so that the switch
     (importing numba, loading the kernel) never happens inside a padded call.
     """
-    stages = pipeline.uniform_stages()
-    parts = _fused_parts(pipeline, source, stages)
-    assert parts is not None  # exact is not None: the same checks passed
+    exact = _release_of(pipeline, *parts, stages)
     finish, src = parts
     centre = stages[0]
     lock, read = src.exclusive(), src.read

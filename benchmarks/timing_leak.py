@@ -57,6 +57,7 @@ from scipy import stats
 import snapcore
 from snapcore.mechanism._padding import noise_draw
 from snapcore.padding._pad import fallbacks_covered
+from snapcore.padding._quanta import statistic_stats
 from snapcore.randomness._draw import Draw, encode_draw, row_size
 from snapcore.randomness._sources import ByteSource
 
@@ -532,13 +533,31 @@ def statistic_of(name: str) -> str:
 def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
     """Per workload, blocks of its release with the protection off and on (default
     source, ChaCha20) in a random order: the ratio on/off per block, its median and a
-    bootstrap 95 % interval of that median."""
-    arr = np.random.default_rng(3).uniform(0.0, 100.0, BATCH)
+    bootstrap 95 % interval of that median; the mechanism's quantum over the unpadded
+    median time (the padding's own cost, whatever the machine's pauses) and the share of
+    padded calls that overran (each costs one more quantum or more)."""
     data = np.random.default_rng(4).uniform(0.0, 100.0, 1000)
     mech = {t: snapcore.SnappingMechanism(**MECH, timing=t) for t in ("off", "constant")}
+    padding = mech["constant"].padding
+    assert padding is not None
     workloads: dict[str, tuple[Callable[[str], Callable[[], object]], float, int]] = {
         "scalar": (lambda t: lambda: mech[t].release(50.0), 2.0, args.cost_blocks),
-        f"array ({BATCH})": (lambda t: lambda: mech[t].release(arr), 1.2, args.batches),
+    }
+    # The quantum of each of the mechanism's workloads (a statistic's is not shown).
+    quanta: dict[str, Callable[[], int]] = {"scalar": lambda: padding.scalar_quantum_ns}
+    sizes = [int(s) for s in args.cost_sizes.split(",") if s.strip()]
+    for n in sizes:
+        quanta[f"array ({n})"] = lambda n=n: padding.array_quantum_ns(n)  # type: ignore[misc]
+    for n in sizes:
+        arr = np.random.default_rng(3).uniform(0.0, 100.0, n)
+        # The same number of elements per size (at least 40 blocks): about the same time.
+        blocks = max(40, args.batches * BATCH // n)
+        workloads[f"array ({n})"] = (
+            lambda t, a=arr: lambda: mech[t].release(a),  # type: ignore[misc]
+            1.2,
+            blocks,
+        )
+    workloads |= {
         "mean (1000 records)": (
             lambda t: (
                 lambda: snapcore.release(
@@ -551,12 +570,17 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
     }
     print("\n### Cost: protected / unprotected, paired per block, same run\n")
     print(
-        "| workload | blocks | off median ns | on median ns | ratio (median) | 95 % CI | target |"
+        "| workload | blocks | off median ns | on median ns | ratio (median) | 95 % CI | target "
+        "| quantum / off median | on calls overrunning |"
     )
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for w, (make, target, blocks) in workloads.items():
         cases = [Case("off", make("off")), Case("on", make("constant"))]
+        stats = padding.stats if w in quanta else statistic_stats()
+        calls, overruns = stats.calls, stats.overruns
         times = run_blocks(lambda fn: fn(), cases, blocks, rng, None, 0, 1000)
+        over = (stats.overruns - overruns) / max(1, stats.calls - calls)
+        q = quanta[w]() / np.median(times[:, 0]) if w in quanta else math.nan
         r = times[:, 1] / times[:, 0]
         idx = rng.integers(0, r.size, size=(500, r.size))
         boot = np.median(r[idx], axis=1)
@@ -564,7 +588,8 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
         ok = "met" if hi <= target else ("not met" if lo > target else "undecided")
         print(
             f"| {w} | {blocks} | {np.median(times[:, 0]):.0f} | {np.median(times[:, 1]):.0f} "
-            f"| {np.median(r):.2f} | [{lo:.2f}, {hi:.2f}] | ≤ {target:g}: {ok} |"
+            f"| {np.median(r):.2f} | [{lo:.2f}, {hi:.2f}] | ≤ {target:g}: {ok} "
+            f"| {q:.2f} | {100 * over:.1f} % |"
         )
 
 
@@ -587,6 +612,9 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=300, help="blocks of the batch group")
     ap.add_argument("--statistic-calls", type=int, default=1_000, help="statistic blocks")
     ap.add_argument("--cost-blocks", type=int, default=2_000, help="blocks of the cost group")
+    ap.add_argument(
+        "--cost-sizes", default=f"{BATCH},65536,1000000", help="array lengths of the cost group"
+    )
     ap.add_argument("--protection", choices=["on", "off", "both"], default="both")
     ap.add_argument("--groups", default="value,noise,batch,statistic,cost")
     ap.add_argument("--alpha", type=float, default=0.01, help="family-wise α per group")

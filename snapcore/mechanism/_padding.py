@@ -46,6 +46,7 @@ from snapcore.randomness._sources import ByteSource, RandomSource
 __all__ = [
     "ARRAY_CALIBRATION_MAX",
     "ARRAY_MARGIN",
+    "ARRAY_MIN_MARGIN",
     "SCALAR_MARGIN",
     "SCALAR_REPS",
     "Padding",
@@ -54,9 +55,12 @@ __all__ = [
     "noise_draw",
 ]
 
-#: Quantum = the slowest worst-case class's median time times the margin.
+#: Quantum = the slowest worst-case class's median time times the margin: fixed for
+#: scalars; for arrays derived from the calibration's spread, within
+#: ``[ARRAY_MIN_MARGIN, ARRAY_MARGIN]`` (:func:`~snapcore.padding.calibrate_quantum`).
 SCALAR_MARGIN = 1.15
 ARRAY_MARGIN = 1.1
+ARRAY_MIN_MARGIN = 1.03
 #: Calibration rounds per class of a scalar quantum (and at most per array class).
 SCALAR_REPS = 41
 #: An array longer than this gets the quantum of this length scaled by the ratio of the
@@ -267,7 +271,9 @@ class Padding:
             cls[1](cls[0])
 
         reps = budget_reps(run, runs, SCALAR_REPS)
-        return calibrate_quantum(run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1)
+        return calibrate_quantum(
+            run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1, min_margin=ARRAY_MIN_MARGIN
+        )
 
     def _forced_fallbacks(self, source: RandomSource, n: int) -> Callable[[Any], object] | None:
         """The release of a calibration copy whose draws make :func:`fallbacks_covered`
@@ -290,7 +296,7 @@ class Padding:
             or not isinstance(source, ByteSource)
         ):
             return None
-        return self._unpadded(_ForcedRows(source, _tie_row(self._cal), fallbacks_covered(n)))
+        return self._unpadded(_ForcedRows(source, _tie_row(self._cal), fallbacks_covered(n), n))
 
     def __repr__(self) -> str:
         return f"<Padding {self.stats!r}>"
@@ -496,18 +502,39 @@ class _ChosenBytes(ByteSource):
 
 class _ForcedRows(ByteSource):
     """A byte source for calibration: the inner source's bytes, with ``count`` rows of
-    each multi-row read (at random row positions) replaced by ``row``."""
+    each release of ``rows`` draws (at random row positions, chosen afresh for each
+    release) replaced by ``row``, however the release splits its reads into chunks.
+    Reads that are not whole rows (a continuation word, probability ``2**-63``) are
+    passed through and put the row count back in step at the next release."""
 
     name = "calibration"
 
-    def __init__(self, inner: ByteSource, row: bytes, count: int) -> None:
+    def __init__(self, inner: ByteSource, row: bytes, count: int, rows: int) -> None:
         super().__init__()
-        self._inner, self._row, self._count = inner, row, count
+        self._inner, self._row, self._count, self._rows = inner, row, count, rows
+        self._at = 0  # rows of the current release read so far
+        self._chosen: list[int] = []
+
+    def _force(self, data: Any, n: int) -> None:
+        r = len(self._row)
+        if n % r:
+            self._at = 0
+            return
+        if self._at == 0:
+            k = min(self._count, self._rows)
+            self._chosen = sorted(random.sample(range(self._rows), k)) if k else []
+        start, stop = self._at, self._at + n // r
+        for j in self._chosen:
+            if start <= j < stop:
+                data[(j - start) * r : (j - start + 1) * r] = self._row
+        self._at = 0 if stop >= self._rows else stop
 
     def read(self, n: int) -> bytes:
         data = bytearray(self._inner.read(n))
-        r = len(self._row)
-        if n % r == 0 and n // r > self._count:
-            for j in random.sample(range(n // r), self._count):
-                data[j * r : (j + 1) * r] = self._row
+        self._force(data, n)
         return bytes(data)
+
+    def readinto(self, buffer: Any) -> None:
+        mv = memoryview(buffer).cast("B")
+        self._inner.readinto(mv)  # in place, as the real source's read
+        self._force(mv, len(mv))

@@ -36,8 +36,11 @@ __all__ = [
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
     "FLOOR_ROUNDS",
+    "MIN_REPS",
     "MODES",
+    "PAUSE",
     "QUANTILE",
+    "SPREAD_QUANTILE",
     "PaddingStats",
     "RandomDelay",
     "TimingGuarantee",
@@ -64,6 +67,18 @@ MODES: tuple[TimingMode, ...] = ("constant", "off")
 
 #: A quantum is the slowest worst-case class's ``QUANTILE`` time times a margin.
 QUANTILE = 0.5
+#: A spread-calibrated quantum (arrays, statistics) leaves out every calibration time
+#: above ``PAUSE`` times the slowest class's least time: a loaded machine pre-empts a
+#: call of a millisecond or more every few calls (another process's time slice), for
+#: milliseconds, which no quantum within its margin absorbs.
+PAUSE = 2.0
+#: The least number of rounds of a calibration within a time budget: with one call in
+#: two paused (seen on a loaded 2-core machine), all of a class's rounds are paused
+#: with probability ``2**-MIN_REPS``.
+MIN_REPS = 7
+#: With a spread-derived margin (``min_margin``), the margin is the ``SPREAD_QUANTILE``
+#: of the calibration's times relative to their class's time, within bounds.
+SPREAD_QUANTILE = 0.9
 #: The time :func:`budget_reps` gives a calibration (arrays and statistics).
 ARRAY_BUDGET_NS = 100_000_000
 #: The fast path's exact fallback (snapcore.pipeline._engine): an upper bound on the
@@ -228,12 +243,23 @@ def calibrate_quantum(
     reps: int,
     margin: float,
     warmup: int = 2,
+    min_margin: float | None = None,
 ) -> int:
-    """A quantum in ns: the slowest class's ``QUANTILE`` time times ``margin``.
+    """A quantum in ns: the slowest class's time times a margin.
 
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.
+
+    Without ``min_margin``: the slowest class's ``QUANTILE`` (median) time times
+    ``margin``.  With it (arrays, statistics), the times above ``PAUSE`` times the
+    slowest class's least time are left out as pauses of the machine (a class's
+    ordinary spread is far smaller), and the quantum is the slowest class's median
+    time without them, times a margin derived from the calibration's spread: one plus
+    the ``SPREAD_QUANTILE`` of the kept times' excess over their class's median,
+    relative to it, within ``[min_margin, margin]``.  Under the jitter measured,
+    about ``1 − SPREAD_QUANTILE`` of the slowest class's calls then overrun; on a
+    machine whose jitter is larger the margin is ``margin``.
 
     Within ``measuring_floor()`` it returns the classes' floor instead: the least
     time of the slowest class (see there).
@@ -244,16 +270,22 @@ def calibrate_quantum(
     for c in classes:
         for _ in range(warmup):
             run(c)
-    times: list[list[int]] = [[] for _ in classes]
-    order = np.arange(len(classes))
-    for _ in range(reps):
+    k = len(classes)
+    times = np.empty((reps, k), np.float64)
+    order = np.arange(k)
+    for r in range(reps):
         rng.shuffle(order)
         for i in order.tolist():
             t = _now()
             run(classes[i])
-            times[i].append(_now() - t)
-    worst = max(_quantile(t, QUANTILE) for t in times)
-    return max(1, math.ceil(worst * margin))
+            times[r, i] = _now() - t
+    if min_margin is None:
+        return max(1, math.ceil(float(np.quantile(times, QUANTILE, axis=0).max()) * margin))
+    kept = np.where(times <= PAUSE * times.min(axis=0).max(), times, np.nan)
+    each = np.maximum(np.nanquantile(kept, QUANTILE, axis=0), 1.0)
+    excess = float(np.nanquantile(kept / each - 1.0, SPREAD_QUANTILE))
+    spread = min(margin, max(min_margin, 1.0 + excess))
+    return max(1, math.ceil(float(each.max()) * spread))
 
 
 @contextlib.contextmanager
@@ -308,18 +340,15 @@ def _floor(run: Callable[[C], object], classes: Sequence[C]) -> int:
 
 
 def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> int:
-    """Rounds for :func:`calibrate_quantum` within :data:`ARRAY_BUDGET_NS` (5 to
-    ``cap``), from one timed run of the first class."""
-    t0 = _now()
-    run(classes[0])
-    one = max(1, _now() - t0)
-    return int(max(5, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
-
-
-def _quantile(xs: list[int], q: float) -> float:
-    if len(xs) == 1:
-        return float(xs[0])
-    return float(np.quantile(np.asarray(xs, dtype=np.float64), q))
+    """Rounds for :func:`calibrate_quantum` within :data:`ARRAY_BUDGET_NS`
+    (``MIN_REPS`` to ``cap``), from the least time of three runs of the first class
+    (one run may be paused by the machine, see :data:`PAUSE`)."""
+    one = math.inf
+    for _ in range(3):
+        t0 = _now()
+        run(classes[0])
+        one = min(one, max(1, _now() - t0))
+    return int(max(MIN_REPS, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
 
 
 def fallbacks_covered(length: int) -> int:

@@ -53,6 +53,7 @@ from snapcore.releases._request import ReleaseRequest
 __all__ = [
     "STATISTIC_DEFAULT_MAX_N",
     "STATISTIC_MARGIN",
+    "STATISTIC_MIN_MARGIN",
     "STATISTIC_REPS",
     "grouped_total",
     "padded_grouped",
@@ -60,8 +61,11 @@ __all__ = [
     "ready_padding",
 ]
 
-#: Quantum = the slowest synthetic class's median time times the margin.
+#: Quantum = the slowest synthetic class's median time times a margin derived from the
+#: calibration's spread, within ``[STATISTIC_MIN_MARGIN, STATISTIC_MARGIN]``
+#: (:func:`~snapcore.padding.calibrate_quantum`).
 STATISTIC_MARGIN = 1.2
+STATISTIC_MIN_MARGIN = 1.03
 #: At most this many calibration rounds per class.
 STATISTIC_REPS = 15
 #: With ``timing=None`` (the default), a statistic's whole release is padded only up to
@@ -332,6 +336,7 @@ def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, bounds: 
         reps=budget_reps(release, classes, STATISTIC_REPS),
         margin=STATISTIC_MARGIN,
         warmup=1,
+        min_margin=STATISTIC_MIN_MARGIN,
     )
 
 
@@ -378,6 +383,7 @@ def _calibrate_grouped(release: GroupedReleaseFn, request: ReleaseRequest, bound
         reps=budget_reps(release, classes, STATISTIC_REPS),
         margin=STATISTIC_MARGIN,
         warmup=1,
+        min_margin=STATISTIC_MIN_MARGIN,
     )
 
 

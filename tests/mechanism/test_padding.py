@@ -409,19 +409,27 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
 
 # -- the fast path's exact fallbacks in arrays ----------------------------------------
 @pytest.mark.parametrize(
-    ("epsilon", "bounds"),
-    [(2.0**20, (-1.0, 1.0)), (1.0, (0.0, 100.0)), (0.1, (-1e6, 1e6)), (3.0, (-7.0, 3.0))],
+    ("epsilon", "bounds", "chunks"),
+    [
+        (2.0**20, (-1.0, 1.0), 0),
+        (1.0, (0.0, 100.0), 0),
+        (0.1, (-1e6, 1e6), 0),
+        (3.0, (-7.0, 3.0), 0),
+        (1.0, (0.0, 100.0), 3),
+    ],
 )
 def test_array_calibration_includes_the_covered_exact_fallbacks(
-    epsilon: float, bounds: tuple[float, float], stub_calibration: list[list[Any]]
+    epsilon: float, bounds: tuple[float, float], chunks: int, stub_calibration: list[list[Any]]
 ) -> None:
-    from snapcore.pipeline._engine import AUTO_MIN_SIZE, release_batch
+    """``chunks > 0``: an array the fused loop reads in several chunks still has exactly
+    F forced fallbacks in all (not F per chunk), in each of several releases."""
+    from snapcore.pipeline._engine import AUTO_MIN_SIZE, FastEngine, release_batch
 
     m = snapcore.SnappingMechanism(
         epsilon=epsilon, clamp_bounds=bounds, source=SystemSource(), timing="constant"
     )
     assert m.padding is not None
-    n = max(AUTO_MIN_SIZE, 4096)
+    n = max(AUTO_MIN_SIZE, 4096, chunks * FastEngine.STREAM_CHUNK + 5)
     m.padding.quantum_for(np.zeros(n))
     (runs,) = stub_calibration
     centre = float(m.calibration.centre)
@@ -434,9 +442,10 @@ def test_array_calibration_includes_the_covered_exact_fallbacks(
     assert arr.shape == (n,) and np.all(arr == centre)
     # Its draws make exactly F elements take the exact fallback (at random positions),
     # and every output is still the exact pipeline's.
-    out, st = release_batch(mech.pipeline, arr, mech.source, stats=True)
-    assert len(st.fallback_k) == fallbacks_covered(n)
-    assert np.all((out >= bounds[0]) & (out <= bounds[1]))
+    for _ in range(3):
+        out, st = release_batch(mech.pipeline, arr, mech.source, stats=True)
+        assert len(st.fallback_k) == fallbacks_covered(n)
+        assert np.all((out >= bounds[0]) & (out <= bounds[1]))
 
 
 def test_short_arrays_and_exact_backends_get_no_fallback_class(
@@ -507,7 +516,7 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
         for mode in ("off", "constant"):
             src = SeededSource(9)
             if forced:
-                src = _padding._ForcedRows(src, tie, forced)
+                src = _padding._ForcedRows(src, tie, forced, n)
             m = snapcore.SnappingMechanism(**kw, source=src, timing=mode)
             m.padding and m.padding.quantum_for(np.zeros(n))  # calibrate before counting
             calls = []

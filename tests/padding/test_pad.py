@@ -177,6 +177,52 @@ def test_a_floor_is_the_slowest_class_least_time(monkeypatch: pytest.MonkeyPatch
     assert _pad.calibrate_quantum(run, [300, 700, 500], reps=9, margin=2.0) == 1400
 
 
+def _scripted(monkeypatch: pytest.MonkeyPatch, extra: Any) -> Any:
+    """A scripted clock: class ``c``'s ``i``-th timed run takes ``c + extra(c, i)`` ns."""
+    clock = [0]
+    calls: dict[int, int] = {}
+    monkeypatch.setattr(_pad, "_now", lambda: clock[0])
+
+    def run(c: int) -> None:
+        i = calls[c] = calls.get(c, -1) + 1
+        clock[0] += c + extra(c, i)
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("extra", "want"),
+    [
+        # no jitter: the least margin, 512 · 1.03 = 527.36
+        (lambda c, i: 0, 528),
+        # two calls in ten 1/16 slower: median 512, 90 % of the excesses <= 1/16
+        (lambda c, i: c // 16 if i % 10 < 2 else 0, 544),
+        # every other call 1/4 slower: median 576, excess ±1/9 > 10 %: the largest
+        # margin, 576 · 1.1 = 633.6
+        (lambda c, i: c // 4 if i % 2 else 0, 634),
+        # every other call pre-empted for 40 µs: left out, so no jitter at all
+        (lambda c, i: 40_000 if i % 2 else 0, 528),
+    ],
+)
+def test_a_spread_calibrated_quantum_follows_the_jitter_within_its_bounds(
+    monkeypatch: pytest.MonkeyPatch, extra: Any, want: int
+) -> None:
+    run = _scripted(monkeypatch, extra)
+    q = _pad.calibrate_quantum(
+        run, [256, 512, 384], reps=20, margin=1.1, min_margin=1.03, warmup=0
+    )
+    assert q == want
+
+
+def test_a_fixed_margin_quantum_is_the_slowest_median_times_the_margin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # three calls in four pre-empted: the median is a pre-empted time
+    run = _scripted(monkeypatch, lambda c, i: 10_000 if i % 4 else 0)
+    q = _pad.calibrate_quantum(run, [300, 700], reps=8, margin=1.5, warmup=0)
+    assert q == math.ceil(10_700 * 1.5)
+
+
 def test_padding_stats_count_overruns_past_two_quanta_apart() -> None:
     """``far_overruns`` (three quanta or more) is what a random delay's default bound
     (one quantum plus the exit's jitter) leaves to its stated overrun risk."""
