@@ -732,20 +732,12 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     if Fraction(square_cap) < reach * reach:  # the bound must hold: round up
         square_cap = float(np.nextafter(square_cap, np.inf))
     third = request.epsilon / 3
-    common = {
-        "epsilon": third,
-        "relation": Neighbouring.ADD_REMOVE,
-        "budget": None,
-        "options": {},
-        "gamma": request.gamma,
-    }
-    count_req = attrs.evolve(
-        request, statistic=resolve_statistic("count"), data_bounds=None, **common
+    sub = attrs.evolve(
+        request, epsilon=third, relation=Neighbouring.ADD_REMOVE, budget=None, options={}
     )
+    count_req = attrs.evolve(sub, statistic=resolve_statistic("count"), data_bounds=None)
     sum_bounds = ((float(shifted[0]), float(shifted[1])),)
-    sum_req = attrs.evolve(
-        request, statistic=resolve_statistic("sum"), data_bounds=sum_bounds, **common
-    )
+    sum_req = attrs.evolve(sub, statistic=resolve_statistic("sum"), data_bounds=sum_bounds)
     squares_bounds = ((0.0, square_cap),)
     squares_req = attrs.evolve(sum_req, data_bounds=squares_bounds)
     from snapcore.exact._sums import SUM_SCALE
@@ -786,10 +778,10 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     top = ((b - a) / 2) ** 2
     out = []
     for c_rel, s_rel, q_rel in zip(*drawn, strict=True):
-        c = Fraction(c_rel.value)  # type: ignore[arg-type]
+        c = Fraction(c_rel.value)
         if c > 0:
-            m = Fraction(s_rel.value) / c  # type: ignore[arg-type]
-            v = Fraction(q_rel.value) / c - m * m  # type: ignore[arg-type]
+            m = Fraction(s_rel.value) / c
+            v = Fraction(q_rel.value) / c - m * m
             value = float(min(max(v, Fraction(0)), top))
             snapped: float | None = float(v)
             note = "Q̃/C̃ − (S̃/C̃)² is projected onto [0, ((b − a)/2)²] (post-processing)"
