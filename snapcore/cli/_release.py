@@ -487,7 +487,7 @@ def _show_grouped(r: Any) -> None:
     click.echo(f"  group sizes      {r.group_sizes}")
     first = r.releases[0]
     click.echo(f"  relation         {first.relation.value} ({first.relation.description})")
-    ratio = hasattr(first, "numerator")
+    ratio = hasattr(first, "numerator") or hasattr(first, "noisy_count")  # derived values
     if not ratio and first.clamp_bounds is not None:
         click.echo(f"  sensitivity      {_fmt(first.sensitivity)}")
         click.echo(f"  grid step        {short(first.grid_step)}")

@@ -55,7 +55,7 @@ from snapcore.releases._padding import (
     padded_statistic,
     ready_padding,
 )
-from snapcore.releases._record import RatioRelease, Release
+from snapcore.releases._record import RatioRelease, Release, VarianceRatioRelease
 from snapcore.releases._request import ReleaseRequest, check_options
 
 if TYPE_CHECKING:
@@ -381,6 +381,12 @@ def release(
         and _is_builtin_mean(stat)
         and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
     )
+    private_variance = (
+        by is not None
+        and group_sizes is None
+        and _is_builtin_variance(stat)
+        and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
+    )
     if (
         relation is None
         and by is not None
@@ -389,7 +395,11 @@ def release(
     ):
         relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
     eps = check_real("epsilon", epsilon, positive=True)
-    rel = Neighbouring.ADD_REMOVE if private_mean else resolve_relation(stat, relation)
+    rel = (
+        Neighbouring.ADD_REMOVE
+        if private_mean or private_variance
+        else resolve_relation(stat, relation)
+    )
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError(
             f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
@@ -442,6 +452,8 @@ def release(
     )
     if private_mean:
         return _release_private_size_means(request)
+    if private_variance:
+        return _release_private_size_variances(request)
     if request.grouped:
         return _release_grouped(request)
     return _release_single(request)
@@ -641,6 +653,164 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
         composition=comp,
         releases=tuple(out),
         epsilon_spent=request.epsilon,
+    )
+
+
+def _is_builtin_variance(stat: Statistic) -> bool:
+    """Whether ``stat`` is the built-in variance (released per group of private size
+    from a noisy count, sum and sum of squares)."""
+    return stat.name == "variance" and type(stat) is type(resolve_statistic("variance"))
+
+
+def _variance_state(request: ReleaseRequest, data: Any) -> tuple[int, Fraction, Fraction]:
+    """``(records, Σ x, Σ x²)`` of one group's values clamped to the data bounds,
+    exactly: from its records in memory, or from its merged variance
+    :class:`~snapcore.Partial` (checked against the request)."""
+    from snapcore.data._columns import Dataset
+    from snapcore.exact._sums import DOT_SCALE, SUM_SCALE
+    from snapcore.releases._partials import Partial
+
+    stat, bounds = request.statistic, request.data_bounds
+    if isinstance(data, Partial):
+        if request.missing.kind != "error":
+            raise ParameterError(
+                f"{keyword('missing', request.missing.kind)} applies to data held in memory; "
+                "for partial states, drop or impute missing values before the partial states",
+                parameter="missing",
+            )
+        if data.statistic != stat.name:
+            raise ParameterError(
+                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}",
+                parameter="data",
+            )
+        if data.data_bounds != bounds:
+            raise ParameterError(
+                f"{parameter_name('data_bounds')} must be those the partial states were "
+                f"computed with ({data.data_bounds!r})",
+                parameter="data_bounds",
+            )
+        state = data.state
+    elif isinstance(data, Dataset):
+        state = stat.partial(data, data_bounds=bounds)
+    else:
+        raise SnapcoreError(f"a group's records arrived as {type(data).__name__}")
+    records, s, q = state
+    return int(records), Fraction(s) / (1 << SUM_SCALE), Fraction(q) / (1 << DOT_SCALE)
+
+
+@padded_grouped
+def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
+    """A variance per key of private group size (add-remove): per group, the count, the
+    sum of ``x − c`` and the sum of ``(x − c)²`` (c the middle of the data bounds), each
+    released with ε/3 (add-remove, the group's public cap n), and
+    ``Q̃/C̃ − (S̃/C̃)²`` projected onto ``[0, ((b − a)/2)²]`` (docs/statistics.md,
+    "Group-by").  From records in memory or from ``{key: Partial}``."""
+    if request.n is None:
+        raise ParameterError(
+            f"a variance with {keyword('by')} and private group sizes needs {keyword('n')}, "
+            "a public cap on each group's size (or declare the sizes with "
+            f"{keyword('group_sizes')})",
+            parameter="n",
+        )
+    if request.clamp_bounds is not None:
+        raise ParameterError(
+            f"a variance with {keyword('by')} and private group sizes releases three noisy "
+            f"values per group (count, sum, sum of squares); {keyword('clamp_bounds')} "
+            f"names one interval, so give {keyword('gamma')} instead",
+            parameter="clamp_bounds",
+        )
+    if request.data_bounds is None:
+        check_data_bounds(None, request.statistic)  # the usual error
+    assert request.data_bounds is not None
+    a, b = (Fraction(x) for x in request.data_bounds[0])
+    # Centred values (x − c, c the middle of the bounds) when the shifted bounds are
+    # exact doubles: Δ of the sum is (b − a)/2 and of the squares ((b − a)/2)².
+    centre = (a + b) / 2
+    shifted = (a - centre, b - centre)
+    if any(Fraction(float(x)) != x for x in shifted):
+        centre, shifted = Fraction(0), (a, b)
+    reach = max(abs(shifted[0]), abs(shifted[1]))  # B′ >= |x − c|
+    square_cap = float(reach * reach)
+    if Fraction(square_cap) < reach * reach:  # the bound must hold: round up
+        square_cap = float(np.nextafter(square_cap, np.inf))
+    third = request.epsilon / 3
+    sub = attrs.evolve(
+        request, epsilon=third, relation=Neighbouring.ADD_REMOVE, budget=None, options={}
+    )
+    count_req = attrs.evolve(sub, statistic=resolve_statistic("count"), data_bounds=None)
+    sum_bounds = ((float(shifted[0]), float(shifted[1])),)
+    sum_req = attrs.evolve(sub, statistic=resolve_statistic("sum"), data_bounds=sum_bounds)
+    squares_bounds = ((0.0, square_cap),)
+    squares_req = attrs.evolve(sum_req, data_bounds=squares_bounds)
+    from snapcore.exact._sums import SUM_SCALE
+
+    def plan_one(data: Any, n: int | None) -> tuple[_Plan, _Plan, _Plan]:
+        records, s, q = _variance_state(request, data)
+        s_c = s - records * centre
+        q_c = q - 2 * centre * s + records * centre * centre
+        rel = Neighbouring.ADD_REMOVE
+        counted = count_req.statistic.finalize((records,), data_bounds=None, n=n, relation=rel)
+        summed = sum_req.statistic.finalize(
+            (records, s_c * (1 << SUM_SCALE)), data_bounds=sum_bounds, n=n, relation=rel
+        )
+        squared = squares_req.statistic.finalize(
+            (records, q_c * (1 << SUM_SCALE)), data_bounds=squares_bounds, n=n, relation=rel
+        )
+        squared = attrs.evolve(squared, statistic="sum of squares", labels=("sum of squares",))
+        return (
+            _plan(count_req, counted, None),
+            _plan(sum_req, summed, sum_bounds),
+            _plan(squares_req, squared, squares_bounds),
+        )
+
+    grouped, triples = plan_groups(request, plan_one)
+    plans = [p for t in triples for p in t]
+    _check_can_draw(plans)
+    _ready_padding(plans)
+    ready_padding(grouped_total(request), request.data_bounds, request.epsilon)
+    label = request.label or f"variance by {request.by}"
+    comp = (
+        "a noisy count, sum and sum of squares (ε/3 each), sequential composition within "
+        f"each group; parallel composition over the groups of {request.by!r} (add-remove: "
+        "a record changes its own group only), so the grouped release spends ε"
+    )
+    with _reserve(request.budget, request.epsilon, label):
+        # Drawn in this order: every group's count, then every sum, then every square sum.
+        drawn = [[_draw(t[i]) for t in triples] for i in range(3)]
+    top = ((b - a) / 2) ** 2
+    out = []
+    for c_rel, s_rel, q_rel in zip(*drawn, strict=True):
+        c = Fraction(c_rel.value)
+        if c > 0:
+            m = Fraction(s_rel.value) / c
+            v = Fraction(q_rel.value) / c - m * m
+            value = float(min(max(v, Fraction(0)), top))
+            snapped: float | None = float(v)
+            note = "Q̃/C̃ − (S̃/C̃)² is projected onto [0, ((b − a)/2)²] (post-processing)"
+        else:
+            value, snapped = float(top / 2), None
+            note = "the released count is 0: the middle of [0, ((b − a)/2)²] is released"
+        out.append(
+            VarianceRatioRelease(
+                statistic="variance",
+                value=value,
+                snapped=snapped,
+                noisy_count=c_rel,
+                noisy_sum=s_rel,
+                noisy_squares=q_rel,
+                epsilon_spent=request.epsilon,
+                relation=Neighbouring.ADD_REMOVE,
+                data_range=(a, b),
+                centre=centre,
+                composition=comp,
+                notes=(
+                    note,
+                    "the population variance (divided by the count, not count − 1)",
+                ),
+            )
+        )
+    return attrs.evolve(
+        grouped, composition=comp, releases=tuple(out), epsilon_spent=request.epsilon
     )
 
 

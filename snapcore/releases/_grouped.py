@@ -39,7 +39,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import category_key, key_positions
 from snapcore.errors import ParameterError, keyword, parameter_name, show
 from snapcore.plugins._statistic import Statistic, check_n
-from snapcore.releases._record import RatioRelease, Release
+from snapcore.releases._record import RatioRelease, Release, VarianceRatioRelease
 from snapcore.releases._request import ReleaseRequest
 
 P = TypeVar("P")
@@ -59,9 +59,10 @@ class GroupedRelease:
         The column the groups are keyed by.
     keys : tuple
         The public key set, as given (every key is released).
-    releases : tuple of Release or RatioRelease
+    releases : tuple of Release, RatioRelease or VarianceRatioRelease
         One release per key, in the order of ``keys`` (a ``RatioRelease`` for a
-        mean of private group size: a noisy sum over a noisy count).
+        mean of private group size: a noisy sum over a noisy count; a
+        ``VarianceRatioRelease`` for a variance of private group size).
     epsilon_spent : Fraction
         The total ε: each record is in one group, so by parallel composition it is
         the ε of one group's release, not the sum.
@@ -76,19 +77,19 @@ class GroupedRelease:
     statistic: str
     by: str
     keys: tuple[Any, ...]
-    releases: tuple[Release | RatioRelease, ...] = ()
+    releases: tuple[Release | RatioRelease | VarianceRatioRelease, ...] = ()
     epsilon_spent: Fraction = Fraction(0)
     relation: Neighbouring
     composition: str
     group_sizes: str
 
     def with_releases(
-        self, releases: tuple[Release | RatioRelease, ...], spent: Fraction
+        self, releases: tuple[Release | RatioRelease | VarianceRatioRelease, ...], spent: Fraction
     ) -> GroupedRelease:
         """This record with its releases filled in."""
         return attrs.evolve(self, releases=releases, epsilon_spent=spent)
 
-    def __getitem__(self, key: Any) -> Release | RatioRelease:
+    def __getitem__(self, key: Any) -> Release | RatioRelease | VarianceRatioRelease:
         want = category_key(key)
         for k, r in zip(self.keys, self.releases, strict=True):
             if category_key(k) == want:
@@ -101,7 +102,7 @@ class GroupedRelease:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def items(self) -> Iterator[tuple[Any, Release | RatioRelease]]:
+    def items(self) -> Iterator[tuple[Any, Release | RatioRelease | VarianceRatioRelease]]:
         """``(key, release)`` pairs in key-set order."""
         return zip(self.keys, self.releases, strict=True)
 

@@ -17,7 +17,7 @@ from snapcore.errors import keyword, parameter_name
 from snapcore.padding._pad import TimingGuarantee
 from snapcore.plugins._statistic import DataBounds
 
-__all__ = ["RatioRelease", "Release"]
+__all__ = ["RatioRelease", "Release", "VarianceRatioRelease"]
 
 
 def _frac_str(q: Fraction | None) -> str | None:
@@ -360,4 +360,131 @@ class RatioRelease:
             "notes": list(self.notes),
             "sum": self.numerator.to_dict(),
             "count": self.denominator.to_dict(),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class VarianceRatioRelease:
+    """A variance released from a noisy count, sum and sum of squares, for a group of
+    private size (docs/statistics.md, "Group-by"): each of the three spends a third of ε
+    (sequential composition); the variance is computed from them and projected onto its
+    domain (post-processing).
+
+    Attributes
+    ----------
+    statistic : str
+        ``"variance"``.
+    value : float
+        ``Q̃/C̃ − (S̃/C̃)²`` projected onto ``[0, ((b − a)/2)²]``; the middle of that
+        interval when the released count is 0.
+    snapped : float or None
+        ``Q̃/C̃ − (S̃/C̃)²`` before the projection (None when the released count is 0).
+    noisy_count, noisy_sum, noisy_squares : Release
+        The releases (ε/3 each, add-remove, the group's public cap) of the count
+        (Δ = 1), of the sum of ``x − c`` (Δ = B′) and of the sum of ``(x − c)²``
+        (Δ = B′²), with ``B′ = max(|a − c|, |b − c|)``.
+    epsilon_spent : Fraction
+        ε of the three together.
+    relation : Neighbouring
+        ``add-remove``: the group's size is private.
+    data_range : (Fraction, Fraction)
+        The data bounds ``[a, b]``.
+    centre : Fraction
+        ``c``, the middle of the data bounds (0 when the shifted bounds are not
+        doubles).
+    composition : str
+        How ε is split, in words.
+    """
+
+    statistic: str
+    value: float
+    snapped: float | None
+    noisy_count: Release
+    noisy_sum: Release
+    noisy_squares: Release
+    epsilon_spent: Fraction
+    relation: Neighbouring
+    data_range: tuple[Fraction, Fraction]
+    centre: Fraction = Fraction(0)
+    composition: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """``(statistic,)``."""
+        return (self.statistic,)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """``(value,)``."""
+        return (self.value,)
+
+    @property
+    def value_range(self) -> tuple[Fraction, Fraction]:
+        """The variance's domain ``[0, ((b − a)/2)²]``."""
+        lo, hi = self.data_range
+        return (Fraction(0), ((hi - lo) / 2) ** 2)
+
+    @property
+    def epsilon_per_value(self) -> Fraction:
+        """ε of each of the three releases."""
+        return self.noisy_count.epsilon_per_value
+
+    def accuracy(self, alpha: Any) -> float:
+        """A bound that holds with probability at least ``1 − alpha``.
+
+        With probability ``>= 1 − alpha`` the count, the sum and the sum of squares are
+        within their accuracies ``a_C``, ``a_S``, ``a_Q`` at ``alpha/3`` (union bound).
+        Then, for a released count ``C̃ > 0``, with ``B′`` bounding ``|x − c|``:
+        the mean of ``x − c`` is off by at most ``e_1 = (a_S + B′·a_C)/C̃`` and the
+        mean of ``(x − c)²`` by at most ``e_2 = (a_Q + B′²·a_C)/C̃`` (as for
+        :class:`RatioRelease`), and ``|m̃² − m²| <= e_1·(2·B′ + e_1)``, so the variance
+        is off by at most ``e_2 + e_1·(2·B′ + e_1)``.  The projection onto the domain
+        (which holds the variance) never adds error and caps it at the domain's width
+        ``W = ((b − a)/2)²``; the middle of the domain, released for ``C̃ = 0``, is
+        within ``W/2``.  The bound reads released values only (post-processing).
+        """
+        a = float(check_probability("alpha", alpha)) / 3
+        width = float(self.value_range[1])
+        c = float(self.noisy_count.value)  # type: ignore[arg-type]
+        if c <= 0:
+            return width / 2
+        lo, hi = self.data_range
+        b1 = float(max(abs(lo - self.centre), abs(hi - self.centre)))
+        a_c = self.noisy_count.accuracy(a)
+        e1 = (self.noisy_sum.accuracy(a) + b1 * a_c) / c
+        e2 = (self.noisy_squares.accuracy(a) + b1 * b1 * a_c) / c
+        return min(width, e2 + e1 * (2 * b1 + e1))
+
+    def frame_columns(self) -> dict[str, list[Any]]:
+        """The columns of :meth:`Release.to_frame` for this value."""
+        return {
+            "statistic": [self.statistic],
+            "label": [self.statistic],
+            "value": [self.value],
+            "snapped": [self.snapped],
+            "accuracy_95": [self.accuracy(0.05)],
+            "epsilon_per_value": [float(self.epsilon_per_value)],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with the three releases' records."""
+        lo, hi = self.value_range
+        return {
+            "statistic": self.statistic,
+            "value": self.value,
+            "snapped": self.snapped,
+            "labels": list(self.labels),
+            "epsilon_spent": float(self.epsilon_spent),
+            "epsilon_spent_exact": str(self.epsilon_spent),
+            "relation": self.relation.value,
+            "value_range": [float(lo), float(hi)],
+            "data_range": [float(self.data_range[0]), float(self.data_range[1])],
+            "centre": float(self.centre),
+            "composition": self.composition,
+            "accuracy_95": self.accuracy(0.05),
+            "notes": list(self.notes),
+            "count": self.noisy_count.to_dict(),
+            "sum": self.noisy_sum.to_dict(),
+            "sum_of_squares": self.noisy_squares.to_dict(),
         }
