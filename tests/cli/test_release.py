@@ -389,7 +389,7 @@ def test_a_mean_of_private_group_sizes_on_the_command_line_is_the_python_release
 
     table = {"g": ["a", "a", "b", "b", "b", "a"], "x": [10.0, 20.0, 30.0, 50.0, 120.0, -4.5]}
     csv = tmp_path / "g.csv"
-    csv.write_text("g,x\n" + "".join(f"{g},{x!r}\n" for g, x in zip(*table.values())))
+    csv.write_text("g,x\n" + "".join(f"{g},{x!r}\n" for g, x in zip(*table.values(), strict=True)))
     for seed in ("2", "7"):
         out = cli.json(
             "release", "mean", str(csv), "-c", "x", "--by", "g", "--keys", "a,b,c",

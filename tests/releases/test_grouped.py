@@ -358,9 +358,7 @@ def test_a_private_size_mean_from_partial_states_is_the_one_from_memory(bounds):
     for k in keys:
         xs = [x for gk, x in zip(data["g"], data["x"], strict=True) if gk == k]
         chunks = [xs[i : i + 2] for i in range(0, len(xs), 2)] or [[]]
-        parts[k] = snapcore.merge(
-            snapcore.partial("mean", c, data_bounds=bounds) for c in chunks
-        )
+        parts[k] = snapcore.merge(snapcore.partial("mean", c, data_bounds=bounds) for c in chunks)
     common = dict(by="g", keys=keys, data_bounds=bounds, n=50, epsilon=1)
     for seed in range(3):
         mem = snapcore.release(
