@@ -53,7 +53,7 @@ from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
 from snapcore.plugins._manager import get_registries
 from snapcore.randomness._sources import RandomSource
 from snapcore.releases._grouped import GroupedRelease
-from snapcore.releases._record import Release
+from snapcore.releases._record import RatioRelease, Release
 from snapcore.releases._request import ReleaseRequest
 
 __all__ = [
@@ -299,32 +299,30 @@ def _partial_states(data: Any) -> Mapping[Any, Any] | None:
 
 def _partial_sizes(request: ReleaseRequest) -> list[int]:
     """Each key's public n, or :data:`PARTIAL_DEFAULT_N` for a key without one."""
-    per_key = _group_sizes(request, strict=False)
-    return [PARTIAL_DEFAULT_N if v is None else v for v in per_key or ()]
+    return [PARTIAL_DEFAULT_N if v is None else v for v in _key_sizes(request)]
 
 
-def _group_sizes(request: ReleaseRequest, *, strict: bool = True) -> list[int] | None:
+def _group_sizes(request: ReleaseRequest) -> list[int] | None:
     """Each key's public n (a cap or a declared size), in key-set order, matched by
-    exact value as the release matches them; None when one is missing (with
-    ``strict=False``: None for that key only)."""
+    exact value as the release matches them; None when one is missing."""
+    per_key = _key_sizes(request)
+    return None if any(v is None for v in per_key) else [v for v in per_key if v is not None]
+
+
+def _key_sizes(request: ReleaseRequest) -> list[int | None]:
+    """Each key's public n, in key-set order, or None for a key without one (and for
+    every key when the release refuses the keys of ``n=`` or ``group_sizes=``)."""
     keys = request.keys or ()
-    if request.group_sizes is None and request.n is None and not strict:
-        return [None] * len(keys)  # type: ignore[list-item]
     sizes = request.group_sizes if request.group_sizes is not None else request.n
     if isinstance(sizes, Mapping):
         try:
             table = {category_key(k): v for k, v in sizes.items()}
             per_key = [table.get(category_key(k)) for k in keys]
         except Exception:  # keys the release refuses (it reports them)
-            return None
+            return [None] * len(keys)
     else:
         per_key = [sizes] * len(keys)
-    fit = [isinstance(v, int) and not isinstance(v, bool) for v in per_key]
-    if not strict:
-        return [int(v) if ok else None for v, ok in zip(per_key, fit, strict=True)]  # type: ignore[misc]
-    if not all(fit):
-        return None
-    return [int(v) for v in per_key]  # type: ignore[arg-type]
+    return [int(v) if isinstance(v, int) and not isinstance(v, bool) else None for v in per_key]
 
 
 def _cryptographic(source: str | RandomSource | None) -> bool:
@@ -546,11 +544,14 @@ def _synthetic(
     return dict(zip(names, cols, strict=True)), names
 
 
-def _note(out: Release, note: str) -> Release:
+_One = TypeVar("_One", bound=Release | RatioRelease)
+
+
+def _note(out: _One, note: str) -> _One:
     return attrs.evolve(out, notes=(*out.notes, note))
 
 
-def _guaranteed(out: Release, g: TimingGuarantee) -> Release:
+def _guaranteed(out: _One, g: TimingGuarantee) -> _One:
     return attrs.evolve(out, timing_guarantee=g)
 
 

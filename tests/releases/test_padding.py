@@ -454,6 +454,16 @@ def test_a_grouped_release_carries_the_claim_in_every_group(stub_quantum: None) 
     assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
 
 
+def test_a_private_size_mean_carries_the_claim_in_every_group(stub_quantum: None) -> None:
+    delay = _pad.RandomDelay(epsilon=1, bound_ns=100)
+    data = {"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]}
+    with _pad.random_delay(delay):
+        g = snapcore.release("mean", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
+    assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
+    bound = [r.to_dict()["timing_guarantee"]["bound_ns"] for r in g.releases]
+    assert bound == [delay.guarantee(2 * MS).bound_ns] * 2
+
+
 def test_a_budget_is_charged_epsilon_t_only_when_asked(stub_quantum: None, tmp_path: Any) -> None:
     b = snapcore.Budget(1)
     with _pad.random_delay(_pad.RandomDelay(epsilon=Fraction(1, 4), bound_ns=100)):
