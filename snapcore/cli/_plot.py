@@ -35,7 +35,7 @@ def _stat_options(bins: str | None, categories: str | None) -> dict[str, Any]:
     if bins is not None:
         out["bins"] = _numbers(bins, "--bins")
     if categories is not None:
-        out["categories"] = _values(categories)
+        out["categories"] = _values(categories, "--categories")
     return out
 
 

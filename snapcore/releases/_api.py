@@ -34,6 +34,7 @@ from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
+from snapcore.exact._sums import SUM_SCALE
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.padding._pad import check_timing
 from snapcore.pipeline._backend import Backend
@@ -42,6 +43,7 @@ from snapcore.plugins._statistic import (
     DataBounds,
     OutputDomain,
     Prepared,
+    State,
     Statistic,
     check_data_bounds,
     check_n,
@@ -593,13 +595,18 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
         def plan_one(data: Any, n: int | None, sub: ReleaseRequest = sub) -> _Plan:
             from snapcore.data._columns import Dataset, as_dataset
 
+            st = sub.statistic
+            if _is_partial(data):  # a group's records, read in chunks
+                state = _mean_part_state(request, data, st.name, centre)
+                prep = st.finalize(state, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
+                return _plan(sub, prep, sub.data_bounds)
             if not isinstance(data, Dataset):
                 raise ParameterError(
-                    "a mean per group of private size is released from data in memory, "
-                    f"not from partial states; give the table, or {keyword('group_sizes')}",
+                    "a mean per group of private size is released from data in memory or "
+                    f"from partial states of the mean; give the table, or "
+                    f"{keyword('group_sizes')}",
                     parameter="data",
                 )
-            st = sub.statistic
             if st.name == "sum" and centre != 0:
                 data = as_dataset([v - centre for v in data.column(0).fractions()])
             prep = st.prepare(data, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
@@ -812,6 +819,38 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     return attrs.evolve(
         grouped, composition=comp, releases=tuple(out), epsilon_spent=request.epsilon
     )
+
+
+def _mean_part_state(request: ReleaseRequest, part: Any, name: str, centre: Fraction) -> State:
+    """The state of ``name`` ("sum" of ``x − centre``, or "count") of a group's records,
+    from their partial state of the built-in mean ``(k, Σc·2**1074)``, c the values
+    clamped to the mean's data bounds [a, b]: clamping ``x − centre`` to
+    ``[a − centre, b − centre]`` gives ``c − centre``, so the sum's state is
+    ``(k, Σc·2**1074 − k·centre·2**1074)`` (an integer: ``centre`` is 0 or a difference
+    of doubles), and the count's is ``(k,)``."""
+    if part.statistic != "mean":
+        raise ParameterError(
+            f"the partial state is of statistic {part.statistic!r}, not 'mean'", parameter="data"
+        )
+    if request.missing.kind != "error":
+        raise ParameterError(
+            f"{keyword('missing', request.missing.kind)} applies to data held in memory; for "
+            "partial states, drop or impute missing values before the partial states",
+            parameter="missing",
+        )
+    if part.data_bounds != request.data_bounds:
+        raise ParameterError(
+            f"{parameter_name('data_bounds')} must be those the partial state was computed "
+            f"with ({part.data_bounds!r})",
+            parameter="data_bounds",
+        )
+    if part.options:
+        raise ParameterError("the mean's partial state must have no options", parameter="data")
+    k, total = int(part.state[0]), part.state[1]
+    if name == "count":
+        return (k,)
+    shift = k * centre * (1 << SUM_SCALE)
+    return (k, total - (int(shift) if shift.denominator == 1 else shift))
 
 
 def _prepare(

@@ -10,17 +10,23 @@ source of the same kind, no budget).  If the statistic cannot release synthetic 
 the release says so in its notes.
 
 A group-by release is padded as a whole the same way, its quantum depending also on
-the public key set and the public total n (:func:`grouped_total`).  The quantum is
-looked up when the release calls :func:`ready_padding`, after its checks and before
-its budget is charged.  Within :func:`snapcore.padding.random_delay`, a call padded as
-a whole then waits a random delay and its record carries the timing claim.  See
-``docs/timing.md``.
+the public key set and the public total n (:func:`grouped_total`).  A group-by release
+of per-key partial states reads no records: its time depends on the statistic, its
+public parameters (with the states' data bounds and options) and the key set, and its
+quantum is calibrated on synthetic partial states of every key
+(:func:`_synthetic_state`).
+
+The quantum is looked up when the release calls :func:`ready_padding`, after its
+checks and before its budget is charged.  Within
+:func:`snapcore.padding.random_delay`, a call padded as a whole then waits a random
+delay and its record carries the timing claim.  See ``docs/timing.md``.
 """
 
 from __future__ import annotations
 
 import contextvars
 import functools
+import sys
 import time
 from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
@@ -47,10 +53,11 @@ from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
 from snapcore.plugins._manager import get_registries
 from snapcore.randomness._sources import RandomSource
 from snapcore.releases._grouped import GroupedRelease
-from snapcore.releases._record import Release
+from snapcore.releases._record import RatioRelease, Release
 from snapcore.releases._request import ReleaseRequest
 
 __all__ = [
+    "PARTIAL_DEFAULT_N",
     "STATISTIC_DEFAULT_MAX_N",
     "STATISTIC_MARGIN",
     "STATISTIC_MIN_MARGIN",
@@ -75,6 +82,12 @@ STATISTIC_REPS = 15
 #: padded; ``timing="constant"`` pads the whole release at any n.
 STATISTIC_DEFAULT_MAX_N = 100_000
 
+#: The number of records of a synthetic partial state for a key without a public n (a
+#: partial state's size grows with the log of its record count only).
+PARTIAL_DEFAULT_N = 1000
+#: Synthetic partial states are built from blocks of at most this many records, merged.
+_PARTIAL_BLOCK = 256
+
 #: The shapes of synthetic data a statistic's quantum is calibrated on (:func:`_synthetic`).
 _SYNTHETIC_KINDS = ("spread", "subnormal", "outside", "lower", "upper")
 
@@ -97,6 +110,9 @@ class _Pending:
     #: Time spent looking the quantum up (a first call's calibration, on synthetic data
     #: only): not part of the padded call's quantum.
     excluded_ns: int = 0
+    #: Whether the call reads records (not when the data are partial states), so that
+    #: the default limit on n applies.
+    reads_records: bool = True
 
 
 _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
@@ -139,13 +155,18 @@ def ready_padding(n: int | None, data_bounds: Any, epsilon: Fraction | None = No
 
 def _lookup(pending: _Pending, n: int | None, data_bounds: Any) -> tuple[int | None, str | None]:
     request = pending.request
-    if request.timing is None and n is not None and n > STATISTIC_DEFAULT_MAX_N:
+    if (
+        pending.reads_records
+        and request.timing is None
+        and n is not None
+        and n > STATISTIC_DEFAULT_MAX_N
+    ):
         return None, (
             f"timing: the statistic's computation is padded by default only up to "
             f"n = {STATISTIC_DEFAULT_MAX_N} records (timing='constant' pads it at any "
             "n); the mechanism's releases were padded"
         )
-    key = None if n is None else _key(request, n)
+    key = None if n is None else _key(request, n, _partial_states(request.data))
     if key is None or n is None:
         return None, "timing: not padded as a whole (no public size or unhashable parameters)"
     try:
@@ -166,13 +187,16 @@ def _padded_call(
     after: Callable[[R], tuple[int | None, Any]],
     note: Callable[[R, str], R],
     guaranteed: Callable[[R, TimingGuarantee], R],
+    reads_records: bool = True,
 ) -> R:
     """``release(request)`` padded as a whole; ``after(out)`` gives the public n and data
     bounds when the release did not call :func:`ready_padding` itself."""
     if resolve_mode(request.timing, _cryptographic(request.source)) == "off":
         return release(request)
     delay = active_delay()
-    pending = _Pending(calibrate=calibrate, request=request, delay=delay)
+    pending = _Pending(
+        calibrate=calibrate, request=request, delay=delay, reads_records=reads_records
+    )
     token = _PENDING.set(pending)
     start = _now()
     try:
@@ -228,12 +252,17 @@ def padded_grouped(release: GroupedReleaseFn) -> GroupedReleaseFn:
     The quantum depends on the statistic, its public parameters, the public key set
     and the public total n (the sum of the groups' caps under ``add-remove``, of the
     declared group sizes under ``replace``), and is calibrated on synthetic tables
-    with every group full (see :func:`grouped_total`).
+    with every group full (see :func:`grouped_total`); for per-key partial states, on
+    synthetic partial states of every key (see :func:`_calibrate_grouped_partials`).
     """
 
     @functools.wraps(release)
     def padded(request: ReleaseRequest) -> GroupedRelease:
+        parts = _partial_states(request.data)
+
         def calibrate(n: int, data_bounds: Any) -> int:
+            if parts is not None:
+                return _calibrate_grouped_partials(release, request, parts)
             return _calibrate_grouped(release, request, data_bounds)
 
         return _padded_call(
@@ -243,6 +272,7 @@ def padded_grouped(release: GroupedReleaseFn) -> GroupedReleaseFn:
             lambda out: (grouped_total(request), request.data_bounds),
             _note_groups,
             _guaranteed_groups,
+            reads_records=parts is None,
         )
 
     return padded
@@ -251,21 +281,41 @@ def padded_grouped(release: GroupedReleaseFn) -> GroupedReleaseFn:
 def grouped_total(request: ReleaseRequest) -> int | None:
     """The public total n of a group-by request: the sum of its groups' public n (caps
     under ``add-remove``, declared sizes under ``replace``), or None when a group has
-    none or the data are partial states (whose release reads no records)."""
-    from snapcore.releases._partials import Partial
-
-    data, keys = request.data, request.keys
-    if keys is None or (
-        isinstance(data, Mapping) and any(isinstance(v, Partial) for v in data.values())
-    ):
+    none.  For per-key partial states (whose release reads no records), a key without
+    a public n counts :data:`PARTIAL_DEFAULT_N` records, as its calibration does."""
+    if request.keys is None:
         return None
+    if _partial_states(request.data) is not None:
+        return sum(_partial_sizes(request))
     per_key = _group_sizes(request)
     return None if per_key is None else sum(per_key)
+
+
+def _partial_states(data: Any) -> Mapping[Any, Any] | None:
+    """``data`` when it is ``{key: Partial}`` with at least one partial state, else None."""
+    partials = sys.modules.get("snapcore.releases._partials")
+    if partials is None or not isinstance(data, Mapping) or not data:
+        return None
+    if not all(isinstance(v, partials.Partial) for v in data.values()):
+        return None
+    return data
+
+
+def _partial_sizes(request: ReleaseRequest) -> list[int]:
+    """Each key's public n, or :data:`PARTIAL_DEFAULT_N` for a key without one."""
+    return [PARTIAL_DEFAULT_N if v is None else v for v in _key_sizes(request)]
 
 
 def _group_sizes(request: ReleaseRequest) -> list[int] | None:
     """Each key's public n (a cap or a declared size), in key-set order, matched by
     exact value as the release matches them; None when one is missing."""
+    per_key = _key_sizes(request)
+    return None if any(v is None for v in per_key) else [v for v in per_key if v is not None]
+
+
+def _key_sizes(request: ReleaseRequest) -> list[int | None]:
+    """Each key's public n, in key-set order, or None for a key without one (and for
+    every key when the release refuses the keys of ``n=`` or ``group_sizes=``)."""
     keys = request.keys or ()
     sizes = request.group_sizes if request.group_sizes is not None else request.n
     if isinstance(sizes, Mapping):
@@ -273,12 +323,10 @@ def _group_sizes(request: ReleaseRequest) -> list[int] | None:
             table = {category_key(k): v for k, v in sizes.items()}
             per_key = [table.get(category_key(k)) for k in keys]
         except Exception:  # keys the release refuses (it reports them)
-            return None
+            return [None] * len(keys)
     else:
         per_key = [sizes] * len(keys)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in per_key):
-        return None
-    return [int(v) for v in per_key]  # type: ignore[arg-type]
+    return [int(v) if isinstance(v, int) and not isinstance(v, bool) else None for v in per_key]
 
 
 def _cryptographic(source: str | RandomSource | None) -> bool:
@@ -295,23 +343,29 @@ def _cryptographic(source: str | RandomSource | None) -> bool:
     return source.cryptographic
 
 
-def _key(request: ReleaseRequest, n: int) -> Hashable | None:
+def _key(request: ReleaseRequest, n: int, parts: Mapping[Any, Any] | None) -> Hashable | None:
     """What a statistic's quantum depends on: its kind, its public parameters (every
-    keyword but the data and the budget, printed) and the public n."""
+    keyword but the data and the budget, printed), the public n, and for per-key
+    partial states ``parts`` the data bounds and options they were computed with."""
     stat = request.statistic
     kind = f"{type(stat).__module__}.{type(stat).__qualname__}:{stat.name}"
     fields = attrs.asdict(request, recurse=False)
     try:
-        parts = tuple(
+        fields_key = tuple(
             sorted(
                 (name, repr(value))
                 for name, value in fields.items()
                 if name not in ("statistic", "data", "budget")
             )
         )
+        states = (
+            ()
+            if parts is None
+            else tuple(sorted({repr((p.data_bounds, p.options)) for p in parts.values()}))
+        )
     except Exception:
         return None
-    return (kind, parts, n)
+    return (kind, fields_key, states, n)
 
 
 def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, bounds: Any) -> int:
@@ -387,6 +441,65 @@ def _calibrate_grouped(release: GroupedReleaseFn, request: ReleaseRequest, bound
     )
 
 
+def _calibrate_grouped_partials(
+    release: GroupedReleaseFn, request: ReleaseRequest, parts: Mapping[Any, Any]
+) -> int:
+    """The quantum of a group-by request of per-key partial states, in ns: its release
+    of synthetic partial states of every key of the key set, each of the key's public
+    n records (:data:`PARTIAL_DEFAULT_N` without one), one set per kind of
+    :func:`_synthetic`, with the data bounds and options of the request's states."""
+    from snapcore.releases._partials import Partial
+
+    stat, keys = request.statistic, request.keys
+    if keys is None:
+        raise ValueError("a group-by request with a key set")
+    first = next(iter(parts.values()))
+    bounds, options = first.data_bounds, dict(first.options)
+    sizes = _partial_sizes(request)
+    base = _calibration_request(request)
+    classes = []
+    for kind in _SYNTHETIC_KINDS:
+        states = {}
+        for k, size in zip(keys, sizes, strict=True):
+            state = _synthetic_state(stat, size, bounds, options, kind)
+            states[k] = Partial(
+                statistic=stat.name, state=state, data_bounds=bounds, options=first.options
+            )
+        classes.append(attrs.evolve(base, data=states))
+    return calibrate_quantum(
+        release,
+        classes,
+        reps=budget_reps(release, classes, STATISTIC_REPS),
+        margin=STATISTIC_MARGIN,
+        warmup=1,
+    )
+
+
+def _synthetic_state(stat: Any, n: int, bounds: Any, options: Mapping[str, Any], kind: str) -> Any:
+    """The partial state of ``n`` synthetic records of ``kind`` (:func:`_synthetic`):
+    a block's state merged with itself by doubling, so that building it takes
+    O(log n) merges whatever the public n."""
+    from snapcore.data._frames import read_dataset
+    from snapcore.plugins._statistic import accumulate
+
+    def block_state(size: int) -> Any:
+        values, names = _synthetic(size, stat.columns, bounds, options, None, kind)
+        column = None if names is None else list(names)
+        ds = read_dataset(values, column=column, columns=stat.columns)
+        return accumulate(stat, ds.chunks(), data_bounds=bounds, **options)
+
+    whole, rest = divmod(n, _PARTIAL_BLOCK)
+    state = block_state(rest)
+    power = block_state(_PARTIAL_BLOCK) if whole else None
+    while whole:
+        if whole & 1:
+            state = stat.merge(state, power)
+        whole >>= 1
+        if whole:
+            power = stat.merge(power, power)
+    return state
+
+
 def _synthetic(
     n: int, columns: int, bounds: Any, options: Mapping[str, Any], like: Any, kind: str
 ) -> tuple[Any, tuple[str, ...] | None]:
@@ -437,11 +550,14 @@ def _synthetic(
     return dict(zip(names, cols, strict=True)), names
 
 
-def _note(out: Release, note: str) -> Release:
+_One = TypeVar("_One", bound=Release | RatioRelease)
+
+
+def _note(out: _One, note: str) -> _One:
     return attrs.evolve(out, notes=(*out.notes, note))
 
 
-def _guaranteed(out: Release, g: TimingGuarantee) -> Release:
+def _guaranteed(out: _One, g: TimingGuarantee) -> _One:
     return attrs.evolve(out, timing_guarantee=g)
 
 

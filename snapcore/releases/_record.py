@@ -281,6 +281,11 @@ class RatioRelease:
         doubles): the records are summed as ``x − c``.
     composition : str
         How ε is split, in words.
+    notes : tuple of str
+        Remarks on the release.
+    timing_guarantee : TimingGuarantee or None
+        The timing claim of the whole group-by call, when it ran within
+        :func:`snapcore.padding.random_delay` (docs/timing.md).
     """
 
     statistic: str
@@ -294,6 +299,7 @@ class RatioRelease:
     centre: Fraction = Fraction(0)
     composition: str
     notes: tuple[str, ...] = ()
+    timing_guarantee: TimingGuarantee | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -358,6 +364,9 @@ class RatioRelease:
             "composition": self.composition,
             "accuracy_95": self.accuracy(0.05),
             "notes": list(self.notes),
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
             "sum": self.numerator.to_dict(),
             "count": self.denominator.to_dict(),
         }

@@ -416,3 +416,26 @@ def test_a_private_size_variance_by_group_equals_the_python_release(cli, tmp_pat
         assert 0 <= group["value"] <= 2500
     shown = cli(*args).stdout
     assert "key" in shown and "ε/3" in shown
+
+
+def test_a_mean_of_private_group_sizes_on_the_command_line_is_the_python_release(cli, tmp_path):
+    """The CLI reads the table into per-key partial states; snapcore.release reads it in
+    memory: the same seed gives the same sums, counts and means."""
+    import snapcore
+
+    table = {"g": ["a", "a", "b", "b", "b", "a"], "x": [10.0, 20.0, 30.0, 50.0, 120.0, -4.5]}
+    csv = tmp_path / "g.csv"
+    csv.write_text("g,x\n" + "".join(f"{g},{x!r}\n" for g, x in zip(*table.values(), strict=True)))
+    for seed in ("2", "7"):
+        out = cli.json(
+            "release", "mean", str(csv), "-c", "x", "--by", "g", "--keys", "a,b,c",
+            "-b", "-10", "100", "--n", "100", "-e", "1", "--seed", seed, "--json",
+        )  # fmt: skip
+        want = snapcore.release(
+            "mean", table, column="x", by="g", keys=["a", "b", "c"], data_bounds=(-10, 100),
+            n=100, epsilon=1, source=snapcore.SeededSource(seed),
+        )  # fmt: skip
+        assert out["values"] == [want[k].value for k in ("a", "b", "c")]
+        for group, k in zip(out["groups"], ("a", "b", "c"), strict=True):
+            assert group["sum"]["value"] == want[k].numerator.value
+            assert group["count"]["value"] == want[k].denominator.value

@@ -344,6 +344,51 @@ def test_a_private_size_mean_needs_a_cap_before_any_draw():
     assert info.value.parameter == "n"
 
 
+@pytest.mark.parametrize("bounds", [(0, 100), (-3, 10), (0, 5e-324), (-1e300, 1e300)])
+def test_a_private_size_mean_from_partial_states_is_the_one_from_memory(bounds):
+    """Per-key partial states of the mean (chunked, merged) give the same bits as the
+    table in memory, on the same seed: the sum of x − c and the count are derived from
+    the mean's exact state (c the middle of the bounds, or 0 when x − c is not exact)."""
+    keys = ["a", "b", "z"]
+    data = {
+        "g": [*_MEAN_DATA["g"], "a", "b"],
+        "x": [*_MEAN_DATA["x"], -7.25, 5e-324],
+    }
+    parts = {}
+    for k in keys:
+        xs = [x for gk, x in zip(data["g"], data["x"], strict=True) if gk == k]
+        chunks = [xs[i : i + 2] for i in range(0, len(xs), 2)] or [[]]
+        parts[k] = snapcore.merge(snapcore.partial("mean", c, data_bounds=bounds) for c in chunks)
+    common = dict(by="g", keys=keys, data_bounds=bounds, n=50, epsilon=1)
+    for seed in range(3):
+        mem = snapcore.release(
+            "mean", data, column="x", source=snapcore.SeededSource(seed), **common
+        )
+        got = snapcore.release("mean", parts, source=snapcore.SeededSource(seed), **common)
+        assert got.values == mem.values
+        for r, m in zip(got.releases, mem.releases, strict=True):
+            assert r.numerator.value == m.numerator.value
+            assert r.denominator.value == m.denominator.value
+            assert r.numerator.data_bounds == m.numerator.data_bounds
+
+
+def test_a_private_size_mean_refuses_unfit_partial_states_before_any_draw():
+    from snapcore.testing.sources import NoDraws
+
+    xs = [10.0, 20.0]
+    unfit = [
+        ({"a": snapcore.partial("mean", xs, data_bounds=(0, 50))}, "data_bounds"),
+        ({"a": snapcore.partial("sum", xs, data_bounds=(0, 100))}, "data"),
+    ]
+    for parts, parameter in unfit:
+        with pytest.raises(ParameterError) as info:
+            snapcore.release(
+                "mean", parts, by="g", keys=["a"], data_bounds=(0, 100), n=50,
+                epsilon=1, source=NoDraws(),
+            )  # fmt: skip
+        assert info.value.parameter == parameter
+
+
 def test_the_private_size_mean_accuracy_holds_in_repeated_releases():
     """Against the exact means (Fractions, computed here): the stated 95% bound holds in
     at least 95% of 200 seeded releases per group (it is a union bound: conservative)."""

@@ -301,6 +301,98 @@ def test_a_real_grouped_calibration_releases_its_synthetic_tables() -> None:
     assert all(not any("timing" in n for n in r.notes) for r in g.releases)
 
 
+# -- a group-by release of per-key partial states ---------------------------------------
+
+
+def _key_partials(records: int, bounds: Any = (0, 10), name: str = "sum") -> dict[str, Any]:
+    d = _grouped_data(records)
+    return {
+        k: snapcore.partial(
+            name, [x for g, x in zip(d["g"], d["x"], strict=True) if g == k], data_bounds=bounds
+        )
+        for k in ("a", "b", "c")
+    }
+
+
+@pytest.mark.parametrize("records", [10, 400])
+def test_a_grouped_release_of_partial_states_is_padded_as_a_whole(
+    stub_calibration: list[list[Any]], records: int
+) -> None:
+    """One quantum for the whole call of per-key partial states, keyed by the public
+    key set and caps (calibrated once for both private sizes), on synthetic partial
+    states of every key, each of its cap's records."""
+    kw: dict[str, Any] = {
+        "by": "g",
+        "keys": ["a", "b", "c"],
+        "n": {"a": 50, "b": 300, "c": 7},
+        "data_bounds": (0, 10),
+        "epsilon": 1,
+        "timing": "constant",
+    }
+    before = _quanta.statistic_stats().calls
+    start = time.perf_counter_ns()
+    g = snapcore.release("sum", _key_partials(records), **kw)
+    assert time.perf_counter_ns() - start >= 2 * MS  # the stub's quantum
+    assert _quanta.statistic_stats().calls == before + 1  # one padded call, not per group
+    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+    classes = _statistic_classes(stub_calibration)
+    assert len(classes) == 1  # the second size reused the first one's quantum
+    for c in classes[0]:
+        assert sorted(c.data) == ["a", "b", "c"]
+        assert [c.data[k].state[0] for k in ("a", "b", "c")] == [50, 300, 7]
+        assert all(p.data_bounds == ((0.0, 10.0),) for p in c.data.values())
+
+
+def test_partial_state_padding_is_keyed_by_the_states_options(
+    stub_calibration: list[list[Any]],
+) -> None:
+    """Partial states released without the statistic's options carry their own: states
+    of other options are another configuration, and the calibration uses them."""
+
+    def parts(records: int, categories: list[str]) -> dict[str, Any]:
+        xs = [("x", "y")[i % 2] for i in range(records)]
+        return {k: snapcore.partial("histogram", xs, categories=categories) for k in "abc"}
+
+    kw: dict[str, Any] = {"by": "g", "keys": ["a", "b", "c"], "n": 40, "epsilon": 1}
+    snapcore.release("histogram", parts(10, ["x", "y"]), timing="constant", **kw)
+    first = len(_statistic_classes(stub_calibration))
+    snapcore.release("histogram", parts(30, ["x", "y"]), timing="constant", **kw)
+    assert len(_statistic_classes(stub_calibration)) == first
+    snapcore.release("histogram", parts(10, ["x", "y", "z"]), timing="constant", **kw)
+    classes = _statistic_classes(stub_calibration)
+    assert len(classes) > first
+    for c in classes[-1]:
+        assert all(dict(p.options)["categories"] == ("x", "y", "z") for p in c.data.values())
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 1000])
+@pytest.mark.parametrize("kind", ["lower", "upper", "outside"])
+def test_a_synthetic_partial_state_is_the_state_of_its_records(n: int, kind: str) -> None:
+    """Built by doubling merges, it equals the state of n such records computed directly
+    (exact Fractions: the sum of the clamped values times 2**1074)."""
+    from snapcore.plugins._manager import resolve_statistic
+
+    lo, hi = Fraction(-3), Fraction(10)
+    state = _padding._synthetic_state(resolve_statistic("variance"), n, ((-3.0, 10.0),), {}, kind)
+    one = {"lower": lo, "upper": hi, "outside": None}[kind]
+    # "outside": ±1e300 alternately, clamped to the bounds
+    values = [one] * n if one is not None else [hi if i % 2 == 0 else lo for i in range(n)]
+    assert state == (n, sum(values) * 2**1074, sum(v * v for v in values) * 2**2148)
+
+
+def test_a_real_calibration_of_partial_states_pads_a_private_size_mean() -> None:
+    """No stub: a mean per group of private size from per-key partial states (as the
+    command line gives it) is calibrated on synthetic states and padded as a whole."""
+    _quanta.clear_caches()
+    before = _quanta.statistic_stats().calls
+    g = snapcore.release(
+        "mean", _key_partials(30, bounds=(0, 10), name="mean"), by="g", keys=["a", "b", "c"],
+        data_bounds=(0, 10), n=30, epsilon=1, timing="constant",
+    )  # fmt: skip
+    assert _quanta.statistic_stats().calls == before + 1
+    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+
+
 # -- a release followed by the random delay ------------------------------------------
 @pytest.fixture
 def stub_quantum(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -360,6 +452,16 @@ def test_a_grouped_release_carries_the_claim_in_every_group(stub_quantum: None) 
     with _pad.random_delay(delay):
         g = snapcore.release("sum", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
     assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
+
+
+def test_a_private_size_mean_carries_the_claim_in_every_group(stub_quantum: None) -> None:
+    delay = _pad.RandomDelay(epsilon=1, bound_ns=100)
+    data = {"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]}
+    with _pad.random_delay(delay):
+        g = snapcore.release("mean", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
+    assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
+    bound = [r.to_dict()["timing_guarantee"]["bound_ns"] for r in g.releases]
+    assert bound == [delay.guarantee(2 * MS).bound_ns] * 2
 
 
 def test_a_budget_is_charged_epsilon_t_only_when_asked(stub_quantum: None, tmp_path: Any) -> None:
