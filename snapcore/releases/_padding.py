@@ -53,7 +53,7 @@ from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
 from snapcore.plugins._manager import get_registries
 from snapcore.randomness._sources import RandomSource
 from snapcore.releases._grouped import GroupedRelease
-from snapcore.releases._record import RatioRelease, Release
+from snapcore.releases._record import RatioRelease, Release, VarianceRatioRelease
 from snapcore.releases._request import ReleaseRequest
 
 __all__ = [
@@ -550,7 +550,7 @@ def _synthetic(
     return dict(zip(names, cols, strict=True)), names
 
 
-_One = TypeVar("_One", bound=Release | RatioRelease)
+_One = TypeVar("_One", bound=Release | RatioRelease | VarianceRatioRelease)
 
 
 def _note(out: _One, note: str) -> _One:

@@ -403,6 +403,11 @@ class VarianceRatioRelease:
         doubles).
     composition : str
         How ε is split, in words.
+    notes : tuple of str
+        Remarks on the release.
+    timing_guarantee : TimingGuarantee or None
+        The timing claim of the whole group-by call, when it ran within
+        :func:`snapcore.padding.random_delay` (docs/timing.md).
     """
 
     statistic: str
@@ -417,6 +422,7 @@ class VarianceRatioRelease:
     centre: Fraction = Fraction(0)
     composition: str
     notes: tuple[str, ...] = ()
+    timing_guarantee: TimingGuarantee | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -493,6 +499,9 @@ class VarianceRatioRelease:
             "composition": self.composition,
             "accuracy_95": self.accuracy(0.05),
             "notes": list(self.notes),
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
             "count": self.noisy_count.to_dict(),
             "sum": self.noisy_sum.to_dict(),
             "sum_of_squares": self.noisy_squares.to_dict(),

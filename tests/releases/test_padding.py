@@ -454,11 +454,14 @@ def test_a_grouped_release_carries_the_claim_in_every_group(stub_quantum: None) 
     assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
 
 
-def test_a_private_size_mean_carries_the_claim_in_every_group(stub_quantum: None) -> None:
+@pytest.mark.parametrize("statistic", ["mean", "variance"])
+def test_a_private_size_ratio_carries_the_claim_in_every_group(
+    stub_quantum: None, statistic: str
+) -> None:
     delay = _pad.RandomDelay(epsilon=1, bound_ns=100)
     data = {"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]}
     with _pad.random_delay(delay):
-        g = snapcore.release("mean", data, by="g", keys=["a", "b"], n=10, column="x", **KW)
+        g = snapcore.release(statistic, data, by="g", keys=["a", "b"], n=10, column="x", **KW)
     assert [r.timing_guarantee for r in g.releases] == [delay.guarantee(2 * MS)] * 2
     bound = [r.to_dict()["timing_guarantee"]["bound_ns"] for r in g.releases]
     assert bound == [delay.guarantee(2 * MS).bound_ns] * 2
