@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import io
 import threading
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -38,10 +39,9 @@ from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
 from snapcore.pipeline._stages import Pipeline
 from snapcore.randomness._draw import (
     BATCH_MIN_PRECISION,
-    Draw,
     DrawBatch,
-    decode_draw,
     decode_draw_batch,
+    decode_draw_raw,
     decode_rows,
     row_size,
 )
@@ -372,9 +372,6 @@ class FastEngine:
             got, pending = pending[:k], pending[k:]
             return got + source.read(k - len(got)) if len(got) < k else got
 
-        def exact(j: int, draw: Draw) -> float:
-            return pipe.run(pipe.centre(Fraction(float(v[j]))), draw)
-
         with source.exclusive():
             pos = 0
             while pos < n:
@@ -393,7 +390,9 @@ class FastEngine:
                     j, kk = int(fallback[i]), int(fallback_k[i])
                     if kk == UNDECIDED:
                         rowbytes = view[j * row : (j + 1) * row].tobytes()
-                        out[pos + j] = exact(pos + j, decode_draw(io.BytesIO(rowbytes).read, p))
+                        out[pos + j] = _exact_element(
+                            pipe, float(v[pos + j]), io.BytesIO(rowbytes).read
+                        )
                         fall_k.append(pos + j)
                     else:
                         out[pos + j] = pipe.index_output(kk)
@@ -402,7 +401,7 @@ class FastEngine:
                     # Row `stop` has a continuation word: the bytes read after its start
                     # belong to it and to the next draws, in stream order.
                     pending = view[stop * row :].tobytes() + pending
-                    out[pos + stop] = exact(pos + stop, decode_draw(read, p))
+                    out[pos + stop] = _exact_element(pipe, float(v[pos + stop]), read)
                     fall_k.append(pos + stop)
                     pos += stop + 1
                 else:
@@ -479,14 +478,23 @@ def release_batch(
     return (res, st) if stats else res
 
 
+def _exact_element(pipe: Pipeline, v: float, read: Callable[[int], bytes]) -> float:
+    """The exact release of the double ``v`` with the draw decoded from ``read``:
+    ``pipe.run(pipe.centre(Fraction(v)), decode_draw(read, p))``, without building
+    the Fraction and the :class:`~snapcore.randomness.Draw` (the same integers)."""
+    return pipe.run(
+        pipe.centre_ratio(*v.as_integer_ratio()),
+        decode_draw_raw(read, pipe.calibration.precision),
+    )
+
+
 def _exact_dummies(pipe: Pipeline, count: int) -> None:
-    """``count`` exact computations as an undecided element's (decode one row, centre
-    a double, run the pipeline) on public inputs; results discarded."""
-    p = pipe.calibration.precision
-    row = bytes([0x5A]) * row_size(p)
+    """``count`` exact computations as an undecided element's (:func:`_exact_element`
+    on one row's bytes) on public inputs; results discarded."""
+    row = bytes([0x5A]) * row_size(pipe.calibration.precision)
     v = float(pipe.calibration.centre)
     for _ in range(count):
-        pipe.run(pipe.centre(Fraction(v)), decode_draw(io.BytesIO(row).read, p))
+        _exact_element(pipe, v, io.BytesIO(row).read)
 
 
 def scalar_params(pipe: Pipeline) -> F64 | None:
