@@ -507,17 +507,13 @@ def _show_grouped(r: Any) -> None:
 def _sizes(text: str) -> dict[Any, int]:
     out: dict[Any, int] = {}
     for item in text.split(","):
-        key, sep, value = item.partition("=")
-        try:
+        key, _, value = item.partition("=")
+        try:  # without "=", value is "": int refuses it
             out[_item(key, "--group-sizes")] = int(value)
         except ValueError:
             raise UsageError(
                 f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
             ) from None
-        if not sep:
-            raise UsageError(
-                f"--group-sizes must look like KEY=N,KEY=N, got {text!r}", "--group-sizes"
-            )
     return out
 
 
