@@ -14,7 +14,8 @@ from snapcore.cli._output import (
     progress_option,
     shows_progress,
 )
-from snapcore.cli._plot import _plan_options, _planned, _stat_options
+from snapcore.cli._plot import _plan_options, _planned
+from snapcore.cli._release import _stat_options
 
 __all__ = ["audit_command"]
 

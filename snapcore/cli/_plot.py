@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from snapcore.cli._output import SpelledGroup, emit_json
+from snapcore.cli._release import _stat_options
 
 __all__ = ["plot"]
 
@@ -25,18 +26,6 @@ def _save(
         emit_json({"written": output, **about})
     else:
         click.echo(f"wrote {output}")
-
-
-def _stat_options(bins: str | None, categories: str | None) -> dict[str, Any]:
-    """The histogram options --bins and --categories, read as snapcore release reads them."""
-    from snapcore.cli._release import _numbers, _values
-
-    out: dict[str, Any] = {}
-    if bins is not None:
-        out["bins"] = _numbers(bins, "--bins")
-    if categories is not None:
-        out["categories"] = _values(categories, "--categories")
-    return out
 
 
 def _planned(

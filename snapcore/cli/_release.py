@@ -148,6 +148,16 @@ def _values(text: str, what: str) -> list[Any]:
     return [_item(c, what) for c in text.split(",")]
 
 
+def _stat_options(bins: str | None, categories: str | None) -> dict[str, Any]:
+    """The histogram options --bins and --categories, read as a release reads them."""
+    out: dict[str, Any] = {}
+    if bins is not None:
+        out["bins"] = _numbers(bins, "--bins")
+    if categories is not None:
+        out["categories"] = _values(categories, "--categories")
+    return out
+
+
 def _fmt(x: Any) -> str:
     if x is None:
         return "-"
@@ -345,11 +355,7 @@ def release(
     from snapcore.randomness._sources import SeededSource
     from snapcore.releases._api import release as do_release
 
-    options: dict[str, Any] = {}
-    if bins is not None:
-        options["bins"] = _numbers(bins, "--bins")
-    if categories is not None:
-        options["categories"] = _values(categories, "--categories")
+    options = _stat_options(bins, categories)
     if other:
         options["other"] = True
     if out_of_range is not None:
