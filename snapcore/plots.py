@@ -133,7 +133,8 @@ def accuracy_vs_epsilon(
             raise
         snap_e.append(e)
         snap_a.append(d.bound)
-        width = float(d.width)
+        if plan is None:  # planned, the interval, hence the cap 2B, changes with ε: no line
+            width = float(d.width)
     lap = [sensitivity * math.log(1 / alpha) / (e * share) for e in eps_list]
     fig = _figure(figsize=(7.0, 4.4), layout="constrained")
     ax = fig.subplots()
@@ -142,8 +143,6 @@ def accuracy_vs_epsilon(
     )
     ax.step(snap_e, snap_a, where="post", color=_SNAP, lw=1.8, label="snapping (guarantee)")
     cap_note = ""
-    if plan is not None:  # the interval, hence the cap 2B, changes with ε: not one line
-        width = None
     if width is not None and snap_a and width <= 10 * max(snap_a):
         ax.axhline(width, color="0.5", ls=":", lw=1, label=f"cap 2B = {width:g}")
     elif width is not None:  # far above the curves: named, not drawn (the axis stays zoomed)
