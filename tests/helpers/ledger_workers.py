@@ -79,3 +79,30 @@ def killed(path: str, where: str, marker: str) -> None:
         with open(marker, "w") as fh:
             fh.write(where)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def run_race(
+    path: str, racers: int, epsilon: Fraction, timeout: float
+) -> tuple[dict[int, str], list[int]]:
+    """Start ``racers`` spawned :func:`race` processes on the ledger at ``path``, each
+    exiting cleanly; return every racer's outcome by index and the pids of those that
+    released."""
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(racers)
+    results = spawn.Queue()
+    procs = [
+        spawn.Process(target=race, args=(path, epsilon, barrier, results, i))
+        for i in range(racers)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = dict(results.get(timeout=timeout) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    pids = [p.pid for p in procs]
+    released = [pids[i] for i, o in outcomes.items() if o.startswith("released")]
+    assert all(pid is not None for pid in released)
+    return outcomes, [pid for pid in released if pid is not None]

@@ -202,7 +202,7 @@ def test_a_forked_child_gets_new_locks() -> None:
     """A lock held at the fork by another thread (which the child does not have) would
     never be released: the child replaces every lock of the caches and counters."""
     caches = (_quanta.SCALAR_QUANTA, _quanta.ARRAY_QUANTA, _quanta.STATISTIC_QUANTA)
-    held = [c._lock for c in caches] + [_quanta.statistic_stats()._lock]
+    held = [c._lock for c in caches] + [_quanta.statistic_stats()._lock, _quanta._INTERN_LOCK]
     for lock in held:
         lock.acquire()
     try:

@@ -260,23 +260,11 @@ def test_processes_racing_cannot_overspend_an_approx_ledger(tmp_path: Path) -> N
     path = str(tmp_path / "race.ledger")
     Ledger.init(path, _racing_total(5, "rdp"), delta=Fraction(1, 10**6), accountant="rdp")
     racers = 8
-    barrier = SPAWN.Barrier(racers)
-    results = SPAWN.Queue()
-    procs = [
-        SPAWN.Process(target=ledger_workers.race, args=(path, Fraction(1, 5), barrier, results, i))
-        for i in range(racers)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = dict(results.get(timeout=180) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    released = [i for i, o in outcomes.items() if o.startswith("released")]
+    outcomes, released = ledger_workers.run_race(path, racers, Fraction(1, 5), timeout=180)
     assert len(released) == 5 and len(outcomes) == racers
     st = Ledger(path).state()
     assert len(st.entries) == 5 and st.curves == (ReleaseCurve("snapping", Fraction(1, 5)),) * 5
-    assert sorted(e.pid for e in st.entries) == sorted(procs[i].pid for i in released)
+    assert sorted(e.pid for e in st.entries) == sorted(released)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")

@@ -228,23 +228,11 @@ def test_processes_racing_cannot_overspend(tmp_path: Path) -> None:
     path = str(tmp_path / "race.ledger")
     Ledger.init(path, 1)
     racers = 8
-    barrier = SPAWN.Barrier(racers)
-    results = SPAWN.Queue()
-    procs = [
-        SPAWN.Process(target=ledger_workers.race, args=(path, Fraction(1, 5), barrier, results, i))
-        for i in range(racers)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = dict(results.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    released = [i for i, o in outcomes.items() if o.startswith("released")]
+    outcomes, released = ledger_workers.run_race(path, racers, Fraction(1, 5), timeout=120)
     assert len(released) == 5 and len(outcomes) == racers
     st = Ledger(path).state()
     assert st.spent == 1 and st.remaining == 0  # exact: five times 1/5
-    assert sorted(e.pid for e in st.entries) == sorted(procs[i].pid for i in released)
+    assert sorted(e.pid for e in st.entries) == sorted(released)
     assert all(e.status == "completed" and e.epsilon == Fraction(1, 5) for e in st.entries)
 
 

@@ -390,6 +390,20 @@ def test_planted_object_refused_on_an_approx_ledger(approx: Ledger, plant: str) 
     assert _files(folder) == before
 
 
+def _assert_open_and_spend_refused(led: Ledger, named: str) -> None:
+    """Opening, spending from and budgeting on ``led`` are each refused naming ``named``,
+    and leave its folder byte for byte as it was."""
+    before = _files(Path(led.path).parent)
+    for attempt in (
+        lambda: Ledger(led.path),
+        lambda: led.spend(Fraction(1, 100)),
+        lambda: Budget.from_ledger(led.path),
+    ):
+        with pytest.raises(LedgerError, match=named):
+            attempt()
+    assert _files(Path(led.path).parent) == before
+
+
 @pytest.mark.parametrize("with_mode", [False, True])
 def test_pure_ledger_with_a_curves_table_refused(ledger: Ledger, with_mode: bool) -> None:
     """A curves table planted in a pure ledger (exactly as an approximate ledger
@@ -403,15 +417,7 @@ def test_pure_ledger_with_a_curves_table_refused(ledger: Ledger, with_mode: bool
         ]
     named = "digest" if with_mode else "table 'curves' that a pure-epsilon ledger does not"
     _sql(ledger.path, *statements)
-    before = _files(Path(ledger.path).parent)
-    for attempt in (
-        lambda: Ledger(ledger.path),
-        lambda: ledger.spend(Fraction(1, 100)),
-        lambda: Budget.from_ledger(ledger.path),
-    ):
-        with pytest.raises(LedgerError, match=named):
-            attempt()
-    assert _files(Path(ledger.path).parent) == before
+    _assert_open_and_spend_refused(ledger, named)
 
 
 @pytest.mark.parametrize("keep_mode", [True, False])
@@ -423,15 +429,7 @@ def test_approx_ledger_without_its_curves_table_refused(approx: Ledger, keep_mod
         statements.append("DELETE FROM meta WHERE key IN ('delta', 'accountant')")
     named = "table 'curves' is missing" if keep_mode else "digest"
     _sql(approx.path, *statements)
-    before = _files(Path(approx.path).parent)
-    for attempt in (
-        lambda: Ledger(approx.path),
-        lambda: approx.spend(Fraction(1, 100)),
-        lambda: Budget.from_ledger(approx.path),
-    ):
-        with pytest.raises(LedgerError, match=named):
-            attempt()
-    assert _files(Path(approx.path).parent) == before
+    _assert_open_and_spend_refused(approx, named)
 
 
 def test_approx_ledger_rolled_back_to_an_older_copy_refused(tmp_path: Path) -> None:

@@ -190,6 +190,17 @@ def test_a_damaged_store_entry_charges_nothing_and_records_no_failed_spend(
 
 
 # -- a group-by release is padded as a whole -------------------------------------------
+def _one_padded_grouped_sum(data: Any, kw: dict[str, Any]) -> None:
+    """A grouped sum of ``data`` taking the stub's quantum in one padded call for the
+    whole call (not one per group), with no timing note on any group."""
+    before = _quanta.statistic_stats().calls
+    start = time.perf_counter_ns()
+    g = snapcore.release("sum", data, **kw)
+    assert time.perf_counter_ns() - start >= 2 * MS  # the stub's quantum
+    assert _quanta.statistic_stats().calls == before + 1  # one padded call, not per group
+    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+
+
 def _grouped_data(records: int) -> dict[str, list[Any]]:
     return {
         "g": [("a", "b")[i % 2] for i in range(records)],
@@ -213,12 +224,7 @@ def test_a_grouped_release_is_padded_as_a_whole_by_its_public_total(
         "epsilon": 1,
         "timing": "constant",
     }
-    before = _quanta.statistic_stats().calls
-    start = time.perf_counter_ns()
-    g = snapcore.release("sum", _grouped_data(records), **kw)
-    assert time.perf_counter_ns() - start >= 2 * MS  # the stub's quantum
-    assert _quanta.statistic_stats().calls == before + 1  # one padded call, not per group
-    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+    _one_padded_grouped_sum(_grouped_data(records), kw)
     tables = [c.data for cs in _statistic_classes(stub_calibration) for c in cs]
     assert tables, "the grouped release was calibrated"
     for t in tables:
@@ -329,12 +335,7 @@ def test_a_grouped_release_of_partial_states_is_padded_as_a_whole(
         "epsilon": 1,
         "timing": "constant",
     }
-    before = _quanta.statistic_stats().calls
-    start = time.perf_counter_ns()
-    g = snapcore.release("sum", _key_partials(records), **kw)
-    assert time.perf_counter_ns() - start >= 2 * MS  # the stub's quantum
-    assert _quanta.statistic_stats().calls == before + 1  # one padded call, not per group
-    assert all(not any("timing" in n for n in r.notes) for r in g.releases)
+    _one_padded_grouped_sum(_key_partials(records), kw)
     classes = _statistic_classes(stub_calibration)
     assert len(classes) == 1  # the second size reused the first one's quantum
     for c in classes[0]:

@@ -123,7 +123,7 @@ def test_grid_explanation():
     r = record()
     text = r.grid_explanation
     assert text.startswith("outputs lie on a grid of step 20 (data units)")
-    assert f"(95% accuracy ±{r.accuracy(0.05):.6g})" in text
+    assert "(95% accuracy ±39.9573)" in text  # Δ·(ln 20 + 1) with Δ = 10, as above
     assert text.endswith(f"A finer grid: {r.finer_grid}")
     assert unnoised().grid_explanation == (
         "no grid: nothing was noised (Δ = 0), the value is exact"
