@@ -344,13 +344,11 @@ def _compile(numba: Any) -> tuple[Any, ...]:
 
     def _clamp_split(
         v: np.float64, b: np.uint64, lo: np.float64, hi: np.float64, lob: np.uint64, hib: np.uint64
-    ) -> tuple[np.int64, np.int64, np.int64]:  # pragma: no cover
+    ) -> Any:  # pragma: no cover
         """:func:`_split` of ``v`` (bits ``b``) clamped to ``[lo, hi]`` (bits ``lob``, ``hib``)."""
         return split(lob if v < lo else hib if v > hi else b)
 
-    def _add_signed(
-        lo: np.uint64, hi: np.int64, t: np.int64
-    ) -> tuple[Any, Any]:  # pragma: no cover
+    def _add_signed(lo: np.uint64, hi: np.int64, t: np.int64) -> Any:  # pragma: no cover
         """``(lo, hi) + t`` for a signed ``t`` (|t| < 2**63): :func:`_add128` of |t|."""
         return add128(lo, hi, -t if t < 0 else t, -np.int64(t < 0))
 
