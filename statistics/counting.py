@@ -48,6 +48,16 @@ def _no_bounds(data_bounds: DataBounds | None) -> None:
         )
 
 
+def _count_domain(prepared: Prepared) -> OutputDomain:
+    """Whole numbers in ``[0, n]`` (n the public n or cap): a count's output domain."""
+    return OutputDomain(
+        lower=0,
+        upper=prepared.value_range[1],
+        integral=True,
+        reason="a count is a whole number between 0 and the public n",
+    )
+
+
 class Count(Statistic):
     """The number of records.
 
@@ -69,12 +79,7 @@ class Count(Statistic):
 
     def output_domain(self, prepared: Prepared) -> OutputDomain:
         """Whole numbers in ``[0, n]`` (n the public n or cap)."""
-        return OutputDomain(
-            lower=0,
-            upper=prepared.value_range[1],
-            integral=True,
-            reason="a count is a whole number between 0 and the public n",
-        )
+        return _count_domain(prepared)
 
     def partial(self, chunk: Dataset, *, data_bounds: DataBounds | None, **options: Any) -> State:
         """``(records,)``."""
@@ -368,12 +373,7 @@ class Histogram(Statistic):
 
     def output_domain(self, prepared: Prepared) -> OutputDomain:
         """Whole numbers in ``[0, n]`` (n the public n or cap)."""
-        return OutputDomain(
-            lower=0,
-            upper=prepared.value_range[1],
-            integral=True,
-            reason="a count is a whole number between 0 and the public n",
-        )
+        return _count_domain(prepared)
 
     options: ClassVar[Mapping[str, str]] = {
         "bins": "bin edges e_0 < ... < e_k (numeric column)",

@@ -119,6 +119,16 @@ def _round_up_bits(q: Fraction, bits: int) -> Fraction:
     return -((-q) // unit) * unit
 
 
+def _exact_doubles(a: Fraction, b: Fraction) -> tuple[float, float] | None:
+    """``(float(a), float(b))`` when both are exact doubles, else None."""
+    try:
+        if Fraction(float(a)) == a and Fraction(float(b)) == b:
+            return float(a), float(b)
+    except OverflowError:
+        pass
+    return None
+
+
 def _outward(lo: Fraction, hi: Fraction, margin: Fraction) -> tuple[float, float]:
     """Doubles ``lower <= lo − margin`` and ``upper >= hi + margin``.
 
@@ -129,12 +139,9 @@ def _outward(lo: Fraction, hi: Fraction, margin: Fraction) -> tuple[float, float
     """
     if margin > 0:
         m = _round_up_bits(margin, 8)
-        a, b = lo - m, hi + m
-        try:
-            if Fraction(float(a)) == a and Fraction(float(b)) == b:
-                return float(a), float(b)
-        except OverflowError:
-            pass
+        pair = _exact_doubles(lo - m, hi + m)
+        if pair is not None:
+            return pair
     return round_down_double(lo - margin), round_up_double(hi + margin)
 
 
@@ -157,13 +164,8 @@ def _on_grid(lo: Fraction, hi: Fraction, margin: Fraction, unit: Fraction) -> tu
     centre = ((lo + hi) / (2 * unit) + Fraction(1, 2)).__floor__() * unit
     reach = max(centre - (lo - margin), (hi + margin) - centre)
     half = -((-reach) // unit) * unit
-    a, b = centre - half, centre + half
-    try:
-        if Fraction(float(a)) == a and Fraction(float(b)) == b:
-            return float(a), float(b)
-    except OverflowError:
-        pass
-    return _outward(lo, hi, margin)
+    pair = _exact_doubles(centre - half, centre + half)
+    return pair if pair is not None else _outward(lo, hi, margin)
 
 
 def check_gamma(gamma: Any) -> Fraction:

@@ -342,6 +342,19 @@ def _compile(numba: Any) -> tuple[Any, ...]:
     add = inline(_add)
     add128 = inline(_add128)
 
+    def _clamp_split(
+        v: np.float64, b: np.uint64, lo: np.float64, hi: np.float64, lob: np.uint64, hib: np.uint64
+    ) -> Any:  # pragma: no cover
+        """:func:`_split` of ``v`` (bits ``b``) clamped to ``[lo, hi]`` (bits ``lob``, ``hib``)."""
+        return split(lob if v < lo else hib if v > hi else b)
+
+    def _add_signed(lo: np.uint64, hi: np.int64, t: np.int64) -> Any:  # pragma: no cover
+        """``(lo, hi) + t`` for a signed ``t`` (|t| < 2**63): :func:`_add128` of |t|."""
+        return add128(lo, hi, -t if t < 0 else t, -np.int64(t < 0))
+
+    clamp_split = inline(_clamp_split)
+    add_signed = inline(_add_signed)
+
     def moments1(  # pragma: no cover
         x: np.ndarray,
         xb: np.ndarray,
@@ -366,7 +379,7 @@ def _compile(numba: Any) -> tuple[Any, ...]:
             if (b & inf) == inf:  # NaN or ±inf, before the clamp: refused
                 bad = np.uint64(1)
                 continue
-            s, k, m = split(lob if v < lo else hib if v > hi else b)
+            s, k, m = clamp_split(v, b, lo, hi, lob, hib)
             d = k - k1
             if np.uint64(d) <= np.uint64(_SUM_WINDOW):
                 sl, sh = add128(sl, sh, m << d, s)
@@ -414,8 +427,8 @@ def _compile(numba: Any) -> tuple[Any, ...]:
             if (ub & inf) == inf or (vb & inf) == inf:
                 bad = np.uint64(1)
                 continue
-            sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
-            sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+            sx, kx, mx = clamp_split(u, ub, lo0, hi0, lb0, hb0)
+            sy, ky, my = clamp_split(v, vb, lo1, hi1, lb1, hb1)
             d = kx - kx1
             if np.uint64(d) <= np.uint64(_SUM_WINDOW):
                 xl, xh = add128(xl, xh, mx << d, sx)
@@ -606,11 +619,11 @@ def _compile(numba: Any) -> tuple[Any, ...]:
             if inexact:  # this chunk in the buckets, value by value
                 for i in range(start, min(start + _CHUNK, x.shape[0])):
                     v, b = x[i], xb[i]
-                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    sg, k, m = clamp_split(v, b, lo, hi, lob, hib)
                     add(acc, k, m, sg)
                 continue
-            hl, hh = add128(hl, hh, -sh if sh < 0 else sh, -np.int64(sh < 0))
-            ll, lh = add128(ll, lh, -sl if sl < 0 else sl, -np.int64(sl < 0))
+            hl, hh = add_signed(hl, hh, sh)
+            ll, lh = add_signed(ll, lh, sl)
         reg[0], reg[1] = np.int64(hl), hh
         reg[2], reg[3] = np.int64(ll), lh
 
@@ -638,7 +651,7 @@ def _compile(numba: Any) -> tuple[Any, ...]:
             if inexact:  # this chunk in the buckets, value by value
                 for i in range(start, min(start + _CHUNK, x.shape[0])):
                     v, b = x[i], xb[i]
-                    sg, k, m = split(lob if v < lo else hib if v > hi else b)
+                    sg, k, m = clamp_split(v, b, lo, hi, lob, hib)
                     add(acc, k, m, sg)
                     ph, pl = product(m, m)
                     add(sq, k + k, pl, z)
@@ -646,7 +659,7 @@ def _compile(numba: Any) -> tuple[Any, ...]:
                 continue
             for j in range(10):
                 t = out[j]
-                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+                wl[j], wh[j] = add_signed(wl[j], wh[j], t)
         for j in range(10):
             reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
 
@@ -679,8 +692,8 @@ def _compile(numba: Any) -> tuple[Any, ...]:
             if inexact:  # this chunk in the buckets, pair by pair
                 for i in range(start, min(end, n)):
                     u, ub, v, vb = x[i], xb[i], y[i], yb[i]
-                    sx, kx, mx = split(lb0 if u < lo0 else hb0 if u > hi0 else ub)
-                    sy, ky, my = split(lb1 if v < lo1 else hb1 if v > hi1 else vb)
+                    sx, kx, mx = clamp_split(u, ub, lo0, hi0, lb0, hb0)
+                    sy, ky, my = clamp_split(v, vb, lo1, hi1, lb1, hb1)
                     add(ax, kx, mx, sx)
                     add(ay, ky, my, sy)
                     ph, pl = product(mx, my)
@@ -690,7 +703,7 @@ def _compile(numba: Any) -> tuple[Any, ...]:
                 continue
             for j in range(14):
                 t = out[j]
-                wl[j], wh[j] = add128(wl[j], wh[j], -t if t < 0 else t, -np.int64(t < 0))
+                wl[j], wh[j] = add_signed(wl[j], wh[j], t)
         for j in range(14):
             reg[2 * j], reg[2 * j + 1] = np.int64(wl[j]), wh[j]
 
