@@ -492,9 +492,9 @@ def _arrow_numbers(col: Any) -> np.ndarray | None:
 
 
 def _numpy(arr: Any, dtype: type[np.generic]) -> np.ndarray:
-    """A numeric Arrow array (or chunked array) without nulls, of NumPy type ``dtype``,
-    viewed as a NumPy array (pyarrow's own conversion imports pandas for a chunked
-    array)."""
+    """The values buffer of a numeric Arrow array (or chunked array), of NumPy type
+    ``dtype``, viewed as a NumPy array (pyarrow's own conversion imports pandas for a
+    chunked array); a null's slot holds whatever the buffer has there."""
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
@@ -648,8 +648,7 @@ def _arrow_column(col: Any) -> np.ndarray:
     dtype = _NUMPY_OF_ARROW.get(str(col.type))
     if dtype is None:
         return np.asarray(col.to_numpy(zero_copy_only=False))
-    item = np.dtype(dtype).itemsize
-    values = np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col), offset=col.offset * item)
+    values = _numpy(col, dtype)
     if not col.null_count:
         return values
     return with_nulls(values, _arrow_nulls(col))
