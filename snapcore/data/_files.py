@@ -148,13 +148,16 @@ def _last_boundary(buf: bytes) -> int:
     starts at a record's start), or 0 if there is none."""
     if b'"' not in buf:
         return max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
-    a = np.frombuffer(buf, dtype=np.uint8)
-    ends = np.flatnonzero((a == 10) | (a == 13))
-    if ends.size == 0:
-        return 0
-    quotes = _quote_positions(a)
-    outside = ends[np.searchsorted(quotes, ends) % 2 == 0]
+    outside = _ends_outside_quotes(np.frombuffer(buf, dtype=np.uint8))
     return int(outside[-1]) + 1 if outside.size else 0
+
+
+def _ends_outside_quotes(a: np.ndarray) -> np.ndarray:
+    """The positions of the line terminators (CR or LF) outside quotes in ``a`` (bytes
+    that start at a record's start)."""
+    ends = np.flatnonzero((a == 10) | (a == 13))
+    quotes = _quote_positions(a)
+    return ends[np.searchsorted(quotes, ends) % 2 == 0] if quotes.size else ends
 
 
 _DELIMITS = np.zeros(256, dtype=bool)
@@ -229,10 +232,7 @@ def _first_record(piece: bytes) -> tuple[bytes, bytes]:
     """(the first non-empty record of a piece, the bytes after it)."""
     start = len(piece) - len(piece.lstrip(b"\r\n"))
     body = piece[start:]
-    a = np.frombuffer(body, dtype=np.uint8)
-    ends = np.flatnonzero((a == 10) | (a == 13))
-    quotes = _quote_positions(a)
-    outside = ends[np.searchsorted(quotes, ends) % 2 == 0] if quotes.size else ends
+    outside = _ends_outside_quotes(np.frombuffer(body, dtype=np.uint8))
     if outside.size == 0:
         return body, b""
     cut = int(outside[0])
