@@ -393,7 +393,8 @@ def _parse_arrow(
     """The records of one piece, parsed by pyarrow with every option set to the
     grammar: comma, RFC 4180 quotes (doubled inside, no escape character), newlines
     inside quotes, empty lines skipped, every cell a string (no null values, no type
-    inference, no truth values) and UTF-8 checked; the cells then read by the grammar."""
+    inference, no truth values; UTF-8 already checked); the cells then read by the
+    grammar."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -425,7 +426,7 @@ def _parse_arrow(
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 auto_dict_encode=False,
-                check_utf8=True,
+                check_utf8=False,  # every piece is checked once already (_checked)
             ),
         )
     except pa.ArrowInvalid:
