@@ -619,7 +619,7 @@ def parquet_blocks(
         raise DataError(f"cannot read {label}: invalid Parquet data") from None
 
 
-_NUMPY_OF_ARROW = {
+_NUMPY_OF_ARROW: dict[str, type[np.generic]] = {
     "double": np.float64,
     "float": np.float32,
     "halffloat": np.float16,
