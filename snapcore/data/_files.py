@@ -148,13 +148,16 @@ def _last_boundary(buf: bytes) -> int:
     starts at a record's start), or 0 if there is none."""
     if b'"' not in buf:
         return max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
-    a = np.frombuffer(buf, dtype=np.uint8)
-    ends = np.flatnonzero((a == 10) | (a == 13))
-    if ends.size == 0:
-        return 0
-    quotes = _quote_positions(a)
-    outside = ends[np.searchsorted(quotes, ends) % 2 == 0]
+    outside = _ends_outside_quotes(np.frombuffer(buf, dtype=np.uint8))
     return int(outside[-1]) + 1 if outside.size else 0
+
+
+def _ends_outside_quotes(a: np.ndarray) -> np.ndarray:
+    """The positions of the line terminators (CR or LF) outside quotes in ``a`` (bytes
+    that start at a record's start)."""
+    ends = np.flatnonzero((a == 10) | (a == 13))
+    quotes = _quote_positions(a)
+    return ends[np.searchsorted(quotes, ends) % 2 == 0] if quotes.size else ends
 
 
 _DELIMITS = np.zeros(256, dtype=bool)
@@ -229,10 +232,7 @@ def _first_record(piece: bytes) -> tuple[bytes, bytes]:
     """(the first non-empty record of a piece, the bytes after it)."""
     start = len(piece) - len(piece.lstrip(b"\r\n"))
     body = piece[start:]
-    a = np.frombuffer(body, dtype=np.uint8)
-    ends = np.flatnonzero((a == 10) | (a == 13))
-    quotes = _quote_positions(a)
-    outside = ends[np.searchsorted(quotes, ends) % 2 == 0] if quotes.size else ends
+    outside = _ends_outside_quotes(np.frombuffer(body, dtype=np.uint8))
     if outside.size == 0:
         return body, b""
     cut = int(outside[0])
@@ -393,7 +393,8 @@ def _parse_arrow(
     """The records of one piece, parsed by pyarrow with every option set to the
     grammar: comma, RFC 4180 quotes (doubled inside, no escape character), newlines
     inside quotes, empty lines skipped, every cell a string (no null values, no type
-    inference, no truth values) and UTF-8 checked; the cells then read by the grammar."""
+    inference, no truth values; UTF-8 already checked); the cells then read by the
+    grammar."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -425,7 +426,7 @@ def _parse_arrow(
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 auto_dict_encode=False,
-                check_utf8=True,
+                check_utf8=False,  # every piece is checked once already (_checked)
             ),
         )
     except pa.ArrowInvalid:
@@ -492,9 +493,9 @@ def _arrow_numbers(col: Any) -> np.ndarray | None:
 
 
 def _numpy(arr: Any, dtype: type[np.generic]) -> np.ndarray:
-    """A numeric Arrow array (or chunked array) without nulls, of NumPy type ``dtype``,
-    viewed as a NumPy array (pyarrow's own conversion imports pandas for a chunked
-    array)."""
+    """The values buffer of a numeric Arrow array (or chunked array), of NumPy type
+    ``dtype``, viewed as a NumPy array (pyarrow's own conversion imports pandas for a
+    chunked array); a null's slot holds whatever the buffer has there."""
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
@@ -618,7 +619,7 @@ def parquet_blocks(
         raise DataError(f"cannot read {label}: invalid Parquet data") from None
 
 
-_NUMPY_OF_ARROW = {
+_NUMPY_OF_ARROW: dict[str, type[np.generic]] = {
     "double": np.float64,
     "float": np.float32,
     "halffloat": np.float16,
@@ -648,8 +649,7 @@ def _arrow_column(col: Any) -> np.ndarray:
     dtype = _NUMPY_OF_ARROW.get(str(col.type))
     if dtype is None:
         return np.asarray(col.to_numpy(zero_copy_only=False))
-    item = np.dtype(dtype).itemsize
-    values = np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col), offset=col.offset * item)
+    values = _numpy(col, dtype)
     if not col.null_count:
         return values
     return with_nulls(values, _arrow_nulls(col))

@@ -586,7 +586,7 @@ def parameter_items(value: Any, parameter: str, what: str = "a sequence of value
     ):
         raise ParameterError(f"{name} must be {what}, got {show(value)}", parameter=parameter)
     if isinstance(value, Sequence | np.ndarray):
-        return list(unmasked(value) if isinstance(value, np.ma.MaskedArray) else value)
+        return list(unmasked(value) if isinstance(value, np.ndarray) else value)
     return list(_column_array(value))  # a series: its items, none converted
 
 
