@@ -554,30 +554,43 @@ def _is_builtin_mean(stat: Statistic) -> bool:
     return stat.name == "mean" and type(stat) is type(resolve_statistic("mean"))
 
 
+def _require_group_cap(request: ReleaseRequest, what: str) -> None:
+    """Refuse a private-size group-by of ``what`` ("a mean") without a public cap ``n``."""
+    if request.n is None:
+        raise ParameterError(
+            f"{what} with {keyword('by')} and private group sizes needs {keyword('n')}, a "
+            "public cap on each group's size (or declare the sizes with "
+            f"{keyword('group_sizes')})",
+            parameter="n",
+        )
+
+
+def _centred_bounds(
+    request: ReleaseRequest,
+) -> tuple[Fraction, Fraction, Fraction, tuple[Fraction, Fraction]]:
+    """``(a, b, c, (a − c, b − c))`` for the request's data bounds ``[a, b]``: records are
+    summed as ``x − c`` with ``c`` the middle of the bounds (Δ = (b − a)/2 instead of
+    max(|a|, |b|)) when the shifted bounds are exact doubles, else with ``c = 0``."""
+    if request.data_bounds is None:
+        check_data_bounds(None, request.statistic)  # the usual error
+    assert request.data_bounds is not None
+    a, b = (Fraction(x) for x in request.data_bounds[0])
+    centre = (a + b) / 2
+    shifted = (a - centre, b - centre)
+    if any(Fraction(float(x)) != x for x in shifted):
+        centre, shifted = Fraction(0), (a, b)
+    return a, b, centre, shifted
+
+
 @padded_grouped
 def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     """A mean per key of private group size (add-remove): per group, the sum of
     ``x − c`` (c the middle of the data bounds) and the count each released with ε/2
     (add-remove, the group's public cap n), and ``c + S̃/C̃`` clamped to the data
     bounds (docs/statistics.md, "Group-by")."""
-    if request.n is None:
-        raise ParameterError(
-            f"a mean with {keyword('by')} and private group sizes needs {keyword('n')}, a "
-            "public cap on each group's size (or declare the sizes with "
-            f"{keyword('group_sizes')})",
-            parameter="n",
-        )
-    if request.data_bounds is None:
-        check_data_bounds(None, request.statistic)  # the usual error
+    _require_group_cap(request, "a mean")
     half = request.epsilon / 2
-    assert request.data_bounds is not None
-    a, b = (Fraction(x) for x in request.data_bounds[0])
-    # The sum is of x − c with c the middle of the bounds (Δ = (b − a)/2 instead of
-    # max(|a|, |b|)), when the shifted bounds are exact doubles.
-    centre = (a + b) / 2
-    shifted = (a - centre, b - centre)
-    if any(Fraction(float(x)) != x for x in shifted):
-        centre, shifted = Fraction(0), (a, b)
+    a, b, centre, shifted = _centred_bounds(request)
     sum_bounds = ((float(shifted[0]), float(shifted[1])),)
     parts = []
     for name in ("sum", "count"):
@@ -712,13 +725,7 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     released with ε/3 (add-remove, the group's public cap n), and
     ``Q̃/C̃ − (S̃/C̃)²`` projected onto ``[0, ((b − a)/2)²]`` (docs/statistics.md,
     "Group-by").  From records in memory or from ``{key: Partial}``."""
-    if request.n is None:
-        raise ParameterError(
-            f"a variance with {keyword('by')} and private group sizes needs {keyword('n')}, "
-            "a public cap on each group's size (or declare the sizes with "
-            f"{keyword('group_sizes')})",
-            parameter="n",
-        )
+    _require_group_cap(request, "a variance")
     if request.clamp_bounds is not None:
         raise ParameterError(
             f"a variance with {keyword('by')} and private group sizes releases three noisy "
@@ -726,16 +733,8 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
             f"names one interval, so give {keyword('gamma')} instead",
             parameter="clamp_bounds",
         )
-    if request.data_bounds is None:
-        check_data_bounds(None, request.statistic)  # the usual error
-    assert request.data_bounds is not None
-    a, b = (Fraction(x) for x in request.data_bounds[0])
-    # Centred values (x − c, c the middle of the bounds) when the shifted bounds are
-    # exact doubles: Δ of the sum is (b − a)/2 and of the squares ((b − a)/2)².
-    centre = (a + b) / 2
-    shifted = (a - centre, b - centre)
-    if any(Fraction(float(x)) != x for x in shifted):
-        centre, shifted = Fraction(0), (a, b)
+    # Centred values: Δ of the sum is (b − a)/2 and of the squares ((b − a)/2)².
+    a, b, centre, shifted = _centred_bounds(request)
     reach = max(abs(shifted[0]), abs(shifted[1]))  # B′ >= |x − c|
     square_cap = float(reach * reach)
     if Fraction(square_cap) < reach * reach:  # the bound must hold: round up

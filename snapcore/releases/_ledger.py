@@ -483,13 +483,7 @@ def _verify(
     for e in entries:
         digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid)
         prefix[e.index] = digest
-    if meta["digest"] != digest:
-        raise _fail(
-            path,
-            "its total or history does not match the digest snapcore recorded with it "
-            "(edited outside snapcore)",
-        )
-    _check_seen(path, prefix, seen)
+    _check_digest(path, meta["digest"], digest, prefix, seen)
     return LedgerState(
         total=total,
         spent=running,
@@ -497,6 +491,20 @@ def _verify(
         created=meta["created"],
         digest=digest,
     )
+
+
+def _check_digest(
+    path: str, recorded: str, digest: str, prefix: dict[int, str], seen: tuple[int, str] | None
+) -> None:
+    """Refuse a ledger whose ``digest``, computed from its total and history, is not the
+    one snapcore ``recorded`` with it, or whose history does not extend ``seen``."""
+    if recorded != digest:
+        raise _fail(
+            path,
+            "its total or history does not match the digest snapcore recorded with it "
+            "(edited outside snapcore)",
+        )
+    _check_seen(path, prefix, seen)
 
 
 def _check_seen(path: str, prefix: dict[int, str], seen: tuple[int, str] | None) -> None:
@@ -567,13 +575,7 @@ def _verify_approx(
             digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid, c.to_text()
         )
         prefix[e.index] = digest
-    if meta["digest"] != digest:
-        raise _fail(
-            path,
-            "its total or history does not match the digest snapcore recorded with it "
-            "(edited outside snapcore)",
-        )
-    _check_seen(path, prefix, seen)
+    _check_digest(path, meta["digest"], digest, prefix, seen)
     guarantee = compose(curves, delta, accountant=accountant)
     if guarantee.epsilon > total:
         raise _fail(

@@ -368,6 +368,21 @@ def _key(request: ReleaseRequest, n: int, parts: Mapping[Any, Any] | None) -> Ha
     return (kind, fields_key, states, n)
 
 
+def _statistic_quantum(
+    release: Callable[[ReleaseRequest], object], classes: list[ReleaseRequest]
+) -> int:
+    """The quantum of ``release`` over the request ``classes``, in ns: the statistic
+    calibration's reps, margin and spread-derived margin floor."""
+    return calibrate_quantum(
+        release,
+        classes,
+        reps=budget_reps(release, classes, STATISTIC_REPS),
+        margin=STATISTIC_MARGIN,
+        warmup=1,
+        min_margin=STATISTIC_MIN_MARGIN,
+    )
+
+
 def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, bounds: Any) -> int:
     """The quantum of ``request``'s statistic at ``n`` records with data bounds
     ``bounds``, in ns: its release of synthetic data of each kind, with a fresh source
@@ -384,14 +399,7 @@ def _calibrate(release: SingleRelease, request: ReleaseRequest, n: int, bounds: 
             synthetic = {column if isinstance(column, str) else column[0]: synthetic}
         classes.append(attrs.evolve(base, data=synthetic, column=column))
 
-    return calibrate_quantum(
-        release,
-        classes,
-        reps=budget_reps(release, classes, STATISTIC_REPS),
-        margin=STATISTIC_MARGIN,
-        warmup=1,
-        min_margin=STATISTIC_MIN_MARGIN,
-    )
+    return _statistic_quantum(release, classes)
 
 
 def _calibration_request(request: ReleaseRequest) -> ReleaseRequest:
@@ -431,14 +439,7 @@ def _calibrate_grouped(release: GroupedReleaseFn, request: ReleaseRequest, bound
             column = wanted if len(wanted) > 1 else wanted[0]
         table[by] = key_column
         classes.append(attrs.evolve(base, data=table, column=column))
-    return calibrate_quantum(
-        release,
-        classes,
-        reps=budget_reps(release, classes, STATISTIC_REPS),
-        margin=STATISTIC_MARGIN,
-        warmup=1,
-        min_margin=STATISTIC_MIN_MARGIN,
-    )
+    return _statistic_quantum(release, classes)
 
 
 def _calibrate_grouped_partials(

@@ -252,8 +252,52 @@ class Release:
         }
 
 
+class _ScalarRatio:
+    """What :class:`RatioRelease` and :class:`VarianceRatioRelease` share: one value,
+    labelled by its statistic, computed from released sums around ``centre``."""
+
+    __slots__ = ()
+
+    statistic: str
+    value: float
+    snapped: float | None
+    centre: Fraction
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """``(statistic,)``."""
+        return (self.statistic,)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """``(value,)``."""
+        return (self.value,)
+
+    @property
+    def epsilon_per_value(self) -> Fraction:
+        raise NotImplementedError
+
+    def accuracy(self, alpha: Any) -> float:
+        raise NotImplementedError
+
+    def _centred_bound(self, lo: Fraction, hi: Fraction) -> float:
+        """``B′ = max(|lo − c|, |hi − c|)``: bounds ``|x − c|`` for ``x`` in ``[lo, hi]``."""
+        return float(max(abs(lo - self.centre), abs(hi - self.centre)))
+
+    def frame_columns(self) -> dict[str, list[Any]]:
+        """The columns of :meth:`Release.to_frame` for this value."""
+        return {
+            "statistic": [self.statistic],
+            "label": [self.statistic],
+            "value": [self.value],
+            "snapped": [self.snapped],
+            "accuracy_95": [self.accuracy(0.05)],
+            "epsilon_per_value": [float(self.epsilon_per_value)],
+        }
+
+
 @attrs.frozen(kw_only=True)
-class RatioRelease:
+class RatioRelease(_ScalarRatio):
     """A mean released as a noisy sum over a noisy count, for a group of private size
     (docs/statistics.md, "Group-by"): the quotient of two releases, each spending half
     of ε (sequential composition), clamped to the data bounds (post-processing).
@@ -302,16 +346,6 @@ class RatioRelease:
     timing_guarantee: TimingGuarantee | None = None
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        """``(statistic,)``."""
-        return (self.statistic,)
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        """``(value,)``."""
-        return (self.value,)
-
-    @property
     def epsilon_per_value(self) -> Fraction:
         """ε of each of the two releases (sum and count)."""
         return self.numerator.epsilon_per_value
@@ -335,20 +369,9 @@ class RatioRelease:
         c = float(self.denominator.value)  # type: ignore[arg-type]
         if c <= 0:
             return width / 2
-        b_prime = float(max(abs(lo - self.centre), abs(hi - self.centre)))
+        b_prime = self._centred_bound(lo, hi)
         bound = (self.numerator.accuracy(a) + b_prime * self.denominator.accuracy(a)) / c
         return min(width, bound)
-
-    def frame_columns(self) -> dict[str, list[Any]]:
-        """The columns of :meth:`Release.to_frame` for this value."""
-        return {
-            "statistic": [self.statistic],
-            "label": [self.statistic],
-            "value": [self.value],
-            "snapped": [self.snapped],
-            "accuracy_95": [self.accuracy(0.05)],
-            "epsilon_per_value": [float(self.epsilon_per_value)],
-        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the sum's and the count's records."""
@@ -373,7 +396,7 @@ class RatioRelease:
 
 
 @attrs.frozen(kw_only=True)
-class VarianceRatioRelease:
+class VarianceRatioRelease(_ScalarRatio):
     """A variance released from a noisy count, sum and sum of squares, for a group of
     private size (docs/statistics.md, "Group-by"): each of the three spends a third of ε
     (sequential composition); the variance is computed from them and projected onto its
@@ -425,16 +448,6 @@ class VarianceRatioRelease:
     timing_guarantee: TimingGuarantee | None = None
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        """``(statistic,)``."""
-        return (self.statistic,)
-
-    @property
-    def values(self) -> tuple[float, ...]:
-        """``(value,)``."""
-        return (self.value,)
-
-    @property
     def value_range(self) -> tuple[Fraction, Fraction]:
         """The variance's domain ``[0, ((b − a)/2)²]``."""
         lo, hi = self.data_range
@@ -465,22 +478,11 @@ class VarianceRatioRelease:
         if c <= 0:
             return width / 2
         lo, hi = self.data_range
-        b1 = float(max(abs(lo - self.centre), abs(hi - self.centre)))
+        b1 = self._centred_bound(lo, hi)
         a_c = self.noisy_count.accuracy(a)
         e1 = (self.noisy_sum.accuracy(a) + b1 * a_c) / c
         e2 = (self.noisy_squares.accuracy(a) + b1 * b1 * a_c) / c
         return min(width, e2 + e1 * (2 * b1 + e1))
-
-    def frame_columns(self) -> dict[str, list[Any]]:
-        """The columns of :meth:`Release.to_frame` for this value."""
-        return {
-            "statistic": [self.statistic],
-            "label": [self.statistic],
-            "value": [self.value],
-            "snapped": [self.snapped],
-            "accuracy_95": [self.accuracy(0.05)],
-            "epsilon_per_value": [float(self.epsilon_per_value)],
-        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the three releases' records."""
