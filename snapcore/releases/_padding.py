@@ -467,13 +467,7 @@ def _calibrate_grouped_partials(
                 statistic=stat.name, state=state, data_bounds=bounds, options=first.options
             )
         classes.append(attrs.evolve(base, data=states))
-    return calibrate_quantum(
-        release,
-        classes,
-        reps=budget_reps(release, classes, STATISTIC_REPS),
-        margin=STATISTIC_MARGIN,
-        warmup=1,
-    )
+    return _statistic_quantum(release, classes)
 
 
 def _synthetic_state(stat: Any, n: int, bounds: Any, options: Mapping[str, Any], kind: str) -> Any:
