@@ -351,9 +351,8 @@ def release(
     """
     from snapcore.data._missing import check_missing_policy
     from snapcore.plugins._manager import resolve_statistic
-    from snapcore.plugins._statistic import resolve_relation
     from snapcore.randomness._sources import SeededSource
-    from snapcore.releases._api import release as do_release
+    from snapcore.releases._api import release as do_release, release_relation
 
     options = _stat_options(bins, categories)
     if other:
@@ -396,14 +395,7 @@ def release(
     # the policy is checked against the relation before reading (the release checks
     # it again); a chunked read applies it to each chunk
     stat = resolve_statistic(statistic)
-    rel = resolve_relation(stat, relation)
-    if (
-        grouping
-        and relation is None
-        and group_sizes is None
-        and "add-remove" in [r.value for r in stat.relations]
-    ):
-        rel = resolve_relation(stat, "add-remove")  # a grouped release's default
+    rel, _ = release_relation(stat, relation, by=by, group_sizes=group_sizes)
     policy = check_missing_policy(missing, impute_value, rel)
     data, data_label, chunked = _read_input(
         stat,

@@ -377,31 +377,8 @@ def release(
     # Every keyword is checked here, once, before any data is read or noise drawn.
     mode = check_timing(timing)
     stat = resolve_statistic(statistic)
-    private_mean = (
-        by is not None
-        and group_sizes is None
-        and _is_builtin_mean(stat)
-        and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
-    )
-    private_variance = (
-        by is not None
-        and group_sizes is None
-        and _is_builtin_variance(stat)
-        and (relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE)
-    )
-    if (
-        relation is None
-        and by is not None
-        and group_sizes is None
-        and Neighbouring.ADD_REMOVE in stat.relations
-    ):
-        relation = Neighbouring.ADD_REMOVE  # group sizes stay private (docs/statistics.md)
+    rel, private = release_relation(stat, relation, by=by, group_sizes=group_sizes)
     eps = check_real("epsilon", epsilon, positive=True)
-    rel = (
-        Neighbouring.ADD_REMOVE
-        if private_mean or private_variance
-        else resolve_relation(stat, relation)
-    )
     if gamma is not None and clamp_bounds is not None:
         raise ParameterError(
             f"give at most one of {keyword('gamma')} and {keyword('clamp_bounds')}",
@@ -452,13 +429,36 @@ def release(
         options=options,
         label=label,
     )
-    if private_mean:
+    if private == "mean":
         return _release_private_size_means(request)
-    if private_variance:
+    if private == "variance":
         return _release_private_size_variances(request)
     if request.grouped:
         return _release_grouped(request)
     return _release_single(request)
+
+
+def release_relation(
+    stat: Statistic, relation: Any, *, by: Any, group_sizes: Any
+) -> tuple[Neighbouring, str | None]:
+    """The neighbouring relation :func:`release` uses, and which built-in statistic
+    (``"mean"`` or ``"variance"``) is released per group of private size, if any.
+
+    With ``by=`` and no ``group_sizes=``, group sizes stay private: the built-in mean
+    and variance are released from noisy sums under ``add-remove``, and any other
+    statistic that has an ``add-remove`` form defaults to it (docs/statistics.md,
+    "Group-by").  The command line calls this too, to check the missing-value policy
+    against the same relation before it reads.
+    """
+    if by is not None and group_sizes is None:
+        if relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE:
+            if _is_builtin_mean(stat):
+                return Neighbouring.ADD_REMOVE, "mean"
+            if _is_builtin_variance(stat):
+                return Neighbouring.ADD_REMOVE, "variance"
+        if relation is None and Neighbouring.ADD_REMOVE in stat.relations:
+            relation = Neighbouring.ADD_REMOVE
+    return resolve_relation(stat, relation), None
 
 
 def _check_public_n(n: Any, grouped: bool) -> int | Mapping[Any, int | None] | None:
@@ -592,41 +592,48 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     half = request.epsilon / 2
     a, b, centre, shifted = _centred_bounds(request)
     sum_bounds = ((float(shifted[0]), float(shifted[1])),)
-    parts = []
-    for name in ("sum", "count"):
-        sub_stat = resolve_statistic(name)
-        sub = attrs.evolve(
+    subs = {
+        name: attrs.evolve(
             request,
-            statistic=sub_stat,
+            statistic=resolve_statistic(name),
             epsilon=half,
             data_bounds=sum_bounds if name == "sum" else None,
             relation=Neighbouring.ADD_REMOVE,
             budget=None,
             options={},
         )
+        for name in ("sum", "count")
+    }
 
-        def plan_one(data: Any, n: int | None, sub: ReleaseRequest = sub) -> _Plan:
-            from snapcore.data._columns import Dataset, as_dataset
+    def plan_one(data: Any, n: int | None) -> tuple[_Plan, _Plan]:
+        # One exact mean state per group (its records in memory, the missing-value
+        # policy applied, or its partial state): the sum of x − c and the count.
+        from snapcore.data._columns import Dataset
 
-            st = sub.statistic
-            if _is_partial(data):  # a group's records, read in chunks
-                state = _mean_part_state(request, data, st.name, centre)
-                prep = st.finalize(state, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
-                return _plan(sub, prep, sub.data_bounds)
-            if not isinstance(data, Dataset):
-                raise ParameterError(
-                    "a mean per group of private size is released from data in memory or "
-                    f"from partial states of the mean; give the table, or "
-                    f"{keyword('group_sizes')}",
-                    parameter="data",
-                )
-            if st.name == "sum" and centre != 0:
-                data = as_dataset([v - centre for v in data.column(0).fractions()])
-            prep = st.prepare(data, data_bounds=sub.data_bounds, n=n, relation=sub.relation)
-            return _plan(sub, prep, sub.data_bounds)
+        if _is_partial(data):  # a group's records, read in chunks
+            _check_mean_part(request, data)
+            state = data.state
+        elif isinstance(data, Dataset):
+            state = request.statistic.partial(data, data_bounds=request.data_bounds)
+        else:
+            raise ParameterError(
+                "a mean per group of private size is released from data in memory or "
+                f"from partial states of the mean; give the table, or "
+                f"{keyword('group_sizes')}",
+                parameter="data",
+            )
+        plans = []
+        for name, part in zip(("sum", "count"), _mean_sum_count(state, centre), strict=True):
+            sub = subs[name]
+            prep = sub.statistic.finalize(
+                part, data_bounds=sub.data_bounds, n=n, relation=sub.relation
+            )
+            plans.append(_plan(sub, prep, sub.data_bounds))
+        return plans[0], plans[1]
 
-        parts.append(plan_groups(sub, plan_one))
-    (grouped, sum_plans), (_, count_plans) = parts
+    grouped, both = plan_groups(request, plan_one)
+    sum_plans = [p[0] for p in both]
+    count_plans = [p[1] for p in both]
     _check_can_draw([*sum_plans, *count_plans])
     _ready_padding([*sum_plans, *count_plans])
     ready_padding(grouped_total(request), request.data_bounds, request.epsilon)
@@ -820,13 +827,9 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     )
 
 
-def _mean_part_state(request: ReleaseRequest, part: Any, name: str, centre: Fraction) -> State:
-    """The state of ``name`` ("sum" of ``x − centre``, or "count") of a group's records,
-    from their partial state of the built-in mean ``(k, Σc·2**1074)``, c the values
-    clamped to the mean's data bounds [a, b]: clamping ``x − centre`` to
-    ``[a − centre, b − centre]`` gives ``c − centre``, so the sum's state is
-    ``(k, Σc·2**1074 − k·centre·2**1074)`` (an integer: ``centre`` is 0 or a difference
-    of doubles), and the count's is ``(k,)``."""
+def _check_mean_part(request: ReleaseRequest, part: Any) -> None:
+    """Refuse a group's partial state that is not the built-in mean's for the request
+    (its data bounds, no options, no missing-value policy to apply)."""
     if part.statistic != "mean":
         raise ParameterError(
             f"the partial state is of statistic {part.statistic!r}, not 'mean'", parameter="data"
@@ -845,11 +848,17 @@ def _mean_part_state(request: ReleaseRequest, part: Any, name: str, centre: Frac
         )
     if part.options:
         raise ParameterError("the mean's partial state must have no options", parameter="data")
-    k, total = int(part.state[0]), part.state[1]
-    if name == "count":
-        return (k,)
+
+
+def _mean_sum_count(state: State, centre: Fraction) -> tuple[State, State]:
+    """The states of the sum of ``x − centre`` and of the count of a group's records,
+    from the built-in mean's state ``(k, Σc·2**1074)``, c the values clamped to the
+    mean's data bounds [a, b]: clamping ``x − centre`` to ``[a − centre, b − centre]``
+    gives ``c − centre``, so the sum's state is ``(k, Σc·2**1074 − k·centre·2**1074)``
+    (an integer: ``centre`` is 0 or a difference of doubles), and the count's ``(k,)``."""
+    k, total = int(state[0]), state[1]
     shift = k * centre * (1 << SUM_SCALE)
-    return (k, total - (int(shift) if shift.denominator == 1 else shift))
+    return (k, total - (int(shift) if shift.denominator == 1 else shift)), (k,)
 
 
 def _prepare(

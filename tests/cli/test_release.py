@@ -439,3 +439,34 @@ def test_a_mean_of_private_group_sizes_on_the_command_line_is_the_python_release
         for group, k in zip(out["groups"], ("a", "b", "c"), strict=True):
             assert group["sum"]["value"] == want[k].numerator.value
             assert group["count"]["value"] == want[k].denominator.value
+
+
+def test_a_mean_of_private_group_sizes_with_missing_drop_is_the_python_release(cli, tmp_path):
+    """--missing drop with --by and private sizes: the command line takes the same
+    relation (add-remove) as snapcore.release, and both give the means of the table
+    without the missing record."""
+    import snapcore
+
+    table = {"g": ["a", "a", "b", "b", "a"], "x": [10.0, None, 30.0, 50.0, 20.0]}
+    csv = tmp_path / "g.csv"
+    csv.write_text("g,x\na,10.0\na,\nb,30.0\nb,50.0\na,20.0\n")
+    out = cli.json(
+        "release", "mean", str(csv), "-c", "x", "--by", "g", "--keys", "a,b",
+        "-b", "0", "100", "--n", "100", "-e", "1", "--seed", "5", "--missing", "drop", "--json",
+    )  # fmt: skip
+    want = snapcore.release(
+        "mean", table, column="x", by="g", keys=["a", "b"], data_bounds=(0, 100),
+        n=100, epsilon=1, missing="drop", source=snapcore.SeededSource("5"),
+    )  # fmt: skip
+    assert out["relation"] == "add-remove" == want.relation.value
+    assert out["values"] == [want[k].value for k in ("a", "b")]
+    # Dropping is the table without the record: the same sums, counts and means.
+    kept = {"g": ["a", "b", "b", "a"], "x": [10.0, 30.0, 50.0, 20.0]}
+    dropped = snapcore.release(
+        "mean", kept, column="x", by="g", keys=["a", "b"], data_bounds=(0, 100),
+        n=100, epsilon=1, source=snapcore.SeededSource("5"),
+    )  # fmt: skip
+    for k in ("a", "b"):
+        assert want[k].numerator.value == dropped[k].numerator.value
+        assert want[k].denominator.value == dropped[k].denominator.value
+        assert want[k].value == dropped[k].value
