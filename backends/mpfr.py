@@ -13,7 +13,7 @@ import math
 import sys
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import gmpy2
 
@@ -226,13 +226,9 @@ class MPFRBackend(Backend):
           the value) is finished by the exact path above from the same bytes, and
           overruns the quantum (``docs/timing.md``, "The compiled scalar path").
         """
-        # The uniform stages and the fused parts are built once, for both paths (a
-        # statistic's release builds its mechanism inside its padded call).
-        stages = pipeline.uniform_stages()
-        parts = _fused_parts(pipeline, source, stages)
-        if parts is None:
+        if not _fusable(pipeline, source):
             return None
-        return _padded_scalar(pipeline, source, stages, parts)
+        return _padded_scalar(pipeline, source)
 
     def scalar(self, pipeline: Pipeline, source: RandomSource) -> Callable[[float], float] | None:
         """:meth:`scalar` for a mechanism without timing padding: the same contract
@@ -303,33 +299,49 @@ class MPFRBackend(Backend):
         return release
 
 
-def _padded_scalar(
-    pipeline: Pipeline,
-    source: RandomSource,
-    stages: _Stages,
-    parts: tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource],
-) -> Callable[[float], float]:
-    """The release of one double of a padded mechanism (:meth:`MPFRBackend.scalar_padded`),
-    from ``pipeline``'s uniform ``stages`` and their fused ``parts`` (:func:`_fused_parts`
-    of ``source``): the exact path is theirs (:func:`_exact_scalar` with ``uniform``).
+def _padded_scalar(pipeline: Pipeline, source: ByteSource) -> Callable[[float], float]:
+    """The release of one double of a padded mechanism (:meth:`MPFRBackend.scalar_padded`)
+    drawing from ``source`` (:func:`_fusable` with ``pipeline``).
 
     Returns ``release`` (a closure: the padded call's own cost stays small) with the
     attribute ``release.path``: ``path()`` names the path of the next release and makes
     the process-wide switch to the compiled kernel when it is due, so that the switch
     (importing numba, loading the kernel) never happens inside a padded call.
+
+    The exact path (``pipeline``'s uniform stages and their fused parts,
+    :func:`_fused_parts`) is built by ``path()`` when it names that path, or by the
+    first release the kernel leaves open: a mechanism on the compiled path, or one
+    that never releases a double (a statistic's exact value takes
+    :meth:`Pipeline.run <snapcore.pipeline.Pipeline.run>`), does not build it.  Which of
+    these happens depends on the process's public count of releases, not on any value.
+    A release that no ``path()`` call preceded (an unpadded copy's, for the padding's
+    calibration) runs ``path()`` first if the process has switched, so it starts on
+    the compiled path without loading anything.
     """
-    exact = _release_of(pipeline, *parts, stages)
-    finish, src = parts
-    centre = stages[0]
-    lock, read = src.exclusive(), src.read
+    built: tuple[Callable[[float], float], Any, Callable[[float], tuple[int, int]]] | None = None
+
+    def exact_parts() -> tuple[Callable[[float], float], Any, Callable[[float], tuple[int, int]]]:
+        # (exact release, finish, centre), built once.
+        nonlocal built
+        if built is None:
+            stages = pipeline.uniform_stages()
+            parts = _fused_parts(pipeline, source, stages)
+            if parts is None:  # pragma: no cover - _fusable said it can
+                raise AssertionError("the fused parts declined a fusable pipeline")
+            built = (_release_of(pipeline, *parts, stages), parts[0], stages[0])
+        return built
+
+    lock, read = source.exclusive(), source.read
     p = pipeline.arith.precision
     row = row_size(p)
     kernel: Any = None
     params: Any = None
     stay_exact = False
+    started = False  # whether path() has run (the padding runs it before each release)
 
     def path() -> str:
-        nonlocal kernel, params, stay_exact
+        nonlocal kernel, params, stay_exact, started
+        started = True
         if kernel is not None:
             return "compiled"
         stats = scalar_path_stats
@@ -340,12 +352,19 @@ def _padded_scalar(
             else:
                 kernel, params = k, pr
                 return "compiled"
+        exact_parts()
         return "exact"
 
     def release(v: float) -> float:
+        nonlocal started
         if kernel is None:
+            if not started:
+                started = True
+                if scalar_path_stats.loaded:  # the process has switched: start there
+                    path()
+                    return release(v)
             scalar_path_stats.exact_padded += 1
-            return exact(v)
+            return exact_parts()[0](v)
         # The statuses are snapcore.pipeline._compiled's SCALAR_* (see MPFRBackend.scalar).
         with lock:
             data = read(row)
@@ -358,10 +377,9 @@ def _padded_scalar(
             # cover it: an overrun, docs/timing.md).
             sign, um, ue = decode_draw_raw_padded(_replay(data, read), p)
         scalar_path_stats.padded_fallback += 1
+        _, finish, centre = exact_parts()
         return finish(centre(v), sign, um, ue)
 
-    if scalar_path_stats.loaded:  # the process has switched: this one starts there
-        path()
     release.path = path  # type: ignore[attr-defined]
     return release
 
@@ -589,6 +607,19 @@ if TYPE_CHECKING:
     ]
 
 
+def _fusable(pipeline: Pipeline, source: RandomSource) -> TypeGuard[ByteSource]:
+    """Whether the fused paths can serve ``pipeline`` and ``source``: the arithmetic is
+    exactly :class:`MPFRArithmetic` (with its noise inlined) and ``source`` decodes its
+    bytes with :class:`~snapcore.ByteSource`'s own ``draw_raw``."""
+    arith = pipeline.arith
+    return (
+        type(arith) is MPFRArithmetic
+        and arith.inlines_noise
+        and isinstance(source, ByteSource)
+        and type(source).draw_raw is ByteSource.draw_raw
+    )
+
+
 def _fused_parts(
     pipeline: Pipeline, source: RandomSource, stages: _Stages | None = None
 ) -> tuple[Callable[[tuple[int, int], int, int, int], float], ByteSource] | None:
@@ -599,14 +630,10 @@ def _fused_parts(
     <snapcore.pipeline.Pipeline.uniform_stages>`), those of a padded release."""
     from snapcore.pipeline._stages import add, snap
 
-    arith = pipeline.arith
-    if (
-        type(arith) is not MPFRArithmetic
-        or not arith.inlines_noise
-        or not isinstance(source, ByteSource)
-        or type(source).draw_raw is not ByteSource.draw_raw
-    ):
+    if not _fusable(pipeline, source):
         return None
+    arith = pipeline.arith
+    assert isinstance(arith, MPFRArithmetic) and isinstance(source, ByteSource)
     p = arith.precision
     local = arith.thread_contexts
     lam = pipeline.noise_scale

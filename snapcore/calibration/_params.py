@@ -115,7 +115,7 @@ class PrivacyAnalysis:
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class Calibration:
     """The exact constants of one mechanism (all in sensitivity units unless noted).
 
