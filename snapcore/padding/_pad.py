@@ -236,9 +236,10 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
     return j
 
 
-#: The OS CSPRNG (``os.urandom``, as ``secrets``): calibration orders and synthetic
-#: data, and the random delay.  Python's ``random`` module, which the command line
-#: loads anyway, where ``numpy.random`` would add its own import to every start-up.
+#: The OS CSPRNG (``os.urandom``, as ``secrets``) for the calibration's orders and
+#: synthetic data and for the random delay: from Python's ``random`` module, which the
+#: standard library a release uses has loaded already (``numpy.random`` and ``secrets``
+#: would add their imports to every command's start-up).
 _SYSTEM = random.SystemRandom()
 
 
