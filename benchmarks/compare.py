@@ -361,11 +361,35 @@ def targets(results: list[Result], args: argparse.Namespace) -> list[str]:
     return target_table(rows)
 
 
+def audit_parts(clamp_bound: float) -> tuple[float, float]:
+    """CPU seconds of one exact output distribution at ε = 1 with ``clamp_bound`` B
+    (``snapcore.analysis.exact_output_distribution`` of the input 0), and of building
+    its exact probabilities again as Fractions from their dyadic parts, the last step
+    of that computation (so the walk takes about the difference)."""
+    from snapcore import SnappingMechanism
+    from snapcore.analysis import exact_output_distribution
+    from snapcore.exact._dyadic import to_fraction
+
+    m = SnappingMechanism(epsilon=EPS, clamp_bound=clamp_bound)
+    cal = m.calibration
+    outputs = 2 * int(cal.unit_clamp_bound / cal.granularity) + 3
+    c0 = time.process_time()
+    d = exact_output_distribution(m, 0.0, max_outputs=max(outputs, 1 << 15))
+    whole = time.process_time() - c0
+    dyadic = [(q.numerator, 1 - q.denominator.bit_length()) for _, q in d.pmf]
+    c0 = time.process_time()
+    again = [to_fraction(n, e) for n, e in dyadic]
+    build = time.process_time() - c0
+    assert again == [q for _, q in d.pmf]
+    return whole, build
+
+
 def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
     """The audit at B/Λ = 500, 5,000 and 50,000 in one run, in this process: the time
-    at 5,000 against 0.5 s (best of 3), and the growth of the CPU time per ×10 (linear:
-    about ×10).  Wall time beyond CPU time is the other processes' share of the
-    machine (the load average is printed)."""
+    at 5,000 against 0.5 s (best of 3), the growth of the CPU time per ×10 (linear:
+    about ×10), and one distribution's walk and Fractions apart (:func:`audit_parts`).
+    Wall time beyond CPU time is the other processes' share of the machine (the load
+    average is printed)."""
     (w1, c1, b1, s1), (w2, c2, b2, s2), (w3, c3, b3, s3) = (
         audit_seconds(1000.0, 3),
         audit_seconds(10000.0, 3),
@@ -374,6 +398,8 @@ def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
     load = ""
     if hasattr(os, "getloadavg"):
         load = f"; load average {os.getloadavg()[0]:.1f}"
+    (d1, f1), (d2, f2), (d3, f3) = (audit_parts(c) for c in (1000.0, 10000.0, 100000.0))
+    k1, k2, k3 = d1 - f1, d2 - f2, d3 - f3
     return [
         (f"audit, ε = 1, B/Λ = {b2:.0f} (wall, best of 3)", f"{w2:.2f} s", "<= 0.5 s",
          f"CPU {c2:.2f} s{load}", w2 <= 0.5),
@@ -381,6 +407,11 @@ def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
          f"{c1:.3f} / {c2:.2f} / {c3:.1f} s", "linear (x10 per x10)",
          f"x{c2 / c1:.1f}, x{c3 / c2:.1f} per x10; wall {w1:.3f} / {w2:.2f} / {w3:.1f} s; "
          f"exact probabilities {s1:.2f} / {s2:.1f} / {s3:.0f} MB", None),
+        ("one distribution: the walk / building its Fractions (CPU)",
+         f"{k1:.3f} / {k2:.2f} / {k3:.2f} s; {f1:.4f} / {f2:.3f} / {f3:.2f} s",
+         "linear (x10 per x10)",
+         f"walk x{k2 / k1:.1f}, x{k3 / k2:.1f} per x10; Fractions x{f2 / f1:.0f}, "
+         f"x{f3 / f2:.0f} per x10 (their size grows as outputs x bits)", None),
     ]  # fmt: skip
 
 
