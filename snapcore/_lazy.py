@@ -13,7 +13,6 @@ importing a package runs none of its modules, as with ``lazy_loader``'s stubs
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
 import sys
@@ -25,6 +24,8 @@ from typing import Any
 def _public_names(package: str, path: str) -> dict[str, tuple[str, str | None]]:
     """Name -> (module, attribute) from the ``if TYPE_CHECKING:`` imports of ``path``;
     attribute None for a sub-module of ``package`` imported by name."""
+    import ast  # here: importing a package reads no source
+
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), filename=path)
     names: dict[str, tuple[str, str | None]] = {}

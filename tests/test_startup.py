@@ -62,9 +62,17 @@ def test_the_os_source_is_padded_by_default_as_chacha20_is():
 
 # Libraries a command-line release of a scalar statistic from a small CSV never uses
 # (pyarrow parses every CSV source when installed, docs/semantics.md "CSV files"; its
-# conversions that import pandas are avoided).
+# conversions that import pandas are avoided, and its compute functions are called by
+# name without pyarrow.compute's wrappers); difflib serves only the suggestion for a
+# refused name; the timing padding draws its calibration orders and synthetic data from
+# Python's random.SystemRandom, not numpy.random (which would also load secrets' HMAC).
 NOT_IMPORTED = (
     "pandas",
+    "pyarrow.compute",
+    "difflib",
+    "numpy.random",
+    "secrets",
+    "hmac",
     "snapcore.analysis._guarantees",
     "snapcore.analysis._estimates",
     "narwhals",

@@ -435,25 +435,44 @@ def _parse_arrow(
     return table.num_rows, cols
 
 
+def _compute() -> Any:
+    """pyarrow's compute functions, called by name (``call_function``), and their
+    option classes: the module ``pyarrow.compute`` is made of them, and importing it
+    also builds a documented Python wrapper for each of its hundreds of functions
+    (tens of milliseconds of a command's start-up) where this reader calls eight."""
+    import pyarrow._compute as compute
+
+    return compute
+
+
 def _records_arrow(col: Any, name: str, label: str) -> np.ndarray:
     """A column of cells (Arrow strings) as records, by the grammar: the common
     columns at once (:func:`_arrow_numbers`; text that no number or empty cell is
     among, as str), every other column cell by cell (:func:`cell`)."""
-    import pyarrow.compute as pc
+    pc = _compute()
+    call = pc.call_function
 
     x = _arrow_numbers(col)
     if x is not None:
         return x
-    blank = pc.or_(
-        pc.or_(pc.starts_with(col, " "), pc.starts_with(col, "\t")),
-        pc.or_(pc.ends_with(col, " "), pc.ends_with(col, "\t")),
+
+    def edge(fn: str, text: str) -> Any:
+        return call(fn, [col], pc.MatchSubstringOptions(text))
+
+    blank = call(
+        "or",
+        [
+            call("or", [edge("starts_with", " "), edge("starts_with", "\t")]),
+            call("or", [edge("ends_with", " "), edge("ends_with", "\t")]),
+        ],
     )
-    if pc.any(blank).as_py():
-        col = pc.utf8_trim(col, characters=BLANKS)
+    if call("any", [blank]).as_py():
+        col = call("utf8_trim", [col], pc.TrimOptions(BLANKS))
         x = _arrow_numbers(col)
         if x is not None:
             return x
-    if not pc.any(pc.match_substring_regex(col, _RE2_NUMBERLIKE)).as_py():
+    numberlike = call("match_substring_regex", [col], pc.MatchSubstringOptions(_RE2_NUMBERLIKE))
+    if not call("any", [numberlike]).as_py():
         out = np.empty(len(col), dtype=object)
         out[:] = col.to_pylist()  # not to_numpy: it imports pandas
         return out
@@ -469,27 +488,36 @@ def _arrow_numbers(col: Any) -> np.ndarray | None:
     Arrow's conversion of a string to a double accepts exactly the grammar's numbers
     and the spellings of inf and nan (which the finiteness check sends on), and
     rounds correctly (tests/data/test_files.py checks both on the installed pyarrow).
+    Casts are safe casts (``CastOptions.safe``, as ``pyarrow.compute.cast``).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    pc = _compute()
+    call = pc.call_function
+
+    def cast(arr: Any, to: Any) -> Any:
+        return call("cast", [arr], pc.CastOptions.safe(to))
 
     # No Python value is handed to Arrow here (converting one imports pandas).
-    present = pc.cast(pc.utf8_length(col), pa.bool_())
-    some_empty = not pc.all(present).as_py()
-    numbers = pc.filter(col, present) if some_empty else col
+    present = cast(call("utf8_length", [col]), pa.bool_())
+    some_empty = not call("all", [present]).as_py()
+    numbers = call("filter", [col, present]) if some_empty else col
     try:
-        x = _numpy(pc.cast(numbers, pa.float64()), np.float64)
+        x = _numpy(cast(numbers, pa.float64()), np.float64)
     except pa.ArrowInvalid:  # a cell that is not a number (or has blanks around)
         return None
     if np.isfinite(x).all() and (np.abs(x) < 2.0**53).all():
         if some_empty:
             full = np.full(len(col), np.nan)
-            full[_numpy(pc.cast(present, pa.uint8()), np.uint8).astype(bool)] = x
+            full[_numpy(cast(present, pa.uint8()), np.uint8).astype(bool)] = x
             x = full
         return x
-    if some_empty or not pc.all(pc.match_substring_regex(col, _RE2_SHORT_INT)).as_py():
+    if some_empty:
         return None
-    return _numpy(pc.cast(pc.utf8_ltrim(col, characters="+"), pa.int64()), np.int64)
+    short_ints = call("match_substring_regex", [col], pc.MatchSubstringOptions(_RE2_SHORT_INT))
+    if not call("all", [short_ints]).as_py():
+        return None
+    return _numpy(cast(call("utf8_ltrim", [col], pc.TrimOptions("+")), pa.int64()), np.int64)
 
 
 def _numpy(arr: Any, dtype: type[np.generic]) -> np.ndarray:

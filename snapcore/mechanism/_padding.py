@@ -37,6 +37,7 @@ from snapcore.padding._pad import (
     calibration_source,
     fallbacks_covered,
     pad,
+    uniform_doubles,
 )
 from snapcore.padding._quanta import ARRAY_QUANTA, SCALAR_QUANTA, generation, intern_key
 from snapcore.pipeline._backend import Backend
@@ -351,7 +352,6 @@ def _array_classes(calibration: Calibration, n: int, container: str, dtype: str)
     half-points inside the interval."""
     lo, hi = float(calibration.lower), float(calibration.upper)
     c = float(calibration.centre)
-    rng = np.random.default_rng()
     # The grid's half-points inside the interval: ties of the snapping before the
     # noise, and with the centre the slowest class of the computed output stage.
     step = float(calibration.sensitivity * calibration.granularity)
@@ -364,7 +364,7 @@ def _array_classes(calibration: Calibration, n: int, container: str, dtype: str)
         np.full(n, hi),
         np.full(n, lo),
         np.full(n, 1e300),
-        rng.uniform(lo - (hi - lo), hi + (hi - lo), n),
+        uniform_doubles(lo - (hi - lo), hi + (hi - lo), n),
         np.full(n, c),
         np.clip(half, lo, hi),
     ]
@@ -388,7 +388,7 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     2**-63 of draws), and a random one.  Draws below 2**-127 (two or more words past
     the first, a fraction 2**-127) are not covered (docs/timing.md)."""
     p = precision
-    rnd = int.from_bytes(np.random.default_rng().bytes((p + 7) // 8), "big")
+    rnd = random.SystemRandom().getrandbits(p)
     m = (1 << (p - 1)) | (rnd & ((1 << (p - 1)) - 1))
     return [
         (1, (1 << p) - 1, -p),  # 1 - 2**-p

@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 import math
 import os
-import secrets
+import random
 import threading
 import time
 import weakref
@@ -58,6 +58,7 @@ __all__ = [
     "pad",
     "random_delay",
     "resolve_mode",
+    "uniform_doubles",
     "wait_until",
 ]
 
@@ -236,6 +237,22 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
     return j
 
 
+#: The OS CSPRNG (``os.urandom``, as ``secrets``) for the calibration's orders and
+#: synthetic data and for the random delay: from Python's ``random`` module, which the
+#: standard library a release uses has loaded already (``numpy.random`` and ``secrets``
+#: would add their imports to every command's start-up).
+_SYSTEM = random.SystemRandom()
+
+
+def uniform_doubles(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n`` doubles uniform over ``[lo, hi)`` from the OS CSPRNG, formed as NumPy's
+    ``Generator.uniform`` forms them: ``lo + (hi − lo)·u`` with ``u`` a random multiple
+    of ``2**-53`` in ``[0, 1)`` (the top 53 bits of a random 64-bit word)."""
+    words = np.frombuffer(_SYSTEM.randbytes(8 * n), dtype=np.uint64)
+    u = (words >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return lo + (hi - lo) * u
+
+
 # -- measuring a quantum -------------------------------------------------------------
 def calibrate_quantum(
     run: Callable[[C], object],
@@ -267,16 +284,15 @@ def calibrate_quantum(
     """
     if getattr(_FLOOR, "on", False):
         return _floor(run, classes)
-    rng = np.random.default_rng()
     for c in classes:
         for _ in range(warmup):
             run(c)
     k = len(classes)
     times = np.empty((reps, k), np.float64)
-    order = np.arange(k)
+    order = list(range(k))
     for r in range(reps):
-        rng.shuffle(order)
-        for i in order.tolist():
+        _SYSTEM.shuffle(order)
+        for i in order:
             t = _now()
             run(classes[i])
             times[r, i] = _now() - t
@@ -326,14 +342,13 @@ def _floor_mode(on: bool) -> Iterator[None]:
 
 
 def _floor(run: Callable[[C], object], classes: Sequence[C]) -> int:
-    rng = np.random.default_rng()
     for c in classes:
         run(c)
     best = [math.inf] * len(classes)
-    order = np.arange(len(classes))
+    order = list(range(len(classes)))
     for _ in range(FLOOR_ROUNDS):
-        rng.shuffle(order)
-        for i in order.tolist():
+        _SYSTEM.shuffle(order)
+        for i in order:
             t = _now()
             run(classes[i])
             best[i] = min(best[i], _now() - t)
@@ -384,7 +399,7 @@ RandBelow = Callable[[int], int]
 
 
 def _randbelow(n: int) -> int:
-    return secrets.randbelow(n)
+    return _SYSTEM.randrange(n)
 
 
 def bernoulli_exp(gamma: Fraction, randbelow: RandBelow = _randbelow) -> bool:

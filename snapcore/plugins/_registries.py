@@ -4,7 +4,6 @@ duplicates, with names declared by plugins not imported yet."""
 from __future__ import annotations
 
 import contextlib
-import difflib
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -85,6 +84,8 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except (KeyError, TypeError):
+            import difflib  # here: only a refused name needs a suggestion
+
             near = (
                 difflib.get_close_matches(name.lower(), self.names(), n=1, cutoff=0.6)
                 if isinstance(name, str)

@@ -47,6 +47,7 @@ from snapcore.padding._pad import (
     calibration_source,
     pad,
     resolve_mode,
+    uniform_doubles,
     wait_until,
 )
 from snapcore.padding._quanta import STATISTIC_QUANTA, statistic_stats
@@ -506,7 +507,6 @@ def _synthetic(
     all subnormal; all far outside; all at the lower or the upper bound.  Categories
     cycle when the statistic takes ``categories``.
     """
-    rng = np.random.default_rng()
     categories = options.get("categories")
     cols: list[np.ndarray] = []
     for j in range(max(columns, 1)):
@@ -522,7 +522,7 @@ def _synthetic(
             lo, hi = -1.0, 1.0
         w = hi - lo
         if kind == "spread":
-            col = rng.uniform(lo - w / 2, hi + w / 2, n)
+            col = uniform_doubles(lo - w / 2, hi + w / 2, n)
             col[0:n:97] = 5e-324
             col[1:n:89] = 1e300
             col[2:n:83] = -1e300

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from types import MappingProxyType
@@ -55,6 +54,8 @@ def check_options(stat: Statistic, options: Mapping[str, Any]) -> None:
     (``bounds`` → ``data_bounds``)."""
     unknown = sorted(set(options) - set(stat.options))
     if unknown:
+        import difflib  # here: only a refused keyword needs a suggestion
+
         own = sorted(stat.options)
         valid = f"valid options: {own}" if own else "it takes no options of its own"
         hints = []

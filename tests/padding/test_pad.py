@@ -339,3 +339,36 @@ def test_a_delay_lies_in_zero_to_twice_its_shift() -> None:
     mean = sum(xs) / len(xs)
     sd = math.sqrt(2) * float(d.scale_for(Q))
     assert abs(mean - shift) <= 5 * sd / math.sqrt(len(xs))
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "n"), [(0.0, 1.0, 1000), (-150.0, 250.0, 333), (5.0, 5.5, 1)]
+)
+def test_uniform_doubles_are_numpys_formula_on_the_oss_words(
+    lo: float, hi: float, n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The OS generator replaced by a seeded one: the same bytes read again here, word by
+    # word (little-endian 64-bit, as NumPy reads them on this machine), give each value
+    # as lo + (hi − lo)·u with u = (word >> 11)·2**-53, in scalar double arithmetic.
+    import sys
+
+    monkeypatch.setattr(_pad, "_SYSTEM", random.Random(7))
+    got = _pad.uniform_doubles(lo, hi, n)
+    raw = random.Random(7).randbytes(8 * n)
+    words = [int.from_bytes(raw[8 * i : 8 * i + 8], sys.byteorder) for i in range(n)]
+    want = [lo + (hi - lo) * float(Fraction(w >> 11, 1 << 53)) for w in words]
+    assert got.dtype.name == "float64" and got.shape == (n,)
+    assert got.tolist() == want
+    assert all(lo <= x <= hi for x in want)
+
+
+def test_uniform_doubles_cover_the_interval_uniformly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seeded, so deterministic: every u is a multiple of 2**-53, the mean is within 5
+    # standard errors of 1/2, and each tenth of [0, 1) holds its share within 5 of them.
+    monkeypatch.setattr(_pad, "_SYSTEM", random.Random(11))
+    n = 20_000
+    x = _pad.uniform_doubles(0.0, 1.0, n)
+    assert ((x * 2.0**53) % 1 == 0).all() and (x >= 0).all() and (x < 1).all()
+    assert abs(x.mean() - 0.5) < 5 * math.sqrt(1 / 12 / n)
+    counts = [int(((x >= k / 10) & (x < (k + 1) / 10)).sum()) for k in range(10)]
+    assert all(abs(c - n / 10) < 5 * math.sqrt(n * 0.1 * 0.9) for c in counts)
