@@ -12,7 +12,12 @@ clamp to the data bounds [0, 100] matters) read from one Parquet file, released 
 - ``spark sql``: Spark's own aggregate of the clamped column (``F.sum`` and so on), in
   floating point and without noise: the cost of Spark itself, for reference;
 - ``tumult``: Tumult Analytics (``tmlt.analytics``) on the same Spark session, when it
-  is installed: a ``Session`` with protected change ``AddOneRow`` and the same bounds.
+  is installed: a ``Session`` with protected change ``AddOneRow`` and the same bounds,
+  created for each release (its creation included in the time).
+
+``--stats`` and ``--engines`` choose what runs (one process always runs: it is the
+reference of the ratios); ``--driver-memory`` sets ``spark.driver.memory``, the heap of
+Spark's one JVM in ``local`` mode (driver and executors), 512 MB by default.
 
 Repetitions are interleaved: in each one every engine releases every statistic, the
 engines in a rotated order, so a change of the shared machine's speed falls on all of
@@ -22,20 +27,23 @@ statistic: the median wall-clock time, its ratio to one process (the geometric m
 the per-repetition ratios, with a 95% t-interval on their logarithms), the peak
 resident memory of the driver while the release ran (``VmHWM`` of the Python process,
 reset before each release through ``/proc/self/clear_refs``; for Spark also the JVM,
-which in ``local`` mode holds the executors too), and the root-mean-square error of the
-released value against the exact value (the exact rational of the clamped values).
+which in ``local`` mode holds the executors too: a reset does not shrink it, so its
+figure is the largest resident set the session reached by then), and the
+root-mean-square error of the released value against the exact value (the exact
+rational of the clamped values).
 
 snapcore's count and sum are released under add-remove (as Tumult's ``AddOneRow``),
 with the public cap n = 2·rows; its mean and variance exist under replace only (n
 public).  Run::
 
-    PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 10000000 --repeat 5
+    PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 10000000 --repeat 5 --workdir /tmp/bench
 
 The peak memory of a driver that does nothing else, one process per engine (the whole
 process's ``VmHWM``, imports included)::
 
     for e in "one process" dask spark; do
-        PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 100000000 --peak "$e"
+        PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 100000000 --peak "$e" \\
+            --workdir /tmp/bench
     done
 """
 
@@ -150,7 +158,7 @@ def measured(fn: Callable[[], float], jvms: list[int]) -> tuple[float, float, in
 # -- engines --------------------------------------------------------------------------
 
 
-def spark_session(driver_memory: str = "1g") -> Any:
+def spark_session(driver_memory: str = "512m") -> Any:
     """Spark ``local[2]``: in local mode one JVM runs the driver and the executors, its
     heap bounded by ``driver_memory`` (``spark.driver.memory``)."""
     from pyspark.sql import SparkSession
@@ -213,7 +221,7 @@ def run(
     workdir: Path,
     stats: tuple[str, ...] = STATS,
     only: tuple[str, ...] | None = None,
-    driver_memory: str = "1g",
+    driver_memory: str = "512m",
 ) -> None:
     """Interleaved repetitions of ``stats`` by every available engine (or those named in
     ``only``; one process always runs, as the reference) and the table of results."""
@@ -317,7 +325,7 @@ def _interval(logs: list[float]) -> str:
     return f"{math.exp(m):.2f}× ({math.exp(m - half):.2f}–{math.exp(m + half):.2f})"
 
 
-def peak(engine: str, rows: int, workdir: Path, driver_memory: str = "1g") -> None:
+def peak(engine: str, rows: int, workdir: Path, driver_memory: str = "512m") -> None:
     """One release of the mean by ``engine`` in this fresh process; print the peak
     resident memory of the whole Python process (imports included) and of its JVM."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -377,8 +385,8 @@ def main() -> None:
     )
     ap.add_argument(
         "--driver-memory",
-        default="1g",
-        help="spark.driver.memory: the heap of Spark's JVM (default 1g)",
+        default="512m",
+        help="spark.driver.memory: the heap of Spark's JVM (default 512m)",
     )
     args = ap.parse_args()
     stats = tuple(s.strip() for s in args.stats.split(","))
