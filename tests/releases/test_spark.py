@@ -2,7 +2,9 @@
 Spark (``local[2]``), merged and released once on the driver — bit-identical to the
 same records released in one process with the same source and seed, for every built-in
 statistic and a third-party one, grouped and not, with 1, 3 and 7 partitions and a
-shuffled repartition; bad input refused before anything is drawn or charged.
+shuffled repartition; bad input refused before anything is drawn or charged.  A Spark
+Connect data frame (a client of the Connect server the test session's JVM runs) gives
+the same releases too.
 
 One case of each slow test runs by default (tests/conftest.py samples them); the
 Spark session starts once for the whole run.
