@@ -12,7 +12,12 @@ clamp to the data bounds [0, 100] matters) read from one Parquet file, released 
 - ``spark sql``: Spark's own aggregate of the clamped column (``F.sum`` and so on), in
   floating point and without noise: the cost of Spark itself, for reference;
 - ``tumult``: Tumult Analytics (``tmlt.analytics``) on the same Spark session, when it
-  is installed: a ``Session`` with protected change ``AddOneRow`` and the same bounds.
+  is installed: a ``Session`` with protected change ``AddOneRow`` and the same bounds,
+  created for each release (its creation included in the time).
+
+``--stats`` and ``--engines`` choose what runs (one process always runs: it is the
+reference of the ratios); ``--driver-memory`` sets ``spark.driver.memory``, the heap of
+Spark's one JVM in ``local`` mode (driver and executors), 512 MB by default.
 
 Repetitions are interleaved: in each one every engine releases every statistic, the
 engines in a rotated order, so a change of the shared machine's speed falls on all of
@@ -22,20 +27,23 @@ statistic: the median wall-clock time, its ratio to one process (the geometric m
 the per-repetition ratios, with a 95% t-interval on their logarithms), the peak
 resident memory of the driver while the release ran (``VmHWM`` of the Python process,
 reset before each release through ``/proc/self/clear_refs``; for Spark also the JVM,
-which in ``local`` mode holds the executors too), and the root-mean-square error of the
-released value against the exact value (the exact rational of the clamped values).
+which in ``local`` mode holds the executors too: a reset does not shrink it, so its
+figure is the largest resident set the session reached by then), and the
+root-mean-square error of the released value against the exact value (the exact
+rational of the clamped values).
 
 snapcore's count and sum are released under add-remove (as Tumult's ``AddOneRow``),
 with the public cap n = 2·rows; its mean and variance exist under replace only (n
 public).  Run::
 
-    PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 10000000 --repeat 5
+    PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 10000000 --repeat 5 --workdir /tmp/bench
 
 The peak memory of a driver that does nothing else, one process per engine (the whole
 process's ``VmHWM``, imports included)::
 
     for e in "one process" dask spark; do
-        PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 100000000 --peak "$e"
+        PYTHONSAFEPATH=1 python benchmarks/spark.py --rows 100000000 --peak "$e" \\
+            --workdir /tmp/bench
     done
 """
 
@@ -150,7 +158,9 @@ def measured(fn: Callable[[], float], jvms: list[int]) -> tuple[float, float, in
 # -- engines --------------------------------------------------------------------------
 
 
-def spark_session() -> Any:
+def spark_session(driver_memory: str = "512m") -> Any:
+    """Spark ``local[2]``: in local mode one JVM runs the driver and the executors, its
+    heap bounded by ``driver_memory`` (``spark.driver.memory``)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -160,7 +170,7 @@ def spark_session() -> Any:
         .config("spark.pyspark.python", sys.executable)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", driver_memory)
         .config("spark.sql.warehouse.dir", "/tmp/snapcore-spark-bench-warehouse")
         .config("spark.sql.files.maxPartitionBytes", str(32 << 20))
         .getOrCreate()
@@ -205,7 +215,16 @@ def tumult_engine(sdf: Any, rows: int) -> Callable[[str], float] | None:
     return release
 
 
-def run(rows: int, repeat: int, workdir: Path) -> None:
+def run(
+    rows: int,
+    repeat: int,
+    workdir: Path,
+    stats: tuple[str, ...] = STATS,
+    only: tuple[str, ...] | None = None,
+    driver_memory: str = "512m",
+) -> None:
+    """Interleaved repetitions of ``stats`` by every available engine (or those named in
+    ``only``; one process always runs, as the reference) and the table of results."""
     import pyspark
 
     try:
@@ -219,7 +238,7 @@ def run(rows: int, repeat: int, workdir: Path) -> None:
     if not path.exists():
         make_parquet(path, rows)
     exact = exact_values(path)
-    spark = spark_session()
+    spark = spark_session(driver_memory)
     sdf = spark.read.parquet(str(path))
     jvms = _java_children()
     tumult = tumult_engine(sdf, rows)
@@ -234,6 +253,13 @@ def run(rows: int, repeat: int, workdir: Path) -> None:
         )
     if tumult is not None:
         engines["tumult"] = lambda stat, seed: tumult(stat)
+    if only is not None:
+        unknown = set(only) - set(engines)
+        if unknown:
+            raise SystemExit(f"engines not available here: {sorted(unknown)}")
+        engines = {k: v for k, v in engines.items() if k == "one process" or k in only}
+    if "dask" not in engines:
+        dd = distributed = None
     names = list(engines)
     times: dict[tuple[str, str], list[float]] = {}
     errors: dict[tuple[str, str], list[float]] = {}
@@ -249,7 +275,7 @@ def run(rows: int, repeat: int, workdir: Path) -> None:
             stack.enter_context(distributed.Client(cluster))
         for rep in range(repeat + 1):  # repetition 0 warms every engine up, not counted
             order = names[rep % len(names) :] + names[: rep % len(names)]
-            for stat in STATS:
+            for stat in stats:
                 got: dict[str, float] = {}
                 for name in order:
                     value, wall, hwm, jhwm = measured(
@@ -268,15 +294,14 @@ def run(rows: int, repeat: int, workdir: Path) -> None:
     spark.stop()
     print(
         f"rows={rows:,} repeat={repeat} pyspark={pyspark.__version__} "
-        f"tumult={'yes' if tumult else 'not installed'} dask={'yes' if dd else 'not installed'} "
-        f"cpus={os.cpu_count()}"
+        f"engines={', '.join(names)} spark.driver.memory={driver_memory} cpus={os.cpu_count()}"
     )
     print(
         "| statistic | engine | median time | ratio to one process (95% CI) | "
         "driver peak (Python) | JVM peak | RMSE |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for stat in STATS:
+    for stat in stats:
         base = times[("one process", stat)]
         for name in names:
             t = times[(name, stat)]
@@ -300,7 +325,7 @@ def _interval(logs: list[float]) -> str:
     return f"{math.exp(m):.2f}× ({math.exp(m - half):.2f}–{math.exp(m + half):.2f})"
 
 
-def peak(engine: str, rows: int, workdir: Path) -> None:
+def peak(engine: str, rows: int, workdir: Path, driver_memory: str = "512m") -> None:
     """One release of the mean by ``engine`` in this fresh process; print the peak
     resident memory of the whole Python process (imports included) and of its JVM."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -312,7 +337,7 @@ def peak(engine: str, rows: int, workdir: Path) -> None:
     if engine == "one process":
         value = _snapcore(_column(path), "mean", rows, 1)
     elif engine == "spark":
-        spark = spark_session()
+        spark = spark_session(driver_memory)
         jvms = _java_children()
         value = _snapcore(spark.read.parquet(str(path)), "mean", rows, 1, column="x")
     elif engine == "dask":
@@ -348,11 +373,30 @@ def main() -> None:
         help='only one release of the mean by ENGINE ("one process", "dask", "spark") '
         "in this process, and its peak memory",
     )
+    ap.add_argument(
+        "--stats",
+        default=",".join(STATS),
+        help="the statistics to release, comma-separated (default: all four)",
+    )
+    ap.add_argument(
+        "--engines",
+        help="the engines to run besides one process, comma-separated "
+        '(default: every one installed: "spark", "spark sql", "dask", "tumult")',
+    )
+    ap.add_argument(
+        "--driver-memory",
+        default="512m",
+        help="spark.driver.memory: the heap of Spark's JVM (default 512m)",
+    )
     args = ap.parse_args()
+    stats = tuple(s.strip() for s in args.stats.split(","))
+    if not stats or set(stats) - set(STATS):
+        ap.error(f"--stats takes some of {', '.join(STATS)}")
+    only = None if args.engines is None else tuple(e.strip() for e in args.engines.split(","))
     if args.peak:
-        peak(args.peak, args.rows, args.workdir)
+        peak(args.peak, args.rows, args.workdir, args.driver_memory)
     else:
-        run(args.rows, args.repeat, args.workdir)
+        run(args.rows, args.repeat, args.workdir, stats, only, args.driver_memory)
 
 
 if __name__ == "__main__":

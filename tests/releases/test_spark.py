@@ -2,7 +2,9 @@
 Spark (``local[2]``), merged and released once on the driver — bit-identical to the
 same records released in one process with the same source and seed, for every built-in
 statistic and a third-party one, grouped and not, with 1, 3 and 7 partitions and a
-shuffled repartition; bad input refused before anything is drawn or charged.
+shuffled repartition; bad input refused before anything is drawn or charged.  A Spark
+Connect data frame (a client of the Connect server the test session's JVM runs) gives
+the same releases too.
 
 One case of each slow test runs by default (tests/conftest.py samples them); the
 Spark session starts once for the whole run.
@@ -14,6 +16,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import socket
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -60,9 +63,20 @@ def _rangecount():
 RANGE_COUNT = _rangecount()
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+#: The Spark Connect server of the test session (a plugin of its JVM) listens here.
+CONNECT_PORT = _free_port()
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    """A ``local[2]`` SparkSession for the whole run, stopped at its end; logging quiet."""
+    """A ``local[2]`` SparkSession for the whole run, stopped at its end; logging quiet.
+    Its JVM also serves Spark Connect on ``CONNECT_PORT`` (127.0.0.1)."""
     if shutil.which("java") is None:
         if os.environ.get("CI"):
             pytest.fail("Spark needs Java: .ci/run installs OpenJDK 17")
@@ -90,6 +104,9 @@ def spark(tmp_path_factory):
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", str(CONNECT_PORT))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -478,3 +495,31 @@ def test_the_example_in_the_docs_runs(spark, capsys):
     assert isinstance(ns["r"], snapcore.Release) and ns["r"].n == 5
     assert list(ns["g"].keys) == ["north", "south", "west"]
     assert capsys.readouterr().out.strip()
+
+
+@pytest.fixture
+def connect(spark):
+    """A Spark Connect client session of the test session's server (its data frames are
+    ``pyspark.sql.connect`` ones, their ``mapInArrow`` runs on the server's executors)."""
+    try:
+        import grpc  # noqa: F401  (the Connect client's transport, pyspark[connect])
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("Spark Connect needs pyspark[connect] (grpcio), in the test extra")
+        pytest.skip("Spark Connect needs pyspark[connect] (grpcio)")
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(f"sc://127.0.0.1:{CONNECT_PORT}").create()
+    yield session
+    session.stop()
+
+
+def test_a_spark_connect_frame_is_released_as_in_one_process(connect, frame):
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    sdf = connect.createDataFrame(frame[["x", "g"]]).repartition(3)
+    assert isinstance(sdf, ConnectFrame)
+    _check("mean", "x", {"data_bounds": (0, 100)}, sdf, frame)
+    kw = {"relation": "add-remove", "n": 5000, "keys": KEYS}
+    got = _check("count", None, {**kw, "by": "g"}, sdf, frame)
+    assert list(got.keys) == KEYS
