@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
@@ -31,6 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapcore.calibration._params import Calibration
+from snapcore.data._values import type_name
+from snapcore.errors import ParameterError
 from snapcore.exact._dyadic import to_fraction
 from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
@@ -49,13 +53,17 @@ from snapcore.randomness._sources import ByteSource, RandomSource
 
 __all__ = [
     "AUTO_MIN_SIZE",
+    "THREADS_MIN_SIZE",
     "BatchStats",
     "FastEngine",
     "batch_draws",
+    "check_threads",
     "engine_for",
     "release_batch",
     "resolve_engine",
+    "resolve_threads",
     "scalar_params",
+    "usable_cpus",
 ]
 
 #: Arrays at least this long go through the fast path automatically when the
@@ -331,85 +339,302 @@ class FastEngine:
 
     #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
     STREAM_CHUNK = 1 << 13
+    #: Chunks taken from the source at a time and shared among the threads.  Fixed,
+    #: whatever the number of threads, so that the source is asked for the same
+    #: chunks in the same order and each element gets the same stream bytes.
+    ROUND_CHUNKS = 32
 
-    def run_stream(self, v: F64, source: ByteSource, pipe: Pipeline) -> tuple[F64, BatchStats]:
+    def run_stream(
+        self, v: F64, source: ByteSource, pipe: Pipeline, threads: int = 1
+    ) -> tuple[F64, BatchStats]:
         """Outputs for values ``v`` with draws read from ``source``'s byte stream.
 
         One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
-        kernel and the output stage, and writes straight into the output array; the
-        stream is read chunk by chunk into one preallocated buffer (in place with
-        :meth:`~snapcore.ByteSource.readinto`).  Exactly the bytes
-        ``source.draws(v.size, p)`` would read are read, under
-        :meth:`~snapcore.RandomSource.exclusive`; elements the bound or the
-        output certificate does not settle, and the rare draws with a continuation
-        word, are computed by the exact pipeline from their own bytes.
+        kernel and the output stage, and writes straight into the output array.
+        Exactly the bytes ``source.draws(v.size, p)`` would read are read, under
+        :meth:`~snapcore.RandomSource.exclusive`, one chunk of
+        :attr:`STREAM_CHUNK` rows at a time; elements the bound or the output
+        certificate does not settle, and the rare draws with a continuation word, are
+        computed by the exact pipeline from their own bytes, in element order.
+
+        The chunks of a round (:attr:`ROUND_CHUNKS`) are split into ``threads``
+        contiguous runs, one per thread (the compiled loop releases the GIL).  A
+        source that can :meth:`~snapcore.ByteSource.reserve` its stream has each
+        thread produce its chunks' bytes; other sources are read chunk by chunk into
+        one buffer first.  A draw with a continuation word shifts every later row:
+        the round's rows after it are decoded again, in order, from the stream bytes
+        already taken.  So the output does not depend on ``threads``.
         """
         fns = compiled()
         if fns is None or not self.fusable:
             raise RuntimeError("the fused loop needs numba and a supported calibration")
         n = v.size
-        p = self.calibration.precision
-        row = row_size(p)
+        row = row_size(self.calibration.precision)
         out = np.empty(n, np.float64)
         chunk = min(self.STREAM_CHUNK, max(n, 1))
-        buf = np.empty(chunk * row, np.uint8)
-        fallback = np.empty(chunk, np.int64)
-        fallback_k = np.empty(chunk, np.int64)
-        scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
-        kbuf = np.empty(chunk, np.int64)
-        okbuf = np.empty(chunk, np.bool_)
-        L = self.L
-        mode = 0 if self.use_table else 1
-        table = self.table(pipe) if self.use_table else np.zeros(1)
-        ends = np.array([self.lower, self.upper, self.delta_f, *self.end_outputs(pipe)])
-        kmax = np.int64(min(self.kmax, 1 << 62))
+        loop = _FusedLoop(self, fns.fused, pipe, v, out, row)
+        workers = max(1, min(threads, self.ROUND_CHUNKS, -(-n // chunk)))
+        slots = [_Slot(chunk, row) for _ in range(workers)]
+        pool = _pool(workers - 1) if workers > 1 else None
+        round_buf: npt.NDArray[np.uint8] | None = None
         fall_k: list[int] = []
         fall_out: list[int] = []
-        pending = b""  # stream bytes read ahead of a continuation draw, not yet used
+        pending = b""  # stream bytes taken ahead of a continuation draw, not yet used
 
         def read(k: int) -> bytes:
             nonlocal pending
             got, pending = pending[:k], pending[k:]
             return got + source.read(k - len(got)) if len(got) < k else got
 
+        def settle(a: int, res: _ChunkResult) -> None:
+            # The chunk's exact fallbacks, in element order.
+            for j, kk, rowbytes in zip(res.fallback, res.fallback_k, res.rows, strict=True):
+                if kk == UNDECIDED:
+                    out[a + j] = _exact_element(pipe, float(v[a + j]), io.BytesIO(rowbytes).read)
+                    fall_k.append(a + j)
+                else:
+                    out[a + j] = pipe.index_output(kk)
+                    fall_out.append(a + j)
+
+        def continuation(a: int, tail: bytes) -> int:
+            # Row `a` has a continuation word; `tail` holds the stream bytes taken from
+            # its start on: they belong to it and to the next draws, in stream order.
+            nonlocal pending
+            pending = tail + pending
+            out[a] = _exact_element(pipe, float(v[a]), read)
+            fall_k.append(a)
+            return a + 1
+
         with source.exclusive():
             pos = 0
             while pos < n:
-                m = min(chunk, n - pos)
-                view = buf[: m * row]
-                if pending:
+                if pending:  # after a continuation: one chunk from the bytes taken
+                    m = min(chunk, n - pos)
+                    view = slots[0].buf[: m * row]
                     view[:] = np.frombuffer(read(m * row), np.uint8)
-                else:
-                    source.readinto(view)
-                stop, nfb = fns.fused(
-                    view, m, row, v[pos : pos + m], out[pos : pos + m], self.params, table,
-                    mode, kmax, self.kmax_is_b, L, ends, scratch, kbuf, okbuf, fallback,
-                    fallback_k,
-                )  # fmt: skip
-                for i in range(nfb):
-                    j, kk = int(fallback[i]), int(fallback_k[i])
-                    if kk == UNDECIDED:
-                        rowbytes = view[j * row : (j + 1) * row].tobytes()
-                        out[pos + j] = _exact_element(
-                            pipe, float(v[pos + j]), io.BytesIO(rowbytes).read
-                        )
-                        fall_k.append(pos + j)
+                    res = loop.run(view, pos, m, slots[0])
+                    settle(pos, res)
+                    if res.stop < m:
+                        pos = continuation(pos + res.stop, view[res.stop * row :].tobytes())
                     else:
-                        out[pos + j] = pipe.index_output(kk)
-                        fall_out.append(pos + j)
-                if stop < m:
-                    # Row `stop` has a continuation word: the bytes read after its start
-                    # belong to it and to the next draws, in stream order.
-                    pending = view[stop * row :].tobytes() + pending
-                    out[pos + stop] = _exact_element(pipe, float(v[pos + stop]), read)
-                    fall_k.append(pos + stop)
-                    pos += stop + 1
+                        pos += m
+                    continue
+                spans = []
+                a = pos
+                while a < n and len(spans) < self.ROUND_CHUNKS:
+                    m = min(chunk, n - a)
+                    spans.append((a, m))
+                    a += m
+                fills: list[Callable[[int, Any], None]] = []
+                fill = source.reserve(spans[0][1] * row)
+                if fill is not None:
+                    fills.append(fill)
+                    for _a, m in spans[1:]:
+                        got = source.reserve(m * row)
+                        if got is None:
+                            raise RuntimeError("a source reserved its stream, then declined")
+                        fills.append(got)
+                    views = None
                 else:
-                    pos += m
+                    if round_buf is None:
+                        round_buf = np.empty(min(n, chunk * self.ROUND_CHUNKS) * row, np.uint8)
+                    views = []
+                    for a, m in spans:
+                        view = round_buf[(a - pos) * row : (a - pos + m) * row]
+                        source.readinto(view)
+                        views.append(view)
+                results = _run_round(loop, spans, fills, views, slots, pool)
+                first, end = spans[0][0], spans[-1][0] + spans[-1][1]
+                pos = end
+                for i, res in enumerate(results):
+                    a, m = spans[i]
+                    settle(a, res)
+                    if res.stop < m:
+                        cut = (a - first + res.stop) * row
+                        if views is not None and round_buf is not None:
+                            tail = round_buf[cut : (end - first) * row].tobytes()
+                        else:
+                            tail = _filled(fills[i:], spans[i:], res.stop * row, row)
+                        pos = continuation(a + res.stop, tail)
             if pending:  # pragma: no cover - the reads above never over-read
                 raise AssertionError("fused loop read past its draws")
-        st = BatchStats(n, np.array(sorted(fall_k), np.intp), np.array(fall_out, np.intp), "numba")
+        st = BatchStats(n, np.array(fall_k, np.intp), np.array(fall_out, np.intp), "numba")
         return out, st
+
+
+class _Slot:
+    """One thread's buffers for the fused loop: a chunk's stream bytes and the loop's
+    scratch arrays."""
+
+    def __init__(self, chunk: int, row: int) -> None:
+        self.buf = np.empty(chunk * row, np.uint8)
+        self.scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
+        self.kbuf = np.empty(chunk, np.int64)
+        self.okbuf = np.empty(chunk, np.bool_)
+        self.fallback = np.empty(chunk, np.int64)
+        self.fallback_k = np.empty(chunk, np.int64)
+
+
+class _ChunkResult:
+    """What the fused loop left to the exact pipeline in one chunk: ``stop`` (the
+    rows done: the first row with a continuation word, or the chunk's size), the
+    fallback elements (chunk offsets, in order), their ``k`` (or ``UNDECIDED``) and,
+    for the undecided ones, their row's bytes (empty otherwise)."""
+
+    __slots__ = ("fallback", "fallback_k", "rows", "stop")
+
+    def __init__(self, stop: int, fallback: list[int], fallback_k: list[int], rows: list[bytes]):
+        self.stop = stop
+        self.fallback = fallback
+        self.fallback_k = fallback_k
+        self.rows = rows
+
+
+class _FusedLoop:
+    """The fused compiled loop bound to one batch: its values, output array and the
+    engine's constants."""
+
+    def __init__(
+        self, eng: FastEngine, fused: Any, pipe: Pipeline, v: F64, out: F64, row: int
+    ) -> None:
+        self.fused = fused
+        self.v = v
+        self.out = out
+        self.row = row
+        self.params = eng.params
+        self.mode = 0 if eng.use_table else 1
+        self.table = eng.table(pipe) if eng.use_table else np.zeros(1)
+        self.ends = np.array([eng.lower, eng.upper, eng.delta_f, *eng.end_outputs(pipe)])
+        self.kmax = np.int64(min(eng.kmax, 1 << 62))
+        self.kmax_is_b = eng.kmax_is_b
+        self.L = eng.L
+
+    def run(self, view: npt.NDArray[np.uint8], a: int, m: int, slot: _Slot) -> _ChunkResult:
+        """Rows ``a .. a+m-1`` from the stream bytes ``view``, with ``slot``'s scratch."""
+        row = self.row
+        stop, nfb = self.fused(
+            view, m, row, self.v[a : a + m], self.out[a : a + m], self.params, self.table,
+            self.mode, self.kmax, self.kmax_is_b, self.L, self.ends, slot.scratch,
+            slot.kbuf, slot.okbuf, slot.fallback, slot.fallback_k,
+        )  # fmt: skip
+        fb = slot.fallback[:nfb].tolist()
+        fk = slot.fallback_k[:nfb].tolist()
+        rows = [view[j * row : (j + 1) * row].tobytes() if k == UNDECIDED else b"" for j, k in
+                zip(fb, fk, strict=True)]  # fmt: skip
+        return _ChunkResult(int(stop), fb, fk, rows)
+
+
+def _filled(
+    fills: list[Callable[[int, Any], None]], spans: list[tuple[int, int]], skip: int, row: int
+) -> bytes:
+    """The reserved stream bytes of ``spans`` (one fill each), the first ``skip``
+    left out."""
+    parts = []
+    for f, (_a, m) in zip(fills, spans, strict=True):
+        piece = np.empty(m * row - skip, np.uint8)
+        f(skip, piece)
+        parts.append(piece.tobytes())
+        skip = 0
+    return b"".join(parts)
+
+
+def _run_round(
+    loop: _FusedLoop,
+    spans: list[tuple[int, int]],
+    fills: list[Callable[[int, Any], None]],
+    views: list[npt.NDArray[np.uint8]] | None,
+    slots: list[_Slot],
+    pool: ThreadPoolExecutor | None,
+) -> list[_ChunkResult]:
+    """The fused loop on every chunk of a round, the chunks split into one contiguous
+    run per slot; the runs after the calling thread's go to ``pool``.  A run stops
+    after a chunk with a continuation row (the rows after it are decoded again)."""
+    row = loop.row
+    results: list[_ChunkResult | None] = [None] * len(spans)
+
+    def run(lo: int, hi: int, slot: _Slot) -> None:
+        for i in range(lo, hi):
+            a, m = spans[i]
+            if views is None:
+                view = slot.buf[: m * row]
+                fills[i](0, view)
+            else:
+                view = views[i]
+            res = results[i] = loop.run(view, a, m, slot)
+            if res.stop < m:
+                return
+
+    t = min(len(slots), len(spans))
+    bounds = [len(spans) * w // t for w in range(t + 1)]
+    futures = []
+    if pool is not None:
+        futures = [pool.submit(run, bounds[w], bounds[w + 1], slots[w]) for w in range(1, t)]
+    run(bounds[0], bounds[1], slots[0])
+    for f in futures:
+        f.result()
+    done: list[_ChunkResult] = []
+    for res in results:  # up to the first chunk with a continuation row
+        if res is None:
+            break
+        done.append(res)
+        if res.stop < spans[len(done) - 1][1]:
+            break
+    return done
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, size, pool)
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    """A process-wide pool of at least ``size`` threads for the fused loop's chunks
+    (made afresh in a forked child, whose copy of the pool has no threads)."""
+    global _POOL
+    with _POOL_LOCK:
+        pid = os.getpid()
+        if _POOL is None or _POOL[0] != pid or _POOL[1] < size:
+            if _POOL is not None and _POOL[0] == pid:
+                _POOL[2].shutdown(wait=False)
+            _POOL = (pid, size, ThreadPoolExecutor(size, thread_name_prefix="snapcore-fused"))
+        return _POOL[2]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+#: Arrays shorter than this are released by one thread when ``threads`` is None: below
+#: it the threads' start-up and hand-over cost more than they save.
+THREADS_MIN_SIZE = 1 << 16
+
+
+def check_threads(threads: object) -> int | None:
+    """``threads=`` checked: None (by the array's size and the usable CPUs) or an
+    int >= 1.
+
+    Raises
+    ------
+    ParameterError
+        If ``threads`` is anything else (the message names its type).
+    """
+    if threads is None:
+        return None
+    if isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads >= 1:
+        return int(threads)
+    shown = f"{threads!r}" if isinstance(threads, int | np.integer) else "a " + type_name(threads)
+    raise ParameterError(f"threads must be None or an int >= 1, got {shown}", parameter="threads")
+
+
+def resolve_threads(threads: int | None, size: int) -> int:
+    """The threads an array of ``size`` elements is released with: ``threads``, or for
+    None the usable CPUs (:func:`usable_cpus`), one below :data:`THREADS_MIN_SIZE`."""
+    if threads is not None:
+        return threads
+    return 1 if size < THREADS_MIN_SIZE else usable_cpus()
 
 
 @functools.lru_cache(maxsize=64)
@@ -426,6 +651,7 @@ def release_batch(
     engine: str = "auto",
     stats: bool = False,
     exact_floor: int = 0,
+    threads: int | None = None,
 ) -> Any:
     """Release every element of ``values`` with fresh noise from ``source``.
 
@@ -454,7 +680,18 @@ def release_batch(
         computations of the same kind on public inputs (the calibration's centre and
         a fixed draw; the results are discarded), so that the batch's time does not
         depend on how many of its draws the kernel left undecided, up to this many.
+    threads : int or None
+        Threads sharing the fused loop's chunks (:meth:`FastEngine.run_stream`); the
+        output is the same for every number.  None: :func:`resolve_threads` (the
+        usable CPUs, one for arrays shorter than :data:`THREADS_MIN_SIZE`).  The other
+        engines run in the calling thread.
+
+    Raises
+    ------
+    ParameterError
+        If ``threads`` is not None or an int >= 1 (before anything is drawn).
     """
+    threads = check_threads(threads)
     arr = np.asarray(values, dtype=np.float64)
     flat = np.ascontiguousarray(arr.reshape(-1))
     if engine == "auto":
@@ -467,7 +704,7 @@ def release_batch(
         and isinstance(source, ByteSource)
         and p >= BATCH_MIN_PRECISION
     ):
-        out, st = eng.run_stream(flat, source, pipe)
+        out, st = eng.run_stream(flat, source, pipe, resolve_threads(threads, flat.size))
     else:
         draws = batch_draws(source, flat.size, p, engine)
         out, st = eng.run(flat, draws, pipe, engine)
