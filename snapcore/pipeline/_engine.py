@@ -33,14 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from snapcore.calibration._params import Calibration
-from snapcore.data._values import type_name
-from snapcore.errors import ParameterError
 from snapcore.exact._dyadic import to_fraction
 from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
 from snapcore.pipeline._stages import Pipeline
+from snapcore.pipeline._threads import check_threads, resolve_threads
 from snapcore.randomness._draw import (
     BATCH_MIN_PRECISION,
     DrawBatch,
@@ -53,17 +52,13 @@ from snapcore.randomness._sources import ByteSource, RandomSource
 
 __all__ = [
     "AUTO_MIN_SIZE",
-    "THREADS_MIN_SIZE",
     "BatchStats",
     "FastEngine",
     "batch_draws",
-    "check_threads",
     "engine_for",
     "release_batch",
     "resolve_engine",
-    "resolve_threads",
     "scalar_params",
-    "usable_cpus",
 ]
 
 #: Arrays at least this long go through the fast path automatically when the
@@ -599,44 +594,6 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _POOL[2]
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the platform has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return max(1, os.cpu_count() or 1)
-
-
-#: Arrays shorter than this are released by one thread when ``threads`` is None: below
-#: it the threads' start-up and hand-over cost more than they save.
-THREADS_MIN_SIZE = 1 << 16
-
-
-def check_threads(threads: object) -> int | None:
-    """``threads=`` checked: None (by the array's size and the usable CPUs) or an
-    int >= 1.
-
-    Raises
-    ------
-    ParameterError
-        If ``threads`` is anything else (the message names its type).
-    """
-    if threads is None:
-        return None
-    if isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads >= 1:
-        return int(threads)
-    shown = f"{threads!r}" if isinstance(threads, int | np.integer) else "a " + type_name(threads)
-    raise ParameterError(f"threads must be None or an int >= 1, got {shown}", parameter="threads")
-
-
-def resolve_threads(threads: int | None, size: int) -> int:
-    """The threads an array of ``size`` elements is released with: ``threads``, or for
-    None the usable CPUs (:func:`usable_cpus`), one below :data:`THREADS_MIN_SIZE`."""
-    if threads is not None:
-        return threads
-    return 1 if size < THREADS_MIN_SIZE else usable_cpus()
-
-
 @functools.lru_cache(maxsize=64)
 def engine_for(calibration: Calibration) -> FastEngine:
     """The (cached) engine for a calibration."""
@@ -682,9 +639,10 @@ def release_batch(
         depend on how many of its draws the kernel left undecided, up to this many.
     threads : int or None
         Threads sharing the fused loop's chunks (:meth:`FastEngine.run_stream`); the
-        output is the same for every number.  None: :func:`resolve_threads` (the
-        usable CPUs, one for arrays shorter than :data:`THREADS_MIN_SIZE`).  The other
-        engines run in the calling thread.
+        output is the same for every number.  None:
+        :func:`~snapcore.pipeline._threads.resolve_threads` (the usable CPUs, one for
+        arrays shorter than :data:`~snapcore.pipeline._threads.THREADS_MIN_SIZE`).  The
+        other engines run in the calling thread.
 
     Raises
     ------

@@ -140,9 +140,8 @@ class ByteSource(RandomSource):
         buffer).  ``fill`` may be called from any thread, in any order and more than
         once.  Contract: the stream advances by ``n`` bytes at once, and the ``n``
         bytes ``fill`` gives are those :meth:`readinto` of an ``n``-byte buffer would
-        give in its place, so the threads of the fast path
-        (:meth:`FastEngine.run_stream <snapcore.pipeline._engine.FastEngine.run_stream>`)
-        each produce their own part of the stream.  Callers hold :meth:`exclusive`.
+        give in its place, so the threads of the fast path (docs/fastpath.md) each
+        produce their own part of the stream.  Callers hold :meth:`exclusive`.
         The default declines (returns None, taking nothing); the caller then reads.
         """
         return None
