@@ -414,7 +414,7 @@ class FastEngine:
                     else:
                         pos += m
                     continue
-                spans = []
+                spans: list[tuple[int, int]] = []
                 a = pos
                 while a < n and len(spans) < self.ROUND_CHUNKS:
                     m = min(chunk, n - a)

@@ -83,7 +83,7 @@ def _read_only_if_mapping(value: Any) -> Any:
     return _read_only(value) if isinstance(value, Mapping) else value
 
 
-def _check_threads(_instance: object, _attribute: object, value: object) -> None:
+def _check_threads(_instance: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
     check_threads(value)
 
 
