@@ -334,31 +334,33 @@ class FastEngine:
 
     #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
     STREAM_CHUNK = 1 << 13
-    #: Chunks taken from the source at a time and shared among the threads.  Fixed,
-    #: whatever the number of threads, so that the source is asked for the same
-    #: chunks in the same order and each element gets the same stream bytes.
-    ROUND_CHUNKS = 32
+    #: Chunks taken from the source at a time and shared among the threads (one
+    #: buffer of their stream bytes, about 3 MB at p = 118).  Fixed, whatever the
+    #: number of threads, so that the source is asked for the same chunks in the same
+    #: order and each element gets the same stream bytes.
+    ROUND_CHUNKS = 16
 
     def run_stream(
         self, v: F64, source: ByteSource, pipe: Pipeline, threads: int = 1
     ) -> tuple[F64, BatchStats]:
         """Outputs for values ``v`` with draws read from ``source``'s byte stream.
 
-        One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
-        kernel and the output stage, and writes straight into the output array.
-        Exactly the bytes ``source.draws(v.size, p)`` would read are read, under
-        :meth:`~snapcore.RandomSource.exclusive`, one chunk of
-        :attr:`STREAM_CHUNK` rows at a time; elements the bound or the output
-        certificate does not settle, and the rare draws with a continuation word, are
-        computed by the exact pipeline from their own bytes, in element order.
+        A compiled loop decodes the rows (``snapcore-draw-v1``), runs the kernel and
+        the output stage, and writes straight into the output array.  Exactly the
+        bytes ``source.draws(v.size, p)`` would read are read, under
+        :meth:`~snapcore.RandomSource.exclusive`, one chunk of :attr:`STREAM_CHUNK`
+        rows at a time; elements the bound or the output certificate does not
+        settle, and the rare draws with a continuation word, are computed by the
+        exact pipeline from their own bytes, in element order, in this thread.
 
-        The chunks of a round (:attr:`ROUND_CHUNKS`) are split into ``threads``
-        contiguous runs, one per thread (the compiled loop releases the GIL).  A
-        source that can :meth:`~snapcore.ByteSource.reserve` its stream has each
-        thread produce its chunks' bytes; other sources are read chunk by chunk into
-        one buffer first.  A draw with a continuation word shifts every later row:
-        the round's rows after it are decoded again, in order, from the stream bytes
-        already taken.  So the output does not depend on ``threads``.
+        The stream is taken in rounds of :attr:`ROUND_CHUNKS` chunks, and a round's
+        chunks are split into ``threads`` contiguous runs, one per thread, each
+        decoded in one compiled call that releases the GIL.  A source that can
+        :meth:`~snapcore.ByteSource.reserve` its stream reserves each chunk and the
+        threads produce their runs' bytes; other sources are read chunk by chunk
+        first.  A draw with a continuation word shifts every later row: the round's
+        rows after it are decoded again, in order, from the bytes already taken.  So
+        the output does not depend on ``threads``.
         """
         fns = compiled()
         if fns is None or not self.fusable:
@@ -367,11 +369,12 @@ class FastEngine:
         row = row_size(self.calibration.precision)
         out = np.empty(n, np.float64)
         chunk = min(self.STREAM_CHUNK, max(n, 1))
-        loop = _FusedLoop(self, fns.fused, pipe, v, out, row)
+        loop = _FusedLoop(self, fns.fused_run, pipe, v, out, row, chunk)
+        round_rows = min(n, chunk * self.ROUND_CHUNKS)
         workers = max(1, min(threads, self.ROUND_CHUNKS, -(-n // chunk)))
-        slots = [_Slot(chunk, row) for _ in range(workers)]
+        slots = [_Slot(chunk) for _ in range(workers)]
         pool = _pool(workers - 1) if workers > 1 else None
-        round_buf: npt.NDArray[np.uint8] | None = None
+        buf = np.empty(round_rows * row, np.uint8)
         fall_k: list[int] = []
         fall_out: list[int] = []
         pending = b""  # stream bytes taken ahead of a continuation draw, not yet used
@@ -381,121 +384,113 @@ class FastEngine:
             got, pending = pending[:k], pending[k:]
             return got + source.read(k - len(got)) if len(got) < k else got
 
-        def settle(a: int, res: _ChunkResult) -> None:
-            # The chunk's exact fallbacks, in element order.
-            for j, kk, rowbytes in zip(res.fallback, res.fallback_k, res.rows, strict=True):
+        def settle(first: int, res: _RunResult) -> None:
+            # A run's exact fallbacks, in element order (rows from `first`, the
+            # round's first element; their bytes are still in `buf`).
+            for j, kk in zip(res.fallback, res.fallback_k, strict=True):
                 if kk == UNDECIDED:
-                    out[a + j] = _exact_element(pipe, float(v[a + j]), io.BytesIO(rowbytes).read)
-                    fall_k.append(a + j)
+                    rowbytes = buf[j * row : (j + 1) * row].tobytes()
+                    out[first + j] = _exact_element(
+                        pipe, float(v[first + j]), io.BytesIO(rowbytes).read
+                    )
+                    fall_k.append(first + j)
                 else:
-                    out[a + j] = pipe.index_output(kk)
-                    fall_out.append(a + j)
-
-        def continuation(a: int, tail: bytes) -> int:
-            # Row `a` has a continuation word; `tail` holds the stream bytes taken from
-            # its start on: they belong to it and to the next draws, in stream order.
-            nonlocal pending
-            pending = tail + pending
-            out[a] = _exact_element(pipe, float(v[a]), read)
-            fall_k.append(a)
-            return a + 1
+                    out[first + j] = pipe.index_output(kk)
+                    fall_out.append(first + j)
 
         with source.exclusive():
             pos = 0
             while pos < n:
+                first = pos
                 if pending:  # after a continuation: one chunk from the bytes taken
-                    m = min(chunk, n - pos)
-                    view = slots[0].buf[: m * row]
-                    view[:] = np.frombuffer(read(m * row), np.uint8)
-                    res = loop.run(view, pos, m, slots[0])
-                    settle(pos, res)
-                    if res.stop < m:
-                        pos = continuation(pos + res.stop, view[res.stop * row :].tobytes())
-                    else:
-                        pos += m
-                    continue
-                spans: list[tuple[int, int]] = []
-                a = pos
-                while a < n and len(spans) < self.ROUND_CHUNKS:
-                    m = min(chunk, n - a)
-                    spans.append((a, m))
-                    a += m
-                fills: list[Callable[[int, Any], None]] = []
-                fill = source.reserve(spans[0][1] * row)
-                if fill is not None:
-                    fills.append(fill)
-                    for _a, m in spans[1:]:
-                        got = source.reserve(m * row)
-                        if got is None:
-                            raise RuntimeError("a source reserved its stream, then declined")
-                        fills.append(got)
-                    views = None
+                    m = min(chunk, n - first)
+                    buf[: m * row] = np.frombuffer(read(m * row), np.uint8)
+                    results = [loop.run(buf, first, 0, m, slots[0])]
                 else:
-                    if round_buf is None:
-                        round_buf = np.empty(min(n, chunk * self.ROUND_CHUNKS) * row, np.uint8)
-                    views = []
-                    for a, m in spans:
-                        view = round_buf[(a - pos) * row : (a - pos + m) * row]
-                        source.readinto(view)
-                        views.append(view)
-                results = _run_round(loop, spans, fills, views, slots, pool)
-                first, end = spans[0][0], spans[-1][0] + spans[-1][1]
-                pos = end
-                for i, res in enumerate(results):
-                    a, m = spans[i]
-                    settle(a, res)
-                    if res.stop < m:
-                        cut = (a - first + res.stop) * row
-                        if views is not None and round_buf is not None:
-                            tail = round_buf[cut : (end - first) * row].tobytes()
-                        else:
-                            tail = _filled(fills[i:], spans[i:], res.stop * row, row)
-                        pos = continuation(a + res.stop, tail)
+                    m = min(round_rows, n - first)
+                    sizes = [min(chunk, m - a) for a in range(0, m, chunk)]
+                    fills = _take(source, buf, sizes, row)
+                    results = _run_round(loop, buf, first, sizes, fills, slots, pool)
+                pos = first + m
+                for res in results:
+                    settle(first, res)
+                    if res.continuation:
+                        # Row `res.stop` has a continuation word: the bytes taken from
+                        # its start belong to it and to the next draws, in order.
+                        pending = buf[res.stop * row : m * row].tobytes() + pending
+                        out[first + res.stop] = _exact_element(
+                            pipe, float(v[first + res.stop]), read
+                        )
+                        fall_k.append(first + res.stop)
+                        pos = first + res.stop + 1
+                        break
             if pending:  # pragma: no cover - the reads above never over-read
                 raise AssertionError("fused loop read past its draws")
         st = BatchStats(n, np.array(fall_k, np.intp), np.array(fall_out, np.intp), "numba")
         return out, st
 
 
-class _Slot:
-    """One thread's buffers for the fused loop: a chunk's stream bytes and the loop's
-    scratch arrays."""
+def _take(
+    source: ByteSource, buf: npt.NDArray[np.uint8], sizes: list[int], row: int
+) -> list[Callable[[int, Any], None]] | None:
+    """Take the next chunks (``sizes`` rows each) from ``source``: reserved, one
+    reservation per chunk (returned, to be filled by the threads), or read in place
+    into ``buf`` chunk by chunk (None returned)."""
+    first = source.reserve(sizes[0] * row)
+    if first is None:
+        a = 0
+        for m in sizes:
+            source.readinto(buf[a * row : (a + m) * row])
+            a += m
+        return None
+    fills = [first]
+    for m in sizes[1:]:
+        got = source.reserve(m * row)
+        if got is None:
+            raise RuntimeError("a source reserved its stream, then declined")
+        fills.append(got)
+    return fills
 
-    def __init__(self, chunk: int, row: int) -> None:
-        self.buf = np.empty(chunk * row, np.uint8)
+
+class _Slot:
+    """One thread's scratch arrays for the fused loop."""
+
+    def __init__(self, chunk: int) -> None:
         self.scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
         self.kbuf = np.empty(chunk, np.int64)
         self.okbuf = np.empty(chunk, np.bool_)
-        self.fallback = np.empty(chunk, np.int64)
-        self.fallback_k = np.empty(chunk, np.int64)
+        self.fallback = np.empty(2 * chunk, np.int64)
+        self.fallback_k = np.empty(2 * chunk, np.int64)
 
 
-class _ChunkResult:
-    """What the fused loop left to the exact pipeline in one chunk: ``stop`` (the
-    rows done: the first row with a continuation word, or the chunk's size), the
-    fallback elements (chunk offsets, in order), their ``k`` (or ``UNDECIDED``) and,
-    for the undecided ones, their row's bytes (empty otherwise)."""
+class _RunResult:
+    """What the fused loop left to the exact pipeline in one thread's run of rows:
+    the fallback rows (counted from the round's first row, in order), their ``k`` (or
+    ``UNDECIDED``), whether the run stopped at a row with a continuation word, and the
+    row it stopped at (that row, or the run's end)."""
 
-    __slots__ = ("fallback", "fallback_k", "rows", "stop")
+    __slots__ = ("continuation", "fallback", "fallback_k", "stop")
 
-    def __init__(self, stop: int, fallback: list[int], fallback_k: list[int], rows: list[bytes]):
-        self.stop = stop
-        self.fallback = fallback
-        self.fallback_k = fallback_k
-        self.rows = rows
+    def __init__(self) -> None:
+        self.stop = 0
+        self.fallback: list[int] = []
+        self.fallback_k: list[int] = []
+        self.continuation = False
 
 
 class _FusedLoop:
-    """The fused compiled loop bound to one batch: its values, output array and the
-    engine's constants."""
+    """The compiled loop over runs of chunks, bound to one batch: its values, output
+    array and the engine's constants."""
 
     def __init__(
-        self, eng: FastEngine, fused: Any, pipe: Pipeline, v: F64, out: F64, row: int
-    ) -> None:
-        self.fused = fused
+        self, eng: FastEngine, fused_run: Any, pipe: Pipeline, v: F64, out: F64, row: int,
+        chunk: int,
+    ) -> None:  # fmt: skip
+        self.fused_run = fused_run
         self.v = v
         self.out = out
         self.row = row
+        self.chunk = chunk
         self.params = eng.params
         self.mode = 0 if eng.use_table else 1
         self.table = eng.table(pipe) if eng.use_table else np.zeros(1)
@@ -504,75 +499,67 @@ class _FusedLoop:
         self.kmax_is_b = eng.kmax_is_b
         self.L = eng.L
 
-    def run(self, view: npt.NDArray[np.uint8], a: int, m: int, slot: _Slot) -> _ChunkResult:
-        """Rows ``a .. a+m-1`` from the stream bytes ``view``, with ``slot``'s scratch."""
+    def run(
+        self, buf: npt.NDArray[np.uint8], first: int, lo: int, hi: int, slot: _Slot
+    ) -> _RunResult:
+        """Rows ``lo .. hi-1`` of a round whose first element is ``first`` and whose
+        stream bytes are ``buf``, with ``slot``'s scratch; stops at a continuation
+        row."""
         row = self.row
-        stop, nfb = self.fused(
-            view, m, row, self.v[a : a + m], self.out[a : a + m], self.params, self.table,
-            self.mode, self.kmax, self.kmax_is_b, self.L, self.ends, slot.scratch,
-            slot.kbuf, slot.okbuf, slot.fallback, slot.fallback_k,
-        )  # fmt: skip
-        fb = slot.fallback[:nfb].tolist()
-        fk = slot.fallback_k[:nfb].tolist()
-        rows = [view[j * row : (j + 1) * row].tobytes() if k == UNDECIDED else b"" for j, k in
-                zip(fb, fk, strict=True)]  # fmt: skip
-        return _ChunkResult(int(stop), fb, fk, rows)
-
-
-def _filled(
-    fills: list[Callable[[int, Any], None]], spans: list[tuple[int, int]], skip: int, row: int
-) -> bytes:
-    """The reserved stream bytes of ``spans`` (one fill each), the first ``skip``
-    left out."""
-    parts = []
-    for f, (_a, m) in zip(fills, spans, strict=True):
-        piece = np.empty(m * row - skip, np.uint8)
-        f(skip, piece)
-        parts.append(piece.tobytes())
-        skip = 0
-    return b"".join(parts)
+        res = _RunResult()
+        a = lo
+        while a < hi:
+            done, nfb, cont = self.fused_run(
+                buf[a * row : hi * row], hi - a, row, self.chunk,
+                self.v[first + a : first + hi], self.out[first + a : first + hi],
+                self.params, self.table, self.mode, self.kmax, self.kmax_is_b, self.L,
+                self.ends, slot.scratch, slot.kbuf, slot.okbuf, slot.fallback,
+                slot.fallback_k,
+            )  # fmt: skip
+            res.fallback += [a + int(j) for j in slot.fallback[:nfb]]
+            res.fallback_k += slot.fallback_k[:nfb].tolist()
+            a += int(done)
+            if cont:
+                res.continuation = True
+                break
+        res.stop = a
+        return res
 
 
 def _run_round(
     loop: _FusedLoop,
-    spans: list[tuple[int, int]],
-    fills: list[Callable[[int, Any], None]],
-    views: list[npt.NDArray[np.uint8]] | None,
+    buf: npt.NDArray[np.uint8],
+    first: int,
+    sizes: list[int],
+    fills: list[Callable[[int, Any], None]] | None,
     slots: list[_Slot],
     pool: ThreadPoolExecutor | None,
-) -> list[_ChunkResult]:
-    """The fused loop on every chunk of a round, the chunks split into one contiguous
-    run per slot; the runs after the calling thread's go to ``pool``.  A run stops
-    after a chunk with a continuation row (the rows after it are decoded again)."""
+) -> list[_RunResult]:
+    """The fused loop on a round's chunks (``sizes`` rows each, from element
+    ``first``), split into one contiguous run of chunks per slot; the runs after the
+    calling thread's go to ``pool``.  With ``fills``, each thread first produces its
+    chunks' stream bytes into ``buf``.  Returns the runs' results up to the first
+    that stopped at a continuation row."""
     row = loop.row
-    results: list[_ChunkResult | None] = [None] * len(spans)
+    t = min(len(slots), len(sizes))
+    bounds = [len(sizes) * w // t for w in range(t + 1)]
+    starts = [0]
+    for m in sizes:
+        starts.append(starts[-1] + m)
 
-    def run(lo: int, hi: int, slot: _Slot) -> None:
-        for i in range(lo, hi):
-            a, m = spans[i]
-            if views is None:
-                view = slot.buf[: m * row]
-                fills[i](0, view)
-            else:
-                view = views[i]
-            res = results[i] = loop.run(view, a, m, slot)
-            if res.stop < m:
-                return
+    def run(w: int) -> _RunResult:
+        lo, hi = bounds[w], bounds[w + 1]
+        if fills is not None:
+            for i in range(lo, hi):
+                fills[i](0, buf[starts[i] * row : starts[i + 1] * row])
+        return loop.run(buf, first, starts[lo], starts[hi], slots[w])
 
-    t = min(len(slots), len(spans))
-    bounds = [len(spans) * w // t for w in range(t + 1)]
-    futures = []
-    if pool is not None:
-        futures = [pool.submit(run, bounds[w], bounds[w + 1], slots[w]) for w in range(1, t)]
-    run(bounds[0], bounds[1], slots[0])
-    for f in futures:
-        f.result()
-    done: list[_ChunkResult] = []
-    for res in results:  # up to the first chunk with a continuation row
-        if res is None:
-            break
+    futures = [] if pool is None else [pool.submit(run, w) for w in range(1, t)]
+    results = [run(0)] + [f.result() for f in futures]
+    done: list[_RunResult] = []
+    for res in results:
         done.append(res)
-        if res.stop < spans[len(done) - 1][1]:
+        if res.continuation:
             break
     return done
 

@@ -195,15 +195,16 @@ def test_same_bits_for_every_thread_count(n, chunk, rounds, setting, kind, seed)
 def test_planted_continuations_and_fallbacks_in_many_chunks(source, setting):
     """Chunks of 16 draws, rounds of 4 chunks, 1,000 draws: continuation rows in the
     middle of chunks (and a chunk's first and last row, and the last draw), near-ties
-    in many chunks.  Every thread count gives the exact pipeline's outputs, reads the
-    same bytes, and lists the same fallbacks in element order; every near-tie and
-    every continuation is among them."""
+    in many chunks and 50 in a row.  Every thread count gives the exact pipeline's
+    outputs, reads the same bytes, and lists the same fallbacks in element order;
+    every near-tie and every continuation is among them."""
     kw, vrange = SETTINGS[setting]
     mech = SnappingMechanism(**kw)
     n = 1000
     values = np.random.default_rng(3).uniform(*vrange, n)
     conts = {7, 40, 41, 64 + 8, 64 * 3 + 15, 64 * 3 + 16, 500, 777, n - 1}
-    ties = {3, 100, 230, 333, 610, 901} - conts
+    # a dense block of near-ties: more fallbacks than a thread's buffer takes at once
+    ties = ({3, 100, 230, 333, 610, 901} | set(range(400, 450))) - conts
     data = _crafted(mech, values, ties, conts, seed=11)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_engine.FastEngine, "STREAM_CHUNK", 16)
