@@ -14,6 +14,16 @@ Three parts (each optional):
     The mean of 10^7 (``--dask-sizes``) values: one process (numpy array in memory),
     Dask's threaded scheduler, and a ``distributed.LocalCluster`` with 2 worker
     processes (data persisted on the workers first), same draws, same result.
+``threads``
+    Array releases of 10^6 and 10^7 values (``--sizes``) through the default
+    mechanism (MPFR backend, fast path, ChaCha20; timing padding on, as users get
+    it, and off) at ``threads=1`` and at every CPU this process may use, against
+    numpy's ``Generator.laplace`` (one thread, not private).  Rounds of complete
+    blocks: each round runs every class once, in a random order, and gives one
+    paired ratio numpy time / snapcore time per class (above 1: faster than numpy);
+    numpy runs twice per round, and the ratio of its two runs is the A/A control.
+    Printed: the median paired ratio with a distribution-free 95% interval, and
+    each class's median time.
 ``make-csv PATH ROWS``
     Write a CSV file of ROWS uniform values with two decimals (column ``x``) for the
     bounded-memory run of the command line::
@@ -30,12 +40,16 @@ Three parts (each optional):
 Run::
 
     PYTHONSAFEPATH=1 nice -n 5 taskset -c 0 python benchmarks/scale.py table [--repeat 5]
+    PYTHONSAFEPATH=1 python benchmarks/scale.py threads [--sizes 1e6,1e7] [--rounds 15]
     PYTHONSAFEPATH=1 python benchmarks/scale.py dask [--dask-sizes 10000000,100000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import random
+import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -188,6 +202,71 @@ def histogram(rng: np.random.Generator, dp: Any, repeat: int) -> None:
         )
 
 
+def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median of ``xs``' population: the order
+    statistics ``(j, n + 1 − j)`` with the largest ``j`` whose binomial coverage is at
+    least ``level``."""
+    s = sorted(xs)
+    n = len(s)
+    out = (s[0], s[-1])
+    for j in range(1, n // 2 + 1):
+        tail = sum(math.comb(n, i) for i in range(j)) / 2**n
+        if 1 - 2 * tail < level:
+            break
+        out = (s[j - 1], s[n - j])
+    return out
+
+
+def threads_part(sizes: list[int], rounds: int) -> None:
+    """Array releases at one thread and at every usable CPU against numpy's Laplace,
+    in rounds of complete blocks (see the module docstring)."""
+    from snapcore.pipeline._threads import usable_cpus
+
+    cpus = usable_cpus()
+    gen = np.random.default_rng(7)
+    order = random.Random(8)
+    print(f"usable CPUs: {cpus}; {rounds} rounds; ratio = numpy time / snapcore time\n")
+    print("| n | class | median time | paired ratio to numpy (median) | 95% interval |")
+    print("| ---: | --- | ---: | ---: | --- |")
+    for n in sizes:
+        x = np.random.default_rng(n).uniform(0.0, 100.0, n)
+        mechs = {
+            f"snapcore, padding {pad}, threads={t}": snapcore.SnappingMechanism(
+                epsilon=1, clamp_bounds=(0.0, 100.0), timing=timing, threads=t
+            )
+            for pad, timing in (("on", None), ("off", "off"))
+            for t in (1, cpus)
+        }
+        calls: dict[str, Callable[[], object]] = {
+            "numpy Generator.laplace": lambda n=n: gen.laplace(0.0, 1.0, n),
+            "numpy (A/A control)": lambda n=n: gen.laplace(0.0, 1.0, n),
+        }
+        for name, m in mechs.items():
+            calls[name] = lambda m=m, x=x: m.release(x)
+        for f in calls.values():  # first calls: compiling, measuring the quanta
+            f()
+        times: dict[str, list[float]] = {k: [] for k in calls}
+        for _ in range(rounds):
+            names = list(calls)
+            order.shuffle(names)
+            for name in names:
+                t0 = time.perf_counter()
+                calls[name]()
+                times[name].append(time.perf_counter() - t0)
+        base = times["numpy Generator.laplace"]
+        for name, ts in times.items():
+            med = statistics.median(ts) * 1e3
+            if name == "numpy Generator.laplace":
+                print(f"| {n:.0e} | {name} | {med:.1f} ms | 1 | |")
+                continue
+            ratios = [b / t for b, t in zip(base, ts, strict=True)]
+            lo, hi = median_interval(ratios)
+            print(
+                f"| {n:.0e} | {name} | {med:.1f} ms | {statistics.median(ratios):.2f} "
+                f"| {lo:.2f}–{hi:.2f} |"
+            )
+
+
 def _mean(data: Any, **kw: Any) -> snapcore.Release:
     return snapcore.release(
         "mean", data, epsilon=1, data_bounds=(0, 100), source=snapcore.SeededSource(1), **kw
@@ -279,6 +358,9 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("table")
     t.add_argument("--repeat", type=int, default=5)
+    th = sub.add_parser("threads")
+    th.add_argument("--sizes", default="1e6,1e7")
+    th.add_argument("--rounds", type=int, default=15)
     d = sub.add_parser("dask")
     d.add_argument("--dask-sizes", default="10000000")
     m = sub.add_parser("make-csv")
@@ -291,6 +373,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "table":
         table(args.repeat)
+    elif args.cmd == "threads":
+        threads_part([int(float(v)) for v in args.sizes.split(",")], args.rounds)
     elif args.cmd == "dask":
         dask_part([int(s) for s in args.dask_sizes.split(",")])
     elif args.cmd == "make-parquet":
