@@ -78,7 +78,7 @@ class FastBackend(Backend):
 
         Bit-identical to ``pipeline.run(pipeline.centre(v), d)`` on the draws
         ``source.draws(values.size, p)``, in order, whatever ``threads`` is (None: the
-        usable CPUs for arrays of at least 2**16 elements, else one).
+        usable CPUs for arrays of at least 2**15 elements, else one).
         """
         from snapcore.pipeline._engine import release_batch
 

@@ -181,7 +181,7 @@ class MPFRBackend(Backend):
     ) -> np.ndarray | None:
         """Release a whole array through the vectorised fast path
         (:mod:`snapcore.pipeline`), bit-identical to this backend's own primitives,
-        on ``threads`` threads (None: the usable CPUs for arrays of at least 2**16
+        on ``threads`` threads (None: the usable CPUs for arrays of at least 2**15
         elements, else one), the same output for any.
 
         Declines (returns None, before drawing anything) when the pipeline's arithmetic

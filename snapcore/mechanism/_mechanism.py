@@ -69,7 +69,7 @@ class SnappingMechanism:
     threads : int, optional
         Threads an array release may use (an int >= 1); the output is the same for
         every number.  Default: the CPUs this process may run on, for arrays of at
-        least 2**16 elements (one thread below).
+        least 2**15 elements (one thread below).
 
     Raises
     ------
@@ -305,7 +305,7 @@ class SnappingMechanism:
     @property
     def threads(self) -> int | None:
         """The threads an array release may use; None: the CPUs this process may run
-        on, for arrays of at least 2**16 elements (one thread below)."""
+        on, for arrays of at least 2**15 elements (one thread below)."""
         return self._threads
 
     @property

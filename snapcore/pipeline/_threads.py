@@ -19,7 +19,7 @@ __all__ = ["THREADS_MIN_SIZE", "check_threads", "resolve_threads", "usable_cpus"
 
 #: Arrays shorter than this are released by one thread when ``threads`` is None: below
 #: it, handing chunks to other threads costs about what it saves.
-THREADS_MIN_SIZE = 1 << 16
+THREADS_MIN_SIZE = 1 << 15
 
 
 def usable_cpus() -> int:

@@ -366,7 +366,7 @@ def release(
         Threads the release of many values at once (a histogram's bins, a grouped
         release's groups) may use, an int >= 1; the output is the same for every
         number.  Default: the CPUs this process may run on, for arrays of at least
-        2**16 values (one thread below).
+        2**15 values (one thread below).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
