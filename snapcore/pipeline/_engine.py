@@ -25,7 +25,7 @@ import io
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from fractions import Fraction
 from typing import Any
 
@@ -555,7 +555,11 @@ def _run_round(
         return loop.run(buf, first, starts[lo], starts[hi], slots[w])
 
     futures = [] if pool is None else [pool.submit(run, w) for w in range(1, t)]
-    results = [run(0)] + [f.result() for f in futures]
+    try:
+        own = run(0)
+    finally:  # no thread still writes into the buffers when this returns or raises
+        wait(futures)
+    results = [own] + [f.result() for f in futures]
     done: list[_RunResult] = []
     for res in results:
         done.append(res)
@@ -570,13 +574,13 @@ _POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, size, pool)
 
 def _pool(size: int) -> ThreadPoolExecutor:
     """A process-wide pool of at least ``size`` threads for the fused loop's chunks
-    (made afresh in a forked child, whose copy of the pool has no threads)."""
+    (made afresh in a forked child, whose copy of the pool has no threads).  A pool
+    replaced by a larger one is not shut down: a release may still be submitting to
+    it; its threads end when it is no longer referenced."""
     global _POOL
     with _POOL_LOCK:
         pid = os.getpid()
         if _POOL is None or _POOL[0] != pid or _POOL[1] < size:
-            if _POOL is not None and _POOL[0] == pid:
-                _POOL[2].shutdown(wait=False)
             _POOL = (pid, size, ThreadPoolExecutor(size, thread_name_prefix="snapcore-fused"))
         return _POOL[2]
 
