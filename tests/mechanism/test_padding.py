@@ -140,9 +140,9 @@ def test_an_unpadded_copy_takes_its_mechanisms_paths(
     def spying(name: str) -> Any:
         original = getattr(kind, name)
 
-        def spy(self: Any, *a: Any) -> Any:
+        def spy(self: Any, *a: Any, **kw: Any) -> Any:
             called.append(name)
-            return original(self, *a)
+            return original(self, *a, **kw)
 
         return spy
 
