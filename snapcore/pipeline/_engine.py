@@ -14,7 +14,8 @@ for element.
 
 :func:`release_batch` is the driver: it reads the draws (in bulk from a byte source,
 :func:`snapcore.randomness._draw.decode_draw_batch`, or fused with the kernel and the
-output stage in one compiled loop over chunks of the stream) and runs the engine.  The
+output stage in one compiled loop over chunks of the stream, the chunks shared among
+threads with the same output for any number of them) and runs the engine.  The
 derivation of every constant is in ``docs/fastpath.md``; ``[E10]`` marks its step.
 """
 
