@@ -164,7 +164,12 @@ class SnappingMechanism:
             # A backend's fused release may name its path (MPFR's: exact or compiled).
             path = getattr(self._scalar, "path", None)
             self._padding = Padding(
-                self._cal, self._backend, self._source, self._unpadded_release, path
+                self._cal,
+                self._backend,
+                self._source,
+                self._unpadded_release,
+                path,
+                threads=checked_threads,
             )
 
     def _assemble(
