@@ -217,8 +217,9 @@ def test_planted_continuations_and_fallbacks_in_many_chunks(source, setting):
 
 
 def test_threads_share_a_round_and_reserve_each_chunk():
-    """A source that reserves is asked for one reservation per chunk, the same chunks
-    at every thread count; the default ``threads`` on a short array is one thread."""
+    """A source that reserves is asked for one reservation per chunk (four for three
+    chunks and five draws), the same at every thread count, and takes exactly the
+    draws' bytes."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
     n = 3 * _engine.FastEngine.STREAM_CHUNK + 5
     values = np.random.default_rng(1).uniform(0.0, 100.0, n)
