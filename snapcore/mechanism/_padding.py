@@ -97,7 +97,8 @@ class Padding:
         clock starts.  A float's quantum is kept per path.  None: one path.
     threads : int, optional
         The mechanism's ``threads=`` setting: an array's quantum is kept per number of
-        threads its release uses (:func:`~snapcore.pipeline._threads.resolve_threads`).
+        threads its release uses (the setting, or for None the usable CPUs from 2**15
+        elements on, one below).
     """
 
     __slots__ = (
