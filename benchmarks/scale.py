@@ -25,7 +25,8 @@ Three parts (each optional):
     One more class reads ChaCha20's keystream in the calling thread before the
     threads decode (the source without ``reserve``).
     Printed: the median paired ratio with a distribution-free 95% interval, and
-    each class's median time.
+    each class's median time.  ``--decode``: the fused loop alone on draws already in
+    memory, one thread against two on a thread pool and two under numba's ``prange``.
 ``make-csv PATH ROWS``
     Write a CSV file of ROWS uniform values with two decimals (column ``x``) for the
     bounded-memory run of the command line::
@@ -43,6 +44,7 @@ Run::
 
     PYTHONSAFEPATH=1 nice -n 5 taskset -c 0 python benchmarks/scale.py table [--repeat 5]
     PYTHONSAFEPATH=1 python benchmarks/scale.py threads [--sizes 1e6,1e7] [--rounds 15]
+    PYTHONSAFEPATH=1 python benchmarks/scale.py threads --decode
     PYTHONSAFEPATH=1 python benchmarks/scale.py dask [--dask-sizes 10000000,100000000]
 """
 
@@ -55,6 +57,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
@@ -297,6 +300,92 @@ def threads_part(sizes: list[int], rounds: int) -> None:
             )
 
 
+def decode_part(rounds: int) -> None:
+    """The fused loop alone on 10^6 draws already in memory (no keystream, no exact
+    fallbacks): one thread; two runs on a thread pool (what snapcore does); the same
+    two runs under numba's ``prange`` (its threading layer).  Paired ratios to one
+    thread, in rounds of complete blocks."""
+    import numba
+
+    from snapcore.pipeline._compiled import compiled
+    from snapcore.pipeline._engine import engine_for
+
+    fns = compiled()
+    if fns is None:
+        print("numba is not installed")
+        return
+    fused_run = fns.fused_run
+    m = snapcore.SnappingMechanism(epsilon=1, clamp_bounds=(0.0, 100.0), timing="off")
+    pipe = m.pipeline
+    eng = engine_for(pipe.calibration)
+    n, row, chunk = 10**6, 23, 8192
+    v = np.random.default_rng(1).uniform(0.0, 100.0, n)
+    buf = np.empty(n * row, np.uint8)
+    snapcore.ChaCha20Source().readinto(buf)
+    out = np.empty(n)
+    table = eng.table(pipe)
+    ends = np.array([eng.lower, eng.upper, eng.delta_f, *eng.end_outputs(pipe)])
+    kmax, params, L = np.int64(eng.kmax), eng.params, eng.L
+    scratch = np.empty((2, 4, chunk))
+    kbuf = np.empty((2, chunk), np.int64)
+    okbuf = np.empty((2, chunk), np.bool_)
+    fb = np.empty((2, 2 * chunk), np.int64)
+    fbk = np.empty((2, 2 * chunk), np.int64)
+    bounds = np.array([0, n // chunk // 2 * chunk, n])
+
+    def one(w: int) -> None:
+        lo, hi = bounds[w], bounds[w + 1]
+        fused_run(
+            buf[lo * row : hi * row], hi - lo, row, chunk, v[lo:hi], out[lo:hi], params,
+            table, 0, kmax, False, L, ends, scratch[w], kbuf[w], okbuf[w], fb[w], fbk[w],
+        )  # fmt: skip
+
+    @numba.njit(parallel=True, nogil=True)  # type: ignore[misc]
+    def par(buf, bounds, v, out, params, table, kmax, L, ends, scratch, kbuf, okbuf, fb, fbk):  # type: ignore[no-untyped-def]
+        for w in numba.prange(bounds.size - 1):
+            lo, hi = bounds[w], bounds[w + 1]
+            fused_run(
+                buf[lo * row : hi * row], hi - lo, row, chunk, v[lo:hi], out[lo:hi],
+                params, table, 0, kmax, False, L, ends, scratch[w], kbuf[w], okbuf[w],
+                fb[w], fbk[w],
+            )  # fmt: skip
+
+    pool = ThreadPoolExecutor(1)
+
+    def pooled() -> None:
+        f = pool.submit(one, 1)
+        one(0)
+        f.result()
+
+    args = (buf, bounds, v, out, params, table, kmax, L, ends, scratch, kbuf, okbuf, fb, fbk)
+    calls: dict[str, Callable[[], object]] = {
+        "one thread": lambda: (one(0), one(1)),
+        "thread pool, 2 runs": pooled,
+        "numba prange, 2 runs": lambda: par(*args),
+    }
+    for f in calls.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    order = random.Random(3)
+    for _ in range(rounds):
+        names = list(calls)
+        order.shuffle(names)
+        for name in names:
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    print(f"numba threading layer: {numba.threading_layer()}; {rounds} rounds\n")
+    print("| decoding 10^6 draws | median time | speed-up over one thread (median) | 95% |")
+    print("| --- | ---: | ---: | --- |")
+    for name, ts in times.items():
+        ratios = [a / b for a, b in zip(times["one thread"], ts, strict=True)]
+        lo, hi = median_interval(ratios)
+        print(
+            f"| {name} | {statistics.median(ts) * 1e3:.2f} ms | "
+            f"{statistics.median(ratios):.2f} | {lo:.2f}–{hi:.2f} |"
+        )
+
+
 def _mean(data: Any, **kw: Any) -> snapcore.Release:
     return snapcore.release(
         "mean", data, epsilon=1, data_bounds=(0, 100), source=snapcore.SeededSource(1), **kw
@@ -391,6 +480,9 @@ def main() -> None:
     th = sub.add_parser("threads")
     th.add_argument("--sizes", default="1e6,1e7")
     th.add_argument("--rounds", type=int, default=15)
+    th.add_argument(
+        "--decode", action="store_true", help="the fused loop alone: thread pool vs prange"
+    )
     d = sub.add_parser("dask")
     d.add_argument("--dask-sizes", default="10000000")
     m = sub.add_parser("make-csv")
@@ -404,7 +496,10 @@ def main() -> None:
     if args.cmd == "table":
         table(args.repeat)
     elif args.cmd == "threads":
-        threads_part([int(float(v)) for v in args.sizes.split(",")], args.rounds)
+        if args.decode:
+            decode_part(max(args.rounds, 25))
+        else:
+            threads_part([int(float(v)) for v in args.sizes.split(",")], args.rounds)
     elif args.cmd == "dask":
         dask_part([int(s) for s in args.dask_sizes.split(",")])
     elif args.cmd == "make-parquet":
