@@ -67,27 +67,41 @@ class FastBackend(Backend):
         return self._mpfr.scalar(pipeline, source)
 
     def batch(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Release every element of ``values`` (finite float64 array) with fresh noise.
 
         Bit-identical to ``pipeline.run(pipeline.centre(v), d)`` on the draws
-        ``source.draws(values.size, p)``, in order.
+        ``source.draws(values.size, p)``, in order, whatever ``threads`` is (None: the
+        usable CPUs for arrays of at least 2**15 elements, else one).
         """
         from snapcore.pipeline._engine import release_batch
 
-        out: np.ndarray | None = release_batch(pipeline, values, source)
+        out: np.ndarray | None = release_batch(pipeline, values, source, threads=threads)
         return out
 
     def batch_padded(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        exact_floor: int,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """:meth:`batch` for a padded release, with the exact work of ``exact_floor``
         fallbacks whatever falls back (:meth:`MPFRBackend.batch_padded
         <snapcore.backends.mpfr.MPFRBackend.batch_padded>`)."""
         from snapcore.pipeline._engine import release_batch
 
-        out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
+        out: np.ndarray | None = release_batch(
+            pipeline, values, source, exact_floor=exact_floor, threads=threads
+        )
         return out
 
 

@@ -172,10 +172,17 @@ class MPFRBackend(Backend):
         return AUTO_MIN_SIZE
 
     def batch(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Release a whole array through the vectorised fast path
-        (:mod:`snapcore.pipeline`), bit-identical to this backend's own primitives.
+        (:mod:`snapcore.pipeline`), bit-identical to this backend's own primitives,
+        on ``threads`` threads (None: the usable CPUs for arrays of at least 2**15
+        elements, else one), the same output for any.
 
         Declines (returns None, before drawing anything) when the pipeline's arithmetic
         is not exactly :class:`MPFRArithmetic`: a subclass that changes a primitive
@@ -185,11 +192,17 @@ class MPFRBackend(Backend):
             return None
         from snapcore.pipeline._engine import release_batch
 
-        out: np.ndarray | None = release_batch(pipeline, values, source)
+        out: np.ndarray | None = release_batch(pipeline, values, source, threads=threads)
         return out
 
     def batch_padded(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        exact_floor: int,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """:meth:`batch`, running exact computations on public inputs when fewer than
         ``exact_floor`` elements fell back to the exact pipeline (docs/timing.md)."""
@@ -197,7 +210,9 @@ class MPFRBackend(Backend):
             return None
         from snapcore.pipeline._engine import release_batch
 
-        out: np.ndarray | None = release_batch(pipeline, values, source, exact_floor=exact_floor)
+        out: np.ndarray | None = release_batch(
+            pipeline, values, source, exact_floor=exact_floor, threads=threads
+        )
         return out
 
     def scalar_padded(

@@ -14,6 +14,19 @@ Three parts (each optional):
     The mean of 10^7 (``--dask-sizes``) values: one process (numpy array in memory),
     Dask's threaded scheduler, and a ``distributed.LocalCluster`` with 2 worker
     processes (data persisted on the workers first), same draws, same result.
+``threads``
+    Array releases of 10^6 and 10^7 values (``--sizes``) through the default
+    mechanism (MPFR backend, fast path, ChaCha20; timing padding on, as users get
+    it, and off) at ``threads=1`` and at every CPU this process may use, against
+    numpy's ``Generator.laplace`` (one thread, not private).  Rounds of complete
+    blocks: each round runs every class once, in a random order, and gives one
+    paired ratio numpy time / snapcore time per class (above 1: faster than numpy);
+    numpy runs twice per round, and the ratio of its two runs is the A/A control.
+    One more class reads ChaCha20's keystream in the calling thread before the
+    threads decode (the source without ``reserve``).
+    Printed: the median paired ratio with a distribution-free 95% interval, and
+    each class's median time.  ``--decode``: the fused loop alone on draws already in
+    memory, one thread against two on a thread pool and two under numba's ``prange``.
 ``make-csv PATH ROWS``
     Write a CSV file of ROWS uniform values with two decimals (column ``x``) for the
     bounded-memory run of the command line::
@@ -30,15 +43,22 @@ Three parts (each optional):
 Run::
 
     PYTHONSAFEPATH=1 nice -n 5 taskset -c 0 python benchmarks/scale.py table [--repeat 5]
+    PYTHONSAFEPATH=1 python benchmarks/scale.py threads [--sizes 1e6,1e7] [--rounds 15]
+    PYTHONSAFEPATH=1 python benchmarks/scale.py threads --decode
     PYTHONSAFEPATH=1 python benchmarks/scale.py dask [--dask-sizes 10000000,100000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import random
+import statistics
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
@@ -188,6 +208,189 @@ def histogram(rng: np.random.Generator, dp: Any, repeat: int) -> None:
         )
 
 
+def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median of ``xs``' population: the order
+    statistics ``(j, n + 1 − j)`` with the largest ``j`` whose binomial coverage is at
+    least ``level``."""
+    s = sorted(xs)
+    n = len(s)
+    out = (s[0], s[-1])
+    for j in range(1, n // 2 + 1):
+        tail = sum(math.comb(n, i) for i in range(j)) / 2**n
+        if 1 - 2 * tail < level:
+            break
+        out = (s[j - 1], s[n - j])
+    return out
+
+
+class _Unreserved(snapcore.ByteSource):
+    """A byte source's stream without its ``reserve`` capability: read in place."""
+
+    name = "unreserved"
+    cryptographic = True
+
+    def __init__(self, inner: snapcore.ByteSource) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def read(self, n: int) -> bytes:
+        return self.inner.read(n)
+
+    def readinto(self, buffer: Any) -> None:
+        self.inner.readinto(buffer)
+
+
+def threads_part(sizes: list[int], rounds: int) -> None:
+    """Array releases at one thread and at every usable CPU against numpy's Laplace,
+    in rounds of complete blocks (see the module docstring)."""
+    from snapcore.pipeline._threads import usable_cpus
+
+    cpus = usable_cpus()
+    gen = np.random.default_rng(7)
+    order = random.Random(8)
+    print(f"usable CPUs: {cpus}; {rounds} rounds; ratio = numpy time / snapcore time\n")
+    print("| n | class | median time | paired ratio to numpy (median) | 95% interval |")
+    print("| ---: | --- | ---: | ---: | --- |")
+    for n in sizes:
+        x = np.random.default_rng(n).uniform(0.0, 100.0, n)
+        mechs = {
+            f"snapcore, padding {pad}, threads={t}": snapcore.SnappingMechanism(
+                epsilon=1, clamp_bounds=(0.0, 100.0), timing=timing, threads=t
+            )
+            for pad, timing in (("on", None), ("off", "off"))
+            for t in (1, cpus)
+        }
+        # The keystream produced in the calling thread before the threads decode
+        # (ChaCha20 without its reserve capability), to measure what producing it in
+        # the threads gains.
+        sequential = snapcore.SnappingMechanism(
+            epsilon=1,
+            clamp_bounds=(0.0, 100.0),
+            timing="off",
+            threads=cpus,
+            source=_Unreserved(snapcore.ChaCha20Source()),
+        )
+        mechs[f"snapcore, padding off, threads={cpus}, keystream in one thread"] = sequential
+        calls: dict[str, Callable[[], object]] = {
+            "numpy Generator.laplace": lambda n=n: gen.laplace(0.0, 1.0, n),
+            "numpy (A/A control)": lambda n=n: gen.laplace(0.0, 1.0, n),
+        }
+        for name, m in mechs.items():
+            calls[name] = lambda m=m, x=x: m.release(x)
+        for f in calls.values():  # first calls: compiling, measuring the quanta
+            f()
+        times: dict[str, list[float]] = {k: [] for k in calls}
+        for _ in range(rounds):
+            names = list(calls)
+            order.shuffle(names)
+            for name in names:
+                t0 = time.perf_counter()
+                calls[name]()
+                times[name].append(time.perf_counter() - t0)
+        base = times["numpy Generator.laplace"]
+        for name, ts in times.items():
+            med = statistics.median(ts) * 1e3
+            if name == "numpy Generator.laplace":
+                print(f"| {n:.0e} | {name} | {med:.1f} ms | 1 | |")
+                continue
+            ratios = [b / t for b, t in zip(base, ts, strict=True)]
+            lo, hi = median_interval(ratios)
+            print(
+                f"| {n:.0e} | {name} | {med:.1f} ms | {statistics.median(ratios):.2f} "
+                f"| {lo:.2f}–{hi:.2f} |"
+            )
+
+
+def decode_part(rounds: int) -> None:
+    """The fused loop alone on 10^6 draws already in memory (no keystream, no exact
+    fallbacks): one thread; two runs on a thread pool (what snapcore does); the same
+    two runs under numba's ``prange`` (its threading layer).  Paired ratios to one
+    thread, in rounds of complete blocks."""
+    # GNU OpenMP's threads spin for a while after each parallel region: they would take
+    # the second core from the class that runs next.  Passive waiting keeps the classes
+    # apart (it does not slow prange here: 1.77 against 1.78 with spinning).
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    import numba
+
+    from snapcore.pipeline._compiled import compiled
+    from snapcore.pipeline._engine import engine_for
+
+    fns = compiled()
+    if fns is None:
+        print("numba is not installed")
+        return
+    fused_run = fns.fused_run
+    m = snapcore.SnappingMechanism(epsilon=1, clamp_bounds=(0.0, 100.0), timing="off")
+    pipe = m.pipeline
+    eng = engine_for(pipe.calibration)
+    n, row, chunk = 10**6, 23, 8192
+    v = np.random.default_rng(1).uniform(0.0, 100.0, n)
+    buf = np.empty(n * row, np.uint8)
+    snapcore.ChaCha20Source().readinto(buf)
+    out = np.empty(n)
+    table = eng.table(pipe)
+    ends = np.array([eng.lower, eng.upper, eng.delta_f, *eng.end_outputs(pipe)])
+    kmax, params, L = np.int64(eng.kmax), eng.params, eng.L
+    scratch = np.empty((2, 4, chunk))
+    kbuf = np.empty((2, chunk), np.int64)
+    okbuf = np.empty((2, chunk), np.bool_)
+    fb = np.empty((2, 2 * chunk), np.int64)
+    fbk = np.empty((2, 2 * chunk), np.int64)
+    bounds = np.array([0, n // chunk // 2 * chunk, n])
+
+    def one(w: int) -> None:
+        lo, hi = bounds[w], bounds[w + 1]
+        fused_run(
+            buf[lo * row : hi * row], hi - lo, row, chunk, v[lo:hi], out[lo:hi], params,
+            table, 0, kmax, False, L, ends, scratch[w], kbuf[w], okbuf[w], fb[w], fbk[w],
+        )  # fmt: skip
+
+    @numba.njit(parallel=True, nogil=True)  # type: ignore[misc]
+    def par(buf, bounds, v, out, params, table, kmax, L, ends, scratch, kbuf, okbuf, fb, fbk):  # type: ignore[no-untyped-def]
+        for w in numba.prange(bounds.size - 1):
+            lo, hi = bounds[w], bounds[w + 1]
+            fused_run(
+                buf[lo * row : hi * row], hi - lo, row, chunk, v[lo:hi], out[lo:hi],
+                params, table, 0, kmax, False, L, ends, scratch[w], kbuf[w], okbuf[w],
+                fb[w], fbk[w],
+            )  # fmt: skip
+
+    pool = ThreadPoolExecutor(1)
+
+    def pooled() -> None:
+        f = pool.submit(one, 1)
+        one(0)
+        f.result()
+
+    args = (buf, bounds, v, out, params, table, kmax, L, ends, scratch, kbuf, okbuf, fb, fbk)
+    calls: dict[str, Callable[[], object]] = {
+        "one thread": lambda: (one(0), one(1)),
+        "thread pool, 2 runs": pooled,
+        "numba prange, 2 runs": lambda: par(*args),
+    }
+    for f in calls.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    order = random.Random(3)
+    for _ in range(rounds):
+        names = list(calls)
+        order.shuffle(names)
+        for name in names:
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    print(f"numba threading layer: {numba.threading_layer()}; {rounds} rounds\n")
+    print("| decoding 10^6 draws | median time | speed-up over one thread (median) | 95% |")
+    print("| --- | ---: | ---: | --- |")
+    for name, ts in times.items():
+        ratios = [a / b for a, b in zip(times["one thread"], ts, strict=True)]
+        lo, hi = median_interval(ratios)
+        print(
+            f"| {name} | {statistics.median(ts) * 1e3:.2f} ms | "
+            f"{statistics.median(ratios):.2f} | {lo:.2f}–{hi:.2f} |"
+        )
+
+
 def _mean(data: Any, **kw: Any) -> snapcore.Release:
     return snapcore.release(
         "mean", data, epsilon=1, data_bounds=(0, 100), source=snapcore.SeededSource(1), **kw
@@ -279,6 +482,12 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("table")
     t.add_argument("--repeat", type=int, default=5)
+    th = sub.add_parser("threads")
+    th.add_argument("--sizes", default="1e6,1e7")
+    th.add_argument("--rounds", type=int, default=15)
+    th.add_argument(
+        "--decode", action="store_true", help="the fused loop alone: thread pool vs prange"
+    )
     d = sub.add_parser("dask")
     d.add_argument("--dask-sizes", default="10000000")
     m = sub.add_parser("make-csv")
@@ -291,6 +500,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "table":
         table(args.repeat)
+    elif args.cmd == "threads":
+        if args.decode:
+            decode_part(max(args.rounds, 25))
+        else:
+            threads_part([int(float(v)) for v in args.sizes.split(",")], args.rounds)
     elif args.cmd == "dask":
         dask_part([int(s) for s in args.dask_sizes.split(",")])
     elif args.cmd == "make-parquet":

@@ -285,6 +285,14 @@ def _fmt(x: Any) -> str:
 )
 @click.option("--backend", default="mpfr", show_default=True, help="Arithmetic backend.")
 @click.option(
+    "--threads",
+    type=int,
+    default=None,
+    help="Threads a release of many values (a histogram's bins, the groups of --by) "
+    "may use; the output is the same for any number.  Default: the CPUs this process "
+    "may use, for 2**15 values or more.",
+)
+@click.option(
     "--seed",
     default=None,
     help="Use a seeded source (reproducible; NOT for production releases).",
@@ -326,6 +334,7 @@ def release(
     impute: str | None,
     extra: tuple[str, ...],
     backend: str,
+    threads: int | None,
     seed: str | None,
     ledger: str | None,
     label: str | None,
@@ -434,6 +443,7 @@ def release(
         source=source,
         budget=budget,
         label=label,
+        threads=threads,
         **grouping,
         **options,
     )

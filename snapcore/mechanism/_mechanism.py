@@ -17,6 +17,7 @@ from snapcore.mechanism._padding import Padding
 from snapcore.padding._pad import fallbacks_covered, resolve_mode
 from snapcore.pipeline._backend import Backend
 from snapcore.pipeline._stages import Pipeline
+from snapcore.pipeline._threads import check_threads
 from snapcore.plugins._manager import get_registries
 from snapcore.randomness._draw import draw_from_u
 from snapcore.randomness._sources import RandomSource, require_draws
@@ -65,6 +66,10 @@ class SnappingMechanism:
         its duration does not depend on the value or the noise (``docs/timing.md``);
         ``"off"`` does not.  Default: ``"constant"`` for cryptographic sources,
         ``"off"`` for seeded and replay sources (simulations).
+    threads : int, optional
+        Threads an array release may use (an int >= 1); the output is the same for
+        every number.  Default: the CPUs this process may run on, for arrays of at
+        least 2**15 elements (one thread below).
 
     Raises
     ------
@@ -84,7 +89,16 @@ class SnappingMechanism:
     True
     """
 
-    __slots__ = ("_backend", "_cal", "_padding", "_pipeline", "_scalar", "_source", "_uniform")
+    __slots__ = (
+        "_backend",
+        "_cal",
+        "_padding",
+        "_pipeline",
+        "_scalar",
+        "_source",
+        "_threads",
+        "_uniform",
+    )
     _padding: Padding | None
     _scalar: Callable[[float], float] | None
 
@@ -99,7 +113,9 @@ class SnappingMechanism:
         source: str | RandomSource | None = None,
         precision: int | None = None,
         timing: str | None = None,
+        threads: int | None = None,
     ) -> None:
+        checked_threads = check_threads(threads)
         self._cal = calibrate(
             epsilon=epsilon,
             sensitivity=sensitivity,
@@ -136,12 +152,24 @@ class SnappingMechanism:
             )
         padded = resolve_mode(timing, self._source.cryptographic) == "constant"
         pipeline = Pipeline(self._cal, self._backend.arithmetic(self._cal.precision))
-        self._assemble(self._cal, self._backend, pipeline, self._source, uniform=padded)
+        self._assemble(
+            self._cal,
+            self._backend,
+            pipeline,
+            self._source,
+            uniform=padded,
+            threads=checked_threads,
+        )
         if padded:
             # A backend's fused release may name its path (MPFR's: exact or compiled).
             path = getattr(self._scalar, "path", None)
             self._padding = Padding(
-                self._cal, self._backend, self._source, self._unpadded_release, path
+                self._cal,
+                self._backend,
+                self._source,
+                self._unpadded_release,
+                path,
+                threads=checked_threads,
             )
 
     def _assemble(
@@ -152,6 +180,7 @@ class SnappingMechanism:
         source: RandomSource,
         *,
         uniform: bool,
+        threads: int | None,
     ) -> None:
         """Set this mechanism's parts, without padding: it draws from ``source``, on
         the backend's uniform paths or not.
@@ -169,6 +198,7 @@ class SnappingMechanism:
         self._pipeline = pipeline
         self._source = source
         self._uniform = uniform
+        self._threads = threads
         self._padding = None
         if uniform:
             self._scalar = backend.scalar_padded(pipeline, source)
@@ -195,7 +225,13 @@ class SnappingMechanism:
         copy = type(self).__new__(type(self))
         # Its calibration, backend and pipeline are this one's (shared, never re-derived).
         type(self)._assemble(
-            copy, self._cal, self._backend, self._pipeline, source, uniform=self._uniform
+            copy,
+            self._cal,
+            self._backend,
+            self._pipeline,
+            source,
+            uniform=self._uniform,
+            threads=self._threads,
         )
         return copy
 
@@ -270,6 +306,12 @@ class SnappingMechanism:
     def source(self) -> RandomSource:
         """The randomness source."""
         return self._source
+
+    @property
+    def threads(self) -> int | None:
+        """The threads an array release may use; None: the CPUs this process may run
+        on, for arrays of at least 2**15 elements (one thread below)."""
+        return self._threads
 
     @property
     def privacy(self) -> PrivacyAnalysis:
@@ -392,10 +434,12 @@ class SnappingMechanism:
         if vals.doubles is not None and _offer_batch(self._backend, vals.doubles):
             # e.g. the vectorised fast path, bit-identical to MPFR (or None: declined)
             if not self._uniform:
-                outs = self._backend.batch(pipe, vals.doubles, self._source)
+                outs = self._backend.batch(pipe, vals.doubles, self._source, threads=self._threads)
             else:  # as many exact fallbacks' work as the quantum covers, always
                 floor = fallbacks_covered(n)
-                outs = self._backend.batch_padded(pipe, vals.doubles, self._source, floor)
+                outs = self._backend.batch_padded(
+                    pipe, vals.doubles, self._source, floor, threads=self._threads
+                )
         if outs is None:
             centre = pipe.centre_ratio
             xs = [centre(vn, vd) for vn, vd in vals.as_ratios()]

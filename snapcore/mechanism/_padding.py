@@ -41,6 +41,7 @@ from snapcore.padding._pad import (
 )
 from snapcore.padding._quanta import ARRAY_QUANTA, SCALAR_QUANTA, generation, intern_key
 from snapcore.pipeline._backend import Backend
+from snapcore.pipeline._threads import resolve_threads
 from snapcore.randomness._draw import Draw, encode_draw
 from snapcore.randomness._sources import ByteSource, RandomSource
 
@@ -95,6 +96,10 @@ class Padding:
         next (``"exact"`` or ``"compiled"``, :meth:`Backend.scalar_padded
         <snapcore.Backend.scalar_padded>`), making a due switch; called before the
         clock starts.  A float's quantum is kept per path.  None: one path.
+    threads : int, optional
+        The mechanism's ``threads=`` setting: an array's quantum is kept per number of
+        threads its release uses (the setting, or for None the usable CPUs from 2**15
+        elements on, one below).
     """
 
     __slots__ = (
@@ -105,6 +110,7 @@ class Padding:
         "_path",
         "_scalar",
         "_source",
+        "_threads",
         "_unpadded",
         "stats",
     )
@@ -116,8 +122,10 @@ class Padding:
         source: RandomSource,
         unpadded_release: UnpaddedRelease,
         scalar_path: Callable[[], str] | None = None,
+        threads: int | None = None,
     ) -> None:
         self._cal = calibration
+        self._threads = threads
         self._path = scalar_path
         self._backend = backend
         self._source = source
@@ -163,9 +171,10 @@ class Padding:
     def array_quantum_ns(self, length: int, container: str = "ndarray", dtype: str = "<f8") -> int:
         """The quantum of one array release of ``length`` elements, in ns.
 
-        A function of ``(length, container, dtype)`` only, calibrated on first use on
-        worst-case arrays of that length (all at a bound, all far outside, mixed, all at
-        the centre, all at the grid's half-points).
+        A function of ``(length, container, dtype)`` and of the threads the release
+        uses (public settings) only, calibrated on first use on worst-case arrays of
+        that length (all at a bound, all far outside, mixed, all at the centre, all at
+        the grid's half-points).
         """
         n = int(length)
         if n > ARRAY_CALIBRATION_MAX:
@@ -174,7 +183,7 @@ class Padding:
             # of a long array would cost several times its memory and time.
             part = self.array_quantum_ns(ARRAY_CALIBRATION_MAX, container, dtype)
             return -(-part * n // ARRAY_CALIBRATION_MAX)
-        key = (self._key, container, dtype, n)
+        key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         return ARRAY_QUANTA.get(key, lambda: self._calibrate_array(n, container, dtype))
 
     def quantum_for(self, value: Any) -> int:

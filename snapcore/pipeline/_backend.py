@@ -92,13 +92,20 @@ class Backend(abc.ABC):
         return 0
 
     def batch(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Optional capability: release every element of ``values`` at once, or decline.
 
         Called by :meth:`snapcore.SnappingMechanism.release` for arrays of at
         least :attr:`batch_min_size` elements whose elements are exact doubles (float
-        arrays, finite, or integer arrays within ``2**53``).
+        arrays, finite, or integer arrays within ``2**53``).  ``threads`` is the
+        mechanism's setting (an int >= 1, or None: the backend chooses); a backend
+        may use up to that many threads, and its output must not depend on them.
 
         Contract: returns a float64 array of ``values``' shape, bit-identical to
         ``pipeline.run(pipeline.centre(v), d)`` element by element on the draws
@@ -110,7 +117,13 @@ class Backend(abc.ABC):
         return None
 
     def batch_padded(
-        self, pipeline: Pipeline, values: np.ndarray, source: RandomSource, exact_floor: int
+        self,
+        pipeline: Pipeline,
+        values: np.ndarray,
+        source: RandomSource,
+        exact_floor: int,
+        *,
+        threads: int | None = None,
     ) -> np.ndarray | None:
         """Optional capability: :meth:`batch` for a release padded to a time quantum.
 
@@ -121,7 +134,7 @@ class Backend(abc.ABC):
         ``exact_floor``) does not change the batch's time (docs/timing.md).  The
         default is :meth:`batch`.
         """
-        return self.batch(pipeline, values, source)
+        return self.batch(pipeline, values, source, threads=threads)
 
     def scalar_padded(
         self, pipeline: Pipeline, source: RandomSource

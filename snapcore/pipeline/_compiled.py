@@ -214,7 +214,7 @@ def _fingerprint() -> str:
 
 def _loops(fingerprint: str) -> tuple[Callable[..., Any], ...]:
     """The Python sources of the cached loops ``(decide, diagnose, decode_rows, fused,
-    scalar)``, closures over ``fingerprint`` (named in each body, which does nothing
+    fused_run, scalar)``, closures over ``fingerprint`` (named in each body, which does nothing
     with it)."""
 
     def decide(
@@ -321,6 +321,51 @@ def _loops(fingerprint: str) -> tuple[Callable[..., Any], ...]:
                         nfb += 1
         return stop, nfb
 
+    def fused_run(
+        buf: Any,
+        count: Any,
+        row: Any,
+        chunk: Any,
+        v: Any,
+        out: Any,
+        params: Any,
+        table: Any,
+        mode: Any,
+        kmax: Any,
+        kmax_is_b: Any,
+        L: Any,
+        ends: Any,
+        scratch: Any,
+        kbuf: Any,
+        okbuf: Any,
+        fallback: Any,
+        fallback_k: Any,
+    ) -> tuple[int, int, bool]:
+        # ``fused`` over ``count`` rows of ``buf`` in chunks of ``chunk`` rows, in one
+        # call (one thread's share of a round): fallback offsets are from row 0.
+        # Stops before the first row with a continuation word, or before a chunk
+        # that might not fit in ``fallback``; returns (rows done, fallbacks,
+        # whether it stopped at a continuation row).
+        fingerprint  # noqa: B018 - numba's cache key
+        done = 0
+        nfb = 0
+        while done < count:
+            m = min(chunk, count - done)
+            if nfb + m > fallback.size:
+                return done, nfb, False
+            stop, f = _nb_fused(
+                buf[done * row : (done + m) * row], m, row, v[done : done + m],
+                out[done : done + m], params, table, mode, kmax, kmax_is_b, L, ends,
+                scratch, kbuf, okbuf, fallback[nfb:], fallback_k[nfb:],
+            )  # fmt: skip
+            for i in range(nfb, nfb + f):
+                fallback[i] += done
+            nfb += f
+            done += stop
+            if stop < m:
+                return done, nfb, True
+        return done, nfb, False
+
     def scalar(v: Any, row: Any, params: Any) -> tuple[float, int]:
         # One value and the bytes of one snapcore-draw-v1 row: (output, SCALAR_DONE),
         # or a status saying which exact stage finishes the release (see
@@ -351,7 +396,7 @@ def _loops(fingerprint: str) -> tuple[Callable[..., Any], ...]:
                 return min(max(r, params[_LOWER]), params[_UPPER]), SCALAR_DONE
         return k, SCALAR_OUTPUT
 
-    return decide, diagnose, decode_rows, fused, scalar
+    return decide, diagnose, decode_rows, fused, fused_run, scalar
 
 
 @attrs.frozen
@@ -370,8 +415,11 @@ class Compiled:
         The batch decoder's rows with the contract of
         :func:`snapcore.randomness._draw.decode_rows`.
     fused : callable
-        Decoding, kernel and output stage over one chunk of a byte stream
-        (:meth:`FastEngine.run_stream <snapcore.pipeline._engine.FastEngine.run_stream>`).
+        Decoding, kernel and output stage over one chunk of a byte stream.
+    fused_run : callable
+        ``fused`` over consecutive chunks in one call, without the GIL: one thread's
+        share of a round of
+        :meth:`FastEngine.run_stream <snapcore.pipeline._engine.FastEngine.run_stream>`.
     scalar : callable
         The release of one value (:func:`scalar_release_kernel`).
     """
@@ -380,6 +428,7 @@ class Compiled:
     diagnose: Any
     decode_rows: Callable[[npt.NDArray[np.uint8], int, int], tuple[Any, ...]]
     fused: Any
+    fused_run: Any
     scalar: Any
 
 
@@ -387,7 +436,7 @@ def _compile(nb: Any) -> Compiled:
     """Every compiled function (compiled, or loaded from numba's disk cache, on first
     call)."""
     global _nb_two_sum, _nb_two_prod, _nb_kernel, _nb_row_fields, _nb_be64, _nb_ctlz
-    global _nb_geometric, _nb_decode_row, _nb_output_dd, _nb_decide, _nb_decode_rows
+    global _nb_geometric, _nb_decode_row, _nb_output_dd, _nb_decide, _nb_decode_rows, _nb_fused
     inline = nb.njit(inline="always", error_model="numpy")
     _nb_two_sum = inline(two_sum)
     _nb_two_prod = inline(two_prod)
@@ -398,10 +447,11 @@ def _compile(nb: Any) -> Compiled:
     _nb_geometric = inline(_geometric_loop if _nb_ctlz is None else _geometric_ctlz)
     _nb_decode_row = inline(_decode_row)
     _nb_output_dd = inline(_output_dd)
-    decide, diagnose, decode_rows, fused, scalar = _loops(_fingerprint())
+    decide, diagnose, decode_rows, fused, fused_run, scalar = _loops(_fingerprint())
     cached = nb.njit(cache=True, nogil=True, error_model="numpy")
     _nb_decide = cached(decide)
     _nb_decode_rows = cached(decode_rows)
+    _nb_fused = cached(fused)
 
     def rows(buf: npt.NDArray[np.uint8], count: int, row: int) -> tuple[Any, ...]:
         sign = np.empty(count)
@@ -415,7 +465,8 @@ def _compile(nb: Any) -> Compiled:
         decide=_nb_decide,
         diagnose=nb.njit(cache=True, error_model="numpy")(diagnose),
         decode_rows=rows,
-        fused=cached(fused),
+        fused=_nb_fused,
+        fused_run=cached(fused_run),
         scalar=nb.njit(cache=True, error_model="numpy")(scalar),
     )
 
@@ -433,6 +484,7 @@ _nb_decode_row: Any = None
 _nb_output_dd: Any = None
 _nb_decide: Any = None
 _nb_decode_rows: Any = None
+_nb_fused: Any = None
 
 _COMPILED = None if _nb is None else _compile(_nb)
 
@@ -467,4 +519,9 @@ def compiled_engine_loaded() -> bool:
     if _COMPILED is None:
         return False
     c = _COMPILED
-    return bool(c.fused.overloads or c.decide.overloads or _nb_decode_rows.overloads)
+    return bool(
+        c.fused.overloads
+        or c.fused_run.overloads
+        or c.decide.overloads
+        or _nb_decode_rows.overloads
+    )

@@ -14,7 +14,8 @@ for element.
 
 :func:`release_batch` is the driver: it reads the draws (in bulk from a byte source,
 :func:`snapcore.randomness._draw.decode_draw_batch`, or fused with the kernel and the
-output stage in one compiled loop over chunks of the stream) and runs the engine.  The
+output stage in one compiled loop over chunks of the stream, the chunks shared among
+threads with the same output for any number of them) and runs the engine.  The
 derivation of every constant is in ``docs/fastpath.md``; ``[E10]`` marks its step.
 """
 
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from fractions import Fraction
 from typing import Any
 
@@ -37,6 +40,7 @@ from snapcore.exact._sums import numba_available
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
 from snapcore.pipeline._stages import Pipeline
+from snapcore.pipeline._threads import check_threads, resolve_threads
 from snapcore.randomness._draw import (
     BATCH_MIN_PRECISION,
     DrawBatch,
@@ -331,85 +335,255 @@ class FastEngine:
 
     #: Draws per chunk of the fused loop (about 190 kB of stream at p = 118).
     STREAM_CHUNK = 1 << 13
+    #: Chunks taken from the source at a time and shared among the threads (one
+    #: buffer of their stream bytes, about 3 MB at p = 118).  Fixed, whatever the
+    #: number of threads, so that the source is asked for the same chunks in the same
+    #: order and each element gets the same stream bytes.
+    ROUND_CHUNKS = 16
 
-    def run_stream(self, v: F64, source: ByteSource, pipe: Pipeline) -> tuple[F64, BatchStats]:
+    def run_stream(
+        self, v: F64, source: ByteSource, pipe: Pipeline, threads: int = 1
+    ) -> tuple[F64, BatchStats]:
         """Outputs for values ``v`` with draws read from ``source``'s byte stream.
 
-        One compiled loop per chunk decodes the rows (``snapcore-draw-v1``), runs the
-        kernel and the output stage, and writes straight into the output array; the
-        stream is read chunk by chunk into one preallocated buffer (in place with
-        :meth:`~snapcore.ByteSource.readinto`).  Exactly the bytes
-        ``source.draws(v.size, p)`` would read are read, under
-        :meth:`~snapcore.RandomSource.exclusive`; elements the bound or the
-        output certificate does not settle, and the rare draws with a continuation
-        word, are computed by the exact pipeline from their own bytes.
+        A compiled loop decodes the rows (``snapcore-draw-v1``), runs the kernel and
+        the output stage, and writes straight into the output array.  Exactly the
+        bytes ``source.draws(v.size, p)`` would read are read, under
+        :meth:`~snapcore.RandomSource.exclusive`, one chunk of :attr:`STREAM_CHUNK`
+        rows at a time; elements the bound or the output certificate does not
+        settle, and the rare draws with a continuation word, are computed by the
+        exact pipeline from their own bytes, in element order, in this thread.
+
+        The stream is taken in rounds of :attr:`ROUND_CHUNKS` chunks, and a round's
+        chunks are split into ``threads`` contiguous runs, one per thread, each
+        decoded in one compiled call that releases the GIL.  A source that can
+        :meth:`~snapcore.ByteSource.reserve` its stream reserves each chunk and the
+        threads produce their runs' bytes; other sources are read chunk by chunk
+        first.  A draw with a continuation word shifts every later row: the round's
+        rows after it are decoded again, in order, from the bytes already taken.  So
+        the output does not depend on ``threads``.
         """
         fns = compiled()
         if fns is None or not self.fusable:
             raise RuntimeError("the fused loop needs numba and a supported calibration")
         n = v.size
-        p = self.calibration.precision
-        row = row_size(p)
+        row = row_size(self.calibration.precision)
         out = np.empty(n, np.float64)
         chunk = min(self.STREAM_CHUNK, max(n, 1))
-        buf = np.empty(chunk * row, np.uint8)
-        fallback = np.empty(chunk, np.int64)
-        fallback_k = np.empty(chunk, np.int64)
-        scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
-        kbuf = np.empty(chunk, np.int64)
-        okbuf = np.empty(chunk, np.bool_)
-        L = self.L
-        mode = 0 if self.use_table else 1
-        table = self.table(pipe) if self.use_table else np.zeros(1)
-        ends = np.array([self.lower, self.upper, self.delta_f, *self.end_outputs(pipe)])
-        kmax = np.int64(min(self.kmax, 1 << 62))
+        loop = _FusedLoop(self, fns.fused_run, pipe, v, out, row, chunk)
+        round_rows = min(n, chunk * self.ROUND_CHUNKS)
+        workers = max(1, min(threads, self.ROUND_CHUNKS, -(-n // chunk)))
+        slots = [_Slot(chunk) for _ in range(workers)]
+        pool = _pool(workers - 1) if workers > 1 else None
+        buf = np.empty(round_rows * row, np.uint8)
         fall_k: list[int] = []
         fall_out: list[int] = []
-        pending = b""  # stream bytes read ahead of a continuation draw, not yet used
+        pending = b""  # stream bytes taken ahead of a continuation draw, not yet used
 
         def read(k: int) -> bytes:
             nonlocal pending
             got, pending = pending[:k], pending[k:]
             return got + source.read(k - len(got)) if len(got) < k else got
 
+        def settle(first: int, res: _RunResult) -> None:
+            # A run's exact fallbacks, in element order (rows from `first`, the
+            # round's first element; their bytes are still in `buf`).
+            for j, kk in zip(res.fallback, res.fallback_k, strict=True):
+                if kk == UNDECIDED:
+                    rowbytes = buf[j * row : (j + 1) * row].tobytes()
+                    out[first + j] = _exact_element(
+                        pipe, float(v[first + j]), io.BytesIO(rowbytes).read
+                    )
+                    fall_k.append(first + j)
+                else:
+                    out[first + j] = pipe.index_output(kk)
+                    fall_out.append(first + j)
+
         with source.exclusive():
             pos = 0
             while pos < n:
-                m = min(chunk, n - pos)
-                view = buf[: m * row]
-                if pending:
-                    view[:] = np.frombuffer(read(m * row), np.uint8)
+                first = pos
+                if pending:  # after a continuation: one chunk from the bytes taken
+                    m = min(chunk, n - first)
+                    buf[: m * row] = np.frombuffer(read(m * row), np.uint8)
+                    results = [loop.run(buf, first, 0, m, slots[0])]
                 else:
-                    source.readinto(view)
-                stop, nfb = fns.fused(
-                    view, m, row, v[pos : pos + m], out[pos : pos + m], self.params, table,
-                    mode, kmax, self.kmax_is_b, L, ends, scratch, kbuf, okbuf, fallback,
-                    fallback_k,
-                )  # fmt: skip
-                for i in range(nfb):
-                    j, kk = int(fallback[i]), int(fallback_k[i])
-                    if kk == UNDECIDED:
-                        rowbytes = view[j * row : (j + 1) * row].tobytes()
-                        out[pos + j] = _exact_element(
-                            pipe, float(v[pos + j]), io.BytesIO(rowbytes).read
+                    m = min(round_rows, n - first)
+                    sizes = [min(chunk, m - a) for a in range(0, m, chunk)]
+                    fills = _take(source, buf, sizes, row)
+                    results = _run_round(loop, buf, first, sizes, fills, slots, pool)
+                pos = first + m
+                for res in results:
+                    settle(first, res)
+                    if res.continuation:
+                        # Row `res.stop` has a continuation word: the bytes taken from
+                        # its start belong to it and to the next draws, in order.
+                        pending = buf[res.stop * row : m * row].tobytes() + pending
+                        out[first + res.stop] = _exact_element(
+                            pipe, float(v[first + res.stop]), read
                         )
-                        fall_k.append(pos + j)
-                    else:
-                        out[pos + j] = pipe.index_output(kk)
-                        fall_out.append(pos + j)
-                if stop < m:
-                    # Row `stop` has a continuation word: the bytes read after its start
-                    # belong to it and to the next draws, in stream order.
-                    pending = view[stop * row :].tobytes() + pending
-                    out[pos + stop] = _exact_element(pipe, float(v[pos + stop]), read)
-                    fall_k.append(pos + stop)
-                    pos += stop + 1
-                else:
-                    pos += m
+                        fall_k.append(first + res.stop)
+                        pos = first + res.stop + 1
+                        break
             if pending:  # pragma: no cover - the reads above never over-read
                 raise AssertionError("fused loop read past its draws")
-        st = BatchStats(n, np.array(sorted(fall_k), np.intp), np.array(fall_out, np.intp), "numba")
+        st = BatchStats(n, np.array(fall_k, np.intp), np.array(fall_out, np.intp), "numba")
         return out, st
+
+
+def _take(
+    source: ByteSource, buf: npt.NDArray[np.uint8], sizes: list[int], row: int
+) -> list[Callable[[int, Any], None]] | None:
+    """Take the next chunks (``sizes`` rows each) from ``source``: reserved, one
+    reservation per chunk (returned, to be filled by the threads), or read in place
+    into ``buf`` chunk by chunk (None returned)."""
+    first = source.reserve(sizes[0] * row)
+    if first is None:
+        a = 0
+        for m in sizes:
+            source.readinto(buf[a * row : (a + m) * row])
+            a += m
+        return None
+    fills = [first]
+    for m in sizes[1:]:
+        got = source.reserve(m * row)
+        if got is None:
+            raise RuntimeError("a source reserved its stream, then declined")
+        fills.append(got)
+    return fills
+
+
+class _Slot:
+    """One thread's scratch arrays for the fused loop."""
+
+    def __init__(self, chunk: int) -> None:
+        self.scratch = np.empty((4, chunk), np.float64)  # sign, e, mhi, mlo (as uint64)
+        self.kbuf = np.empty(chunk, np.int64)
+        self.okbuf = np.empty(chunk, np.bool_)
+        self.fallback = np.empty(2 * chunk, np.int64)
+        self.fallback_k = np.empty(2 * chunk, np.int64)
+
+
+class _RunResult:
+    """What the fused loop left to the exact pipeline in one thread's run of rows:
+    the fallback rows (counted from the round's first row, in order), their ``k`` (or
+    ``UNDECIDED``), whether the run stopped at a row with a continuation word, and the
+    row it stopped at (that row, or the run's end)."""
+
+    __slots__ = ("continuation", "fallback", "fallback_k", "stop")
+
+    def __init__(self) -> None:
+        self.stop = 0
+        self.fallback: list[int] = []
+        self.fallback_k: list[int] = []
+        self.continuation = False
+
+
+class _FusedLoop:
+    """The compiled loop over runs of chunks, bound to one batch: its values, output
+    array and the engine's constants."""
+
+    def __init__(
+        self, eng: FastEngine, fused_run: Any, pipe: Pipeline, v: F64, out: F64, row: int,
+        chunk: int,
+    ) -> None:  # fmt: skip
+        self.fused_run = fused_run
+        self.v = v
+        self.out = out
+        self.row = row
+        self.chunk = chunk
+        self.params = eng.params
+        self.mode = 0 if eng.use_table else 1
+        self.table = eng.table(pipe) if eng.use_table else np.zeros(1)
+        self.ends = np.array([eng.lower, eng.upper, eng.delta_f, *eng.end_outputs(pipe)])
+        self.kmax = np.int64(min(eng.kmax, 1 << 62))
+        self.kmax_is_b = eng.kmax_is_b
+        self.L = eng.L
+
+    def run(
+        self, buf: npt.NDArray[np.uint8], first: int, lo: int, hi: int, slot: _Slot
+    ) -> _RunResult:
+        """Rows ``lo .. hi-1`` of a round whose first element is ``first`` and whose
+        stream bytes are ``buf``, with ``slot``'s scratch; stops at a continuation
+        row."""
+        row = self.row
+        res = _RunResult()
+        a = lo
+        while a < hi:
+            done, nfb, cont = self.fused_run(
+                buf[a * row : hi * row], hi - a, row, self.chunk,
+                self.v[first + a : first + hi], self.out[first + a : first + hi],
+                self.params, self.table, self.mode, self.kmax, self.kmax_is_b, self.L,
+                self.ends, slot.scratch, slot.kbuf, slot.okbuf, slot.fallback,
+                slot.fallback_k,
+            )  # fmt: skip
+            res.fallback += [a + int(j) for j in slot.fallback[:nfb]]
+            res.fallback_k += slot.fallback_k[:nfb].tolist()
+            a += int(done)
+            if cont:
+                res.continuation = True
+                break
+        res.stop = a
+        return res
+
+
+def _run_round(
+    loop: _FusedLoop,
+    buf: npt.NDArray[np.uint8],
+    first: int,
+    sizes: list[int],
+    fills: list[Callable[[int, Any], None]] | None,
+    slots: list[_Slot],
+    pool: ThreadPoolExecutor | None,
+) -> list[_RunResult]:
+    """The fused loop on a round's chunks (``sizes`` rows each, from element
+    ``first``), split into one contiguous run of chunks per slot; the runs after the
+    calling thread's go to ``pool``.  With ``fills``, each thread first produces its
+    chunks' stream bytes into ``buf``.  Returns the runs' results up to the first
+    that stopped at a continuation row."""
+    row = loop.row
+    t = min(len(slots), len(sizes))
+    bounds = [len(sizes) * w // t for w in range(t + 1)]
+    starts = [0]
+    for m in sizes:
+        starts.append(starts[-1] + m)
+
+    def run(w: int) -> _RunResult:
+        lo, hi = bounds[w], bounds[w + 1]
+        if fills is not None:
+            for i in range(lo, hi):
+                fills[i](0, buf[starts[i] * row : starts[i + 1] * row])
+        return loop.run(buf, first, starts[lo], starts[hi], slots[w])
+
+    futures = [] if pool is None else [pool.submit(run, w) for w in range(1, t)]
+    try:
+        own = run(0)
+    finally:  # no thread still writes into the buffers when this returns or raises
+        wait(futures)
+    results = [own] + [f.result() for f in futures]
+    done: list[_RunResult] = []
+    for res in results:
+        done.append(res)
+        if res.continuation:
+            break
+    return done
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, size, pool)
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    """A process-wide pool of at least ``size`` threads for the fused loop's chunks
+    (made afresh in a forked child, whose copy of the pool has no threads).  A pool
+    replaced by a larger one is not shut down: a release may still be submitting to
+    it; its threads end when it is no longer referenced."""
+    global _POOL
+    with _POOL_LOCK:
+        pid = os.getpid()
+        if _POOL is None or _POOL[0] != pid or _POOL[1] < size:
+            _POOL = (pid, size, ThreadPoolExecutor(size, thread_name_prefix="snapcore-fused"))
+        return _POOL[2]
 
 
 @functools.lru_cache(maxsize=64)
@@ -426,6 +600,7 @@ def release_batch(
     engine: str = "auto",
     stats: bool = False,
     exact_floor: int = 0,
+    threads: int | None = None,
 ) -> Any:
     """Release every element of ``values`` with fresh noise from ``source``.
 
@@ -454,7 +629,19 @@ def release_batch(
         computations of the same kind on public inputs (the calibration's centre and
         a fixed draw; the results are discarded), so that the batch's time does not
         depend on how many of its draws the kernel left undecided, up to this many.
+    threads : int or None
+        Threads sharing the fused loop's chunks (:meth:`FastEngine.run_stream`); the
+        output is the same for every number.  None:
+        :func:`~snapcore.pipeline._threads.resolve_threads` (the usable CPUs, one for
+        arrays shorter than :data:`~snapcore.pipeline._threads.THREADS_MIN_SIZE`).  The
+        other engines run in the calling thread.
+
+    Raises
+    ------
+    ParameterError
+        If ``threads`` is not None or an int >= 1 (before anything is drawn).
     """
+    threads = check_threads(threads)
     arr = np.asarray(values, dtype=np.float64)
     flat = np.ascontiguousarray(arr.reshape(-1))
     if engine == "auto":
@@ -467,7 +654,7 @@ def release_batch(
         and isinstance(source, ByteSource)
         and p >= BATCH_MIN_PRECISION
     ):
-        out, st = eng.run_stream(flat, source, pipe)
+        out, st = eng.run_stream(flat, source, pipe, resolve_threads(threads, flat.size))
     else:
         draws = batch_draws(source, flat.size, p, engine)
         out, st = eng.run(flat, draws, pipe, engine)

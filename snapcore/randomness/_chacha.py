@@ -71,6 +71,7 @@ class ChaCha20Source(ByteSource):
         # produced under one key never wrap it; the key alone makes the stream fresh.
         read = self._reader or os.urandom
         key, nonce = read(32), bytes(4) + read(12)
+        self._key, self._nonce = key, nonce[4:]
         self._enc: Any = self._Cipher(self._algorithms.ChaCha20(key, nonce), mode=None).encryptor()
         self._produced = 0
         self._pid = os.getpid()
@@ -127,6 +128,57 @@ class ChaCha20Source(ByteSource):
         if k < n:
             self._check(n - k)
             self._enc.update_into(self._zeros_for(n - k), mv[k:])
+
+    def _encryptor_at(self, key: bytes, nonce: bytes, position: int) -> Any:
+        """An encryptor whose keystream starts at byte ``position`` of the key's stream:
+        RFC 8439's block counter ``position // 64`` (the 16-byte nonce of
+        ``cryptography``: the counter in 4 little-endian bytes, then the 96-bit nonce),
+        with the block's first ``position % 64`` bytes skipped."""
+        counter = (position >> 6).to_bytes(4, "little")
+        enc = self._Cipher(self._algorithms.ChaCha20(key, counter + nonce), mode=None).encryptor()
+        if position & 63:
+            enc.update(bytes(position & 63))
+        return enc
+
+    def reserve(self, n: int) -> Callable[[int, Any], None]:
+        """Take the next ``n`` stream bytes; ``fill(offset, buffer)`` produces any part
+        of them, from any thread (:meth:`ByteSource.reserve
+        <snapcore.ByteSource.reserve>`).
+
+        The bytes are those :meth:`readinto` of an ``n``-byte buffer would give: the
+        buffered bytes first, then keystream, re-keyed first when the key's
+        ``REKEY_BYTES`` would be exceeded.  ``fill`` starts one encryptor at the
+        block counter of its offset (ChaCha20 is a counter mode), and
+        ``cryptography`` releases the GIL while it produces the keystream, so
+        threads produce their parts in parallel.
+        """
+        if os.getpid() != self._pid:
+            self._rekey()
+        k = min(n, len(self._buf) - self._pos)
+        head = self._buf[self._pos : self._pos + k]
+        self._pos += k
+        rest = n - k
+        key, nonce, start = self._key, self._nonce, 0
+        if rest:
+            self._check(rest)
+            key, nonce, start = self._key, self._nonce, self._produced - rest
+            # The source's own encryptor continues after the reserved bytes.
+            self._enc = self._encryptor_at(key, nonce, self._produced)
+        zeros = self._zeros_for(rest)  # the cipher's input, shared read-only by fills
+
+        def fill(offset: int, buffer: Any) -> None:
+            mv = memoryview(buffer).cast("B")
+            size = len(mv)
+            if offset < 0 or offset + size > n:
+                raise ValueError(f"bytes {offset}..{offset + size} are outside the {n} reserved")
+            h = min(max(k - offset, 0), size)
+            if h:
+                mv[:h] = head[offset : offset + h]
+            if h < size:
+                enc = self._encryptor_at(key, nonce, start + offset + h - k)
+                enc.update_into(zeros[: size - h], mv[h:])
+
+        return fill
 
 
 def _after_fork_in_child() -> None:

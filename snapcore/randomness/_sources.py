@@ -131,6 +131,21 @@ class ByteSource(RandomSource):
         :meth:`RandomSource.exclusive`)."""
         return self._lock
 
+    def reserve(self, n: int) -> Callable[[int, Any], None] | None:
+        """Optional capability: take the next ``n`` stream bytes now, produce them later.
+
+        A source whose stream can be produced from any position (a counter-mode
+        keystream) returns ``fill(offset, buffer)``, which writes bytes ``offset`` to
+        ``offset + len(buffer)`` of the ``n`` taken into ``buffer`` (a writable uint8
+        buffer).  ``fill`` may be called from any thread, in any order and more than
+        once.  Contract: the stream advances by ``n`` bytes at once, and the ``n``
+        bytes ``fill`` gives are those :meth:`readinto` of an ``n``-byte buffer would
+        give in its place, so the threads of the fast path (docs/fastpath.md) each
+        produce their own part of the stream.  Callers hold :meth:`exclusive`.
+        The default declines (returns None, taking nothing); the caller then reads.
+        """
+        return None
+
     def draw(self, precision: int) -> Draw:
         with self._lock:
             return Draw(*decode_draw_raw(self.read, precision))

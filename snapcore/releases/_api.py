@@ -38,6 +38,7 @@ from snapcore.exact._sums import SUM_SCALE
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.padding._pad import check_timing
 from snapcore.pipeline._backend import Backend
+from snapcore.pipeline._threads import check_threads
 from snapcore.plugins._manager import resolve_statistic
 from snapcore.plugins._statistic import (
     DataBounds,
@@ -136,6 +137,7 @@ def _plan(request: ReleaseRequest, prep: Prepared, data_bounds: DataBounds | Non
         source=_default_source(request.source, len(prep.values)),
         precision=request.precision,
         timing=request.timing,
+        threads=request.threads,
     )
     domain = stat.output_domain(prep)
     if domain is not None and not isinstance(domain, OutputDomain):
@@ -286,6 +288,7 @@ def release(
     precision: int | None = None,
     timing: str | None = None,
     label: str | None = None,
+    threads: int | None = None,
     **options: Any,
 ) -> Release | GroupedRelease:
     """Release ``statistic`` of ``data`` with the snapping mechanism, ε-DP.
@@ -359,6 +362,11 @@ def release(
     label : str, optional
         What ``budget``'s history (and a ledger's entry) calls this release; default
         the statistic's name (``"mean by region"`` with ``by=``).
+    threads : int, optional
+        Threads the release of many values at once (a histogram's bins, a grouped
+        release's groups) may use, an int >= 1; the output is the same for every
+        number.  Default: the CPUs this process may run on, for arrays of at least
+        2**15 values (one thread below).
     **options
         The statistic's own options (for ``histogram``: ``bins`` or ``categories``,
         ``other``, ``out_of_range``).
@@ -376,6 +384,7 @@ def release(
     """
     # Every keyword is checked here, once, before any data is read or noise drawn.
     mode = check_timing(timing)
+    threads = check_threads(threads)
     stat = resolve_statistic(statistic)
     rel, private = release_relation(stat, relation, by=by, group_sizes=group_sizes)
     eps = check_real("epsilon", epsilon, positive=True)
@@ -428,6 +437,7 @@ def release(
         timing=mode,
         options=options,
         label=label,
+        threads=threads,
     )
     if private == "mean":
         return _release_private_size_means(request)

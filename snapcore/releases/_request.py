@@ -15,6 +15,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
 from snapcore.padding._pad import TimingMode
 from snapcore.pipeline._backend import Backend
+from snapcore.pipeline._threads import check_threads
 from snapcore.plugins._statistic import DataBounds, Statistic
 from snapcore.randomness._sources import RandomSource
 
@@ -44,6 +45,7 @@ RELEASE_KEYWORDS = (
     "budget",
     "precision",
     "timing",
+    "threads",
     "label",
 )
 
@@ -80,6 +82,10 @@ def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
 
 def _read_only_if_mapping(value: Any) -> Any:
     return _read_only(value) if isinstance(value, Mapping) else value
+
+
+def _check_threads(_instance: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_threads(value)
 
 
 def _optional_tuple(items: Iterable[Any] | None) -> tuple[Any, ...] | None:
@@ -134,6 +140,9 @@ class ReleaseRequest:
         The budget to charge.
     timing : {"constant", "off"} or None
         The padding switch (None: by the source).
+    threads : int or None
+        The threads an array release may use (an int >= 1; None: by the array's size
+        and the usable CPUs, :func:`~snapcore.pipeline._threads.resolve_threads`).
     options : mapping
         The statistic's own options, each one it takes (a read-only copy).
     label : str or None
@@ -161,6 +170,7 @@ class ReleaseRequest:
     timing: TimingMode | None
     options: Mapping[str, Any] = attrs.field(converter=_read_only)
     label: str | None = None
+    threads: int | None = attrs.field(default=None, validator=_check_threads)
 
     @property
     def grouped(self) -> bool:

@@ -45,6 +45,7 @@ FLAGS = {
     "impute": "--impute",
     "backend": "--backend",
     "label": "--label",
+    "threads": "--threads",
 }
 
 B = ("-b", "0", "100")
@@ -141,6 +142,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, dict[str, Any]]]] = {
     "label": (
         ("mean", "-c", "x", *B, "-e", "1", "--label", " "),
         ("mean", {"column": "x", "data_bounds": (0, 100), "label": " "}),
+    ),
+    "threads": (
+        ("mean", "-c", "x", *B, "-e", "1", "--threads", "0"),
+        ("mean", {"column": "x", "data_bounds": (0, 100), "threads": 0}),
     ),
 }
 

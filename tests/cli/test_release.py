@@ -470,3 +470,18 @@ def test_a_mean_of_private_group_sizes_with_missing_drop_is_the_python_release(c
         assert want[k].numerator.value == dropped[k].numerator.value
         assert want[k].denominator.value == dropped[k].denominator.value
         assert want[k].value == dropped[k].value
+
+
+def test_threads_option(cli):
+    """``--threads``: the same release whatever its value (a seeded histogram of
+    40,000 bins, enough for the fast path's threads); 0 is refused naming the
+    option and the rule."""
+    edges = ",".join(str(i) for i in range(0, 40_001))
+    args = ("histogram", "-c", "age", "-e", "1", "--bins", edges, "--seed", "5", "--json")
+    one = cli("release", *args, "--threads", "1")
+    two = cli("release", *args, "--threads", "2")
+    assert one.exit_code == 0 and two.exit_code == 0, one.stderr + two.stderr
+    assert json.loads(one.stdout)["value"] == json.loads(two.stdout)["value"]
+    bad = cli("release", *args[:-1], "--threads", "0")
+    assert bad.exit_code == 2
+    assert bad.stderr.strip() == "Error: --threads must be None or an int >= 1, got int 0"

@@ -140,9 +140,9 @@ def test_an_unpadded_copy_takes_its_mechanisms_paths(
     def spying(name: str) -> Any:
         original = getattr(kind, name)
 
-        def spy(self: Any, *a: Any) -> Any:
+        def spy(self: Any, *a: Any, **kw: Any) -> Any:
             called.append(name)
-            return original(self, *a)
+            return original(self, *a, **kw)
 
         return spy
 
@@ -191,6 +191,37 @@ def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]])
     for arr, _mech in stub_calibration[0] + stub_calibration[1]:
         assert arr is not a and arr is not b
         assert len(arr) in (40, 41)
+
+
+def test_array_quantum_is_kept_per_number_of_threads(
+    stub_calibration: list[list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Equal mechanisms share an array quantum only when their releases of that length
+    use as many threads (an int as given; the default resolved: one below
+    THREADS_MIN_SIZE, every usable CPU from it on), so that a quantum measured on more
+    threads never pads a release on fewer."""
+    from snapcore.pipeline import _threads
+
+    monkeypatch.setattr(_threads, "usable_cpus", lambda: 4)
+    n = _threads.THREADS_MIN_SIZE
+    pads = {}
+    for t in (None, 1, 2, 4):
+        m = snapcore.SnappingMechanism(
+            epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant",
+            threads=t,
+        )  # fmt: skip
+        assert m.padding is not None
+        pads[t] = m.padding
+    for t in (None, 1, 2, 4):
+        pads[t].array_quantum_ns(n)
+    assert len(stub_calibration) == 3  # 1, 2 and 4 threads; None is 4 here
+    for t in (None, 1, 2, 4):
+        pads[t].array_quantum_ns(n - 1)
+    assert len(stub_calibration) == 6  # a new length: 1 (None is 1 here), 2 and 4
+    for t in (None, 1, 2, 4):
+        pads[t].array_quantum_ns(n - 1)
+        pads[t].array_quantum_ns(n)
+    assert len(stub_calibration) == 6
 
 
 def test_array_quantum_never_reads_elements(stub_calibration: list[list[Any]]) -> None:

@@ -15,8 +15,11 @@ of 64 KiB.
 from __future__ import annotations
 
 import io
+import itertools
 import os
+import random
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -211,3 +214,121 @@ def test_chacha20_rekeys_after_the_limit(monkeypatch):
         seen.add(id(src._enc))
         assert src._produced <= 1 << 16
     assert len(seen) >= 5
+
+
+# -- reserve: parts of the stream produced later, from any thread -------------------
+
+
+def _fill_in_pieces(fill, n: int, rng: random.Random) -> bytes:
+    """The ``n`` reserved bytes, filled in up to four pieces in a random order."""
+    cuts = sorted(rng.randrange(0, n + 1) for _ in range(3))
+    pieces = list(zip([0, *cuts], [*cuts, n], strict=True))
+    rng.shuffle(pieces)
+    out = np.full(n, 0xA5, np.uint8)
+    for lo, hi in pieces:
+        fill(lo, out[lo:hi])
+    return out.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["read", "readinto", "reserve"]), st.integers(0, 3 * BLOCK)),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_reserve_gives_the_bytes_readinto_would(seed, ops):
+    """Any schedule of ``read``/``readinto``/``reserve`` from a fresh source, with a
+    re-key limit of 1 KiB: each reservation, filled in pieces in any order, gives
+    what ``readinto`` of its size gives at that point of the same schedule, and the
+    keys are drawn at the same requests (the schedules above pin the keystreams to
+    the plain-Python RFC 8439 reference)."""
+    rng = random.Random(seed)
+    served = {}
+    keys = {}
+    for mode in ("reserve", "readinto"):
+        with pytest.MonkeyPatch.context() as mp:
+            src, fake = fresh_source(mp, seed)
+            parts = []
+            for how, n in ops:
+                if how != "reserve":
+                    parts.append(take(src, how, n))
+                elif mode == "reserve":
+                    parts.append(_fill_in_pieces(src.reserve(n), n, rng))
+                else:
+                    parts.append(take(src, "readinto", n))
+            parts.append(take(src, "read", 7))  # the stream continues after them
+            served[mode] = b"".join(parts)
+            keys[mode] = fake.keys()
+    assert served["reserve"] == served["readinto"]
+    assert keys["reserve"] == keys["readinto"]
+    first = ops[0][1]  # the first request is served by key 1 from its first byte
+    assert served["reserve"][:first] == keystream(*keys["reserve"][0], first)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    key=st.binary(min_size=32, max_size=32),
+    nonce=st.binary(min_size=12, max_size=12),
+    skip=st.integers(0, 5000),
+    n=st.integers(0, 700),
+    offset=st.integers(0, 700),
+)
+def test_reserved_bytes_are_the_keystream_at_their_block_counter(key, nonce, skip, n, offset):
+    """Random keys and nonces, a reservation starting at any stream byte (after
+    ``skip`` bytes read): ``fill(offset, ·)`` gives keystream bytes ``skip + offset``
+    on, from RFC 8439 blocks numbered from ``(skip + offset) // 64`` (the plain-Python
+    reference, which is pinned by the RFC's vectors), whatever the alignment."""
+    offset = min(offset, n)
+    src = ChaCha20Source(reader=io.BytesIO(key + nonce).read)
+    src.read(skip)
+    fill = src.reserve(n)
+    got = np.empty(n - offset, np.uint8)
+    fill(offset, got)
+    start = skip + offset
+    ref = keystream(key, nonce, start % 64 + n - offset, counter=start // 64)
+    assert got.tobytes() == ref[start % 64 :]
+    after = keystream(key, nonce, 64 + 16, counter=(skip + n) // 64)
+    assert src.read(16) == after[(skip + n) % 64 :][:16]  # the stream resumes after them
+
+
+def test_reserve_is_rfc_8439_across_counters_and_refuses_other_offsets():
+    """RFC 8439 section 2.4.2's key and nonce: the reserved keystream from block 1
+    starts with the RFC's bytes; a fill outside the reservation is refused."""
+    key = bytes(range(32))
+    nonce = bytes.fromhex("000000000000004a00000000")
+    src = _keyed(key, nonce)
+    src.readinto(np.empty(64, np.uint8))
+    fill = src.reserve(100)
+    got = np.empty(16, np.uint8)
+    fill(0, got)
+    assert got.tobytes().hex() == "224f51f3401bd9e12fde276fb8631ded"
+    with pytest.raises(ValueError, match="outside the 100 reserved"):
+        fill(90, np.empty(11, np.uint8))
+    with pytest.raises(ValueError, match="outside the 100 reserved"):
+        fill(-1, np.empty(1, np.uint8))
+
+
+def test_fills_from_many_threads_at_once():
+    """Eight threads fill parts of one 4 MB reservation at once (``cryptography``
+    releases the GIL): the result is the keystream read in one piece."""
+    key = bytes(range(1, 33))
+    nonce = bytes(range(12))
+    n = 4 << 20
+    ref = _keystream(key, nonce, n + 64)
+    src = _keyed(key, nonce)
+    src.read(13)  # a reservation that starts inside a block and inside the buffer
+    fill = src.reserve(n)
+    out = np.zeros(n, np.uint8)
+    bounds = [n * i // 8 + (i * 7 if 0 < i < 8 else 0) for i in range(9)]
+    threads = [
+        threading.Thread(target=fill, args=(lo, out[lo:hi]))
+        for lo, hi in itertools.pairwise(bounds)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out.tobytes() == ref[13 : 13 + n]

@@ -183,3 +183,61 @@ def test_raw_fork_bypassing_the_hooks_shares_no_noise(make):
     assert hooks == b"0"  # the fork really bypassed CPython's hooks
     parent = src.read(64)
     assert child != parent  # equal with probability 2**-512 unless the buffer is shared
+
+
+@pytest.mark.parametrize("raw", [False, True], ids=["os.fork", "raw-fork"])
+def test_child_reserves_fresh_keystream_and_releases_on_threads(raw):
+    """After the parent released an array on two threads (its thread pool and its
+    reservations), a forked child (through CPython or straight from libc) reserves
+    keystream that is not the parent's, and releases an array on two threads of its
+    own without hanging."""
+    import numpy as np
+
+    from snapcore import SnappingMechanism
+    from snapcore.exact._sums import numba_available
+    from snapcore.pipeline._engine import release_batch
+
+    if raw and sys.platform != "linux":
+        pytest.skip("raw libc fork() through ctypes")
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
+    values = np.linspace(0.0, 100.0, 70_000)
+    src = ChaCha20Source()
+    release_batch(mech.pipeline, values, src, threads=2)
+    src.read(3)  # buffered bytes a child must not reuse either
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        pid = _raw_fork() if raw else os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            signal.alarm(60)
+            os.close(r)
+            with src.exclusive():
+                fill = src.reserve(64)
+            mine = bytearray(64)
+            fill(0, mine)
+            out = release_batch(mech.pipeline, values, src, threads=2)
+            ok = b"1" if numba_available() and 0.0 <= out.min() <= out.max() <= 100.0 else b"0"
+            os.write(w, ok + bytes(mine))
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = b""
+    try:
+        while len(got) < 65:
+            ready, _, _ = select.select([r], [], [], 60)
+            chunk = os.read(r, 65 - len(got)) if ready else b""
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(got) == 65, "the child did not finish its release"
+    assert got[:1] == b"1"
+    with src.exclusive():
+        fill = src.reserve(64)
+    parent = bytearray(64)
+    fill(0, parent)
+    assert got[1:] != bytes(parent)  # equal with probability 2**-512 unless shared

@@ -102,3 +102,16 @@ def test_release_checks_n_and_the_data_bounds_into_the_request():
     with pytest.raises(ParameterError, match=r"^n must be an int >= 0") as exc:
         snapcore.release("count", unreadable, by="s", keys=[1], n={1: -1}, epsilon=1)
     assert exc.value.parameter == "n"
+
+
+def test_a_request_checks_threads():
+    """``threads`` is None (the default) or an int >= 1; anything else is refused with
+    the rule and the type."""
+    from snapcore.errors import ParameterError
+
+    assert request().threads is None
+    assert request(threads=4).threads == 4
+    for bad, shown in ((0, "int 0"), (2.5, "float"), (True, "bool")):
+        with pytest.raises(ParameterError) as exc:
+            request(threads=bad)
+        assert str(exc.value) == f"threads must be None or an int >= 1, got {shown}"
