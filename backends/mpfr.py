@@ -13,7 +13,7 @@ import math
 import sys
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 import gmpy2
 
@@ -241,7 +241,7 @@ class MPFRBackend(Backend):
           the value) is finished by the exact path above from the same bytes, and
           overruns the quantum (``docs/timing.md``, "The compiled scalar path").
         """
-        if not _fusable(pipeline, source):
+        if not _fusable(pipeline, source) or not isinstance(source, ByteSource):
             return None
         return _padded_scalar(pipeline, source)
 
@@ -333,9 +333,9 @@ def _padded_scalar(pipeline: Pipeline, source: ByteSource) -> Callable[[float], 
     calibration) runs ``path()`` first if the process has switched, so it starts on
     the compiled path without loading anything.
     """
-    built: tuple[Callable[[float], float], Any, Callable[[float], tuple[int, int]]] | None = None
+    built: _ExactParts | None = None
 
-    def exact_parts() -> tuple[Callable[[float], float], Any, Callable[[float], tuple[int, int]]]:
+    def exact_parts() -> _ExactParts:
         # (exact release, finish, centre), built once.
         nonlocal built
         if built is None:
@@ -615,6 +615,12 @@ def _release_of(
 
 
 if TYPE_CHECKING:
+    # (exact release of a double, the stages after decoding, the centring stage)
+    _ExactParts = tuple[
+        Callable[[float], float],
+        Callable[[tuple[int, int], int, int, int], float],
+        Callable[[float], tuple[int, int]],
+    ]
     _Stages = tuple[
         Callable[[float], tuple[int, int]],
         Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]],
@@ -622,7 +628,7 @@ if TYPE_CHECKING:
     ]
 
 
-def _fusable(pipeline: Pipeline, source: RandomSource) -> TypeGuard[ByteSource]:
+def _fusable(pipeline: Pipeline, source: RandomSource) -> bool:
     """Whether the fused paths can serve ``pipeline`` and ``source``: the arithmetic is
     exactly :class:`MPFRArithmetic` (with its noise inlined) and ``source`` decodes its
     bytes with :class:`~snapcore.ByteSource`'s own ``draw_raw``."""
