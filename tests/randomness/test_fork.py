@@ -137,6 +137,24 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: _HOOKS_RAN.append(os.getpid()))
 
 
+def _collect(r: int, pid: int, size: int, timeout: float) -> bytes:
+    """Up to ``size`` bytes a forked child writes to the pipe ``r`` (waiting at most
+    ``timeout`` s for each piece), then the child reaped: it must have exited with 0."""
+    got = b""
+    try:
+        while len(got) < size:
+            ready, _, _ = select.select([r], [], [], timeout)
+            chunk = os.read(r, size - len(got)) if ready else b""
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return got
+
+
 def _raw_fork() -> int:
     """``fork()`` called straight from libc, as a C extension would: CPython's
     ``os.register_at_fork`` hooks do not run.  ``PyDLL`` keeps the GIL across the
@@ -166,18 +184,7 @@ def test_raw_fork_bypassing_the_hooks_shares_no_noise(make):
             os._exit(0)
     assert pid > 0
     os.close(w)
-    got = b""
-    try:
-        while len(got) < 65:
-            ready, _, _ = select.select([r], [], [], 20)
-            chunk = os.read(r, 65 - len(got)) if ready else b""
-            if not chunk:
-                break
-            got += chunk
-    finally:
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    got = _collect(r, pid, 65, 20)
     assert len(got) == 65
     hooks, child = got[:1], got[1:]
     assert hooks == b"0"  # the fork really bypassed CPython's hooks
@@ -222,18 +229,7 @@ def test_child_reserves_fresh_keystream_and_releases_on_threads(raw):
         finally:
             os._exit(0)
     os.close(w)
-    got = b""
-    try:
-        while len(got) < 65:
-            ready, _, _ = select.select([r], [], [], 60)
-            chunk = os.read(r, 65 - len(got)) if ready else b""
-            if not chunk:
-                break
-            got += chunk
-    finally:
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    got = _collect(r, pid, 65, 60)
     assert len(got) == 65, "the child did not finish its release"
     assert got[:1] == b"1"
     with src.exclusive():
