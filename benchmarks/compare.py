@@ -9,10 +9,15 @@ the method takes bounds).  Scalar entries time one call per release; batch entri
 time one call on an array of ``--batch`` values.  The ratio column is each rate
 divided by the rate of numpy's (non-private) Laplace on the same batch in the same
 run.  Peers that are not installed are reported as "not installed".  A second
-table checks the performance targets: array and scalar ratios, peak memory of a
-10x batch, start-up wall times (``import snapcore``, ``snapcore release``, against
-``python -c "import numpy"``, each the best of 7 runs with cached bytecode, the
-commands in turns, wall and CPU time) and the exact audit at ε = 1.
+table checks issue 31's targets, protection (timing padding) on, every row measured
+in this run: the default mechanism on 10^6 values at ``threads=1`` and on 10^7 at
+every usable core against numpy's Laplace; the exact mean, variance and covariance of
+10^7 values against diffprivlib's float tools (``bench_statistics.py``'s calls); the
+start-up of ``snapcore release mean`` against ``python -c "import numpy"``; the exact
+audit at ε = 1; the peak memory of a 10^7 release.  Ratios are medians of paired
+rounds (``--rounds``, ``--startup-blocks``) with distribution-free 95% intervals; a
+target is met when the whole interval meets it.  Run it unpinned (no ``--cpu``): the
+10^7 row uses every CPU the process may run on.
 ``--startup-only`` measures only the start-up (``--startup-rounds`` runs each),
 ``--audit-only`` only the audit (B/Λ = 500, 5,000 and 50,000 in one run).
 
@@ -41,6 +46,10 @@ import numpy as np  # noqa: E402
 
 EPS = 1.0
 LOWER, UPPER = 0.0, 100.0
+
+#: A target row: what, measured, goal, detail, met ("yes", "**no**", "unresolved", or
+#: None for a reference without a goal).
+Row = tuple[str, str, str, str, str | None]
 
 
 class Result:
@@ -116,13 +125,13 @@ def bench_snapcore(args: argparse.Namespace) -> list[Result]:
     # The default configuration first: what `pip install snapcore` and the README give.
     m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds)
     batch_row(
-        f"snapcore default (mpfr, source {m.source.name}, {engine})",
+        f"snapcore default (mpfr, source {m.source.name}, {engine}, threads=None)",
         m,
         "default install; bit-identical to MPFR",
     )
     m = SnappingMechanism(epsilon=EPS, clamp_bounds=bounds, timing="off")
     batch_row(
-        f"snapcore default without timing padding (timing off, {engine})",
+        f"snapcore default without timing padding (timing off, {engine}, threads=None)",
         m,
         "the padding (snapcore.mechanism._padding) is a separate cost",
     )
@@ -255,9 +264,7 @@ def startup_commands(python: str | None = None) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def startup_rows(
-    blocks: int = 30, python: str | None = None
-) -> list[tuple[str, str, str, str, bool | None]]:
+def startup_rows(blocks: int = 30, python: str | None = None) -> list[Row]:
     """``import snapcore`` and ``snapcore release mean ...`` against ``import numpy``, and
     the libraries the release imports against it (the least the release can cost).
 
@@ -266,11 +273,11 @@ def startup_rows(
     interval, the median times, and the same for CPU time.  The CLI finds its bundled
     example data itself; calibrated timing quanta come from the store the CLI keeps
     across runs (``snapcore.padding.QuantaStore``), which the warm-up run fills if it is
-    empty.  The target is met when the interval's upper end is within it.
+    empty.  Met: :func:`verdict`.
     """
     runs = timed_runs(startup_commands(python), blocks)
 
-    def row(name: str, what: str, goal: float | None) -> tuple[str, str, str, str, bool | None]:
+    def row(name: str, what: str, goal: float | None) -> Row:
         walls = [a[0] / b[0] for a, b in zip(runs[name], runs["numpy"], strict=True)]
         cpus = [a[1] / b[1] for a, b in zip(runs[name], runs["numpy"], strict=True)]
         lo, hi = median_interval(walls)
@@ -284,12 +291,13 @@ def startup_rows(
             f"{w * 1e3:.0f} ms vs {w_np * 1e3:.0f} ms wall; CPU {median(cpus):.2f}x "
             f"[{clo:.2f}, {chi:.2f}], {c * 1e3:.0f} ms vs {c_np * 1e3:.0f} ms"
         )
+        mid = median(walls)
         if goal is None:  # a reference, not a target
-            return (what, f"{median(walls):.2f}x", "—", detail, None)
-        return (what, f"{median(walls):.2f}x", f"<= {goal}x", detail, hi <= goal)
+            return (what, f"{mid:.2f}x", "—", detail, None)
+        return (what, f"{mid:.2f}x", f"<= {goal}x", detail, verdict(lo, mid, hi, goal, False))
 
     return [
-        row("import", "`import snapcore` vs `import numpy` (wall)", 1.3),
+        row("import", "`import snapcore` vs `import numpy` (wall)", None),
         row("cli", "`snapcore release mean ...` vs `python -c 'import numpy'` (wall)", 1.5),
         row("deps", "the release's libraries alone, `import numpy, click, attrs, gmpy2, "
             "pluggy, sqlite3`, vs `import numpy` (wall)", None),
@@ -323,49 +331,146 @@ def audit_seconds(clamp_bound: float, repeats: int = 1) -> tuple[float, float, f
     return wall, cpu, float(cal.unit_clamp_bound / cal.granularity), size
 
 
-def targets(results: list[Result], args: argparse.Namespace) -> list[str]:
-    """The issue's target table, from this run's rates and a few extra measurements."""
+def verdict(lo: float, mid: float, hi: float, goal: float, above: bool) -> str:
+    """``yes`` when the whole 95% interval meets ``goal`` (``above``: at or above it,
+    else at or below it), ``**no**`` when the median misses it, ``unresolved`` when the
+    median meets it and the interval does not."""
 
-    def rate(prefix: str, kind: str) -> float | None:
-        r = next((r for r in results if r.name.startswith(prefix) and r.kind == kind), None)
-        return r.rate if r else None
+    def meets(v: float) -> bool:
+        return v >= goal if above else v <= goal
 
-    numpy_batch = rate("numpy Generator.laplace", "batch")
-    default = rate("snapcore default", "batch")
-    best = max(
-        (r.rate for r in results if r.name.startswith("snapcore") and r.kind == "batch"
-         and r.rate and "pre-decoded" not in r.name),
-        default=None,
-    )  # fmt: skip
-    scalar = rate("snapcore mpfr (exact)", "scalar")
-    dpl = rate("diffprivlib Snapping", "scalar")
-    rows: list[tuple[str, str, str, str, bool | None]] = []
+    if meets(lo) and meets(hi):
+        return "yes"
+    return "unresolved" if meets(mid) else "**no**"
 
-    def ratio_row(what: str, num: float | None, den: float | None, target: float) -> None:
-        if num and den:
-            r = num / den
-            rows.append((what, f"{r:.2f}x", f">= {target}x", "", r >= target))
-        else:
-            rows.append((what, "—", f">= {target}x", "not measured", None))
 
-    size = f"{args.batch:.0e}"
-    ratio_row(f"default install, {size} array vs numpy Laplace", default, numpy_batch, 0.5)
-    ratio_row(f"best configuration, {size} array vs numpy Laplace", best, numpy_batch, 0.8)
-    mem = peak_bytes_per_value(10 * args.batch)
-    rows.append((f"peak memory, {10 * args.batch:.0e} array", f"{mem:.1f} B/value",
-                 "<= 24 B/value", "tracemalloc peak during release", mem <= 24))  # fmt: skip
-    ratio_row("scalar release (mpfr) vs diffprivlib Snapping", scalar, dpl, 3.0)
+def paired_rounds(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Wall seconds of each call in ``rounds`` rounds, after one warm-up call each
+    (compiling, measuring the timing quanta): every round runs every call once, in a
+    seeded random order, so a change of the machine's load hits every call of a round
+    alike and the ratios of one round are paired."""
+    import random
+
+    order = random.Random(8)
+    for f in calls.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for _ in range(rounds):
+        names = list(calls)
+        order.shuffle(names)
+        for name in names:
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def array_rows(rounds: int) -> list[Row]:
+    """The default mechanism (protection on) on 10^6 values at ``threads=1`` and on
+    10^7 values at ``threads=None`` (every usable CPU), against numpy's
+    ``Generator.laplace`` on the same size (one thread, not private): per round the
+    ratio numpy time / snapcore time (above 1: faster than numpy), and numpy's second
+    run against its first as the A/A control."""
+    from snapcore import SnappingMechanism
+    from snapcore.pipeline._threads import usable_cpus
+
+    cpus = usable_cpus()
+    gen = np.random.default_rng(7)
+    rows: list[Row] = []
+    for n, threads, what, goal in (
+        (10**6, 1, "10^6 array, one thread (threads=1), vs numpy Laplace", 1.0),
+        (10**7, None, f"10^7 array, all {cpus} usable cores (threads=None), vs numpy "
+         "Laplace (one thread)", 0.8 * cpus),
+    ):  # fmt: skip
+        x = np.random.default_rng(n).uniform(LOWER - 10, UPPER + 10, n)
+        m = SnappingMechanism(epsilon=EPS, clamp_bounds=(LOWER, UPPER), threads=threads)
+        times = paired_rounds(
+            {
+                "numpy": lambda n=n: gen.laplace(0.0, 1.0 / EPS, n),
+                "control": lambda n=n: gen.laplace(0.0, 1.0 / EPS, n),
+                "snapcore": lambda m=m, x=x: m.release(x),
+            },
+            rounds,
+        )
+        ratios = [b / t for b, t in zip(times["numpy"], times["snapcore"], strict=True)]
+        aa = [b / t for b, t in zip(times["numpy"], times["control"], strict=True)]
+        lo, hi = median_interval(ratios)
+        alo, ahi = median_interval(aa)
+        mid = median(ratios)
+        detail = (
+            f"median of {rounds} paired rounds [95% interval {lo:.2f}, {hi:.2f}]; "
+            f"{median(times['snapcore']) * 1e3:.1f} ms vs {median(times['numpy']) * 1e3:.1f} ms; "
+            f"A/A control {median(aa):.2f}x [{alo:.2f}, {ahi:.2f}]"
+        )
+        rows.append((what, f"{mid:.2f}x", f">= {goal:g}x", detail,
+                     verdict(lo, mid, hi, goal, True)))  # fmt: skip
+    return rows
+
+
+def statistics_rows(rounds: int, n: int = 10**7) -> list[Row]:
+    """Exact mean, variance and covariance of ``n`` values (``snapcore.release``)
+    against diffprivlib's float ``tools.mean`` / ``tools.var`` and a float covariance,
+    the calls of ``benchmarks/bench_statistics.py`` in paired rounds: per round the
+    ratio snapcore time / float time (below 1: faster than the float tools)."""
+    import importlib.util
+    import warnings
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_statistics.py")
+    spec = importlib.util.spec_from_file_location("bench_statistics", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    goal = 1.0
+    try:
+        table = mod.calls(n)
+    except ImportError as exc:
+        return [(f"exact {stat} of {n:.0e} vs diffprivlib float", "—", f"<= {goal:g}x",
+                 f"not measured ({type(exc).__name__})", None)
+                for stat in ("mean", "variance", "covariance")]  # fmt: skip
+    calls: dict[str, Callable[[], object]] = {}
+    for stat, (exact, flt) in table.items():
+        calls[f"{stat} snapcore"], calls[f"{stat} float"] = exact, flt
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # diffprivlib's PrivacyLeakWarning and the like
+        times = paired_rounds(calls, rounds)
+    rows: list[Row] = []
+    for stat in table:
+        snap, flt = times[f"{stat} snapcore"], times[f"{stat} float"]
+        ratios = [a / b for a, b in zip(snap, flt, strict=True)]
+        lo, hi = median_interval(ratios)
+        mid = median(ratios)
+        detail = (
+            f"median of {rounds} paired rounds [95% interval {lo:.2f}, {hi:.2f}]; "
+            f"{median(snap) * 1e3:.1f} ms vs {median(flt) * 1e3:.1f} ms"
+        )
+        rows.append((f"exact {stat} of {n:.0e} values vs diffprivlib float", f"{mid:.2f}x",
+                     f"<= {goal:g}x", detail, verdict(lo, mid, hi, goal, False)))  # fmt: skip
+    return rows
+
+
+def targets(args: argparse.Namespace) -> list[str]:
+    """Issue 31's target table, every row measured in this run (protection on)."""
+    rows = array_rows(args.rounds)
+    rows.extend(statistics_rows(args.rounds))
     rows.extend(startup_rows(args.startup_blocks, args.startup_python))
     if not args.skip_audit:
         rows.extend(audit_rows())
+    mem = peak_bytes_per_value(10**7)
+    rows.append(("peak memory, 10^7 array (default release)", f"{mem:.1f} B/value",
+                 "<= 8.5 B/value", "tracemalloc peak during the release, input not counted",
+                 "yes" if mem <= 8.5 else "**no**"))  # fmt: skip
     return target_table(rows)
 
 
-def audit_parts(clamp_bound: float) -> tuple[float, float]:
+def audit_parts(clamp_bound: float, repeats: int = 1) -> tuple[float, float]:
     """CPU seconds of one exact output distribution at ε = 1 with ``clamp_bound`` B
     (``snapcore.analysis.exact_output_distribution`` of the input 0), and of building
     its exact probabilities again as Fractions from their dyadic parts, the last step
-    of that computation (so the walk takes about the difference)."""
+    of that computation (so the walk takes about the difference): the pair of the
+    fastest of ``repeats`` runs, each timed with the garbage collector off (as
+    ``timeit`` does), so that no collection of earlier objects lands in one part."""
+    import gc
+
     from snapcore import SnappingMechanism
     from snapcore.analysis import exact_output_distribution
     from snapcore.exact._dyadic import to_fraction
@@ -373,18 +478,27 @@ def audit_parts(clamp_bound: float) -> tuple[float, float]:
     m = SnappingMechanism(epsilon=EPS, clamp_bound=clamp_bound)
     cal = m.calibration
     outputs = 2 * int(cal.unit_clamp_bound / cal.granularity) + 3
-    c0 = time.process_time()
-    d = exact_output_distribution(m, 0.0, max_outputs=max(outputs, 1 << 15))
-    whole = time.process_time() - c0
-    dyadic = [(q.numerator, 1 - q.denominator.bit_length()) for _, q in d.pmf]
-    c0 = time.process_time()
-    again = [to_fraction(n, e) for n, e in dyadic]
-    build = time.process_time() - c0
-    assert again == [q for _, q in d.pmf]
-    return whole, build
+    best = (math.inf, math.inf)
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            c0 = time.process_time()
+            d = exact_output_distribution(m, 0.0, max_outputs=max(outputs, 1 << 15))
+            whole = time.process_time() - c0
+            dyadic = [(q.numerator, 1 - q.denominator.bit_length()) for _, q in d.pmf]
+            c0 = time.process_time()
+            again = [to_fraction(n, e) for n, e in dyadic]
+            build = time.process_time() - c0
+        finally:
+            gc.enable()
+        assert again == [q for _, q in d.pmf]
+        del d, dyadic, again
+        best = min(best, (whole, build))
+    return best
 
 
-def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
+def audit_rows() -> list[Row]:
     """The audit at B/Λ = 500, 5,000 and 50,000 in one run, in this process: the time
     at 5,000 against 0.5 s (best of 3), the growth of the CPU time per ×10 (linear:
     about ×10), and one distribution's walk and Fractions apart (:func:`audit_parts`).
@@ -398,11 +512,15 @@ def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
     load = ""
     if hasattr(os, "getloadavg"):
         load = f"; load average {os.getloadavg()[0]:.1f}"
-    (d1, f1), (d2, f2), (d3, f3) = (audit_parts(c) for c in (1000.0, 10000.0, 100000.0))
+    (d1, f1), (d2, f2), (d3, f3) = (
+        audit_parts(1000.0, 3),
+        audit_parts(10000.0, 3),
+        audit_parts(100000.0),
+    )
     k1, k2, k3 = d1 - f1, d2 - f2, d3 - f3
     return [
         (f"audit, ε = 1, B/Λ = {b2:.0f} (wall, best of 3)", f"{w2:.2f} s", "<= 0.5 s",
-         f"CPU {c2:.2f} s{load}", w2 <= 0.5),
+         f"CPU {c2:.2f} s{load}", "yes" if w2 <= 0.5 else "**no**"),
         (f"audit CPU time, B/Λ = {b1:.0f} / {b2:.0f} / {b3:.0f}",
          f"{c1:.3f} / {c2:.2f} / {c3:.1f} s", "linear (x10 per x10)",
          f"x{c2 / c1:.1f}, x{c3 / c2:.1f} per x10; wall {w1:.3f} / {w2:.2f} / {w3:.1f} s; "
@@ -415,11 +533,10 @@ def audit_rows() -> list[tuple[str, str, str, str, bool | None]]:
     ]  # fmt: skip
 
 
-def target_table(rows: list[tuple[str, str, str, str, bool | None]]) -> list[str]:
+def target_table(rows: list[Row]) -> list[str]:
     lines = ["", "| target | measured | goal | detail | met |", "|---|---:|---|---|---|"]
     for what, measured, goal, detail, met in rows:
-        word = "—" if met is None else ("yes" if met else "**no**")
-        lines.append(f"| {what} | {measured} | {goal} | {detail} | {word} |")
+        lines.append(f"| {what} | {measured} | {goal} | {detail} | {met or '—'} |")
     return lines
 
 
@@ -560,6 +677,9 @@ def main(argv: list[str] | None = None) -> int:
         help="interpreter of the environment whose start-up is measured (default: this one)",
     )
     ap.add_argument("--audit-only", action="store_true", help="only the audit target")
+    ap.add_argument(
+        "--rounds", type=int, default=15, help="paired rounds of the array and statistics targets"
+    )
     args = ap.parse_args(argv)
     if args.cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
@@ -596,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         note = r.note if r.rate is not None else ""
         lines.append(f"| {r.name} | {r.kind} | {rate} | {ratio} | {note} |")
     if not args.skip_targets:
-        lines += targets(results, args)
+        lines += targets(args)
     if hasattr(os, "getloadavg"):
         la = os.getloadavg()
         lines.append("")
