@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import statistics
 import time
 import warnings
 from collections.abc import Callable
 
 import numpy as np
-
-import snapcore
 
 EPS = 1.0
 LO, HI = 0.0, 100.0
@@ -47,9 +46,31 @@ def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]
     return best
 
 
+def paired_rounds(
+    calls: dict[str, Callable[[], object]], rounds: int, order: random.Random
+) -> dict[str, list[float]]:
+    """Wall seconds of each call in ``rounds`` rounds, after one warm-up call each
+    (compiling, measuring the timing quanta): every round runs every call once, in an
+    order shuffled by ``order``, so a change of the machine's load hits every call of a
+    round alike and the ratios of one round are paired."""
+    for f in calls.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for _ in range(rounds):
+        names = list(calls)
+        order.shuffle(names)
+        for name in names:
+            t0 = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
 def calls(n: int) -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
     """Per statistic, (snapcore's release, the float reference) on the same data."""
     import diffprivlib.tools as dpt
+
+    import snapcore
 
     rng = np.random.default_rng(1)
     x = rng.uniform(LO - 5, HI + 5, n)

@@ -44,6 +44,31 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 
 import numpy as np  # noqa: E402
 
+
+def _sibling(name: str) -> Any:
+    """The benchmark script ``name``.py beside this one, loaded by path: the scripts run
+    with ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_bench_statistics = _sibling("bench_statistics")
+median_interval = _bench_statistics.median_interval
+
+
+def paired_rounds(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """``bench_statistics.paired_rounds`` in a seeded random order."""
+    import random
+
+    return _bench_statistics.paired_rounds(calls, rounds, random.Random(8))
+
+
 EPS = 1.0
 LOWER, UPPER = 0.0, 100.0
 
@@ -193,21 +218,6 @@ def peak_bytes_per_value(n: int) -> float:
     return peak / n
 
 
-def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
-    """A distribution-free interval for the median of ``xs``' population: the order
-    statistics ``(j, n + 1 − j)`` with the largest ``j`` whose binomial coverage is at
-    least ``level``."""
-    s = sorted(xs)
-    n = len(s)
-    best = (s[0], s[-1])
-    for j in range(1, n // 2 + 1):
-        tail = sum(math.comb(n, i) for i in range(j)) / 2**n
-        if 1 - 2 * tail < level:
-            break
-        best = (s[j - 1], s[n - j])
-    return best
-
-
 def median(xs: list[float]) -> float:
     s = sorted(xs)
     n = len(s)
@@ -344,27 +354,6 @@ def verdict(lo: float, mid: float, hi: float, goal: float, above: bool) -> str:
     return "unresolved" if meets(mid) else "**no**"
 
 
-def paired_rounds(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Wall seconds of each call in ``rounds`` rounds, after one warm-up call each
-    (compiling, measuring the timing quanta): every round runs every call once, in a
-    seeded random order, so a change of the machine's load hits every call of a round
-    alike and the ratios of one round are paired."""
-    import random
-
-    order = random.Random(8)
-    for f in calls.values():
-        f()
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    for _ in range(rounds):
-        names = list(calls)
-        order.shuffle(names)
-        for name in names:
-            t0 = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
-
-
 def array_rows(rounds: int) -> list[Row]:
     """The default mechanism (protection on) on 10^6 values at ``threads=1`` and on
     10^7 values at ``threads=None`` (every usable CPU), against numpy's
@@ -412,17 +401,11 @@ def statistics_rows(rounds: int, n: int = 10**7) -> list[Row]:
     against diffprivlib's float ``tools.mean`` / ``tools.var`` and a float covariance,
     the calls of ``benchmarks/bench_statistics.py`` in paired rounds: per round the
     ratio snapcore time / float time (below 1: faster than the float tools)."""
-    import importlib.util
     import warnings
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_statistics.py")
-    spec = importlib.util.spec_from_file_location("bench_statistics", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     goal = 1.0
     try:
-        table = mod.calls(n)
+        table = _bench_statistics.calls(n)
     except ImportError as exc:
         return [(f"exact {stat} of {n:.0e} vs diffprivlib float", "—", f"<= {goal:g}x",
                  f"not measured ({type(exc).__name__})", None)

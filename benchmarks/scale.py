@@ -51,7 +51,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import statistics
@@ -65,6 +64,23 @@ from typing import Any
 import numpy as np
 
 import snapcore
+
+
+def _sibling(name: str) -> Any:
+    """The benchmark script ``name``.py beside this one, loaded by path: the scripts run
+    with ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_bench_statistics = _sibling("bench_statistics")
+median_interval = _bench_statistics.median_interval
 
 
 def best(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -208,21 +224,6 @@ def histogram(rng: np.random.Generator, dp: Any, repeat: int) -> None:
         )
 
 
-def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float]:
-    """A distribution-free interval for the median of ``xs``' population: the order
-    statistics ``(j, n + 1 − j)`` with the largest ``j`` whose binomial coverage is at
-    least ``level``."""
-    s = sorted(xs)
-    n = len(s)
-    out = (s[0], s[-1])
-    for j in range(1, n // 2 + 1):
-        tail = sum(math.comb(n, i) for i in range(j)) / 2**n
-        if 1 - 2 * tail < level:
-            break
-        out = (s[j - 1], s[n - j])
-    return out
-
-
 class _Unreserved(snapcore.ByteSource):
     """A byte source's stream without its ``reserve`` capability: read in place."""
 
@@ -277,16 +278,7 @@ def threads_part(sizes: list[int], rounds: int) -> None:
         }
         for name, m in mechs.items():
             calls[name] = lambda m=m, x=x: m.release(x)
-        for f in calls.values():  # first calls: compiling, measuring the quanta
-            f()
-        times: dict[str, list[float]] = {k: [] for k in calls}
-        for _ in range(rounds):
-            names = list(calls)
-            order.shuffle(names)
-            for name in names:
-                t0 = time.perf_counter()
-                calls[name]()
-                times[name].append(time.perf_counter() - t0)
+        times = _bench_statistics.paired_rounds(calls, rounds, order)
         base = times["numpy Generator.laplace"]
         for name, ts in times.items():
             med = statistics.median(ts) * 1e3
@@ -368,17 +360,7 @@ def decode_part(rounds: int) -> None:
         "thread pool, 2 runs": pooled,
         "numba prange, 2 runs": lambda: par(*args),
     }
-    for f in calls.values():
-        f()
-    times: dict[str, list[float]] = {k: [] for k in calls}
-    order = random.Random(3)
-    for _ in range(rounds):
-        names = list(calls)
-        order.shuffle(names)
-        for name in names:
-            t0 = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - t0)
+    times = _bench_statistics.paired_rounds(calls, rounds, random.Random(3))
     print(f"numba threading layer: {numba.threading_layer()}; {rounds} rounds\n")
     print("| decoding 10^6 draws | median time | speed-up over one thread (median) | 95% |")
     print("| --- | ---: | ---: | --- |")
