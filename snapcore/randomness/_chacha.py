@@ -158,12 +158,13 @@ class ChaCha20Source(ByteSource):
         head = self._buf[self._pos : self._pos + k]
         self._pos += k
         rest = n - k
-        key, nonce, start = self._key, self._nonce, 0
+        start = 0
         if rest:
-            self._check(rest)
-            key, nonce, start = self._key, self._nonce, self._produced - rest
+            self._check(rest)  # may re-key
+            start = self._produced - rest
             # The source's own encryptor continues after the reserved bytes.
-            self._enc = self._encryptor_at(key, nonce, self._produced)
+            self._enc = self._encryptor_at(self._key, self._nonce, self._produced)
+        key, nonce = self._key, self._nonce
         zeros = self._zeros_for(rest)  # the cipher's input, shared read-only by fills
 
         def fill(offset: int, buffer: Any) -> None:
