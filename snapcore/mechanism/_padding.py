@@ -209,8 +209,13 @@ class Padding:
         invalid input raises at once (nothing is drawn, nothing is waited for).
         """
         hit = self._float  # a float on its final path: the common case, inline
-        if type(value) is float and hit is not None and hit[0] == generation():
-            q = hit[1] if not SCALAR_QUANTA.every else self.quantum_for(value)
+        if (
+            type(value) is float
+            and hit is not None
+            and hit[0] == generation()
+            and not SCALAR_QUANTA.every
+        ):
+            q = hit[1]
         else:
             q = self.quantum_for(value)
         start = _now()
