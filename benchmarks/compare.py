@@ -36,6 +36,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from statistics import median
 from typing import Any
 
 # One core, no hidden thread pools: set before numpy / numba are imported.
@@ -216,12 +217,6 @@ def peak_bytes_per_value(n: int) -> float:
     finally:
         tracemalloc.stop()
     return peak / n
-
-
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def timed_runs(cmds: dict[str, list[str]], blocks: int) -> dict[str, list[tuple[float, float]]]:
