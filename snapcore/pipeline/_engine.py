@@ -539,8 +539,9 @@ def _run_round(
     """The fused loop on a round's chunks (``sizes`` rows each, from element
     ``first``), split into one contiguous run of chunks per slot; the runs after the
     calling thread's go to ``pool``.  With ``fills``, each thread first produces its
-    chunks' stream bytes into ``buf``.  Returns the runs' results up to the first
-    that stopped at a continuation row."""
+    chunks' stream bytes into ``buf``.  Returns the runs' results in order (those
+    after the first that stopped at a continuation row decoded rows that are
+    decoded again)."""
     row = loop.row
     t = min(len(slots), len(sizes))
     bounds = [len(sizes) * w // t for w in range(t + 1)]
@@ -560,13 +561,7 @@ def _run_round(
         own = run(0)
     finally:  # no thread still writes into the buffers when this returns or raises
         wait(futures)
-    results = [own] + [f.result() for f in futures]
-    done: list[_RunResult] = []
-    for res in results:
-        done.append(res)
-        if res.continuation:
-            break
-    return done
+    return [own] + [f.result() for f in futures]
 
 
 _POOL_LOCK = threading.Lock()
