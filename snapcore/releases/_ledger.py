@@ -83,9 +83,10 @@ import attrs
 from snapcore._display import short
 from snapcore.analysis._accounting import (
     ACCOUNTANTS,
-    CURVE_KINDS,
     ComposedGuarantee,
     ReleaseCurve,
+    check_accountant,
+    check_curve_kind,
     compose,
 )
 from snapcore.calibration._params import check_real, parse_epsilon
@@ -526,11 +527,17 @@ def _check_spend(epsilon: Any, label: Any, curve: Any) -> tuple[Fraction, str]:
     eps = check_real("epsilon", epsilon, positive=True)
     if not isinstance(label, str):
         raise ParameterError(f"label must be a str, got {type(label).__name__}")
-    if curve not in CURVE_KINDS:
-        raise ParameterError(
-            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
-        )
+    check_curve_kind(curve)
     return eps, label
+
+
+def check_delta(delta: Any) -> Fraction:
+    """The δ of an ``(ε, δ)`` budget, exact, if it is a finite number in (0, 1);
+    ParameterError otherwise."""
+    d = check_real("delta", delta, positive=True)
+    if not d < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+    return d
 
 
 def _verify_approx(
@@ -689,15 +696,8 @@ class Ledger:
                 parameter="accountant",
             )
         if delta is not None:
-            accountant = "pld" if accountant is None else accountant
-            d = check_real("delta", delta, positive=True)
-            if not d < 1:
-                raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-            if accountant not in ACCOUNTANTS:
-                raise ParameterError(
-                    f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}",
-                    parameter="accountant",
-                )
+            d = check_delta(delta)
+            accountant = check_accountant("pld" if accountant is None else accountant)
             approx = (_to_text(d), accountant)
         target = os.fspath(path)
         if os.path.lexists(target):
