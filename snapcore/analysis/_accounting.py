@@ -312,6 +312,24 @@ class ComposedGuarantee:
     pure_epsilon: Fraction
 
 
+def check_accountant(accountant: Any) -> str:
+    """``accountant`` if it is one of :data:`ACCOUNTANTS`; ParameterError otherwise."""
+    if accountant not in ACCOUNTANTS:
+        raise ParameterError(
+            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}", parameter="accountant"
+        )
+    return str(accountant)
+
+
+def check_curve_kind(curve: Any) -> str:
+    """``curve`` if it is one of :data:`CURVE_KINDS`; ParameterError otherwise."""
+    if curve not in CURVE_KINDS:
+        raise ParameterError(
+            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
+        )
+    return str(curve)
+
+
 def _check_delta(delta: Any) -> float:
     d = check_real("delta", delta)
     if not 0 < d < 1:
@@ -362,10 +380,7 @@ def compose(
     >>> 70 < g.epsilon < 75 < 100 == g.pure_epsilon
     True
     """
-    if accountant not in ACCOUNTANTS:
-        raise ParameterError(
-            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}", parameter="accountant"
-        )
+    accountant = check_accountant(accountant)
     d = _check_delta(delta)
     counts = Counter(curves)
     for c in counts:

@@ -36,15 +36,15 @@ from typing import Any
 
 from snapcore._display import short
 from snapcore.analysis._accounting import (
-    ACCOUNTANTS,
-    CURVE_KINDS,
     ComposedGuarantee,
     ReleaseCurve,
+    check_accountant,
+    check_curve_kind,
     compose,
 )
 from snapcore.calibration._params import check_real
 from snapcore.errors import BudgetExceededError, ParameterError
-from snapcore.releases._ledger import Ledger
+from snapcore.releases._ledger import Ledger, check_delta
 
 __all__ = ["ApproxBudget", "Budget", "LedgerApproxBudget", "LedgerBudget"]
 
@@ -253,28 +253,9 @@ class LedgerBudget(Budget):
         )
 
 
-def _check_delta(delta: Any) -> Fraction:
-    d = check_real("delta", delta, positive=True)
-    if not d < 1:
-        raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-    return d
-
-
-def _check_accountant(accountant: Any) -> str:
-    if accountant not in ACCOUNTANTS:
-        raise ParameterError(
-            f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}", parameter="accountant"
-        )
-    return str(accountant)
-
-
 def _curve(epsilon: Any, curve: Any) -> ReleaseCurve:
     eps = check_real("epsilon", epsilon, positive=True)
-    if curve not in CURVE_KINDS:
-        raise ParameterError(
-            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
-        )
-    return ReleaseCurve(curve, eps)
+    return ReleaseCurve(check_curve_kind(curve), eps)
 
 
 class ApproxBudget(Budget):
@@ -305,8 +286,8 @@ class ApproxBudget(Budget):
 
     def __init__(self, epsilon: Any, delta: Any, *, accountant: str = "pld") -> None:
         self.total = check_real("epsilon", epsilon, positive=True)
-        self.delta = _check_delta(delta)
-        self.accountant = _check_accountant(accountant)
+        self.delta = check_delta(delta)
+        self.accountant = check_accountant(accountant)
         self._done: list[tuple[str, ReleaseCurve]] = []
         self._running: list[ReleaseCurve] = []
         self._lock = threading.Lock()

@@ -72,7 +72,7 @@ import re
 import sqlite3
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -83,9 +83,10 @@ import attrs
 from snapcore._display import short
 from snapcore.analysis._accounting import (
     ACCOUNTANTS,
-    CURVE_KINDS,
     ComposedGuarantee,
     ReleaseCurve,
+    check_accountant,
+    check_curve_kind,
     compose,
 )
 from snapcore.calibration._params import check_real, parse_epsilon
@@ -231,8 +232,13 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
         raise _fail(path, f"its connection sees other databases {others} (temp or attached)")
 
 
-def _digest_next(previous: str, idx: int, time: str, label: str, eps: str, pid: int) -> str:
-    data = "\0".join((previous, str(idx), time, label, eps, str(pid)))
+def _digest_next(
+    previous: str, idx: int, time: str, label: str, eps: str, pid: int, curve: str | None
+) -> str:
+    """The chain after one entry; ``curve``, its curve's text, is chained in an
+    ``(ε, δ)`` ledger (None in a pure-ε one)."""
+    fields = (previous, str(idx), time, label, eps, str(pid))
+    data = "\0".join(fields if curve is None else (*fields, curve))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -247,13 +253,6 @@ def _digest_start_approx(total_text: str, created: str, delta_text: str, account
             accountant,
         )
     )
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()
-
-
-def _digest_next_approx(
-    previous: str, idx: int, time: str, label: str, eps: str, pid: int, curve: str
-) -> str:
-    data = "\0".join((previous, str(idx), time, label, eps, str(pid), curve))
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
@@ -478,12 +477,8 @@ def _verify(
         return _verify_approx(conn, path, meta, total, running, tuple(entries), seen)
     if running > total:
         raise _fail(path, f"its history spends {_to_text(running)}, more than its total")
-    digest = _digest_start(meta["total"], meta["created"])
-    prefix = {0: digest}
-    for e in entries:
-        digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid)
-        prefix[e.index] = digest
-    _check_digest(path, meta["digest"], digest, prefix, seen)
+    start = _digest_start(meta["total"], meta["created"])
+    digest = _check_chain(path, meta["digest"], start, entries, [None] * len(entries), seen)
     return LedgerState(
         total=total,
         spent=running,
@@ -493,11 +488,21 @@ def _verify(
     )
 
 
-def _check_digest(
-    path: str, recorded: str, digest: str, prefix: dict[int, str], seen: tuple[int, str] | None
-) -> None:
-    """Refuse a ledger whose ``digest``, computed from its total and history, is not the
-    one snapcore ``recorded`` with it, or whose history does not extend ``seen``."""
+def _check_chain(
+    path: str,
+    recorded: str,
+    start: str,
+    entries: Sequence[LedgerEntry],
+    curves: Sequence[str | None],
+    seen: tuple[int, str] | None,
+) -> str:
+    """The digest chained from ``start`` over ``entries`` (and, in an ``(ε, δ)``
+    ledger, their ``curves``' text); refuse a ledger whose digest is not the one
+    snapcore ``recorded`` with it, or whose history does not extend ``seen``."""
+    digest, prefix = start, {0: start}
+    for e, c in zip(entries, curves, strict=True):
+        digest = _digest_next(digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid, c)
+        prefix[e.index] = digest
     if recorded != digest:
         raise _fail(
             path,
@@ -505,6 +510,7 @@ def _check_digest(
             "(edited outside snapcore)",
         )
     _check_seen(path, prefix, seen)
+    return digest
 
 
 def _check_seen(path: str, prefix: dict[int, str], seen: tuple[int, str] | None) -> None:
@@ -526,11 +532,17 @@ def _check_spend(epsilon: Any, label: Any, curve: Any) -> tuple[Fraction, str]:
     eps = check_real("epsilon", epsilon, positive=True)
     if not isinstance(label, str):
         raise ParameterError(f"label must be a str, got {type(label).__name__}")
-    if curve not in CURVE_KINDS:
-        raise ParameterError(
-            f"curve must be one of {CURVE_KINDS}, got {curve!r}", parameter="curve"
-        )
+    check_curve_kind(curve)
     return eps, label
+
+
+def check_delta(delta: Any) -> Fraction:
+    """The δ of an ``(ε, δ)`` budget, exact, if it is a finite number in (0, 1);
+    ParameterError otherwise."""
+    d = check_real("delta", delta, positive=True)
+    if not d < 1:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
+    return d
 
 
 def _verify_approx(
@@ -568,14 +580,9 @@ def _verify_approx(
             curves.append(curve)
     except LedgerError as exc:
         raise _fail(path, str(exc)) from None
-    digest = _digest_start_approx(meta["total"], meta["created"], meta["delta"], accountant)
-    prefix = {0: digest}
-    for e, c in zip(entries, curves, strict=True):
-        digest = _digest_next_approx(
-            digest, e.index, e.time, e.label, _to_text(e.epsilon), e.pid, c.to_text()
-        )
-        prefix[e.index] = digest
-    _check_digest(path, meta["digest"], digest, prefix, seen)
+    start = _digest_start_approx(meta["total"], meta["created"], meta["delta"], accountant)
+    texts = [c.to_text() for c in curves]
+    digest = _check_chain(path, meta["digest"], start, entries, texts, seen)
     guarantee = compose(curves, delta, accountant=accountant)
     if guarantee.epsilon > total:
         raise _fail(
@@ -689,15 +696,8 @@ class Ledger:
                 parameter="accountant",
             )
         if delta is not None:
-            accountant = "pld" if accountant is None else accountant
-            d = check_real("delta", delta, positive=True)
-            if not d < 1:
-                raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-            if accountant not in ACCOUNTANTS:
-                raise ParameterError(
-                    f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}",
-                    parameter="accountant",
-                )
+            d = check_delta(delta)
+            accountant = check_accountant("pld" if accountant is None else accountant)
             approx = (_to_text(d), accountant)
         target = os.fspath(path)
         if os.path.lexists(target):
@@ -837,14 +837,10 @@ class Ledger:
                     "VALUES (?, ?, ?, ?, ?, 'committed', ?)",
                     (index, time, label, _to_text(eps), _to_text(spent), pid),
                 )
-                if new_curve is None:
-                    digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid)
-                else:
-                    text = new_curve.to_text()
+                text = None if new_curve is None else new_curve.to_text()
+                if text is not None:
                     conn.execute("INSERT INTO curves (id, curve) VALUES (?, ?)", (index, text))
-                    digest = _digest_next_approx(
-                        st.digest, index, time, label, _to_text(eps), pid, text
-                    )
+                digest = _digest_next(st.digest, index, time, label, _to_text(eps), pid, text)
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'digest'", (digest,))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'spent'", (_to_text(spent),))
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'entries'", (str(index),))

@@ -178,6 +178,10 @@ class _Task:
         """The number of states a partition sends: one per key, or one."""
         return len(self.keys) if self.by is not None else 1
 
+    def empty_state(self) -> State:
+        """The state of no records."""
+        return accumulate(self.stat, (), data_bounds=self.data_bounds, **dict(self.options))
+
     def batch_states(self, columns: dict[str, np.ndarray], rows: int) -> list[State]:
         """The states of one batch's records (``columns``: the batch's columns)."""
         stat, opts = self.stat, dict(self.options)
@@ -217,9 +221,7 @@ class _Task:
                 states = got if states is None else list(map(stat.merge, states, got))
                 pending = []
             if states is None:
-                states = [
-                    accumulate(stat, (), data_bounds=self.data_bounds, **dict(self.options))
-                ] * self.groups
+                states = [self.empty_state()] * self.groups
             rows = {
                 "group": list(range(self.groups)),
                 "state": [encode_state(s) for s in states],
@@ -281,7 +283,7 @@ def _collect(task: _Task, sdf: Any) -> list[State]:
             raise _bad_state()
         s, before = decode_state(row["state"]), merged[g]
         merged[g] = s if before is None else task.stat.merge(before, s)
-    empty = accumulate(task.stat, (), data_bounds=task.data_bounds, **dict(task.options))
+    empty = task.empty_state()
     return [empty if s is None else s for s in merged]
 
 

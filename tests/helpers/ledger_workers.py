@@ -106,3 +106,25 @@ def run_race(
     released = [pids[i] for i, o in outcomes.items() if o.startswith("released")]
     assert all(pid is not None for pid in released)
     return outcomes, [pid for pid in released if pid is not None]
+
+
+def run_killed(path: str, folder: str, timeout: float = 120) -> set[int]:
+    """Start one spawned :func:`killed` process on the ledger at ``path`` for each place
+    of death (markers written in ``folder``); check each died by SIGKILL after reaching
+    that place, and return their pids."""
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")
+    procs = []
+    for where in ("after-commit", "during-draw", "after-draw"):
+        marker = os.path.join(folder, f"{where}.marker")
+        p = spawn.Process(target=killed, args=(path, where, marker))
+        p.start()
+        procs.append((marker, p))
+    for marker, p in procs:
+        p.join(timeout=timeout)
+        assert p.exitcode == -9  # killed by SIGKILL
+        assert os.path.exists(marker)  # it got to the point of death
+    pids = {p.pid for _, p in procs}
+    assert None not in pids
+    return {pid for pid in pids if pid is not None}

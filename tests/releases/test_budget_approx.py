@@ -7,7 +7,6 @@ kill tests as the pure one.
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 import sys
 from fractions import Fraction
@@ -25,7 +24,6 @@ from snapcore.randomness._sources import SeededSource
 from snapcore.releases._budget import ApproxBudget, LedgerApproxBudget
 from snapcore.releases._ledger import Ledger
 
-SPAWN = multiprocessing.get_context("spawn")
 DATA = [float(v) for v in range(20)]
 
 
@@ -271,22 +269,12 @@ def test_processes_racing_cannot_overspend_an_approx_ledger(tmp_path: Path) -> N
 def test_killed_release_stays_spent_in_an_approx_ledger(tmp_path: Path) -> None:
     path = str(tmp_path / "kill.ledger")
     Ledger.init(path, 1, delta=Fraction(1, 10**6))
-    wheres = ("after-commit", "during-draw", "after-draw")
-    procs = []
-    for where in wheres:
-        marker = str(tmp_path / f"{where}.marker")
-        p = SPAWN.Process(target=ledger_workers.killed, args=(path, where, marker))
-        p.start()
-        procs.append((where, marker, p))
-    for _where, marker, p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == -9
-        assert Path(marker).exists()
+    pids = ledger_workers.run_killed(path, str(tmp_path))
     st = Ledger(path).state()  # still a valid ledger, curves and all
     assert len(st.entries) == 3 and st.spent == Fraction(3, 4)
     assert all(e.status == "committed" for e in st.entries)
     assert len(st.curves) == 3 and all(c.epsilon == Fraction(1, 4) for c in st.curves)
-    assert {e.pid for e in st.entries} == {p.pid for _, _, p in procs}
+    assert {e.pid for e in st.entries} == pids
     with pytest.raises(BudgetExceededError):
         Ledger(path).spend(Fraction(1, 4) + Fraction(1, 10**30))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import sys
@@ -19,7 +18,6 @@ from snapcore.releases._budget import LedgerBudget
 from snapcore.releases._ledger import Ledger
 
 DATA = [float(v) for v in range(20)]
-SPAWN = multiprocessing.get_context("spawn")
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -240,20 +238,10 @@ def test_processes_racing_cannot_overspend(tmp_path: Path) -> None:
 def test_killed_release_stays_spent(tmp_path: Path) -> None:
     path = str(tmp_path / "kill.ledger")
     Ledger.init(path, 1)
-    wheres = ("after-commit", "during-draw", "after-draw")
-    procs = []
-    for where in wheres:
-        marker = str(tmp_path / f"{where}.marker")
-        p = SPAWN.Process(target=ledger_workers.killed, args=(path, where, marker))
-        p.start()
-        procs.append((where, marker, p))
-    for _where, marker, p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == -9  # killed by SIGKILL
-        assert Path(marker).exists()  # it got to the point of death
+    pids = ledger_workers.run_killed(path, str(tmp_path))
     st = Ledger(path).state()  # still a valid ledger: no half-written transaction
     assert len(st.entries) == 3 and st.spent == Fraction(3, 4)
     assert all(e.status == "committed" for e in st.entries)  # never completed
-    assert {e.pid for e in st.entries} == {p.pid for _, _, p in procs}
+    assert {e.pid for e in st.entries} == pids
     with pytest.raises(BudgetExceededError):
         Ledger(path).spend(Fraction(1, 4) + Fraction(1, 10**30))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -96,10 +97,11 @@ def test_planted_schema_object_refused_and_untouched(ledger: Ledger, plant: str)
     statements, named = PLANTS[plant]
     budget = LedgerBudget(ledger)  # opened before the plant, as a running service would
     _sql(ledger.path, *statements)
-    folder = Path(ledger.path).parent
-    before = _files(folder)
     src = ReplaySource([(1, 0.5)])
-    for attempt in (
+    _assert_refused_untouched(
+        ledger,
+        named,
+        src,
         lambda: Ledger(ledger.path),
         lambda: ledger.state(),
         lambda: ledger.spend(Fraction(1, 100)),
@@ -107,12 +109,23 @@ def test_planted_schema_object_refused_and_untouched(ledger: Ledger, plant: str)
         lambda: snapcore.release(
             "mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src
         ),
-    ):
+    )
+
+
+def _assert_refused_untouched(
+    led: Ledger, named: str, src: ReplaySource, *attempts: Callable[[], object]
+) -> None:
+    """Each of ``attempts`` is refused naming ``named`` and saying the ledger was not
+    modified, draws nothing from ``src``, and leaves ``led``'s folder byte for byte as
+    it was (no journal left behind)."""
+    folder = Path(led.path).parent
+    before = _files(folder)
+    for attempt in attempts:
         with pytest.raises(LedgerError, match=named) as info:
             attempt()
         assert "not modified" in str(info.value)
     assert src.remaining == 1  # refused before any noise was drawn
-    assert _files(folder) == before  # byte for byte, and no journal left behind
+    assert _files(folder) == before
 
 
 def test_the_reviewed_bypass_is_refused(tmp_path: Path) -> None:
@@ -369,10 +382,11 @@ def test_planted_object_refused_on_an_approx_ledger(approx: Ledger, plant: str) 
     budget = Budget.from_ledger(approx.path)  # opened before the plant
     assert isinstance(budget, LedgerApproxBudget)
     _sql(approx.path, *statements)
-    folder = Path(approx.path).parent
-    before = _files(folder)
     src = ReplaySource([(1, 0.5)])
-    for attempt in (
+    _assert_refused_untouched(
+        approx,
+        named,
+        src,
         lambda: Ledger(approx.path),
         lambda: Budget.from_ledger(approx.path),
         lambda: approx.state(),
@@ -382,12 +396,7 @@ def test_planted_object_refused_on_an_approx_ledger(approx: Ledger, plant: str) 
         lambda: snapcore.release(
             "mean", DATA, epsilon=0.5, data_bounds=(0, 20), budget=budget, source=src
         ),
-    ):
-        with pytest.raises(LedgerError, match=named) as info:
-            attempt()
-        assert "not modified" in str(info.value)
-    assert src.remaining == 1  # refused before any noise was drawn
-    assert _files(folder) == before
+    )
 
 
 def _assert_open_and_spend_refused(led: Ledger, named: str) -> None:
