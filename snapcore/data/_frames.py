@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from snapcore.data._columns import Dataset, as_dataset, column_keys
-from snapcore.data._files import _arrow_columns
+from snapcore.data._files import arrow_columns
 from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
@@ -58,12 +58,6 @@ def is_spark(obj: Any) -> bool:
     """Whether ``obj`` is a Spark data frame (classic or Spark Connect), recognised by its
     type's module without importing pyspark."""
     return _library(obj) == "pyspark" and hasattr(obj, "mapInArrow")
-
-
-def arrow_columns(batch: Any) -> dict[str, np.ndarray]:
-    """A pyarrow record batch as NumPy arrays by column name, each column converted as
-    the blocks of a Parquet or CSV file are (:mod:`snapcore.data._files`)."""
-    return _arrow_columns(batch)
 
 
 def to_columns(data: Any, column: Any = None) -> Any:
