@@ -60,6 +60,11 @@ def is_spark(obj: Any) -> bool:
     return _library(obj) == "pyspark" and hasattr(obj, "mapInArrow")
 
 
+def _direct(obj: Any) -> bool:
+    """Whether :func:`~snapcore.data.as_dataset` reads ``obj`` as it is (no conversion)."""
+    return isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT
+
+
 def to_columns(data: Any, column: Any = None) -> Any:
     """``data`` itself if :func:`~snapcore.data.as_dataset` reads it, otherwise a
     mapping of column name to NumPy array (only the named columns, if ``column`` is
@@ -71,7 +76,7 @@ def to_columns(data: Any, column: Any = None) -> Any:
         If the object is not a data frame or series narwhals recognises, or a named
         column is missing.
     """
-    if isinstance(data, np.ndarray | Mapping | Sequence) or _library(data) in _DIRECT:
+    if _direct(data):
         return data
     data = _arrow_table(data)
     try:
@@ -184,7 +189,7 @@ def is_local_frame(obj: Any) -> bool:
     turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
     knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
     read partition by partition where it lives."""
-    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
+    if _direct(obj):
         return False
     if _library(obj) in ("polars", "pyarrow"):
         return True
