@@ -83,7 +83,7 @@ def _open_blocks(
         file_columns = reader.header
     cols = _needed(stat, column, file_columns)
     _has_by(by, file_columns)
-    wanted = cols + ([by] if by is not None and by not in cols else [])
+    wanted = _with_by(cols, by)
     blocks = (
         parquet_blocks(source, wanted, label=label)
         if file_format == "parquet"
@@ -92,6 +92,11 @@ def _open_blocks(
     if cols:
         return cols, blocks
     return [RECORDS], _placeholders(blocks)
+
+
+def _with_by(cols: list[str], by: str | None) -> list[str]:
+    """The columns ``cols`` and, if not among them, ``by``."""
+    return cols + ([by] if by is not None and by not in cols else [])
 
 
 def _placeholders(blocks: Iterator[Block]) -> Iterator[Block]:
@@ -128,7 +133,7 @@ def read_columns(
         block_bytes=block_bytes,
         by=by,
     )
-    wanted = cols + ([by] if by is not None and by not in cols else [])
+    wanted = _with_by(cols, by)
     out = join_blocks(blocks, wanted)
     if need_records and not len(out[wanted[0]]):
         raise no_records(label)
