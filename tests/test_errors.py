@@ -1,4 +1,5 @@
-"""The exception classes (snapcore.errors): the hierarchy its docstring draws is the real one."""
+"""The exception classes (snapcore.errors): the hierarchy its docstring draws is the real one,
+and errors about data depend on no private value."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import builtins
 import inspect
 import re
 
+import numpy as np
+import pytest
+
+import snapcore
 from snapcore import errors
 from snapcore.errors import (
     BackendUnavailableError,
@@ -67,12 +72,6 @@ def test_the_docstrings_hierarchy_is_the_real_one():
 # length (digit count) and a distinctive number of records.  The error must have the
 # same kind and the very same message for both, and neither plant (nor its length or
 # count) may appear in it.
-
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-import snapcore  # noqa: E402
 
 _PLANTS = [
     {"value": 98765432109876543211, "digits": 4321, "count": 7919},
