@@ -295,10 +295,11 @@ def stream_group_partials(
         else:  # one NumPy type: each distinct value matched once
             uniq, inverse = np.unique(records, return_inverse=True)
             group = key_positions(uniq.astype(object), keys)[inverse.reshape(-1)]
-        for i in range(len(keys)):
-            rows = np.flatnonzero(group == i)
-            if rows.size == 0:
-                continue
+        # the rows of each key, in order: one stable sort of the block, not one scan per key
+        order = np.argsort(group, kind="stable")
+        edges = np.searchsorted(group[order], np.arange(len(keys) + 1))
+        for i in np.flatnonzero(np.diff(edges)).tolist():
+            rows = order[edges[i] : edges[i + 1]]
             sub = {c: columns[c][rows] for c in cols}
             p = _block_partial(
                 stat,
