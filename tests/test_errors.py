@@ -1,4 +1,5 @@
-"""The exception classes (snapcore.errors): the hierarchy its docstring draws is the real one."""
+"""The exception classes (snapcore.errors): the hierarchy its docstring draws is the real one,
+and errors about data depend on no private value."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import builtins
 import inspect
 import re
 
+import numpy as np
+import pytest
+
+import snapcore
 from snapcore import errors
 from snapcore.errors import (
     BackendUnavailableError,
@@ -14,6 +19,7 @@ from snapcore.errors import (
     SnapcoreError,
     SourceExhaustedError,
 )
+from tests.helpers.plants import PLANTS
 
 
 def test_error_hierarchy():
@@ -67,17 +73,6 @@ def test_the_docstrings_hierarchy_is_the_real_one():
 # length (digit count) and a distinctive number of records.  The error must have the
 # same kind and the very same message for both, and neither plant (nor its length or
 # count) may appear in it.
-
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-import snapcore  # noqa: E402
-
-_PLANTS = [
-    {"value": 98765432109876543211, "digits": 4321, "count": 7919},
-    {"value": 12345678901234567891, "digits": 4409, "count": 6007},
-]
 
 
 def _texts(plant):
@@ -170,7 +165,7 @@ SCENARIOS = {
 def test_an_error_about_data_depends_on_no_value_length_or_count(scenario):
     run = SCENARIOS[scenario]
     seen = []
-    for plant in _PLANTS:
+    for plant in PLANTS:
         with pytest.raises(ParameterError) as info:
             run(plant)
         message = str(info.value)
@@ -181,7 +176,7 @@ def test_an_error_about_data_depends_on_no_value_length_or_count(scenario):
 
 
 def test_a_long_integer_record_is_read_exactly():
-    for plant in _PLANTS:
+    for plant in PLANTS:
         big = int(_long_digits(plant)[:50]) * 10 ** (plant["digits"] - 50)  # > 4,300 digits
         col = snapcore.data.as_dataset([big, -big, 3]).column(0)
         assert col.fractions() == [big, -big, 3]

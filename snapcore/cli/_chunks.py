@@ -83,7 +83,7 @@ def _open_blocks(
         file_columns = reader.header
     cols = _needed(stat, column, file_columns)
     _has_by(by, file_columns)
-    wanted = cols + ([by] if by is not None and by not in cols else [])
+    wanted = _with_by(cols, by)
     blocks = (
         parquet_blocks(source, wanted, label=label)
         if file_format == "parquet"
@@ -92,6 +92,11 @@ def _open_blocks(
     if cols:
         return cols, blocks
     return [RECORDS], _placeholders(blocks)
+
+
+def _with_by(cols: list[str], by: str | None) -> list[str]:
+    """The columns ``cols`` and, if not among them, ``by``."""
+    return cols + ([by] if by is not None and by not in cols else [])
 
 
 def _placeholders(blocks: Iterator[Block]) -> Iterator[Block]:
@@ -128,7 +133,7 @@ def read_columns(
         block_bytes=block_bytes,
         by=by,
     )
-    wanted = cols + ([by] if by is not None and by not in cols else [])
+    wanted = _with_by(cols, by)
     out = join_blocks(blocks, wanted)
     if need_records and not len(out[wanted[0]]):
         raise no_records(label)
@@ -290,10 +295,11 @@ def stream_group_partials(
         else:  # one NumPy type: each distinct value matched once
             uniq, inverse = np.unique(records, return_inverse=True)
             group = key_positions(uniq.astype(object), keys)[inverse.reshape(-1)]
-        for i in range(len(keys)):
-            rows = np.flatnonzero(group == i)
-            if rows.size == 0:
-                continue
+        # the rows of each key, in order: one stable sort of the block, not one scan per key
+        order = np.argsort(group, kind="stable")
+        edges = np.searchsorted(group[order], np.arange(len(keys) + 1))
+        for i in np.flatnonzero(np.diff(edges)).tolist():
+            rows = order[edges[i] : edges[i + 1]]
             sub = {c: columns[c][rows] for c in cols}
             p = _block_partial(
                 stat,

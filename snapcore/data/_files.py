@@ -35,6 +35,7 @@ __all__ = [
     "BLOCK_BYTES",
     "Block",
     "CsvReader",
+    "arrow_columns",
     "cell",
     "join_blocks",
     "parquet_blocks",
@@ -642,7 +643,7 @@ def parquet_blocks(
         # it the pool holds about one row group.
         file = pq.ParquetFile(source, pre_buffer=False)
         for batch in file.iter_batches(columns=list(columns), batch_size=1 << 20):
-            yield Block(batch.num_rows, _arrow_columns(batch))
+            yield Block(batch.num_rows, arrow_columns(batch))
     except (pa.ArrowInvalid, OSError):
         raise DataError(f"cannot read {label}: invalid Parquet data") from None
 
@@ -698,6 +699,7 @@ def _arrow_nulls(col: Any) -> np.ndarray:
     return ~bits[col.offset : col.offset + len(col)].astype(bool)
 
 
-def _arrow_columns(batch: Any) -> dict[str, np.ndarray]:
-    """An Arrow record batch as NumPy arrays by column name."""
+def arrow_columns(batch: Any) -> dict[str, np.ndarray]:
+    """A pyarrow record batch as NumPy arrays by column name, each column read by its
+    declared type (:func:`_arrow_column`)."""
     return {name: _arrow_column(batch.column(i)) for i, name in enumerate(batch.schema.names)}

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from snapcore.data._columns import Dataset, as_dataset, column_keys
-from snapcore.data._files import _arrow_columns
+from snapcore.data._files import arrow_columns
 from snapcore.data._missing import with_nulls
 from snapcore.errors import ParameterError
 
@@ -60,10 +60,9 @@ def is_spark(obj: Any) -> bool:
     return _library(obj) == "pyspark" and hasattr(obj, "mapInArrow")
 
 
-def arrow_columns(batch: Any) -> dict[str, np.ndarray]:
-    """A pyarrow record batch as NumPy arrays by column name, each column converted as
-    the blocks of a Parquet or CSV file are (:mod:`snapcore.data._files`)."""
-    return _arrow_columns(batch)
+def _direct(obj: Any) -> bool:
+    """Whether :func:`~snapcore.data.as_dataset` reads ``obj`` as it is (no conversion)."""
+    return isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT
 
 
 def to_columns(data: Any, column: Any = None) -> Any:
@@ -77,7 +76,7 @@ def to_columns(data: Any, column: Any = None) -> Any:
         If the object is not a data frame or series narwhals recognises, or a named
         column is missing.
     """
-    if isinstance(data, np.ndarray | Mapping | Sequence) or _library(data) in _DIRECT:
+    if _direct(data):
         return data
     data = _arrow_table(data)
     try:
@@ -190,7 +189,7 @@ def is_local_frame(obj: Any) -> bool:
     turns into columns: polars (eager or lazy), pyarrow, or any eager frame narwhals
     knows; not pandas (read as it is), nor a distributed frame (Dask, Spark), which is
     read partition by partition where it lives."""
-    if isinstance(obj, np.ndarray | Mapping | Sequence) or _library(obj) in _DIRECT:
+    if _direct(obj):
         return False
     if _library(obj) in ("polars", "pyarrow"):
         return True

@@ -294,24 +294,13 @@ def test_parquet_on_standard_input_is_found_by_its_magic_bytes(cli, tmp_path: Pa
     assert "--format parquet" in message
 
 
+#: Column x within [0, 1], epsilon 1, JSON output.
+_COLUMN_X = ("-c", "x", "-b", "0", "1", "-e", "1", "--json")
+
+
 @pytest.mark.parametrize("statistic", ["mean", "sum", "variance"])
 def test_a_header_only_csv_has_no_records(cli, statistic):
-    message = cli.error(
-        3,
-        "data",
-        "release",
-        statistic,
-        "-",
-        "-c",
-        "x",
-        "-b",
-        "0",
-        "1",
-        "-e",
-        "1",
-        "--json",
-        input=b"x,y\r\n",
-    )
+    message = cli.error(3, "data", "release", statistic, "-", *_COLUMN_X, input=b"x,y\r\n")
     assert "has no records" in message and "--n" not in message
 
 
@@ -336,22 +325,7 @@ def test_counting_reads_no_cell(cli):
         "release", "count", "-", "--n", "10", "-e", "1", "--seed", "c", "--json", input=data
     )
     assert out["statistic"] == "count"
-    cli.error(
-        3,
-        "data",
-        "release",
-        "sum",
-        "-",
-        "-c",
-        "x",
-        "-b",
-        "0",
-        "1",
-        "-e",
-        "1",
-        "--json",
-        input=data,
-    )
+    cli.error(3, "data", "release", "sum", "-", *_COLUMN_X, input=data)
 
 
 def test_an_option_item_beyond_the_double_range_is_a_usage_error(cli):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from snapcore.data import example_path
+from tests.helpers.plants import PLANTS
 
 
 def example_column(name: str) -> list[str]:
@@ -191,11 +192,6 @@ def test_listed_in_help(cli):
 
 # -- a Parquet file's values, lengths and counts appear in no message -----------------
 
-_PLANTS = [
-    {"value": 98765432109876543211, "digits": 4321, "count": 7919},
-    {"value": 12345678901234567891, "digits": 4409, "count": 6007},
-]
-
 
 def _parquet(tmp_path: Path, plant: dict, kind: str) -> Path:
     pa = pytest.importorskip("pyarrow")
@@ -222,7 +218,7 @@ def test_a_refusal_of_parquet_data_depends_on_no_value_length_or_count(
     cli, tmp_path: Path, kind, extra
 ):
     outcomes = []
-    for plant in _PLANTS:
+    for plant in PLANTS:
         path = _parquet(tmp_path, plant, kind)
         args = ["release", "mean", str(path), "-c", "x", "-b", "0", "1", "-e", "1", *extra]
         result = cli(*args, "--json")

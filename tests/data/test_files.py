@@ -26,8 +26,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from snapcore.data._files import (  # noqa: E402
-    _arrow_columns,
     _records_arrow,
+    arrow_columns,
     parquet_blocks,
     parquet_columns,
 )
@@ -44,7 +44,7 @@ def test_numeric_columns_are_read_exactly_at_any_offset(type_name: str, start: i
     if dtype.kind == "f":
         values = values / 4  # dyadic: exact in every float width
     batch = pa.record_batch([pa.array(values.astype(dtype), type=typ)], names=["x"])
-    got = _arrow_columns(batch.slice(start, 4))["x"]
+    got = arrow_columns(batch.slice(start, 4))["x"]
     assert got.dtype == dtype
     assert got.tolist() == values.astype(dtype)[start : start + 4].tolist()
 
@@ -54,7 +54,7 @@ def test_columns_with_nulls_or_other_types_use_arrows_conversion() -> None:
         [pa.array([1.5, None, 2.5]), pa.array(["a", "b", "c"]), pa.array([True, False, True])],
         names=["f", "s", "b"],
     )
-    cols = _arrow_columns(batch.slice(1))
+    cols = arrow_columns(batch.slice(1))
     assert np.isnan(cols["f"][0]) and cols["f"][1] == 2.5
     assert cols["s"].tolist() == ["b", "c"]
     assert cols["b"].tolist() == [False, True]

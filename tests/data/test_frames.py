@@ -186,33 +186,22 @@ def test_a_release_with_a_null_equals_the_release_of_the_exact_ints():
     common = {"epsilon": 1, "n": 10, "relation": "add-remove"}
     bounds = (-(2.0**63), 2.0**63)
     cats = [_TWO53 + 1, _TWO53, _TWO53 + 3, _TWO53 + 4]  # float64 merges each pair
-    ref_sum = snapcore.release(
-        "sum", present, data_bounds=bounds, source=snapcore.SeededSource(5), **common
-    )
-    ref_hist = snapcore.release(
-        "histogram", present, categories=cats, source=snapcore.SeededSource(5), **common
-    )
-    for name, (obj, column) in _int_containers(_BIG, "int64").items():
-        r = snapcore.release(
-            "sum",
-            obj,
-            column=column,
-            data_bounds=bounds,
-            missing="drop",
-            source=snapcore.SeededSource(5),
-            **common,
+    options = {"sum": {"data_bounds": bounds}, "histogram": {"categories": cats}}
+    for statistic, opts in options.items():
+        ref = snapcore.release(
+            statistic, present, source=snapcore.SeededSource(5), **opts, **common
         )
-        assert r.value == ref_sum.value, name
-        h = snapcore.release(
-            "histogram",
-            obj,
-            column=column,
-            categories=cats,
-            missing="drop",
-            source=snapcore.SeededSource(5),
-            **common,
-        )
-        assert h.value == ref_hist.value, name
+        for name, (obj, column) in _int_containers(_BIG, "int64").items():
+            r = snapcore.release(
+                statistic,
+                obj,
+                column=column,
+                missing="drop",
+                source=snapcore.SeededSource(5),
+                **opts,
+                **common,
+            )
+            assert r.value == ref.value, (statistic, name)
 
 
 def test_a_parquet_batch_with_a_null_keeps_its_integers_exact(tmp_path):
