@@ -88,7 +88,7 @@ from snapcore.analysis._accounting import ReleaseCurve
 from snapcore.calibration._params import check_real
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.exact._ieee754 import round_up_double
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._manager import get_registries
@@ -284,9 +284,7 @@ def make_snapping_approx(
     d = check_real("delta", delta, positive=True)
     if not d < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-    d_float = float(d)
-    if Fraction(d_float) > d:
-        d_float = math.nextafter(d_float, 0.0)
+    d_float = round_down_double(d)
 
     def privacy_map(d_in: Any) -> tuple[float, float]:
         k = math.ceil(_d_in(d_in) / step)
