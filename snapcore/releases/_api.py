@@ -34,6 +34,7 @@ from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
+from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import SUM_SCALE
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.padding._pad import check_timing
@@ -753,9 +754,14 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     # Centred values: Δ of the sum is (b − a)/2 and of the squares ((b − a)/2)².
     a, b, centre, shifted = _centred_bounds(request)
     reach = max(abs(shifted[0]), abs(shifted[1]))  # B′ >= |x − c|
-    square_cap = float(reach * reach)
-    if Fraction(square_cap) < reach * reach:  # the bound must hold: round up
-        square_cap = float(np.nextafter(square_cap, np.inf))
+    square_cap = round_up_double(reach * reach)  # the bound must hold: round up
+    if square_cap == np.inf:
+        raise ParameterError(
+            f"{parameter_name('data_bounds')} are too wide for a variance with "
+            f"{keyword('by')} and private group sizes: the bound B′² on the squared "
+            "centred values exceeds the largest double",
+            parameter="data_bounds",
+        )
     third = request.epsilon / 3
     sub = attrs.evolve(
         request, epsilon=third, relation=Neighbouring.ADD_REMOVE, budget=None, options={}
