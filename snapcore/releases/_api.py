@@ -35,7 +35,7 @@ from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
 from snapcore.exact._ieee754 import round_up_double
-from snapcore.exact._sums import SUM_SCALE
+from snapcore.exact._sums import DOT_SCALE, SUM_SCALE
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.padding._pad import check_timing
 from snapcore.pipeline._backend import Backend
@@ -622,7 +622,7 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
         from snapcore.data._columns import Dataset
 
         if _is_partial(data):  # a group's records, read in chunks
-            _check_mean_part(request, data)
+            _check_group_part(request, data)
             state = data.state
         elif isinstance(data, Dataset):
             state = request.statistic.partial(data, data_bounds=request.data_bounds)
@@ -705,31 +705,13 @@ def _variance_state(request: ReleaseRequest, data: Any) -> tuple[int, Fraction, 
     exactly: from its records in memory, or from its merged variance
     :class:`~snapcore.Partial` (checked against the request)."""
     from snapcore.data._columns import Dataset
-    from snapcore.exact._sums import DOT_SCALE, SUM_SCALE
     from snapcore.releases._partials import Partial
 
-    stat, bounds = request.statistic, request.data_bounds
     if isinstance(data, Partial):
-        if request.missing.kind != "error":
-            raise ParameterError(
-                f"{keyword('missing', request.missing.kind)} applies to data held in memory; "
-                "for partial states, drop or impute missing values before the partial states",
-                parameter="missing",
-            )
-        if data.statistic != stat.name:
-            raise ParameterError(
-                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}",
-                parameter="data",
-            )
-        if data.data_bounds != bounds:
-            raise ParameterError(
-                f"{parameter_name('data_bounds')} must be those the partial states were "
-                f"computed with ({data.data_bounds!r})",
-                parameter="data_bounds",
-            )
+        _check_group_part(request, data)
         state = data.state
     elif isinstance(data, Dataset):
-        state = stat.partial(data, data_bounds=bounds)
+        state = request.statistic.partial(data, data_bounds=request.data_bounds)
     else:
         raise SnapcoreError(f"a group's records arrived as {type(data).__name__}")
     records, s, q = state
@@ -771,7 +753,6 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     sum_req = attrs.evolve(sub, statistic=resolve_statistic("sum"), data_bounds=sum_bounds)
     squares_bounds = ((0.0, square_cap),)
     squares_req = attrs.evolve(sum_req, data_bounds=squares_bounds)
-    from snapcore.exact._sums import SUM_SCALE
 
     def plan_one(data: Any, n: int | None) -> tuple[_Plan, _Plan, _Plan]:
         records, s, q = _variance_state(request, data)
@@ -843,12 +824,15 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     )
 
 
-def _check_mean_part(request: ReleaseRequest, part: Any) -> None:
-    """Refuse a group's partial state that is not the built-in mean's for the request
-    (its data bounds, no options, no missing-value policy to apply)."""
-    if part.statistic != "mean":
+def _check_group_part(request: ReleaseRequest, part: Any) -> None:
+    """Refuse a group's partial state that is not the request's built-in statistic's
+    (the mean's or the variance's) for the request (its data bounds, no options, no
+    missing-value policy to apply)."""
+    name = request.statistic.name
+    if part.statistic != name:
         raise ParameterError(
-            f"the partial state is of statistic {part.statistic!r}, not 'mean'", parameter="data"
+            f"the partial state is of statistic {part.statistic!r}, not {name!r}",
+            parameter="data",
         )
     if request.missing.kind != "error":
         raise ParameterError(
@@ -863,7 +847,7 @@ def _check_mean_part(request: ReleaseRequest, part: Any) -> None:
             parameter="data_bounds",
         )
     if part.options:
-        raise ParameterError("the mean's partial state must have no options", parameter="data")
+        raise ParameterError(f"the {name}'s partial state must have no options", parameter="data")
 
 
 def _mean_sum_count(state: State, centre: Fraction) -> tuple[State, State]:
