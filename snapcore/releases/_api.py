@@ -462,11 +462,9 @@ def release_relation(
     against the same relation before it reads.
     """
     if by is not None and group_sizes is None:
-        if relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE:
-            if _is_builtin_mean(stat):
-                return Neighbouring.ADD_REMOVE, "mean"
-            if _is_builtin_variance(stat):
-                return Neighbouring.ADD_REMOVE, "variance"
+        private = relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE
+        if private and stat.name in ("mean", "variance") and _is_builtin(stat):
+            return Neighbouring.ADD_REMOVE, stat.name
         if relation is None and Neighbouring.ADD_REMOVE in stat.relations:
             relation = Neighbouring.ADD_REMOVE
     return resolve_relation(stat, relation), None
@@ -559,10 +557,10 @@ def _require_mergeable(stat: Statistic, what: str) -> None:
         )
 
 
-def _is_builtin_mean(stat: Statistic) -> bool:
-    """Whether ``stat`` is the built-in mean (released per group of private size as a
-    noisy sum over a noisy count)."""
-    return stat.name == "mean" and type(stat) is type(resolve_statistic("mean"))
+def _is_builtin(stat: Statistic) -> bool:
+    """Whether ``stat`` is the built-in statistic of its name (the built-in mean and
+    variance are released per group of private size from noisy sums)."""
+    return type(stat) is type(resolve_statistic(stat.name))
 
 
 def _require_group_cap(request: ReleaseRequest, what: str) -> None:
@@ -692,12 +690,6 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
         releases=tuple(out),
         epsilon_spent=request.epsilon,
     )
-
-
-def _is_builtin_variance(stat: Statistic) -> bool:
-    """Whether ``stat`` is the built-in variance (released per group of private size
-    from a noisy count, sum and sum of squares)."""
-    return stat.name == "variance" and type(stat) is type(resolve_statistic("variance"))
 
 
 def _variance_state(request: ReleaseRequest, data: Any) -> tuple[int, Fraction, Fraction]:
