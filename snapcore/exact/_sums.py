@@ -802,10 +802,10 @@ def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[i
 def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
     kernels = _get_numba()
     assert kernels is not None
-    box, boxb = _box((lo, hi))
     top = _top_shift(x, lo, hi)
     if top >= 104:
         return _sum_squares_numba(x, lo, hi, top) if squares else (_sum_numba(x, lo, hi, top), 0)
+    box, boxb = _box((lo, hi))
     k1, k2 = _window(top)
     window = np.array([k1, k2], dtype=np.int64)
     s = q = 0
@@ -876,10 +876,10 @@ def _cross_numba(
 def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
     kernels = _get_numba()
     assert kernels is not None
-    box, boxb = _box(bounds)
     tx, ty = _top_shift(x, bounds[0], bounds[1]), _top_shift(y, bounds[2], bounds[3])
     if tx >= 104 and ty >= 104:
         return _cross_numba(x, y, bounds, tx, ty)
+    box, boxb = _box(bounds)
     kx1, kx2 = _window(tx)
     ky1, ky2 = _window(ty)
     window = np.array([kx1, kx2, ky1, ky2], dtype=np.int64)
