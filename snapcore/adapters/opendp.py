@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, cast
 
@@ -87,7 +88,7 @@ from snapcore.analysis._accounting import ReleaseCurve
 from snapcore.calibration._params import check_real
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.errors import ParameterError
-from snapcore.exact._ieee754 import round_up_double
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.pipeline._backend import Backend
 from snapcore.plugins._manager import get_registries
@@ -157,6 +158,42 @@ def _atom_type(domain: Domain, what: str) -> str:
     return t
 
 
+def _scalar_mechanism(
+    input_domain: Domain,
+    input_metric: Metric,
+    epsilon: Any,
+    sensitivity: Any,
+    clamp_bounds: Any,
+    backend: str | Backend,
+    source: str | RandomSource | None,
+    precision: int | None,
+) -> SnappingMechanism:
+    """The mechanism of :func:`make_snapping`, after the domain and metric checks."""
+    t = _atom_type(input_domain, "input_domain")
+    if str(input_metric.type) != f"AbsoluteDistance<{t}>":
+        raise ParameterError(
+            f"input_metric must be absolute_distance(T={t}) for {input_domain!r}, "
+            f"got {input_metric!r}"
+        )
+    return SnappingMechanism(
+        epsilon=epsilon,
+        sensitivity=sensitivity,
+        clamp_bounds=clamp_bounds,
+        backend=backend,
+        source=source,
+        precision=precision,
+    )
+
+
+def _scalar_function(mech: SnappingMechanism) -> Callable[[Any], float]:
+    """The measurement's function: one release of ``mech``, as a float."""
+
+    def function(x: Any) -> float:
+        return float(mech.release(x))
+
+    return function
+
+
 def make_snapping(
     input_domain: Domain,
     input_metric: Metric,
@@ -195,19 +232,8 @@ def make_snapping(
     ParameterError
         On a domain or metric it cannot honour, or invalid parameters.
     """
-    t = _atom_type(input_domain, "input_domain")
-    if str(input_metric.type) != f"AbsoluteDistance<{t}>":
-        raise ParameterError(
-            f"input_metric must be absolute_distance(T={t}) for {input_domain!r}, "
-            f"got {input_metric!r}"
-        )
-    mech = SnappingMechanism(
-        epsilon=epsilon,
-        sensitivity=sensitivity,
-        clamp_bounds=clamp_bounds,
-        backend=backend,
-        source=source,
-        precision=precision,
+    mech = _scalar_mechanism(
+        input_domain, input_metric, epsilon, sensitivity, clamp_bounds, backend, source, precision
     )
     eps, delta = mech.epsilon, mech.sensitivity
 
@@ -215,14 +241,11 @@ def make_snapping(
         d = _d_in(d_in)
         return _epsilon_double(eps * math.ceil(d / delta))
 
-    def function(x: Any) -> float:
-        return float(mech.release(x))
-
     return dp.m.make_user_measurement(
         input_domain,
         input_metric,
         dp.max_divergence(),
-        function=function,
+        function=_scalar_function(mech),
         privacy_map=privacy_map,
         TO="f64",
     )
@@ -254,24 +277,14 @@ def make_snapping_approx(
     Measurement
         Under ``approximate(max_divergence)``.
     """
-    pure = make_snapping(
-        input_domain,
-        input_metric,
-        epsilon,
-        sensitivity,
-        clamp_bounds,
-        backend=backend,
-        source=source,
-        precision=precision,
+    mech = _scalar_mechanism(
+        input_domain, input_metric, epsilon, sensitivity, clamp_bounds, backend, source, precision
     )
-    eps = check_real("epsilon", epsilon, positive=True)
-    step = check_real("sensitivity", sensitivity, positive=True)
+    eps, step = mech.epsilon, mech.sensitivity
     d = check_real("delta", delta, positive=True)
     if not d < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-    d_float = float(d)
-    if Fraction(d_float) > d:
-        d_float = math.nextafter(d_float, 0.0)
+    d_float = round_down_double(d)
 
     def privacy_map(d_in: Any) -> tuple[float, float]:
         k = math.ceil(_d_in(d_in) / step)
@@ -283,7 +296,7 @@ def make_snapping_approx(
         input_domain,
         input_metric,
         dp.approximate(dp.max_divergence()),
-        function=pure.invoke,
+        function=_scalar_function(mech),
         privacy_map=privacy_map,
         TO="f64",
     )

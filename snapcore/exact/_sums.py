@@ -749,6 +749,12 @@ def _wide(reg: np.ndarray, i: int) -> int:
     return (int(reg[i + 1]) << 64) + (int(reg[i]) & ((1 << 64) - 1))
 
 
+def _halves(h: int, low: int, top: int) -> int:
+    """``Σc·2**1074`` from the sums ``h`` and ``low`` of the halves ``c = (h·2**53 +
+    l)·2**(top − 53 − 1074)`` (see :func:`_sum_numba`)."""
+    return ((h << 53) + low) << (top - 53)
+
+
 def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
     """The vectorised sum: each clamped value ``c`` is ``(h·2**53 + l)·2**(top − 53 −
     1074)`` with integers ``|h|, |l| < 2**53`` found by two exact float products and
@@ -770,7 +776,7 @@ def _sum_numba(x: np.ndarray, lo: float, hi: float, top: int) -> int:
         kernels[3](part, part.view(np.uint64), box, boxb, scale, acc, flag, reg)
         if flag[0]:
             raise _not_finite("values")
-        total += _fold(acc) + (((_wide(reg, 0) << 53) + _wide(reg, 2)) << (top - 53))
+        total += _fold(acc) + _halves(_wide(reg, 0), _wide(reg, 2), top)
     return total
 
 
@@ -793,7 +799,7 @@ def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[i
         if flag[0]:
             raise _not_finite("values")
         w = [_wide(reg, 2 * j) for j in range(10)]
-        total += _fold(acc) + (((w[0] << 53) + w[1]) << (top - 53))
+        total += _fold(acc) + _halves(w[0], w[1], top)
         xx = sum(v << k for v, k in zip(w[2:], _SQUARE_WEIGHTS, strict=True))
         squares += _fold(sq) + (xx << (2 * top - 106))
     return total, squares
@@ -802,10 +808,10 @@ def _sum_squares_numba(x: np.ndarray, lo: float, hi: float, top: int) -> tuple[i
 def _moments1_numba(x: np.ndarray, lo: float, hi: float, squares: bool) -> tuple[int, int]:
     kernels = _get_numba()
     assert kernels is not None
-    box, boxb = _box((lo, hi))
     top = _top_shift(x, lo, hi)
     if top >= 104:
         return _sum_squares_numba(x, lo, hi, top) if squares else (_sum_numba(x, lo, hi, top), 0)
+    box, boxb = _box((lo, hi))
     k1, k2 = _window(top)
     window = np.array([k1, k2], dtype=np.int64)
     s = q = 0
@@ -866,8 +872,8 @@ def _cross_numba(
         if flag[0]:
             raise _not_finite("x and y")
         w = [_wide(reg, 2 * j) for j in range(14)]
-        sx += _fold(ax) + (((w[0] << 53) + w[1]) << (tx - 53))
-        sy += _fold(ay) + (((w[2] << 53) + w[3]) << (ty - 53))
+        sx += _fold(ax) + _halves(w[0], w[1], tx)
+        sy += _fold(ay) + _halves(w[2], w[3], ty)
         xy = sum(v << k for v, k in zip(w[4:], _CROSS_WEIGHTS, strict=True))
         sxy += _fold(axy) + (xy << (tx + ty - 106))
     return sx, sy, sxy
@@ -876,10 +882,10 @@ def _cross_numba(
 def _moments2_numba(x: np.ndarray, y: np.ndarray, bounds: Sequence[float]) -> tuple[int, int, int]:
     kernels = _get_numba()
     assert kernels is not None
-    box, boxb = _box(bounds)
     tx, ty = _top_shift(x, bounds[0], bounds[1]), _top_shift(y, bounds[2], bounds[3])
     if tx >= 104 and ty >= 104:
         return _cross_numba(x, y, bounds, tx, ty)
+    box, boxb = _box(bounds)
     kx1, kx2 = _window(tx)
     ky1, ky2 = _window(ty)
     window = np.array([kx1, kx2, ky1, ky2], dtype=np.int64)

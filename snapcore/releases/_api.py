@@ -34,7 +34,8 @@ from snapcore.data._missing import check_missing_policy
 from snapcore.data._neighbouring import Neighbouring
 from snapcore.data._values import type_name
 from snapcore.errors import ParameterError, SnapcoreError, keyword, parameter_name
-from snapcore.exact._sums import SUM_SCALE
+from snapcore.exact._ieee754 import round_up_double
+from snapcore.exact._sums import DOT_SCALE, SUM_SCALE
 from snapcore.mechanism._mechanism import SnappingMechanism
 from snapcore.padding._pad import check_timing
 from snapcore.pipeline._backend import Backend
@@ -461,11 +462,9 @@ def release_relation(
     against the same relation before it reads.
     """
     if by is not None and group_sizes is None:
-        if relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE:
-            if _is_builtin_mean(stat):
-                return Neighbouring.ADD_REMOVE, "mean"
-            if _is_builtin_variance(stat):
-                return Neighbouring.ADD_REMOVE, "variance"
+        private = relation is None or Neighbouring.parse(relation) is Neighbouring.ADD_REMOVE
+        if private and stat.name in ("mean", "variance") and _is_builtin(stat):
+            return Neighbouring.ADD_REMOVE, stat.name
         if relation is None and Neighbouring.ADD_REMOVE in stat.relations:
             relation = Neighbouring.ADD_REMOVE
     return resolve_relation(stat, relation), None
@@ -558,10 +557,10 @@ def _require_mergeable(stat: Statistic, what: str) -> None:
         )
 
 
-def _is_builtin_mean(stat: Statistic) -> bool:
-    """Whether ``stat`` is the built-in mean (released per group of private size as a
-    noisy sum over a noisy count)."""
-    return stat.name == "mean" and type(stat) is type(resolve_statistic("mean"))
+def _is_builtin(stat: Statistic) -> bool:
+    """Whether ``stat`` is the built-in statistic of its name (the built-in mean and
+    variance are released per group of private size from noisy sums)."""
+    return type(stat) is type(resolve_statistic(stat.name))
 
 
 def _require_group_cap(request: ReleaseRequest, what: str) -> None:
@@ -621,7 +620,7 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
         from snapcore.data._columns import Dataset
 
         if _is_partial(data):  # a group's records, read in chunks
-            _check_mean_part(request, data)
+            _check_group_part(request, data)
             state = data.state
         elif isinstance(data, Dataset):
             state = request.statistic.partial(data, data_bounds=request.data_bounds)
@@ -693,42 +692,18 @@ def _release_private_size_means(request: ReleaseRequest) -> GroupedRelease:
     )
 
 
-def _is_builtin_variance(stat: Statistic) -> bool:
-    """Whether ``stat`` is the built-in variance (released per group of private size
-    from a noisy count, sum and sum of squares)."""
-    return stat.name == "variance" and type(stat) is type(resolve_statistic("variance"))
-
-
 def _variance_state(request: ReleaseRequest, data: Any) -> tuple[int, Fraction, Fraction]:
     """``(records, Σ x, Σ x²)`` of one group's values clamped to the data bounds,
     exactly: from its records in memory, or from its merged variance
     :class:`~snapcore.Partial` (checked against the request)."""
     from snapcore.data._columns import Dataset
-    from snapcore.exact._sums import DOT_SCALE, SUM_SCALE
     from snapcore.releases._partials import Partial
 
-    stat, bounds = request.statistic, request.data_bounds
     if isinstance(data, Partial):
-        if request.missing.kind != "error":
-            raise ParameterError(
-                f"{keyword('missing', request.missing.kind)} applies to data held in memory; "
-                "for partial states, drop or impute missing values before the partial states",
-                parameter="missing",
-            )
-        if data.statistic != stat.name:
-            raise ParameterError(
-                f"the partial state is of statistic {data.statistic!r}, not {stat.name!r}",
-                parameter="data",
-            )
-        if data.data_bounds != bounds:
-            raise ParameterError(
-                f"{parameter_name('data_bounds')} must be those the partial states were "
-                f"computed with ({data.data_bounds!r})",
-                parameter="data_bounds",
-            )
+        _check_group_part(request, data)
         state = data.state
     elif isinstance(data, Dataset):
-        state = stat.partial(data, data_bounds=bounds)
+        state = request.statistic.partial(data, data_bounds=request.data_bounds)
     else:
         raise SnapcoreError(f"a group's records arrived as {type(data).__name__}")
     records, s, q = state
@@ -753,9 +728,14 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     # Centred values: Δ of the sum is (b − a)/2 and of the squares ((b − a)/2)².
     a, b, centre, shifted = _centred_bounds(request)
     reach = max(abs(shifted[0]), abs(shifted[1]))  # B′ >= |x − c|
-    square_cap = float(reach * reach)
-    if Fraction(square_cap) < reach * reach:  # the bound must hold: round up
-        square_cap = float(np.nextafter(square_cap, np.inf))
+    square_cap = round_up_double(reach * reach)  # the bound must hold: round up
+    if square_cap == np.inf:
+        raise ParameterError(
+            f"{parameter_name('data_bounds')} are too wide for a variance with "
+            f"{keyword('by')} and private group sizes: the bound B′² on the squared "
+            "centred values exceeds the largest double",
+            parameter="data_bounds",
+        )
     third = request.epsilon / 3
     sub = attrs.evolve(
         request, epsilon=third, relation=Neighbouring.ADD_REMOVE, budget=None, options={}
@@ -765,7 +745,6 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     sum_req = attrs.evolve(sub, statistic=resolve_statistic("sum"), data_bounds=sum_bounds)
     squares_bounds = ((0.0, square_cap),)
     squares_req = attrs.evolve(sum_req, data_bounds=squares_bounds)
-    from snapcore.exact._sums import SUM_SCALE
 
     def plan_one(data: Any, n: int | None) -> tuple[_Plan, _Plan, _Plan]:
         records, s, q = _variance_state(request, data)
@@ -837,12 +816,15 @@ def _release_private_size_variances(request: ReleaseRequest) -> GroupedRelease:
     )
 
 
-def _check_mean_part(request: ReleaseRequest, part: Any) -> None:
-    """Refuse a group's partial state that is not the built-in mean's for the request
-    (its data bounds, no options, no missing-value policy to apply)."""
-    if part.statistic != "mean":
+def _check_group_part(request: ReleaseRequest, part: Any) -> None:
+    """Refuse a group's partial state that is not the request's built-in statistic's
+    (the mean's or the variance's) for the request (its data bounds, no options, no
+    missing-value policy to apply)."""
+    name = request.statistic.name
+    if part.statistic != name:
         raise ParameterError(
-            f"the partial state is of statistic {part.statistic!r}, not 'mean'", parameter="data"
+            f"the partial state is of statistic {part.statistic!r}, not {name!r}",
+            parameter="data",
         )
     if request.missing.kind != "error":
         raise ParameterError(
@@ -857,7 +839,7 @@ def _check_mean_part(request: ReleaseRequest, part: Any) -> None:
             parameter="data_bounds",
         )
     if part.options:
-        raise ParameterError("the mean's partial state must have no options", parameter="data")
+        raise ParameterError(f"the {name}'s partial state must have no options", parameter="data")
 
 
 def _mean_sum_count(state: State, centre: Fraction) -> tuple[State, State]:

@@ -261,7 +261,12 @@ class _ScalarRatio:
     statistic: str
     value: float
     snapped: float | None
+    epsilon_spent: Fraction
+    relation: Neighbouring
     centre: Fraction
+    composition: str
+    notes: tuple[str, ...]
+    timing_guarantee: TimingGuarantee | None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -283,6 +288,27 @@ class _ScalarRatio:
     def _centred_bound(self, lo: Fraction, hi: Fraction) -> float:
         """``B′ = max(|lo − c|, |hi − c|)``: bounds ``|x − c|`` for ``x`` in ``[lo, hi]``."""
         return float(max(abs(lo - self.centre), abs(hi - self.centre)))
+
+    def _record(self, ranges: dict[str, Any], releases: dict[str, Any]) -> dict[str, Any]:
+        """The fields of ``to_dict`` shared by both kinds, around the kind's own
+        ``ranges`` and its component ``releases``' records."""
+        return {
+            "statistic": self.statistic,
+            "value": self.value,
+            "snapped": self.snapped,
+            "labels": list(self.labels),
+            "epsilon_spent": float(self.epsilon_spent),
+            "epsilon_spent_exact": str(self.epsilon_spent),
+            "relation": self.relation.value,
+            **ranges,
+            "composition": self.composition,
+            "accuracy_95": self.accuracy(0.05),
+            "notes": list(self.notes),
+            "timing_guarantee": None
+            if self.timing_guarantee is None
+            else self.timing_guarantee.to_dict(),
+            **releases,
+        }
 
     def frame_columns(self) -> dict[str, list[Any]]:
         """The columns of :meth:`Release.to_frame` for this value."""
@@ -375,24 +401,10 @@ class RatioRelease(_ScalarRatio):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the sum's and the count's records."""
-        return {
-            "statistic": self.statistic,
-            "value": self.value,
-            "snapped": self.snapped,
-            "labels": list(self.labels),
-            "epsilon_spent": float(self.epsilon_spent),
-            "epsilon_spent_exact": str(self.epsilon_spent),
-            "relation": self.relation.value,
-            "value_range": [float(self.value_range[0]), float(self.value_range[1])],
-            "composition": self.composition,
-            "accuracy_95": self.accuracy(0.05),
-            "notes": list(self.notes),
-            "timing_guarantee": None
-            if self.timing_guarantee is None
-            else self.timing_guarantee.to_dict(),
-            "sum": self.numerator.to_dict(),
-            "count": self.denominator.to_dict(),
-        }
+        return self._record(
+            {"value_range": [float(self.value_range[0]), float(self.value_range[1])]},
+            {"sum": self.numerator.to_dict(), "count": self.denominator.to_dict()},
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -487,24 +499,14 @@ class VarianceRatioRelease(_ScalarRatio):
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the three releases' records."""
         lo, hi = self.value_range
-        return {
-            "statistic": self.statistic,
-            "value": self.value,
-            "snapped": self.snapped,
-            "labels": list(self.labels),
-            "epsilon_spent": float(self.epsilon_spent),
-            "epsilon_spent_exact": str(self.epsilon_spent),
-            "relation": self.relation.value,
+        ranges = {
             "value_range": [float(lo), float(hi)],
             "data_range": [float(self.data_range[0]), float(self.data_range[1])],
             "centre": float(self.centre),
-            "composition": self.composition,
-            "accuracy_95": self.accuracy(0.05),
-            "notes": list(self.notes),
-            "timing_guarantee": None
-            if self.timing_guarantee is None
-            else self.timing_guarantee.to_dict(),
+        }
+        releases = {
             "count": self.noisy_count.to_dict(),
             "sum": self.noisy_sum.to_dict(),
             "sum_of_squares": self.noisy_squares.to_dict(),
         }
+        return self._record(ranges, releases)

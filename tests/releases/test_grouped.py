@@ -560,6 +560,7 @@ def test_a_private_size_variance_spends_epsilon_once_on_the_budget():
         ({"n": None}, "n"),
         ({"clamp_bounds": (0, 10)}, "clamp_bounds"),
         ({"data_bounds": None}, "data_bounds"),
+        ({"data_bounds": (-1e300, 1e300)}, "data_bounds"),  # B′² is not a finite double
         ({"relation": "replace"}, "group_sizes"),
         ({"group_sizes": {"a": 3, "b": 4, "z": 0}}, "relation"),  # variance has no add-remove
     ],
