@@ -38,6 +38,7 @@ import mpmath
 
 from snapcore.calibration._params import Calibration, ceil_log2, check_real
 from snapcore.errors import BackendUnavailableError, ParameterError
+from snapcore.exact._ieee754 import round_down_double, round_up_double
 
 if TYPE_CHECKING:
     from snapcore.analysis._audit import Auditable, ExactOutputDistribution
@@ -134,16 +135,6 @@ def _epsilon(value: Any) -> Fraction:
     return check_real("epsilon", value, positive=True)
 
 
-def _float_down(q: Fraction) -> float:
-    x = float(q)
-    return math.nextafter(x, -math.inf) if Fraction(x) > q else x
-
-
-def _float_up(q: Fraction) -> float:
-    x = float(q)
-    return math.nextafter(x, math.inf) if Fraction(x) < q else x
-
-
 def _dp_accounting() -> Any:
     try:
         from dp_accounting.pld import (  # type: ignore[import-untyped,unused-ignore]
@@ -204,14 +195,14 @@ class ReleaseCurve:
         pld = _dp_accounting()
         if self.kind == "snapping":
             return pld.from_laplace_mechanism(
-                _float_down(1 / self.epsilon),
+                round_down_double(1 / self.epsilon),
                 sensitivity=1,
                 pessimistic_estimate=True,
                 value_discretization_interval=value_discretization_interval,
             )
         from dp_accounting.pld import common  # type: ignore[import-untyped,unused-ignore]
 
-        params = common.DifferentialPrivacyParameters(_float_up(self.epsilon), 0.0)
+        params = common.DifferentialPrivacyParameters(round_up_double(self.epsilon), 0.0)
         return pld.from_privacy_parameters(
             params, value_discretization_interval=value_discretization_interval
         )
@@ -257,7 +248,7 @@ class ReleaseCurve:
         else:
             inner = ctx.exp(er) - dd * (1 + ctx.exp(er))
             e = ctx.log(inner) if inner > 1 else ctx.mpf(0)
-        return min(_float_up(self.epsilon), max(0.0, _up_mp(e)))
+        return min(round_up_double(self.epsilon), max(0.0, _up_mp(e)))
 
     def renyi(self, orders: Sequence[float] = RDP_ORDERS) -> tuple[float, ...]:
         """Upper bounds on the Rényi divergence ``D_α`` of any neighbouring pair.
@@ -334,7 +325,7 @@ def _check_delta(delta: Any) -> float:
     d = check_real("delta", delta)
     if not 0 < d < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}", parameter="delta")
-    return _float_down(d)
+    return round_down_double(d)
 
 
 def _rdp_epsilon(total: Sequence[float], orders: Sequence[float], delta: float) -> float:
@@ -403,7 +394,7 @@ def compose(
         # Probabilities within exp(±R) of a pair dominated by the composed PLD:
         # delta(eps) <= e**R · delta_PLD(eps − 2R) (docs/budgets.md).
         d_in = d * (1 - 2 * float(slack) - 2**-40)
-        eps = _up(float(total.get_epsilon_for_delta(d_in))) + _float_up(2 * slack)
+        eps = _up(float(total.get_epsilon_for_delta(d_in))) + round_up_double(2 * slack)
     else:
         orders = RDP_ORDERS
         sums = [0.0] * len(orders)
@@ -412,7 +403,7 @@ def compose(
                 sums[i] += k * v
         eps = _up(_rdp_epsilon([_up(s) for s in sums], orders, d))
     return ComposedGuarantee(
-        epsilon=min(eps, _float_up(pure)),
+        epsilon=min(eps, round_up_double(pure)),
         delta=d,
         accountant=accountant,
         releases=n,
