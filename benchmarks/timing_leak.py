@@ -170,23 +170,28 @@ def run_blocks(
 ) -> np.ndarray:
     """Times (blocks × classes, ns) of ``call(value)``: every block runs every class once
     in a fresh random order.  Inputs are laid out by position for ``per_chunk`` blocks
-    at a time: a list of values and, with ``source``, one buffer of their draw bytes."""
+    at a time: a list of values (a new object per call, :func:`_fresh`) and, with
+    ``source``, one buffer of their draw bytes."""
     k = len(cases)
     out = np.empty((blocks, k), np.int64)
     now = time.perf_counter_ns
     for c in cases:  # warm up: first calls calibrate quanta and compile
         for _ in range(3):
             if source is not None:
-                source.load(_bytes(c, row, 1))
+                source.load(_bytes(c, row, {}))
             call(c.value)
     done = 0
     while done < blocks:
         nb = min(per_chunk, blocks - done)
         order = np.argsort(rng.random((nb, k)), axis=1)
         flat = order.reshape(-1).tolist()
-        values = [cases[j].value for j in flat]
+        values = [_fresh(cases[j].value) for j in flat]
         if source is not None:
-            source.load(b"".join(_bytes(cases[j], row, 1) for j in flat))
+            parts = []
+            for b in range(nb):
+                common: dict[int, bytes] = {}  # the block's fresh draws, shared
+                parts += [_bytes(cases[j], row, common) for j in flat[b * k : (b + 1) * k]]
+            source.load(b"".join(parts))
         times = [0] * len(flat)
         for i in range(len(flat)):
             v = values[i]
@@ -202,10 +207,31 @@ def run_blocks(
     return out
 
 
-def _bytes(c: Case, row: int, count: int) -> bytes:
-    if c.draws is None:
-        return os.urandom(row * _elements(c) * count)
-    return c.draws(_elements(c) * count)
+def _fresh(value: Any) -> Any:
+    """A new object equal to ``value`` (a float or an array; anything else as it is).
+
+    Each call gets its own input object, allocated in call order, so where an input
+    lies in memory (which cache lines its reference count shares, whether the work
+    evicted it) follows its position in the stretch, not its class: a class whose one
+    object sat in a busier cache set would otherwise pay for it in every block."""
+    if type(value) is float:
+        return value * 1.0  # a new float, exactly equal (−0.0 stays −0.0)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+def _bytes(c: Case, row: int, common: dict[int, bytes]) -> bytes:
+    """The draw bytes of one call of ``c``: its chosen draws, or the block's fresh
+    ones (``common``, by number of elements), which every class of the block with
+    fresh draws shares: common random numbers, so that a paired difference within a
+    block compares the values on the same draw, not two draws."""
+    n = _elements(c)
+    if c.draws is not None:
+        return c.draws(n)
+    if n not in common:
+        common[n] = os.urandom(row * n)
+    return common[n]
 
 
 def _elements(c: Case) -> int:

@@ -36,6 +36,7 @@ from snapcore.padding._pad import (
     calibrate_quantum,
     calibration_source,
     fallbacks_covered,
+    next_dither,
     pad,
     uniform_doubles,
 )
@@ -218,6 +219,7 @@ class Padding:
             q = hit[1]
         else:
             q = self.quantum_for(value)
+        dither = next_dither()
         start = _now()
         out = release(value)
         if type(out) is float:
@@ -225,7 +227,7 @@ class Padding:
             # output is one of four computed once), and whether the caller's dropping
             # it frees memory must not depend on the output.  Exact (−0.0 stays −0.0).
             out = out * 1.0
-        pad(start, q, self.stats)
+        pad(start, q, self.stats, dither)
         return out
 
     # -- calibration -------------------------------------------------------------------

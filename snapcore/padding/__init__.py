@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         TimingMode as TimingMode,
         calibrate_quantum as calibrate_quantum,
         fallbacks_covered as fallbacks_covered,
+        next_dither as next_dither,
         pad as pad,
         random_delay as random_delay,
     )

@@ -33,6 +33,8 @@ from snapcore.randomness._sources import RandomSource, SeededSource
 
 __all__ = [
     "ARRAY_BUDGET_NS",
+    "DITHER_BITS",
+    "DITHER_BLOCK",
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
     "FLOOR_ROUNDS",
@@ -55,6 +57,7 @@ __all__ = [
     "fallbacks_covered",
     "measuring_floor",
     "measuring_quantum",
+    "next_dither",
     "pad",
     "random_delay",
     "resolve_mode",
@@ -95,6 +98,12 @@ FALLBACK_RISK = 2.0**-40
 FLOOR_ROUNDS = 3
 
 _now = time.perf_counter_ns
+#: A padded call's deadline is offset by a dither uniform over ``[0, 2**DITHER_BITS)``
+#: ns (:func:`next_dither`): several periods of the waiting loop's clock readings, a
+#: fraction of a scalar quantum (docs/timing.md, "The dither").
+DITHER_BITS = 9
+#: Dithers read from the OS at a time.
+DITHER_BLOCK = 4096
 C = TypeVar("C")
 _FLOOR = threading.local()
 
@@ -212,12 +221,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> int:
-    """Wait until ``start_ns + j·quantum_ns`` for the least ``j >= 1`` not yet passed.
+def pad(
+    start_ns: int, quantum_ns: int, stats: PaddingStats | None = None, dither_ns: int = 0
+) -> int:
+    """Wait until ``start_ns + j·quantum_ns + dither_ns`` for the least ``j >= 1`` not
+    yet passed.
 
-    Returns ``j`` (1 unless the call overran) and records it in ``stats``.
+    ``dither_ns`` (:func:`next_dither`, drawn before the call started) makes where the
+    first clock reading past the deadline falls, and how long the spin ran, independent
+    of the work's own length.  Returns ``j`` (1 unless the call overran) and records it
+    in ``stats``.
     """
     now = _now
+    start_ns += dither_ns
     deadline = start_ns + quantum_ns
     if stats is not None:
         stats.count()  # before the deadline: after it, a call that fits does nothing
@@ -235,6 +251,38 @@ def pad(start_ns: int, quantum_ns: int, stats: PaddingStats | None = None) -> in
     if stats is not None:
         stats.overran(j)
     return j
+
+
+class _Dither:
+    """Uniform integers in ``[0, 2**DITHER_BITS)`` from the OS CSPRNG, read
+    ``DITHER_BLOCK`` at a time; a forked child discards its parent's."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self) -> None:
+        self._left: list[int] = []
+
+    def next(self) -> int:
+        try:
+            return self._left.pop()
+        except IndexError:
+            words = np.frombuffer(os.urandom(2 * DITHER_BLOCK), dtype=np.uint16)
+            self._left = (words & np.uint16((1 << DITHER_BITS) - 1)).tolist()
+            return self._left.pop()
+
+    def forget(self) -> None:
+        self._left = []
+
+
+_DITHER = _Dither()
+os.register_at_fork(after_in_child=_DITHER.forget)
+
+
+def next_dither() -> int:
+    """The next dither in ns for :func:`pad`: uniform over ``[0, 2**DITHER_BITS)``,
+    from the OS CSPRNG (a block of them is read every ``DITHER_BLOCK`` calls, so call
+    it before the padded call's clock starts)."""
+    return _DITHER.next()
 
 
 #: The OS CSPRNG (``os.urandom``, as ``secrets``) for the calibration's orders and

@@ -45,6 +45,7 @@ from snapcore.padding._pad import (
     budget_reps,
     calibrate_quantum,
     calibration_source,
+    next_dither,
     pad,
     resolve_mode,
     uniform_doubles,
@@ -199,6 +200,7 @@ def _padded_call(
         calibrate=calibrate, request=request, delay=delay, reads_records=reads_records
     )
     token = _PENDING.set(pending)
+    dither = next_dither()
     start = _now()
     try:
         out = release(request)
@@ -215,10 +217,10 @@ def _padded_call(
     # Drawn inside the padded call (a few µs, covered by the quantum), from the OS
     # CSPRNG: never from the release's source, whose draws it would shift.
     wait_ns = 0 if delay is None else delay.sample_ns(q)
-    j = pad(begin, q, statistic_stats())
+    j = pad(begin, q, statistic_stats(), dither)
     if delay is None:
         return out
-    wait_until(begin + j * q + wait_ns)
+    wait_until(begin + j * q + dither + wait_ns)
     return guaranteed(out, delay.guarantee(q))
 
 

@@ -437,9 +437,11 @@ def _count_pads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     for module, name in ((release_padding, "whole"), (mechanism_padding, "mechanism")):
         real = module.pad
 
-        def counting(start: int, q: int, stats: Any = None, _r=real, _n=name) -> int:
+        def counting(
+            start: int, q: int, stats: Any = None, dither: int = 0, _r=real, _n=name
+        ) -> int:
             counts[_n] += 1
-            return _r(start, q, stats)
+            return _r(start, q, stats, dither)
 
         monkeypatch.setattr(module, "pad", counting)
     return counts

@@ -245,9 +245,11 @@ def padded_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
     for module, name in ((release_padding, "whole"), (mechanism_padding, "mechanism")):
         real = module.pad
 
-        def counting(start: int, q: int, stats: object = None, _r=real, _n=name) -> int:
+        def counting(
+            start: int, q: int, stats: object = None, dither: int = 0, _r=real, _n=name
+        ) -> int:
             calls[_n].append(q)
-            return _r(start, q, stats)
+            return _r(start, q, stats, dither)
 
         monkeypatch.setattr(module, "pad", counting)
     monkeypatch.setenv("SNAPCORE_TIMING_STORE", "off")

@@ -98,6 +98,45 @@ def test_counters_held_at_a_fork_are_free_in_the_child() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_a_dithered_call_ends_at_its_dither_plus_whole_quanta() -> None:
+    for q, dither in ((50_000, 0), (50_000, 511), (3 * MS, 300)):
+        start = time.perf_counter_ns()
+        j = _pad.pad(start, q, None, dither)
+        end = time.perf_counter_ns()
+        assert j >= 1
+        assert end - start >= dither + j * q
+    stats = _pad.PaddingStats()
+    start = time.perf_counter_ns() - 250 * MS  # the call "took" 2.5 quanta
+    assert _pad.pad(start, 100 * MS, stats, 400) == 3
+    assert time.perf_counter_ns() - start >= 400 + 3 * 100 * MS
+    assert (stats.calls, stats.overruns, stats.max_multiple) == (1, 1, 3)
+
+
+def test_dithers_cover_their_range_and_nothing_else() -> None:
+    """2**17 dithers: every value of ``[0, 2**DITHER_BITS)`` occurs (a uniform draw
+    misses one of the 512 with probability below 512·exp(−256)), none outside."""
+    seen = [_pad.next_dither() for _ in range(1 << 17)]
+    assert set(seen) == set(range(1 << _pad.DITHER_BITS))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_draws_its_own_dithers() -> None:
+    """The child discards the dithers its parent had read ahead: the two processes'
+    next 32 dithers differ (equal with probability 2**-288)."""
+    _pad.next_dither()  # the parent holds a block read ahead
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(r)
+        os.write(w, bytes(str([_pad.next_dither() for _ in range(32)]), "ascii"))
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        child = f.read().decode("ascii")
+    os.waitpid(pid, 0)
+    assert child != str([_pad.next_dither() for _ in range(32)])
+
+
 def test_calibrate_quantum_takes_the_slowest_class() -> None:
     def run(c: int) -> None:
         target = time.perf_counter_ns() + c
