@@ -354,8 +354,6 @@ def _as_masses(pmf: tuple[tuple[float, Fraction], ...]) -> tuple[_Mass, ...] | N
 class ExactOutputDistribution:
     """The exact output distribution of the mechanism for one input.
 
-    Built as ``ExactOutputDistribution(value=..., pmf=..., evaluations=0)``.
-
     Attributes
     ----------
     value : float
@@ -367,11 +365,12 @@ class ExactOutputDistribution:
 
     Notes
     -----
-    Each probability ``n / 2**k`` is held as the pair ``(n, -k)``, and
-    :meth:`moments`, :attr:`total` and :meth:`probability` work on those pairs.  An
-    output ``j`` grid steps into a tail has ``k`` growing linearly in ``j``, so the
-    Fractions of :attr:`pmf` take memory quadratic in the number of outputs; they are
-    built on the first access of :attr:`pmf` (or :meth:`as_dict`) and kept.
+    Each probability ``n / 2**k`` is held as the pair ``(n, -k)`` (a ``pmf`` given with
+    another probability is kept as given), and :meth:`moments`, :attr:`total` and
+    :meth:`probability` work on those pairs.  An output ``j`` grid steps into a tail
+    has ``k`` growing linearly in ``j``, so the Fractions of :attr:`pmf` take memory
+    quadratic in the number of outputs; they are built on the first access of
+    :attr:`pmf` (or :meth:`as_dict`) and kept.
     """
 
     value: float
