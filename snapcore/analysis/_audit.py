@@ -10,9 +10,10 @@ its probability is exact because ``P(U* <= u) = u + ulp(u)`` on the sampling gri
 :func:`audit` walks the outputs of each sign from ``U*`` just below 1 downwards,
 finding each interval's lower end by bisection on the exact index of the grid
 points, and turns the intervals into the exact output distribution of both
-inputs, as Fractions.  The infinite tail of the grid (``U*`` arbitrarily small) is
-handled by a proof (see :func:`tail_exponent` and ``docs/audit.md``), not by
-truncation.
+inputs, each probability an integer mantissa times a power of two (Fractions are
+built only when :attr:`ExactOutputDistribution.pmf` is read).  The infinite tail of
+the grid (``U*`` arbitrarily small) is handled by a proof (see :func:`tail_exponent`
+and ``docs/audit.md``), not by truncation.
 
 The worst-case privacy loss ``max_o |ln P(o|v)/P(o|v')|`` is then ``ln R`` for the
 exact rational ``R`` (the largest probability ratio), and ``ln R`` is compared with
@@ -459,6 +460,8 @@ class ExactOutputDistribution:
         s2 = []
         for o, m, e in masses:
             n, d = o.as_integer_ratio()  # o = n·2**f, d = 2**-f
+            if d & (d - 1):
+                raise AuditError(f"output {o!r} is not a dyadic rational")
             f = 1 - d.bit_length()
             s0.append((m, e))
             s1.append((m * n, e + f))
@@ -1053,7 +1056,7 @@ def audit(
     pw = {o: (m, e) for o, m, e in w_masses[1]}
     # Every probability is m·2**e with m odd: a ratio a/c is the integer pair
     # (ma·2**(ea − ec), mc) (shifted the other way when ec > ea), and ratios are
-    # compared by cross multiplication.  Deep in a tail |e| grows to about b/λ bits,
+    # compared by cross multiplication.  Deep in a tail |e| grows to about 1.44·b/λ,
     # but |ea − ec| is at most log2 of the ratio plus the mantissas' bits, so the
     # integers have about p bits and the search costs O(p) per output, where
     # Fractions with 2**-e denominators would cost O(|e|).

@@ -637,6 +637,11 @@ def test_distribution_from_fractions_keeps_them():
     )
     with pytest.raises(AuditError, match="dyadic"):
         n.moments()
+    third = ExactOutputDistribution(
+        value=0.0, pmf=((Fraction(1, 3), Fraction(1, 2)), (1, Fraction(1, 2)))
+    )
+    with pytest.raises(AuditError, match=r"output Fraction\(1, 3\) is not a dyadic"):
+        third.moments()
     for bad, rule in [
         (((1.0, Fraction(1, 2)), (0.0, Fraction(1, 2))), "distinct and sorted"),
         (((0.0, Fraction(1, 2)), (0.0, Fraction(1, 2))), "distinct and sorted"),
