@@ -309,31 +309,52 @@ def startup_rows(blocks: int = 30, python: str | None = None) -> list[Row]:
     ]  # fmt: skip
 
 
-def audit_seconds(clamp_bound: float, repeats: int = 1) -> tuple[float, float, float, float]:
-    """The exact audit at ε = 1 with ``clamp_bound`` B, in this process (imports done):
-    the best wall time and the best CPU time of ``repeats`` runs, ``B/Λ``, and the size
-    of the result's exact probabilities in MB (``max_outputs`` raised to what the
-    parameters need)."""
-    from snapcore import SnappingMechanism, audit
+def _audit_mechanism(clamp_bound: float) -> tuple[Any, int, float]:
+    """The default mechanism at ε = 1 with ``clamp_bound`` B, the ``max_outputs`` its
+    audit needs (at least the default), and ``B/Λ``."""
+    from snapcore import SnappingMechanism
 
     m = SnappingMechanism(epsilon=EPS, clamp_bound=clamp_bound)
     cal = m.calibration
-    outputs = 2 * int(cal.unit_clamp_bound / cal.granularity) + 3
+    ratio = cal.unit_clamp_bound / cal.granularity
+    return m, max(2 * int(ratio) + 3, 1 << 15), float(ratio)
+
+
+def audit_seconds(clamp_bound: float, repeats: int = 1) -> tuple[float, float, float]:
+    """The exact audit ``snapcore.audit(m, 0.0, 1.0)`` at ε = 1 with ``clamp_bound`` B,
+    in this process (imports done): the best wall time and the best CPU time of
+    ``repeats`` runs, and ``B/Λ``."""
+    from snapcore import audit
+
+    m, outputs, ratio = _audit_mechanism(clamp_bound)
     wall = cpu = math.inf
-    size = 0.0
     for _ in range(repeats):
         t0, c0 = time.perf_counter(), time.process_time()
-        r = audit(m, 0.0, 1.0, max_outputs=max(outputs, 1 << 15))
+        r = audit(m, 0.0, 1.0, max_outputs=outputs)
         wall = min(wall, time.perf_counter() - t0)
         cpu = min(cpu, time.process_time() - c0)
-        bits = sum(
-            q.numerator.bit_length() + q.denominator.bit_length()
-            for d in (r.distribution, r.neighbour_distribution)
-            for _, q in d.pmf
-        )
-        size = bits / 8e6
         del r
-    return wall, cpu, float(cal.unit_clamp_bound / cal.granularity), size
+    return wall, cpu, ratio
+
+
+def audit_peak_mb(clamp_bound: float) -> float:
+    """The peak of the memory allocated while one audit runs, result included, in MB
+    (``tracemalloc``; a separate, untimed run: tracing slows every allocation)."""
+    import gc
+    import tracemalloc
+
+    from snapcore import audit
+
+    m, outputs, _ = _audit_mechanism(clamp_bound)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        r = audit(m, 0.0, 1.0, max_outputs=outputs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del r
+    return peak / 1e6
 
 
 def verdict(lo: float, mid: float, hi: float, goal: float, above: bool) -> str:
@@ -442,47 +463,42 @@ def targets(args: argparse.Namespace) -> list[str]:
 
 def audit_parts(clamp_bound: float, repeats: int = 1) -> tuple[float, float]:
     """CPU seconds of one exact output distribution at ε = 1 with ``clamp_bound`` B
-    (``snapcore.analysis.exact_output_distribution`` of the input 0), and of building
-    its exact probabilities again as Fractions from their dyadic parts, the last step
-    of that computation (so the walk takes about the difference): the pair of the
-    fastest of ``repeats`` runs, each timed with the garbage collector off (as
-    ``timeit`` does), so that no collection of earlier objects lands in one part."""
+    (``snapcore.analysis.exact_output_distribution`` of the input 0: the walk, the
+    masses as dyadics), and of the first access of its ``pmf``, which builds the
+    Fractions on demand (``audit`` never does): the pair of the fastest of ``repeats``
+    runs, each timed with the garbage collector off (as ``timeit`` does), so that no
+    collection of earlier objects lands in one part."""
     import gc
 
-    from snapcore import SnappingMechanism
     from snapcore.analysis import exact_output_distribution
-    from snapcore.exact._dyadic import to_fraction
 
-    m = SnappingMechanism(epsilon=EPS, clamp_bound=clamp_bound)
-    cal = m.calibration
-    outputs = 2 * int(cal.unit_clamp_bound / cal.granularity) + 3
+    m, outputs, _ = _audit_mechanism(clamp_bound)
     best = (math.inf, math.inf)
     for _ in range(repeats):
         gc.collect()
         gc.disable()
         try:
             c0 = time.process_time()
-            d = exact_output_distribution(m, 0.0, max_outputs=max(outputs, 1 << 15))
+            d = exact_output_distribution(m, 0.0, max_outputs=outputs)
             whole = time.process_time() - c0
-            dyadic = [(q.numerator, 1 - q.denominator.bit_length()) for _, q in d.pmf]
             c0 = time.process_time()
-            again = [to_fraction(n, e) for n, e in dyadic]
+            pmf = d.pmf
             build = time.process_time() - c0
         finally:
             gc.enable()
-        assert again == [q for _, q in d.pmf]
-        del d, dyadic, again
+        assert len(pmf) == len(d)
+        del d, pmf
         best = min(best, (whole, build))
     return best
 
 
 def audit_rows() -> list[Row]:
     """The audit at B/Λ = 500, 5,000 and 50,000 in one run, in this process: the time
-    at 5,000 against 0.5 s (best of 3), the growth of the CPU time per ×10 (linear:
-    about ×10), and one distribution's walk and Fractions apart (:func:`audit_parts`).
-    Wall time beyond CPU time is the other processes' share of the machine (the load
-    average is printed)."""
-    (w1, c1, b1, s1), (w2, c2, b2, s2), (w3, c3, b3, s3) = (
+    at 5,000 against 0.5 s (best of 3), the growth of the CPU time and of the peak
+    memory per ×10 (linear: about ×10), and one distribution apart from the Fractions
+    of its ``pmf``, built on demand (:func:`audit_parts`).  Wall time beyond CPU time
+    is the other processes' share of the machine (the load average is printed)."""
+    (w1, c1, b1), (w2, c2, b2), (w3, c3, b3) = (
         audit_seconds(1000.0, 3),
         audit_seconds(10000.0, 3),
         audit_seconds(100000.0, 1),
@@ -490,24 +506,26 @@ def audit_rows() -> list[Row]:
     load = ""
     if hasattr(os, "getloadavg"):
         load = f"; load average {os.getloadavg()[0]:.1f}"
+    m1, m2, m3 = (audit_peak_mb(b) for b in (1000.0, 10000.0, 100000.0))
     (d1, f1), (d2, f2), (d3, f3) = (
         audit_parts(1000.0, 3),
         audit_parts(10000.0, 3),
         audit_parts(100000.0),
     )
-    k1, k2, k3 = d1 - f1, d2 - f2, d3 - f3
     return [
         (f"audit, ε = 1, B/Λ = {b2:.0f} (wall, best of 3)", f"{w2:.2f} s", "<= 0.5 s",
          f"CPU {c2:.2f} s{load}", "yes" if w2 <= 0.5 else "**no**"),
         (f"audit CPU time, B/Λ = {b1:.0f} / {b2:.0f} / {b3:.0f}",
          f"{c1:.3f} / {c2:.2f} / {c3:.1f} s", "linear (x10 per x10)",
          f"x{c2 / c1:.1f}, x{c3 / c2:.1f} per x10; wall {w1:.3f} / {w2:.2f} / {w3:.1f} s; "
-         f"exact probabilities {s1:.2f} / {s2:.1f} / {s3:.0f} MB", None),
-        ("one distribution: the walk / building its Fractions (CPU)",
-         f"{k1:.3f} / {k2:.2f} / {k3:.2f} s; {f1:.4f} / {f2:.3f} / {f3:.2f} s",
+         f"peak memory {m1:.1f} / {m2:.1f} / {m3:.0f} MB (x{m2 / m1:.1f}, x{m3 / m2:.1f})",
+         None),
+        ("one distribution / the Fractions of its pmf, on first access (CPU)",
+         f"{d1:.3f} / {d2:.2f} / {d3:.2f} s; {f1:.4f} / {f2:.3f} / {f3:.2f} s",
          "linear (x10 per x10)",
-         f"walk x{k2 / k1:.1f}, x{k3 / k2:.1f} per x10; Fractions x{f2 / f1:.0f}, "
-         f"x{f3 / f2:.0f} per x10 (their size grows as outputs x bits)", None),
+         f"distribution x{d2 / d1:.1f}, x{d3 / d2:.1f} per x10; Fractions x{f2 / f1:.0f}, "
+         f"x{f3 / f2:.0f} per x10 (their size grows as outputs x bits; audit() builds none)",
+         None),
     ]  # fmt: skip
 
 

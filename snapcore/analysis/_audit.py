@@ -10,9 +10,10 @@ its probability is exact because ``P(U* <= u) = u + ulp(u)`` on the sampling gri
 :func:`audit` walks the outputs of each sign from ``U*`` just below 1 downwards,
 finding each interval's lower end by bisection on the exact index of the grid
 points, and turns the intervals into the exact output distribution of both
-inputs, as Fractions.  The infinite tail of the grid (``U*`` arbitrarily small) is
-handled by a proof (see :func:`tail_exponent` and ``docs/audit.md``), not by
-truncation.
+inputs, each probability an integer mantissa times a power of two (Fractions are
+built only when :attr:`ExactOutputDistribution.pmf` is read).  The infinite tail of
+the grid (``U*`` arbitrarily small) is handled by a proof (see :func:`tail_exponent`
+and ``docs/audit.md``), not by truncation.
 
 The worst-case privacy loss ``max_o |ln P(o|v)/P(o|v')|`` is then ``ln R`` for the
 exact rational ``R`` (the largest probability ratio), and ``ln R`` is compared with
@@ -314,15 +315,43 @@ class _Walker(Generic[_O]):
 # ---------------------------------------------------------------------------------
 
 
-def _check_pmf(instance: Any, attribute: Any, value: tuple[tuple[float, Fraction], ...]) -> None:
-    outs = [o for o, _ in value]
+#: One output with its exact probability ``m·2**e`` (``m`` odd): ``(output, m, e)``.
+_Mass = tuple[float, int, int]
+
+
+def _check_pmf(value: Iterable[tuple[float, Fraction]]) -> tuple[tuple[float, Fraction], ...]:
+    pmf = tuple(value)
+    outs = [o for o, _ in pmf]
     if outs != sorted(set(outs)):
-        raise ValueError(f"{attribute.name}: outputs must be distinct and sorted")
-    if any(not isinstance(q, Fraction) or q <= 0 for _, q in value):
-        raise ValueError(f"{attribute.name}: probabilities must be positive Fractions")
+        raise ValueError("pmf: outputs must be distinct and sorted")
+    if any(not isinstance(q, Fraction) or q <= 0 for _, q in pmf):
+        raise ValueError("pmf: probabilities must be positive Fractions")
+    return pmf
 
 
-@attrs.frozen(kw_only=True)
+def _check_masses(instance: Any, attribute: Any, value: tuple[_Mass, ...] | None) -> None:
+    if value is None:
+        return
+    outs = [o for o, _, _ in value]
+    if outs != sorted(set(outs)):
+        raise ValueError("pmf: outputs must be distinct and sorted")
+    if any(m <= 0 or not m & 1 for _, m, _ in value):
+        raise ValueError("pmf: probabilities must be positive, with odd mantissas")
+
+
+def _as_masses(pmf: tuple[tuple[float, Fraction], ...]) -> tuple[_Mass, ...] | None:
+    """The probabilities of ``pmf`` as normalised dyadics, or None if one is not dyadic."""
+    out = []
+    for o, q in pmf:
+        d = q.denominator
+        if d & (d - 1):
+            return None
+        m, e = dyadic_normalise(q.numerator, 1 - d.bit_length())
+        out.append((o, m, e))
+    return tuple(out)
+
+
+@attrs.frozen(kw_only=True, init=False, repr=False)
 class ExactOutputDistribution:
     """The exact output distribution of the mechanism for one input.
 
@@ -334,17 +363,71 @@ class ExactOutputDistribution:
         Every possible output (increasing) with its exact probability.
     evaluations : int
         Calls of ``transform`` made to compute it.
+
+    Notes
+    -----
+    Each probability ``n / 2**k`` is held as the pair ``(n, -k)`` (a ``pmf`` given with
+    another probability is kept as given), and :meth:`moments`, :attr:`total` and
+    :meth:`probability` work on those pairs.  An output ``j`` grid steps into a tail
+    has ``k`` growing linearly in ``j``, so the Fractions of :attr:`pmf` take memory
+    quadratic in the number of outputs; they are built on the first access of
+    :attr:`pmf` (or :meth:`as_dict`) and kept.
     """
 
     value: float
-    pmf: tuple[tuple[float, Fraction], ...] = attrs.field(validator=_check_pmf)
+    #: The probabilities as dyadics; None when some given probability is not dyadic.
+    _masses: tuple[_Mass, ...] | None = attrs.field(validator=_check_masses)
+    #: The pmf as given, when ``_masses`` is None.
+    _rational: tuple[tuple[float, Fraction], ...] | None
     evaluations: int = 0
+    _pmf: tuple[tuple[float, Fraction], ...] | None = attrs.field(
+        init=False, default=None, eq=False
+    )
+
+    def __init__(
+        self,
+        *,
+        value: float,
+        pmf: Iterable[tuple[float, Fraction]],
+        evaluations: int = 0,
+    ) -> None:
+        given = _check_pmf(pmf)
+        masses = _as_masses(given)
+        self.__attrs_init__(
+            value=value,
+            masses=masses,
+            rational=given if masses is None else None,
+            evaluations=evaluations,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(value={self.value!r}, pmf={self.pmf!r}, "
+            f"evaluations={self.evaluations!r})"
+        )
+
+    @property
+    def pmf(self) -> tuple[tuple[float, Fraction], ...]:
+        """Every possible output (increasing) with its exact probability."""
+        if self._rational is not None:
+            return self._rational
+        pmf = self._pmf
+        if pmf is None:
+            assert self._masses is not None
+            pmf = tuple((o, to_fraction(m, e)) for o, m, e in self._masses)
+            object.__setattr__(self, "_pmf", pmf)
+        return pmf
 
     def probability(self, output: float) -> Fraction:
         """``P(output | value)``, exactly (0 for an impossible output)."""
-        for o, q in self.pmf:
+        if self._masses is None:
+            for o, q in self.pmf:
+                if o == output:
+                    return q
+            return Fraction(0)
+        for o, m, e in self._masses:
             if o == output:
-                return q
+                return to_fraction(m, e)
         return Fraction(0)
 
     def as_dict(self) -> dict[float, Fraction]:
@@ -354,36 +437,42 @@ class ExactOutputDistribution:
     @property
     def total(self) -> Fraction:
         """The sum of all probabilities (exactly 1 for a complete distribution)."""
-        return sum((q for _, q in self.pmf), Fraction(0))
+        if self._masses is None:
+            return sum((q for _, q in self.pmf), Fraction(0))
+        return to_fraction(*dyadic_normalise(*_dyadic_sum((m, e) for _, m, e in self._masses)))
 
     def __len__(self) -> int:
-        return len(self.pmf)
+        return len(self._masses if self._masses is not None else self.pmf)
 
     def moments(self) -> tuple[Fraction, Fraction]:
         """The exact mean and variance of the output, ``(E[out], Var[out])``.
 
-        Every probability is ``n / 2**k`` and every output a double, so both are
-        sums of integers over one power of two: no rounding, and no gcd until the
-        two results are built.
+        Every probability is ``m·2**e`` and every output a double, so the sums of the
+        probabilities and of their products with the output and its square are sums of
+        dyadics, added exactly (pairwise, smallest exponents first): no rounding, and
+        no gcd.
         """
-        shifts = [(q.denominator.bit_length() - 1, Fraction(o)) for o, q in self.pmf]
-        if any(q.denominator != 1 << k for (k, _), (_, q) in zip(shifts, self.pmf, strict=True)):
+        masses = self._masses
+        if masses is None:
             raise AuditError("output probabilities are not dyadic rationals")
-        kk = max(k for k, _ in shifts)
-        ee = max(f.denominator.bit_length() - 1 for _, f in shifts)
-        s0 = s1 = s2 = 0
-        for (k, f), (_, q) in zip(shifts, self.pmf, strict=True):
-            w = q.numerator << (kk - k)  # P(out) · 2**kk
-            x = f.numerator << (ee - (f.denominator.bit_length() - 1))  # out · 2**ee
-            s0 += w
-            s1 += w * x
-            s2 += w * x * x
-        if s0 != 1 << kk:
-            raise AuditError(f"output probabilities sum to {Fraction(s0, 1 << kk)}, not 1")
-        mean = Fraction(s1, 1 << (kk + ee))
-        # Var = E[out²] − E[out]² = (s2·2**kk − s1²) / 2**(2·kk + 2·ee)
-        variance = Fraction((s2 << kk) - s1 * s1, 1 << (2 * (kk + ee)))
-        return mean, variance
+        s0 = []
+        s1 = []
+        s2 = []
+        for o, m, e in masses:
+            n, d = o.as_integer_ratio()  # o = n·2**f, d = 2**-f
+            if d & (d - 1):
+                raise AuditError(f"output {o!r} is not a dyadic rational")
+            f = 1 - d.bit_length()
+            s0.append((m, e))
+            s1.append((m * n, e + f))
+            s2.append((m * n * n, e + 2 * f))
+        total = dyadic_normalise(*_dyadic_sum(s0))
+        if total != (1, 0):
+            raise AuditError(f"output probabilities sum to {to_fraction(*total)}, not 1")
+        a, ea = _dyadic_sum(s1)  # E[out]
+        b, eb = _dyadic_sum(s2)  # E[out²]
+        var = dyadic_add(b, eb, -a * a, 2 * ea)  # Var = E[out²] − E[out]²
+        return to_fraction(*dyadic_normalise(a, ea)), to_fraction(*var)
 
 
 @attrs.frozen(kw_only=True)
@@ -748,6 +837,39 @@ def exact_output_distribution(
         If the map ``U* -> output`` is found not to be monotone, or the probabilities
         do not sum to exactly 1.
     """
+    vf, masses, evaluations = _output_masses(
+        mechanism,
+        value,
+        sampler_precision=sampler_precision,
+        max_outputs=max_outputs,
+        progress=progress,
+        fast=fast,
+    )
+    return _distribution(vf, masses, evaluations)
+
+
+def _distribution(
+    value: float, masses: tuple[_Mass, ...], evaluations: int
+) -> ExactOutputDistribution:
+    """The :class:`ExactOutputDistribution` of normalised dyadic ``masses`` (its
+    Fractions are built on first use)."""
+    d = ExactOutputDistribution.__new__(ExactOutputDistribution)
+    d.__attrs_init__(value=value, masses=masses, rational=None, evaluations=evaluations)
+    return d
+
+
+def _output_masses(
+    mechanism: Auditable,
+    value: Any,
+    *,
+    sampler_precision: int | None,
+    max_outputs: int,
+    progress: Callable[[int], None] | None,
+    fast: bool,
+) -> tuple[float, tuple[_Mass, ...], int]:
+    """:func:`exact_output_distribution` as ``(value, masses, evaluations)``: every
+    output (increasing) with its probability ``m·2**e`` as ``(output, m, e)``, ``m``
+    odd."""
     cal = mechanism.calibration
     p = mechanism.precision
     q = p if sampler_precision is None else sampler_precision
@@ -827,8 +949,7 @@ def exact_output_distribution(
     if total != (1, 0):
         t = to_fraction(*total)
         raise AuditError(f"output probabilities for value {vf!r} sum to {t}, not 1")
-    pmf = tuple(sorted((o, to_fraction(m, e)) for o, (m, e) in acc.items()))
-    return ExactOutputDistribution(value=vf, pmf=pmf, evaluations=evaluations)
+    return vf, tuple(sorted((o, m, e) for o, (m, e) in acc.items())), evaluations
 
 
 def _make_progress(total: int, desc: str) -> tuple[Callable[[int], None] | None, Any]:
@@ -909,28 +1030,36 @@ def audit(
         # advances once per output: two inputs, twice the estimate.
         cb, bar = _make_progress(2 * _estimate_outputs(cal), "audit")
     try:
-        dv = exact_output_distribution(
+        v_masses = _output_masses(
             mechanism,
             v,
             sampler_precision=sampler_precision,
             max_outputs=max_outputs,
             progress=cb,
+            fast=True,
         )
-        dw = exact_output_distribution(
+        w_masses = _output_masses(
             mechanism,
             w,
             sampler_precision=sampler_precision,
             max_outputs=max_outputs,
             progress=cb,
+            fast=True,
         )
     finally:
         if bar is not None:
             bar.total = bar.n  # the estimate is close, not exact: end the bar at 100%
             bar.refresh()
             bar.close()
-    pv, pw = dv.as_dict(), dw.as_dict()
-    # Every probability is n / 2**k: ratios are compared as integer pairs by cross
-    # multiplication (Fraction division would reduce numbers of up to K bits).
+    dv, dw = _distribution(*v_masses), _distribution(*w_masses)
+    pv = {o: (m, e) for o, m, e in v_masses[1]}
+    pw = {o: (m, e) for o, m, e in w_masses[1]}
+    # Every probability is m·2**e with m odd: a ratio a/c is the integer pair
+    # (ma·2**(ea − ec), mc) (shifted the other way when ec > ea), and ratios are
+    # compared by cross multiplication.  Deep in a tail |e| grows to about 1.44·b/λ,
+    # but |ea − ec| is at most log2 of the ratio plus the mantissas' bits, so the
+    # integers have about p bits and the search costs O(p) per output, where
+    # Fractions with 2**-e denominators would cost O(|e|).
     bn, bd = 1, 1
     attained: list[float] = []
     under = "value"
@@ -940,9 +1069,9 @@ def audit(
         if a is None or c is None:  # every listed probability is > 0
             infinite.append((o, "value" if a is not None else "neighbour"))
             continue
-        ka, kc = a.denominator.bit_length() - 1, c.denominator.bit_length() - 1
-        an = a.numerator << max(0, kc - ka)  # a / c = an / cn
-        cn = c.numerator << max(0, ka - kc)
+        (ma, ea), (mc, ec) = a, c
+        an = ma << max(0, ea - ec)  # a / c = an / cn
+        cn = mc << max(0, ec - ea)
         rn, rd, who = (an, cn, "value") if an >= cn else (cn, an, "neighbour")
         lhs, rhs = rn * bd, bn * rd
         if lhs > rhs:

@@ -22,6 +22,7 @@ from snapcore.analysis._audit import (
     exact_output_distribution,
 )
 from snapcore.errors import AuditError, AuditLimitError, ParameterError
+from snapcore.exact._dyadic import to_fraction
 from snapcore.plugins._manager import get_registries
 
 BACKENDS = get_registries().backends.available()
@@ -489,3 +490,207 @@ def test_dyadic_sum_is_the_exact_sum(terms: list[tuple[int, int]]) -> None:
     assert Fraction(m) * Fraction(2) ** e == sum(
         (Fraction(a) * Fraction(2) ** b for a, b in terms), Fraction(0)
     )
+
+
+# ----------------------------------------------------------------------------------
+# The dyadic probabilities against plain Fraction arithmetic
+# ----------------------------------------------------------------------------------
+
+
+def _cdf(u: Fraction, q: int) -> Fraction:
+    """``P(U* <= u)`` for a q-bit grid point ``u`` in (0, 1): ``u`` plus the gap to
+    the next q-bit float above, ``2**(floor(log2 u) + 1 − q)``."""
+    n, d = u.numerator, u.denominator
+    assert d & (d - 1) == 0  # grid points are dyadic
+    floor_log2 = n.bit_length() - d.bit_length()
+    return u + Fraction(2) ** (floor_log2 + 1 - q)
+
+
+def fraction_distribution(mech, value, q=None):
+    """The output distribution computed with Fractions only, from the intervals of
+    ``U*`` that ``transform`` maps to one output (the walk over ``transform``): each
+    interval ``[low, high]`` of grid points has mass ``(P(U* <= high) − P(U* < low))/2``
+    (the sign is ±1 with probability 1/2), and the last one of a sign everything below
+    ``high``."""
+    from snapcore.analysis._audit import _boundary_guesser, _Walker, tail_exponent
+
+    q = mech.precision if q is None else q
+    grid = UGrid(q)
+    tail = grid.index_of_power(tail_exponent(mech.calibration))
+    pmf: dict[float, Fraction] = {}
+    for sign in (1, -1):
+
+        def f(i, sign=sign):
+            return mech.transform(value, grid.value(i), sign)
+
+        guess = _boundary_guesser(mech.calibration, Fraction(value), sign, grid)
+        for o, low, high in _Walker(f, grid, sign, tail, guess, 1 << 15).walk():
+            below = Fraction(0) if low is None else _cdf(grid.value(low - 1), q)
+            pmf[o] = pmf.get(o, Fraction(0)) + (_cdf(grid.value(high), q) - below) / 2
+    return tuple(sorted(pmf.items()))
+
+
+def fraction_audit(pv: dict, pw: dict):
+    """``(R, attained_at, more_likely_under)`` by Fraction division; R None (infinite)
+    when the supports differ."""
+    only = [o for o in sorted(set(pv) | set(pw)) if (o in pv) != (o in pw)]
+    if only:
+        return None, tuple(only), "value" if only[0] in pv else "neighbour"
+    ratios = {o: max(pv[o] / pw[o], pw[o] / pv[o]) for o in pv}
+    r = max(ratios.values())
+    attained = tuple(o for o in sorted(ratios) if ratios[o] == r)
+    under = "neither" if r == 1 else "value" if pv[attained[0]] > pw[attained[0]] else "neighbour"
+    return r, attained, under
+
+
+class _ShiftedTiny(TinyMechanism):
+    """Moves the outputs of the input 1 by 0.5: the two supports are disjoint."""
+
+    def transform(self, value, u, sign):
+        out = super().transform(value, u, sign)
+        return out + (0.5 if value == 1 else 0.0)
+
+
+DYADIC_CASES = [
+    # tails down to about e**-200 = 2**-289, far below a p-bit ulp of 1
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=200.0), 0.0, 1.0, None,
+                 True, id="tails"),
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=200.0), 199.5, 200.5, None,
+                 True, id="tails-at-the-bound"),
+    pytest.param(lambda: SnappingMechanism(epsilon=Fraction(3, 4), sensitivity=Fraction(5, 3),
+                                           clamp_bounds=(-7.0, 30.0), backend="mpmath"),
+                 Fraction(2), Fraction(11, 3), None, True, id="fraction-parameters-mpmath"),
+    # three sensitivities apart: a loss of about 3
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=40.0), 0.0, 3.0, None,
+                 False, id="not-private-far-pair"),
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=40.0), 0.0, 1.0, 53,
+                 False, id="not-private-double-sampler"),
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=40.0), 0.5, 1.5, 12,
+                 False, id="not-private-12-bit-sampler"),
+    pytest.param(lambda: SnappingMechanism(epsilon=1.0, clamp_bound=40.0), 40.0, 41.0, None,
+                 True, id="both-clamped"),
+    pytest.param(lambda: _ShiftedTiny(epsilon=1, lower=-8, upper=8, precision=8), 0, 1, None,
+                 False, id="infinite"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("make, v, w, q, private", DYADIC_CASES)
+def test_dyadic_audit_equals_fraction_arithmetic(make, v, w, q, private):
+    """Every public number of an audit equals the same quantity computed with plain
+    Fractions from the same intervals of ``U*`` (the probabilities, the pmf's sum, the
+    moments, the largest ratio and where it is attained, the loss and the verdict)."""
+    m = make()
+    ref_v, ref_w = fraction_distribution(m, v, q), fraction_distribution(m, w, q)
+    r = audit(m, v, w, sampler_precision=q)
+    for ref, value, d in ((ref_v, v, r.distribution), (ref_w, w, r.neighbour_distribution)):
+        assert d.pmf == ref and d.as_dict() == dict(ref) and len(d) == len(ref)
+        assert d.value == float(value)
+        assert d == exact_output_distribution(m, value, sampler_precision=q)
+        assert sum(p for _, p in ref) == 1 == d.total
+        for o, p in ref[:3] + ref[-3:] + ref[len(ref) // 2 : len(ref) // 2 + 1]:
+            assert d.probability(o) == p
+        assert d.probability(0.1234) == 0 and d.probability(math.nan) == 0
+        mean = sum((Fraction(o) * p for o, p in ref), Fraction(0))
+        var = sum(((Fraction(o) - mean) ** 2 * p for o, p in ref), Fraction(0))
+        assert d.moments() == (mean, var)
+        # The same distribution built from the reference's Fractions is equal to it.
+        same = ExactOutputDistribution(value=d.value, pmf=ref, evaluations=d.evaluations)
+        assert same == d and hash(same) == hash(d) and repr(same) == repr(d)
+    want_r, want_at, want_under = fraction_audit(dict(ref_v), dict(ref_w))
+    assert r.max_ratio == want_r
+    assert r.attained_at == want_at and r.more_likely_under == want_under
+    assert r.private is private
+    if want_r is None:
+        assert r.loss == r.excess == math.inf and r.loss_decimal == "inf"
+        return
+    mpmath.mp.prec = 400
+    ln_r = mpmath.log(mpmath.mpf(want_r.numerator) / want_r.denominator)
+    eps = mpmath.mpf(r.epsilon.numerator) / r.epsilon.denominator
+    assert (ln_r <= eps) is private
+    tol = mpmath.mpf(2) ** -49
+    assert abs(r.loss - ln_r) <= tol * abs(ln_r)
+    assert abs(r.excess - (ln_r - eps)) <= tol * abs(ln_r - eps)
+    if want_r == 1:
+        assert r.loss_decimal == "0"
+    else:
+        assert abs(mpmath.mpf(r.loss_decimal) - ln_r) <= abs(ln_r) * mpmath.mpf(10) ** -39
+    assert r.verdict.startswith("private: " if private else "NOT PRIVATE: ")
+
+
+def test_distribution_from_fractions_keeps_them():
+    """A pmf given as Fractions: dyadic ones are held as the audit holds its own (equal
+    to it); a non-dyadic one is kept as given, and only its moments are refused."""
+    pmf = ((-1.0, Fraction(1, 4)), (0.5, Fraction(5, 8)), (3.0, Fraction(1, 8)))
+    d = ExactOutputDistribution(value=0.0, pmf=list(pmf), evaluations=2)
+    assert d.pmf == pmf and d.pmf is d.pmf and d.total == 1 and len(d) == 3
+    assert d.probability(0.5) == Fraction(5, 8) and d.probability(1.0) == 0
+    assert repr(d) == f"ExactOutputDistribution(value=0.0, pmf={pmf!r}, evaluations=2)"
+    # E[out] = −1/4 + 5/16 + 3/8; E[out²] = 1/4 + 5/32 + 9/8 = 49/32
+    assert d.moments() == (Fraction(7, 16), Fraction(49, 32) - Fraction(7, 16) ** 2)
+    assert d != ExactOutputDistribution(value=0.0, pmf=pmf, evaluations=3)
+    odd = ((0.0, Fraction(1, 3)), (1.0, Fraction(2, 3)))
+    n = ExactOutputDistribution(value=0.0, pmf=odd)
+    assert n.pmf == odd and n.total == 1 and n.probability(1.0) == Fraction(2, 3)
+    assert n.as_dict() == dict(odd) and len(n) == 2
+    assert n != ExactOutputDistribution(
+        value=0.0, pmf=((0.0, Fraction(1, 4)), (1.0, Fraction(3, 4)))
+    )
+    with pytest.raises(AuditError, match="dyadic"):
+        n.moments()
+    third = ExactOutputDistribution(
+        value=0.0, pmf=((Fraction(1, 3), Fraction(1, 2)), (1, Fraction(1, 2)))
+    )
+    with pytest.raises(AuditError, match=r"output Fraction\(1, 3\) is not a dyadic"):
+        third.moments()
+    for bad, rule in [
+        (((1.0, Fraction(1, 2)), (0.0, Fraction(1, 2))), "distinct and sorted"),
+        (((0.0, Fraction(1, 2)), (0.0, Fraction(1, 2))), "distinct and sorted"),
+        (((0.0, Fraction(0)), (1.0, Fraction(1))), "positive Fractions"),
+        (((0.0, 0.5), (1.0, Fraction(1, 2))), "positive Fractions"),
+    ]:
+        with pytest.raises(ValueError, match=rule):
+            ExactOutputDistribution(value=0.0, pmf=bad)
+
+
+def test_audit_builds_no_fraction_per_output(monkeypatch):
+    """The audit's probabilities stay dyadic; a distribution's Fractions are built on
+    the first access of its pmf, once."""
+    from snapcore.analysis import _audit as auditing
+
+    calls = []
+
+    def counting(m, e):
+        calls.append(e)
+        return to_fraction(m, e)
+
+    monkeypatch.setattr(auditing, "to_fraction", counting)
+    m = SnappingMechanism(epsilon=1.0, clamp_bound=100.0)
+    r = audit(m, 0.0, 1.0)
+    assert r.private and calls == []
+    pmf = r.distribution.pmf
+    assert len(calls) == len(pmf) == len(r.distribution) and r.distribution.pmf is pmf
+    assert len(calls) == len(pmf)
+
+
+@pytest.mark.slow
+def test_audit_memory_grows_linearly(slow_size):
+    """The peak memory of an audit (result included) grows about ×4 for ×4 in b/Λ; with
+    a Fraction per output, whose denominator grows with its depth in the tail, it grew
+    ×5.3 from b/Λ = 250 to 1,000 and ×6.4 from 500 to 2,000."""
+    import gc
+    import tracemalloc
+
+    def peak(clamp_bound):
+        m = SnappingMechanism(epsilon=1.0, clamp_bound=clamp_bound)
+        audit(m, 0.0, 1.0)  # caches filled outside the measurement
+        gc.collect()
+        tracemalloc.start()
+        try:
+            r = audit(m, 0.0, 1.0)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            del r
+
+    small = slow_size(1000.0, 500.0)
+    assert peak(4 * small) < 4.5 * peak(small)
