@@ -33,8 +33,8 @@ from snapcore.randomness._sources import RandomSource, SeededSource
 
 __all__ = [
     "ARRAY_BUDGET_NS",
-    "DITHER_BITS",
     "DITHER_BLOCK",
+    "DITHER_NS",
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
     "FLOOR_ROUNDS",
@@ -98,11 +98,11 @@ FALLBACK_RISK = 2.0**-40
 FLOOR_ROUNDS = 3
 
 _now = time.perf_counter_ns
-#: A padded call's deadline is offset by a dither uniform over ``[0, 2**DITHER_BITS)``
-#: ns (:func:`next_dither`): several periods of the waiting loop's clock readings, a
+#: A padded call's deadline is offset by a dither uniform over ``range(DITHER_NS)`` ns
+#: (:func:`next_dither`): several periods of the waiting loop's clock readings, a
 #: fraction of a scalar quantum (docs/timing.md, "The dither").
-DITHER_BITS = 9
-#: Dithers read from the OS at a time.
+DITHER_NS = 768
+#: 10-bit words read from the OS at a time for dithers (about 3 in 4 become one).
 DITHER_BLOCK = 4096
 C = TypeVar("C")
 _FLOOR = threading.local()
@@ -253,36 +253,22 @@ def pad(
     return j
 
 
-class _Dither:
-    """Uniform integers in ``[0, 2**DITHER_BITS)`` from the OS CSPRNG, read
-    ``DITHER_BLOCK`` at a time; a forked child discards its parent's."""
-
-    __slots__ = ("_left",)
-
-    def __init__(self) -> None:
-        self._left: list[int] = []
-
-    def next(self) -> int:
-        try:
-            return self._left.pop()
-        except IndexError:
-            words = np.frombuffer(os.urandom(2 * DITHER_BLOCK), dtype=np.uint16)
-            self._left = (words & np.uint16((1 << DITHER_BITS) - 1)).tolist()
-            return self._left.pop()
-
-    def forget(self) -> None:
-        self._left = []
-
-
-_DITHER = _Dither()
-os.register_at_fork(after_in_child=_DITHER.forget)
+_DITHERS: list[int] = []
+_dither_pop = _DITHERS.pop  # refilled in place, so this stays the list's pop
+os.register_at_fork(after_in_child=_DITHERS.clear)  # a child draws its own
 
 
 def next_dither() -> int:
-    """The next dither in ns for :func:`pad`: uniform over ``[0, 2**DITHER_BITS)``,
-    from the OS CSPRNG (a block of them is read every ``DITHER_BLOCK`` calls, so call
-    it before the padded call's clock starts)."""
-    return _DITHER.next()
+    """The next dither in ns for :func:`pad`: uniform over ``range(DITHER_NS)``, from
+    the OS CSPRNG (a block of them is read every few thousand calls, so call it before
+    the padded call's clock starts; a forked child reads its own)."""
+    try:
+        return _dither_pop()
+    except IndexError:
+        # 10-bit words below DITHER_NS: uniform by rejection (about 3 in 4 kept).
+        words = np.frombuffer(os.urandom(2 * DITHER_BLOCK), dtype=np.uint16) & np.uint16(1023)
+        _DITHERS[:] = words[words < DITHER_NS].tolist()
+        return _dither_pop()
 
 
 #: The OS CSPRNG (``os.urandom``, as ``secrets``) for the calibration's orders and

@@ -99,7 +99,7 @@ def test_counters_held_at_a_fork_are_free_in_the_child() -> None:
 
 
 def test_a_dithered_call_ends_at_its_dither_plus_whole_quanta() -> None:
-    for q, dither in ((50_000, 0), (50_000, 511), (3 * MS, 300)):
+    for q, dither in ((50_000, 0), (50_000, 767), (3 * MS, 300)):
         start = time.perf_counter_ns()
         j = _pad.pad(start, q, None, dither)
         end = time.perf_counter_ns()
@@ -113,10 +113,11 @@ def test_a_dithered_call_ends_at_its_dither_plus_whole_quanta() -> None:
 
 
 def test_dithers_cover_their_range_and_nothing_else() -> None:
-    """2**17 dithers: every value of ``[0, 2**DITHER_BITS)`` occurs (a uniform draw
-    misses one of the 512 with probability below 512·exp(−256)), none outside."""
+    """2**17 dithers: every value of ``range(DITHER_NS)`` occurs (uniform draws miss
+    one of the 768 with probability below 768·exp(−170)), none outside."""
     seen = [_pad.next_dither() for _ in range(1 << 17)]
-    assert set(seen) == set(range(1 << _pad.DITHER_BITS))
+    assert _pad.DITHER_NS == 768
+    assert set(seen) == set(range(_pad.DITHER_NS))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -413,7 +413,7 @@ def test_a_release_waits_for_its_delay_after_its_quanta(
     stub_quantum: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A scripted clock-free check: the release's final deadline is its padded end
-    (``begin + dither + j·q``, the dither below ``2**DITHER_BITS``) plus a delay in
+    (``begin + dither + j·q``, the dither below ``DITHER_NS``) plus a delay in
     ``[0, 2·shift]``."""
     ends: list[int] = []
     deadlines: list[int] = []
@@ -436,7 +436,7 @@ def test_a_release_waits_for_its_delay_after_its_quanta(
     with _pad.random_delay(delay):
         r = snapcore.release("mean", DATA, **KW)
     assert len(ends) == len(deadlines) == 1
-    assert 0 <= dithers[0] < 1 << _pad.DITHER_BITS
+    assert 0 <= dithers[0] < _pad.DITHER_NS
     assert 0 <= deadlines[0] - ends[0] <= 2 * delay.shift_for(2 * MS)
     assert r.timing_guarantee == delay.guarantee(2 * MS)  # the stub's quantum
     assert r.to_dict()["timing_guarantee"]["bound_ns"] == 2 * MS + 500
