@@ -206,9 +206,13 @@ class Padding:
     def padded_call(self, release: Callable[[Any], object], value: Any) -> Any:
         """``release(value)``, returning at a whole number of quanta after it started.
 
-        The quantum is looked up (calibrated on first use) before the clock starts;
-        invalid input raises at once (nothing is drawn, nothing is waited for).
+        A float's remembered quantum is read inside the padded window (its few checks
+        cost the window's slack, not the call's time); any other lookup, which may
+        calibrate, runs before the window starts again.  Invalid input raises at once
+        (nothing is drawn, nothing is waited for).
         """
+        dither = next_dither()
+        start = _now()
         hit = self._float  # a float on its final path: the common case, inline
         if (
             type(value) is float
@@ -219,8 +223,7 @@ class Padding:
             q = hit[1]
         else:
             q = self.quantum_for(value)
-        dither = next_dither()
-        start = _now()
+            start = _now()
         out = release(value)
         if type(out) is float:
             # A new object every time: a release may return a shared float (a clamped
