@@ -468,9 +468,9 @@ def test_randomise_goes_through_the_padding(monkeypatch: pytest.MonkeyPatch) -> 
     quanta: list[int] = []
     real = mechanism_padding.pad
 
-    def counting(start: int, q: int, stats: object = None) -> int:
+    def counting(start: int, q: int, stats: object = None, dither: int = 0) -> int:
         quanta.append(q)
-        return real(start, q, stats)  # type: ignore[arg-type]
+        return real(start, q, stats, dither)  # type: ignore[arg-type]
 
     monkeypatch.setattr(mechanism_padding, "pad", counting)
     m = Snapping(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=10.0)
