@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import random
@@ -367,6 +368,7 @@ def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> i
     return int(max(MIN_REPS, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
 
 
+@functools.lru_cache(maxsize=256)
 def fallbacks_covered(length: int) -> int:
     """How many exact fallback elements an array's quantum covers: the least ``F >= 1``
     with ``P(more than F) <= FALLBACK_RISK`` when each of ``length`` elements falls back
