@@ -36,7 +36,9 @@ from snapcore.padding._pad import (
     calibrate_quantum,
     calibration_source,
     fallbacks_covered,
+    noise_draw,
     pad,
+    tie_row,
     uniform_doubles,
 )
 from snapcore.padding._quanta import ARRAY_QUANTA, SCALAR_QUANTA, generation, intern_key
@@ -342,7 +344,7 @@ class Padding:
             or not isinstance(source, ByteSource)
         ):
             return None
-        return _ForcedRows(source, _tie_row(self._cal), 0, n)
+        return _ForcedRows(source, tie_row(self._cal), 0, n)
 
     def __repr__(self) -> str:
         return f"<Padding {self.stats!r}>"
@@ -445,32 +447,6 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     ]
 
 
-def noise_draw(calibration: Calibration, noise: Fraction) -> Draw:
-    """The draw (sign +) whose ``U*`` is the p-bit number nearest ``exp(−noise/λ)``, so
-    that its noise ``λ·|ln U*|`` is ``noise`` to within a rounding: a chosen draw, from
-    public parameters only (calibration classes, the timing benchmark).
-
-    ``exp`` is evaluated at ``4p`` bits and that value rounded once to ``p`` bits.
-    """
-    import gmpy2
-
-    from snapcore.exact._dyadic import round_fraction
-
-    p = calibration.precision
-    ratio = Fraction(noise) / calibration.scale
-    with gmpy2.context(gmpy2.get_context(), precision=4 * p):
-        u = gmpy2.exp(-gmpy2.mpq(ratio.numerator, ratio.denominator))
-    m, e = round_fraction(Fraction(*u.as_integer_ratio()), p)
-    return Draw(1, m, e)
-
-
-def _tie_row(calibration: Calibration) -> bytes:
-    """The ``snapcore-draw-v1`` row of :func:`noise_draw` ``(calibration, (3/2)·Λ)``: a
-    near-tie of the snapping for ``x = 0``."""
-    noise = Fraction(3, 2) * calibration.granularity
-    return encode_draw(noise_draw(calibration, noise), calibration.precision)
-
-
 # -- calibration sources ---------------------------------------------------------------
 class _ChosenDraws(RandomSource):
     """A calibration source: reads a draw from a source of the real kind (paying its
@@ -565,7 +541,7 @@ class _ForcedRows(ByteSource):
         self._inner, self._row, self._rows = inner, row, rows
         self.count = count
         self._at = 0  # rows of the current release read so far
-        self._chosen: list[int] = []
+        self._chosen: list[int] = []  # byte offsets of the rows replaced in it
         self._sets: dict[int, list[list[int]]] = {}
         self._turn = 0
 
@@ -582,13 +558,16 @@ class _ForcedRows(ByteSource):
             if sets is None:
                 pick = random.sample
                 sets = self._sets[k] = [
-                    sorted(pick(range(self._rows), k)) for _ in range(self.POSITIONS)
+                    [j * r for j in sorted(pick(range(self._rows), k))]
+                    for _ in range(self.POSITIONS)
                 ]
             self._turn = (self._turn + 1) % self.POSITIONS
             self._chosen = sets[self._turn]
-        start, stop = self._at, self._at + n // r
-        self._at = 0 if stop >= self._rows else stop
-        return [(j - start) * r for j in self._chosen if start <= j < stop]
+            if n == self._rows * r:  # the whole release at once: the offsets as drawn
+                return self._chosen
+        start, stop = self._at * r, self._at * r + n
+        self._at = 0 if stop >= self._rows * r else stop // r
+        return [h - start for h in self._chosen if start <= h < stop]
 
     def _force(self, data: Any, hits: list[int], offset: int = 0) -> None:
         # Bytes ``offset .. offset + len(data)`` of a read whose rows start at

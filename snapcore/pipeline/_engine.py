@@ -37,6 +37,7 @@ from snapcore.calibration._params import Calibration
 from snapcore.exact._dyadic import to_fraction
 from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
+from snapcore.padding._pad import tie_row
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
 from snapcore.pipeline._stages import Pipeline, add, snap
@@ -752,13 +753,19 @@ def row_release(pipe: Pipeline) -> Callable[[bytes, Any], float]:
 
 
 def _dummy_inputs(pipe: Pipeline) -> tuple[npt.NDArray[np.uint8], F64, F64]:
-    """The dummies' public inputs and their output: one row of bytes (``0x5A``: a
-    draw in [1/2, 1) whose exponent ends in its first word), the calibration's centre,
-    and a one-element array their results are written to (and discarded)."""
+    """The dummies' public inputs and their output: the calibration's centre, the
+    bytes of one row that makes it a near-tie of the snapping
+    (:func:`~snapcore.padding._pad.tie_row`: what a real fallback computes), and a
+    one-element array their results are written to (and discarded).  A row whose
+    exponent would continue past its first word (a granularity far above the
+    scale) is replaced by one in [1/2, 1) (bytes ``0x5A``)."""
     got = _DUMMY_INPUTS.get(pipe)
     if got is None:
-        rows = np.full(row_size(pipe.calibration.precision), 0x5A, np.uint8)
-        centre = np.array([float(pipe.calibration.centre)])
+        cal = pipe.calibration
+        size = row_size(cal.precision)
+        tie = tie_row(cal)
+        rows = np.frombuffer(tie if len(tie) == size else bytes([0x5A]) * size, np.uint8)
+        centre = np.array([float(cal.centre)])
         got = _DUMMY_INPUTS[pipe] = (rows, centre, np.zeros(1))
     return got
 

@@ -547,7 +547,7 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     monkeypatch.setattr(_padding, "calibrate_quantum", lambda run, classes, **kw: 1000)
     _quanta.clear_caches()
     kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0), "backend": backend}
-    tie = _padding._tie_row(calibrate(epsilon=1.0, clamp_bounds=(0.0, 100.0)))
+    tie = _padding.tie_row(calibrate(epsilon=1.0, clamp_bounds=(0.0, 100.0)))
     outs = {}
     try:
         for mode in ("off", "constant"):

@@ -693,7 +693,7 @@ def test_fused_loop_runs_fallbacks_and_dummies_through_one_loop(floor, monkeypat
     release's dummies (``exact_floor``) in the same loop of :func:`row_release`
     calls: as many calls as ``max(floor, fallbacks)``, the dummies on the public row
     and the calibration's centre, and outputs equal to the exact pipeline's."""
-    from snapcore.mechanism._padding import _tie_row
+    from snapcore.padding._pad import tie_row
 
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), timing="off")
     pipe, p = mech.pipeline, mech.precision
@@ -705,7 +705,7 @@ def test_fused_loop_runs_fallbacks_and_dummies_through_one_loop(floor, monkeypat
         for _ in range(n)
     ]
     for j in ties:  # near-ties at the centre: the kernel leaves them undecided
-        rows[j] = _tie_row(mech.calibration)
+        rows[j] = tie_row(mech.calibration)
     values = np.full(n, 50.0)
     exact = _engine.row_release(pipe)
     calls = []
@@ -720,7 +720,7 @@ def test_fused_loop_runs_fallbacks_and_dummies_through_one_loop(floor, monkeypat
     )
     assert sorted(st.fallback_k.tolist()) == list(ties)
     assert len(calls) == max(floor, len(ties))
-    dummy = (bytes([0x5A]) * (8 + nb), float(mech.calibration.centre))
+    dummy = (tie_row(mech.calibration), float(mech.calibration.centre))
     assert calls[: len(ties)] == [(rows[j], 50.0) for j in ties]
     assert calls[len(ties) :] == [dummy] * (len(calls) - len(ties))
     want = exact_outputs(mech, values, [Draw(*_draw_of(r, p)) for r in rows])
