@@ -525,12 +525,12 @@ class _ForcedRows(ByteSource):
     """A byte source for calibration: the inner source's bytes, with ``count`` rows of
     each release of ``rows`` draws replaced by ``row``, however the release splits its
     reads into chunks, and through the same path as the inner source (read, read in
-    place, or :meth:`~snapcore.ByteSource.reserve` its stream).  ``count`` may be
-    changed between releases.  The rows' positions are random: one of ``POSITIONS``
-    random sets per count, drawn on first use, in turn, so that choosing them costs
-    the timed release almost nothing.  Reads that are not whole rows (a continuation
-    word, probability ``2**-63``) are passed through and put the row count back in
-    step at the next release."""
+    place, or :meth:`~snapcore.ByteSource.reserve` its stream).  ``count`` and ``row``
+    (of the same length) may be changed between releases.  The rows' positions are
+    random: one of ``POSITIONS`` random sets per count, drawn on first use, in turn,
+    so that choosing them costs the timed release almost nothing.  Reads that are not
+    whole rows (a continuation word, probability ``2**-63``) are passed through and
+    put the row count back in step at the next release."""
 
     name = "calibration"
     #: Random sets of positions drawn on first use of a count (one per release).
@@ -538,7 +538,7 @@ class _ForcedRows(ByteSource):
 
     def __init__(self, inner: ByteSource, row: bytes, count: int, rows: int) -> None:
         super().__init__()
-        self._inner, self._row, self._rows = inner, row, rows
+        self._inner, self.row, self.rows = inner, row, rows
         self.count = count
         self._at = 0  # rows of the current release read so far
         self._chosen: list[int] = []  # byte offsets of the rows replaced in it
@@ -548,31 +548,31 @@ class _ForcedRows(ByteSource):
     def _take(self, n: int) -> list[int]:
         """Account for the next ``n`` bytes of a release: the byte offsets, within
         them, of the rows to replace."""
-        r = len(self._row)
+        r = len(self.row)
         if n % r:
             self._at = 0
             return []
         if self._at == 0:
-            k = min(self.count, self._rows)
+            k = min(self.count, self.rows)
             sets = self._sets.get(k)
             if sets is None:
                 pick = random.sample
                 sets = self._sets[k] = [
-                    [j * r for j in sorted(pick(range(self._rows), k))]
+                    [j * r for j in sorted(pick(range(self.rows), k))]
                     for _ in range(self.POSITIONS)
                 ]
             self._turn = (self._turn + 1) % self.POSITIONS
             self._chosen = sets[self._turn]
-            if n == self._rows * r:  # the whole release at once: the offsets as drawn
+            if n == self.rows * r:  # the whole release at once: the offsets as drawn
                 return self._chosen
         start, stop = self._at * r, self._at * r + n
-        self._at = 0 if stop >= self._rows * r else stop // r
+        self._at = 0 if stop >= self.rows * r else stop // r
         return [h - start for h in self._chosen if start <= h < stop]
 
     def _force(self, data: Any, hits: list[int], offset: int = 0) -> None:
         # Bytes ``offset .. offset + len(data)`` of a read whose rows start at
         # ``hits``: write the part of each such row that falls in ``data``.
-        row = self._row
+        row = self.row
         r, size = len(row), len(data)
         for h in hits:
             a = h - offset
