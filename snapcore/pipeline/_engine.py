@@ -193,6 +193,24 @@ class FastEngine:
         self.upper = float(cal.upper)
         #: The fused compiled loop covers the table and the computed output stages.
         self.fusable = self.supported and (self.use_table or self.out_dd)
+        self._dummy: tuple[npt.NDArray[np.uint8], F64, F64] | None = None
+
+    def dummy_inputs(self) -> tuple[npt.NDArray[np.uint8], F64, F64]:
+        """The padded release's dummies' public inputs and their output (built once
+        per calibration, on first use): the bytes of one row that makes the centre a
+        near-tie of the snapping (:func:`~snapcore.padding._pad.tie_row`: what a real
+        fallback computes), the calibration's centre, and a one-element array their
+        results are written to (and discarded).  A row whose exponent would continue
+        past its first word (a granularity far above the scale) is replaced by one in
+        [1/2, 1) (bytes ``0x5A``)."""
+        got = self._dummy
+        if got is None:
+            cal = self.calibration
+            size = row_size(cal.precision)
+            tie = tie_row(cal)
+            rows = np.frombuffer(tie if len(tie) == size else bytes([0x5A]) * size, np.uint8)
+            got = self._dummy = (rows, np.array([float(cal.centre)]), np.zeros(1))
+        return got
 
     # -- output stage ---------------------------------------------------------------
     @property
@@ -368,7 +386,7 @@ class FastEngine:
         one loop over their rows' bytes (:func:`row_release`); with ``exact_floor``
         (a padded release, :func:`release_batch`), when fewer than that many elements
         needed the exact pipeline, the same loop runs as many more on the dummies'
-        public inputs (:func:`_exact_dummies`), with the same steps and objects, so
+        public inputs (:meth:`dummy_inputs`), with the same steps and objects, so
         that a real fallback and a dummy cost the same.
         """
         fns = compiled()
@@ -438,7 +456,7 @@ class FastEngine:
                 raise AssertionError("fused loop read past its draws")
         missing = exact_floor - len(fall_k) - len(fall_out)
         if missing > 0:
-            rows, values, sink = _dummy_inputs(pipe)
+            rows, values, sink = self.dummy_inputs()
             dummy = (rows[0:row].tobytes(), values, 0, sink, 0)
             jobs += [dummy] * missing
         exact_row = row_release(pipe)
@@ -694,7 +712,7 @@ def _exact_dummies(pipe: Pipeline, count: int) -> None:
     array of bytes, and a value read from an array of doubles (the calibration's
     centre); results discarded."""
     exact_row = row_release(pipe)
-    rows, values, sink = _dummy_inputs(pipe)
+    rows, values, sink = engine_for(pipe.calibration).dummy_inputs()
     row = rows.size
     for _ in range(count):
         sink[0] = exact_row(rows[0:row].tobytes(), values[0])
@@ -702,9 +720,6 @@ def _exact_dummies(pipe: Pipeline, count: int) -> None:
 
 #: Each pipeline's :func:`row_release`, built on first use.
 _ROW_RELEASES: weakref.WeakKeyDictionary[Pipeline, Callable[[bytes, Any], float]] = (
-    weakref.WeakKeyDictionary()
-)
-_DUMMY_INPUTS: weakref.WeakKeyDictionary[Pipeline, tuple[npt.NDArray[np.uint8], F64, F64]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -750,24 +765,6 @@ def row_release(pipe: Pipeline) -> Callable[[bytes, Any], float]:
 
     _ROW_RELEASES[pipe] = exact
     return exact
-
-
-def _dummy_inputs(pipe: Pipeline) -> tuple[npt.NDArray[np.uint8], F64, F64]:
-    """The dummies' public inputs and their output: the calibration's centre, the
-    bytes of one row that makes it a near-tie of the snapping
-    (:func:`~snapcore.padding._pad.tie_row`: what a real fallback computes), and a
-    one-element array their results are written to (and discarded).  A row whose
-    exponent would continue past its first word (a granularity far above the
-    scale) is replaced by one in [1/2, 1) (bytes ``0x5A``)."""
-    got = _DUMMY_INPUTS.get(pipe)
-    if got is None:
-        cal = pipe.calibration
-        size = row_size(cal.precision)
-        tie = tie_row(cal)
-        rows = np.frombuffer(tie if len(tie) == size else bytes([0x5A]) * size, np.uint8)
-        centre = np.array([float(cal.centre)])
-        got = _DUMMY_INPUTS[pipe] = (rows, centre, np.zeros(1))
-    return got
 
 
 def scalar_params(pipe: Pipeline) -> F64 | None:
