@@ -37,7 +37,9 @@ from snapcore.padding._pad import (
     calibration_source,
     fallbacks_covered,
     next_dither,
+    noise_draw,
     pad,
+    tie_row,
     uniform_doubles,
 )
 from snapcore.padding._quanta import ARRAY_QUANTA, SCALAR_QUANTA, generation, intern_key
@@ -113,6 +115,7 @@ class Padding:
         "_source",
         "_threads",
         "_unpadded",
+        "_vector",
         "stats",
     )
 
@@ -140,6 +143,9 @@ class Padding:
         # (generation, quantum) of a float on its final path (compiled, or the only
         # one): the padded call's first check, without the path's lookup.
         self._float: tuple[int, int] | None = None
+        # (generation, size, dtype, threads, quantum) of the last ndarray's quantum:
+        # the padded call's lookup for an array of the same length and dtype.
+        self._vector: tuple[int, int, np.dtype[Any], int, int] | None = None
 
     @property
     def mode(self) -> TimingMode:
@@ -196,9 +202,24 @@ class Padding:
         if type(value) is float:  # without the ABC checks below
             return self.scalar_quantum_for(float)
         if isinstance(value, np.ndarray):
-            if value.dtype.kind not in "iuf":  # refused by release: no array quantum
+            dtype = value.dtype
+            if dtype.kind not in "iuf":  # refused by release: no array quantum
                 return self.scalar_quantum_for(float)
-            return self.array_quantum_ns(value.size, "ndarray", value.dtype.str)
+            n = value.size
+            threads = resolve_threads(self._threads, n)
+            last = self._vector
+            if (
+                last is not None
+                and last[1] == n
+                and last[2] == dtype
+                and last[3] == threads
+                and last[0] == generation()
+                and not ARRAY_QUANTA.every
+            ):
+                return last[4]
+            q = self.array_quantum_ns(n, "ndarray", dtype.str)
+            self._vector = (generation(), n, dtype, threads, q)
+            return q
         if isinstance(value, Sequence) and not isinstance(value, str | bytes):
             return self.array_quantum_ns(len(value), "list", "<f8")
         return self.scalar_quantum_for(type(value))
@@ -277,37 +298,49 @@ class Padding:
 
     def _calibrate_array(self, n: int, container: str, dtype: str) -> int:
         # The array path reads its draws in bulk: the plain source of the same kind (a
-        # byte source stays a byte source, so the bulk decoder is used).
+        # byte source stays a byte source, so the bulk decoder is used).  Every class
+        # is released by one unpadded copy drawing from one source, so that no class
+        # reads objects the others do not (a colder cache would make it slower).
         source = calibration_source(self._source)
-        release = self._unpadded(source)
-        runs: list[tuple[object, Callable[[Any], object]]] = [
-            (a, release) for a in _array_classes(self._cal, n, container, dtype)
+        forced = self._forced_rows(source, n)
+        release = self._unpadded(source if forced is None else forced)
+        # (array, elements forced to fall back, release)
+        runs: list[tuple[object, int, Callable[[Any], object]]] = [
+            (a, 0, release) for a in _array_classes(self._cal, n, container, dtype)
         ]
-        forced = self._forced_fallbacks(source, n)
-        if forced is not None:
-            runs.append((runs[4][0], forced))  # the centre, F elements falling back
+        if forced is None:
 
-        def run(cls: tuple[object, Callable[[Any], object]]) -> None:
-            cls[1](cls[0])
+            def run(cls: tuple[object, int, Callable[[Any], object]]) -> None:
+                cls[2](cls[0])
+
+        else:
+            # The centre, F elements falling back; the other classes' rows are the
+            # source's own.
+            runs.append((runs[4][0], fallbacks_covered(n), release))
+
+            def run(cls: tuple[object, int, Callable[[Any], object]]) -> None:
+                forced.count = cls[1]
+                cls[2](cls[0])
 
         reps = budget_reps(run, runs, SCALAR_REPS)
         return calibrate_quantum(
             run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1, min_margin=ARRAY_MIN_MARGIN
         )
 
-    def _forced_fallbacks(self, source: RandomSource, n: int) -> Callable[[Any], object] | None:
-        """The release of a calibration copy whose draws make :func:`fallbacks_covered`
-        ``(n)`` elements of an array at the centre take the fast path's exact fallback,
-        or None when an array of ``n`` elements does not go to a batch path with such a
+    def _forced_rows(self, source: RandomSource, n: int) -> _ForcedRows | None:
+        """A calibration source of ``source``'s bytes that can make
+        :func:`fallbacks_covered` ``(n)`` elements of an array at the centre take the
+        fast path's exact fallback (its ``count``, 0 for the other classes), or None
+        when an array of ``n`` elements does not go to a batch path with such a
         fallback.
 
         Such elements are rare events (at most
         :data:`~snapcore.padding._pad.FALLBACK_RATE_BOUND` each), so no ordinary
         calibration class contains one; their cost inside a batch (the exact pipeline
-        run cold, between compiled chunks) is measured here, from public parameters
-        only: the draw is the p-bit ``U*`` nearest ``exp(−(3/2)·Λ/λ)``, whose noise lies
-        within far less than the kernel's error bound of the snapping tie at
-        ``(3/2)·Λ`` (the centre's ``x`` is 0).
+        run cold, after the compiled loop) is measured with these rows, from public
+        parameters only: the draw is the p-bit ``U*`` nearest ``exp(−(3/2)·Λ/λ)``,
+        whose noise lies within far less than the kernel's error bound of the
+        snapping tie at ``(3/2)·Λ`` (the centre's ``x`` is 0).
         """
         backend = self._backend
         if (
@@ -316,7 +349,7 @@ class Padding:
             or not isinstance(source, ByteSource)
         ):
             return None
-        return self._unpadded(_ForcedRows(source, _tie_row(self._cal), fallbacks_covered(n), n))
+        return _ForcedRows(source, tie_row(self._cal), 0, n)
 
     def __repr__(self) -> str:
         return f"<Padding {self.stats!r}>"
@@ -419,32 +452,6 @@ def chosen_draws(precision: int) -> list[tuple[int, int, int]]:
     ]
 
 
-def noise_draw(calibration: Calibration, noise: Fraction) -> Draw:
-    """The draw (sign +) whose ``U*`` is the p-bit number nearest ``exp(−noise/λ)``, so
-    that its noise ``λ·|ln U*|`` is ``noise`` to within a rounding: a chosen draw, from
-    public parameters only (calibration classes, the timing benchmark).
-
-    ``exp`` is evaluated at ``4p`` bits and that value rounded once to ``p`` bits.
-    """
-    import gmpy2
-
-    from snapcore.exact._dyadic import round_fraction
-
-    p = calibration.precision
-    ratio = Fraction(noise) / calibration.scale
-    with gmpy2.context(gmpy2.get_context(), precision=4 * p):
-        u = gmpy2.exp(-gmpy2.mpq(ratio.numerator, ratio.denominator))
-    m, e = round_fraction(Fraction(*u.as_integer_ratio()), p)
-    return Draw(1, m, e)
-
-
-def _tie_row(calibration: Calibration) -> bytes:
-    """The ``snapcore-draw-v1`` row of :func:`noise_draw` ``(calibration, (3/2)·Λ)``: a
-    near-tie of the snapping for ``x = 0``."""
-    noise = Fraction(3, 2) * calibration.granularity
-    return encode_draw(noise_draw(calibration, noise), calibration.precision)
-
-
 # -- calibration sources ---------------------------------------------------------------
 class _ChosenDraws(RandomSource):
     """A calibration source: reads a draw from a source of the real kind (paying its
@@ -521,39 +528,91 @@ class _ChosenBytes(ByteSource):
 
 class _ForcedRows(ByteSource):
     """A byte source for calibration: the inner source's bytes, with ``count`` rows of
-    each release of ``rows`` draws (at random row positions, chosen afresh for each
-    release) replaced by ``row``, however the release splits its reads into chunks.
-    Reads that are not whole rows (a continuation word, probability ``2**-63``) are
-    passed through and put the row count back in step at the next release."""
+    each release of ``rows`` draws replaced by ``row``, however the release splits its
+    reads into chunks, and through the same path as the inner source (read, read in
+    place, or :meth:`~snapcore.ByteSource.reserve` its stream).  ``count`` and ``row``
+    (of the same length) may be changed between releases.  The rows' positions are
+    random: one of ``POSITIONS`` random sets per count, drawn on first use, in turn,
+    so that choosing them costs the timed release almost nothing.  Reads that are not
+    whole rows (a continuation word, probability ``2**-63``) are passed through and
+    put the row count back in step at the next release."""
 
     name = "calibration"
+    #: Random sets of positions drawn on first use of a count (one per release).
+    POSITIONS = 64
 
     def __init__(self, inner: ByteSource, row: bytes, count: int, rows: int) -> None:
         super().__init__()
-        self._inner, self._row, self._count, self._rows = inner, row, count, rows
+        self._inner, self.row, self.rows = inner, row, rows
+        self.count = count
         self._at = 0  # rows of the current release read so far
-        self._chosen: list[int] = []
+        self._chosen: list[int] = []  # byte offsets of the rows replaced in it
+        self._sets: dict[int, list[list[int]]] = {}
+        self._turn = 0
 
-    def _force(self, data: Any, n: int) -> None:
-        r = len(self._row)
+    def _take(self, n: int) -> list[int]:
+        """Account for the next ``n`` bytes of a release: the byte offsets, within
+        them, of the rows to replace."""
+        r = len(self.row)
         if n % r:
             self._at = 0
-            return
+            return []
         if self._at == 0:
-            k = min(self._count, self._rows)
-            self._chosen = sorted(random.sample(range(self._rows), k)) if k else []
-        start, stop = self._at, self._at + n // r
-        for j in self._chosen:
-            if start <= j < stop:
-                data[(j - start) * r : (j - start + 1) * r] = self._row
-        self._at = 0 if stop >= self._rows else stop
+            k = min(self.count, self.rows)
+            sets = self._sets.get(k)
+            if sets is None:
+                pick = random.sample
+                sets = self._sets[k] = [
+                    [j * r for j in sorted(pick(range(self.rows), k))]
+                    for _ in range(self.POSITIONS)
+                ]
+            self._turn = (self._turn + 1) % self.POSITIONS
+            self._chosen = sets[self._turn]
+            if n == self.rows * r:  # the whole release at once: the offsets as drawn
+                return self._chosen
+        start, stop = self._at * r, self._at * r + n
+        self._at = 0 if stop >= self.rows * r else stop // r
+        return [h - start for h in self._chosen if start <= h < stop]
+
+    def _force(self, data: Any, hits: list[int], offset: int = 0) -> None:
+        # Bytes ``offset .. offset + len(data)`` of a read whose rows start at
+        # ``hits``: write the part of each such row that falls in ``data``.
+        row = self.row
+        r, size = len(row), len(data)
+        for h in hits:
+            a = h - offset
+            if 0 <= a <= size - r:
+                data[a : a + r] = row
+            elif -r < a < size:
+                lo, hi = max(a, 0), min(a + r, size)
+                data[lo:hi] = row[lo - a : hi - a]
 
     def read(self, n: int) -> bytes:
-        data = bytearray(self._inner.read(n))
-        self._force(data, n)
-        return bytes(data)
+        hits = self._take(n)
+        data = self._inner.read(n)
+        if not hits:
+            return data
+        out = bytearray(data)
+        self._force(out, hits)
+        return bytes(out)
 
     def readinto(self, buffer: Any) -> None:
         mv = memoryview(buffer).cast("B")
+        hits = self._take(len(mv))
         self._inner.readinto(mv)  # in place, as the real source's read
-        self._force(mv, len(mv))
+        self._force(mv, hits)
+
+    def reserve(self, n: int) -> Callable[[int, Any], None] | None:
+        fill = self._inner.reserve(n)
+        if fill is None:
+            return None
+        hits = self._take(n)
+        if not hits:
+            return fill
+        force = self._force
+
+        def forced(offset: int, buffer: Any) -> None:
+            fill(offset, buffer)
+            force(memoryview(buffer).cast("B"), hits, offset)
+
+        return forced

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 import random
@@ -28,7 +29,9 @@ from typing import Any, Literal, TypeVar
 import attrs
 import numpy as np
 
+from snapcore.calibration._params import Calibration
 from snapcore.errors import ParameterError
+from snapcore.randomness._draw import Draw, encode_draw
 from snapcore.randomness._sources import RandomSource, SeededSource
 
 __all__ = [
@@ -58,9 +61,11 @@ __all__ = [
     "measuring_floor",
     "measuring_quantum",
     "next_dither",
+    "noise_draw",
     "pad",
     "random_delay",
     "resolve_mode",
+    "tie_row",
     "uniform_doubles",
     "wait_until",
 ]
@@ -401,6 +406,7 @@ def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> i
     return int(max(MIN_REPS, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
 
 
+@functools.lru_cache(maxsize=256)
 def fallbacks_covered(length: int) -> int:
     """How many exact fallback elements an array's quantum covers: the least ``F >= 1``
     with ``P(more than F) <= FALLBACK_RISK`` when each of ``length`` elements falls back
@@ -416,6 +422,34 @@ def fallbacks_covered(length: int) -> int:
     while (f + 1) * log_mu - math.lgamma(f + 2) / math.log(2) > log_risk:
         f += 1
     return f
+
+
+def noise_draw(calibration: Calibration, noise: Fraction) -> Draw:
+    """The draw (sign +) whose ``U*`` is the p-bit number nearest ``exp(−noise/λ)``, so
+    that its noise ``λ·|ln U*|`` is ``noise`` to within a rounding: a chosen draw, from
+    public parameters only (calibration classes, the padded arrays' dummies, the
+    timing benchmark).
+
+    ``exp`` is evaluated at ``4p`` bits and that value rounded once to ``p`` bits.
+    """
+    import gmpy2
+
+    from snapcore.exact._dyadic import round_fraction
+
+    p = calibration.precision
+    ratio = Fraction(noise) / calibration.scale
+    with gmpy2.context(gmpy2.get_context(), precision=4 * p):
+        u = gmpy2.exp(-gmpy2.mpq(ratio.numerator, ratio.denominator))
+    m, e = round_fraction(Fraction(*u.as_integer_ratio()), p)
+    return Draw(1, m, e)
+
+
+def tie_row(calibration: Calibration) -> bytes:
+    """The ``snapcore-draw-v1`` bytes of :func:`noise_draw` ``(calibration, (3/2)·Λ)``:
+    a near-tie of the snapping for ``x = 0`` (the centre), which the fast path's
+    kernel leaves to the exact pipeline."""
+    noise = Fraction(3, 2) * calibration.granularity
+    return encode_draw(noise_draw(calibration, noise), calibration.precision)
 
 
 def calibration_source(source: RandomSource) -> RandomSource:

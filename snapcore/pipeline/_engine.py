@@ -22,9 +22,9 @@ derivation of every constant is in ``docs/fastpath.md``; ``[E10]`` marks its ste
 from __future__ import annotations
 
 import functools
-import io
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from fractions import Fraction
@@ -37,9 +37,10 @@ from snapcore.calibration._params import Calibration
 from snapcore.exact._dyadic import to_fraction
 from snapcore.exact._ieee754 import round_up_double
 from snapcore.exact._sums import numba_available
+from snapcore.padding._pad import tie_row
 from snapcore.pipeline._compiled import UNDECIDED, compiled, scalar_params_vector
 from snapcore.pipeline._kernel import numpy_kernel, two_prod, two_sum
-from snapcore.pipeline._stages import Pipeline
+from snapcore.pipeline._stages import Pipeline, add, snap
 from snapcore.pipeline._threads import check_threads, resolve_threads
 from snapcore.randomness._draw import (
     BATCH_MIN_PRECISION,
@@ -192,6 +193,24 @@ class FastEngine:
         self.upper = float(cal.upper)
         #: The fused compiled loop covers the table and the computed output stages.
         self.fusable = self.supported and (self.use_table or self.out_dd)
+        self._dummy: tuple[npt.NDArray[np.uint8], F64, F64] | None = None
+
+    def dummy_inputs(self) -> tuple[npt.NDArray[np.uint8], F64, F64]:
+        """The padded release's dummies' public inputs and their output (built once
+        per calibration, on first use): the bytes of one row that makes the centre a
+        near-tie of the snapping (:func:`~snapcore.padding._pad.tie_row`: what a real
+        fallback computes), the calibration's centre, and a one-element array their
+        results are written to (and discarded).  A row whose exponent would continue
+        past its first word (a granularity far above the scale) is replaced by one in
+        [1/2, 1) (bytes ``0x5A``)."""
+        got = self._dummy
+        if got is None:
+            cal = self.calibration
+            size = row_size(cal.precision)
+            tie = tie_row(cal)
+            rows = np.frombuffer(tie if len(tie) == size else bytes([0x5A]) * size, np.uint8)
+            got = self._dummy = (rows, np.array([float(cal.centre)]), np.zeros(1))
+        return got
 
     # -- output stage ---------------------------------------------------------------
     @property
@@ -342,7 +361,7 @@ class FastEngine:
     ROUND_CHUNKS = 16
 
     def run_stream(
-        self, v: F64, source: ByteSource, pipe: Pipeline, threads: int = 1
+        self, v: F64, source: ByteSource, pipe: Pipeline, threads: int = 1, exact_floor: int = 0
     ) -> tuple[F64, BatchStats]:
         """Outputs for values ``v`` with draws read from ``source``'s byte stream.
 
@@ -362,6 +381,13 @@ class FastEngine:
         first.  A draw with a continuation word shifts every later row: the round's
         rows after it are decoded again, in order, from the bytes already taken.  So
         the output does not depend on ``threads``.
+
+        The elements the kernel leaves undecided are computed after the loop, by
+        one loop over their rows' bytes (:func:`row_release`); with ``exact_floor``
+        (a padded release, :func:`release_batch`), when fewer than that many elements
+        needed the exact pipeline, the same loop runs as many more on the dummies'
+        public inputs (:meth:`dummy_inputs`), with the same steps and objects, so
+        that a real fallback and a dummy cost the same.
         """
         fns = compiled()
         if fns is None or not self.fusable:
@@ -378,6 +404,9 @@ class FastEngine:
         buf = np.empty(round_rows * row, np.uint8)
         fall_k: list[int] = []
         fall_out: list[int] = []
+        # The undecided elements' (row bytes, values, value index, output, output
+        # index), computed after the loop.
+        jobs: list[tuple[bytes, F64, int, F64, int]] = []
         pending = b""  # stream bytes taken ahead of a continuation draw, not yet used
 
         def read(k: int) -> bytes:
@@ -390,11 +419,9 @@ class FastEngine:
             # round's first element; their bytes are still in `buf`).
             for j, kk in zip(res.fallback, res.fallback_k, strict=True):
                 if kk == UNDECIDED:
-                    rowbytes = buf[j * row : (j + 1) * row].tobytes()
-                    out[first + j] = _exact_element(
-                        pipe, float(v[first + j]), io.BytesIO(rowbytes).read
-                    )
-                    fall_k.append(first + j)
+                    i = first + j
+                    jobs.append((buf[j * row : (j + 1) * row].tobytes(), v, i, out, i))
+                    fall_k.append(i)
                 else:
                     out[first + j] = pipe.index_output(kk)
                     fall_out.append(first + j)
@@ -427,6 +454,14 @@ class FastEngine:
                         break
             if pending:  # pragma: no cover - the reads above never over-read
                 raise AssertionError("fused loop read past its draws")
+        missing = exact_floor - len(fall_k) - len(fall_out)
+        if missing > 0:
+            rows, values, sink = self.dummy_inputs()
+            dummy = (rows[0:row].tobytes(), values, 0, sink, 0)
+            jobs += [dummy] * missing
+        exact_row = row_release(pipe)
+        for rowbytes, vals, i, dest, o in jobs:
+            dest[o] = exact_row(rowbytes, vals[i])
         st = BatchStats(n, np.array(fall_k, np.intp), np.array(fall_out, np.intp), "numba")
         return out, st
 
@@ -649,13 +684,14 @@ def release_batch(
         and isinstance(source, ByteSource)
         and p >= BATCH_MIN_PRECISION
     ):
-        out, st = eng.run_stream(flat, source, pipe, resolve_threads(threads, flat.size))
+        t = resolve_threads(threads, flat.size)
+        out, st = eng.run_stream(flat, source, pipe, t, exact_floor=exact_floor)
     else:
         draws = batch_draws(source, flat.size, p, engine)
         out, st = eng.run(flat, draws, pipe, engine)
-    missing = exact_floor - len(st.fallback_k) - len(st.fallback_output)
-    if missing > 0:
-        _exact_dummies(pipe, missing)
+        missing = exact_floor - len(st.fallback_k) - len(st.fallback_output)
+        if missing > 0:
+            _exact_dummies(pipe, missing)
     res = out.reshape(arr.shape)
     return (res, st) if stats else res
 
@@ -671,12 +707,64 @@ def _exact_element(pipe: Pipeline, v: float, read: Callable[[int], bytes]) -> fl
 
 
 def _exact_dummies(pipe: Pipeline, count: int) -> None:
-    """``count`` exact computations as an undecided element's (:func:`_exact_element`
-    on one row's bytes) on public inputs; results discarded."""
-    row = bytes([0x5A]) * row_size(pipe.calibration.precision)
-    v = float(pipe.calibration.centre)
+    """``count`` exact computations as an undecided element's, on public inputs, with
+    the same steps and objects: :func:`row_release` on a row's bytes taken from an
+    array of bytes, and a value read from an array of doubles (the calibration's
+    centre); results discarded."""
+    exact_row = row_release(pipe)
+    rows, values, sink = engine_for(pipe.calibration).dummy_inputs()
+    row = rows.size
     for _ in range(count):
-        _exact_element(pipe, v, io.BytesIO(row).read)
+        sink[0] = exact_row(rows[0:row].tobytes(), values[0])
+
+
+#: Each pipeline's :func:`row_release`, built on first use.
+_ROW_RELEASES: weakref.WeakKeyDictionary[Pipeline, Callable[[bytes, Any], float]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def row_release(pipe: Pipeline) -> Callable[[bytes, Any], float]:
+    """``exact(row, v)``: the exact release of the double ``v`` with the draw whose
+    ``snapcore-draw-v1`` bytes are ``row``, a draw whose exponent ends in its first
+    word (:func:`~snapcore.randomness._draw.row_size` bytes); the same value as
+    ``pipe.run(pipe.centre_ratio(*v.as_integer_ratio()), decode_draw_raw(row))``.
+
+    The fused loop's exact fallback (an element its bound does not decide) and the
+    padded release's dummies (:func:`release_batch`'s ``exact_floor``) both run it:
+    one closure per pipeline with its constants bound, the draw decoded from the
+    row's integer without a reader, no :class:`~fractions.Fraction` or
+    :class:`~snapcore.randomness.Draw` object.
+    """
+    got = _ROW_RELEASES.get(pipe)
+    if got is not None:
+        return got
+    p = pipe.calibration.precision
+    nbytes = row_size(p) - 8  # the mantissa's bytes
+    low = 8 * nbytes
+    t_mask = (1 << low) - 1
+    t_shift = low - (p - 1)
+    top = 1 << (p - 1)
+    low63 = (1 << 63) - 1
+    centre, noise, lam = pipe.centre_ratio, pipe.arith.noise, pipe.noise_scale
+    L, kmax = pipe.granularity_log2, pipe.grid_index_bound
+    grid, end = pipe.grid_output, pipe.clamped_output
+    from_bytes = int.from_bytes
+
+    def exact(row: bytes, v: Any) -> float:
+        whole = from_bytes(row, "big")
+        w = whole >> low
+        r = w & low63
+        if not r:  # pragma: no cover - the fused loop hands continuation rows elsewhere
+            raise AssertionError("a row whose exponent continues past its first word")
+        um = top | ((whole & t_mask) >> t_shift)
+        ue = r.bit_length() - 64 - (p - 1)
+        n = noise(lam, -1 if w >> 63 else 1, (um, ue))
+        k = snap(*add(centre(*float(v).as_integer_ratio()), n, p), L)
+        return grid(k, L) if -kmax < k < kmax else end(k)
+
+    _ROW_RELEASES[pipe] = exact
+    return exact
 
 
 def scalar_params(pipe: Pipeline) -> F64 | None:

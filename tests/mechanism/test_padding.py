@@ -10,6 +10,7 @@ is measured by ``benchmarks/timing_leak.py``, never asserted here.
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -26,8 +27,9 @@ from snapcore.errors import ParameterError
 from snapcore.mechanism import _padding
 from snapcore.padding import _quanta
 from snapcore.padding._pad import fallbacks_covered
+from snapcore.pipeline import _engine
 from snapcore.randomness._draw import Draw, encode_draw
-from snapcore.randomness._sources import ReplaySource, SeededSource, SystemSource
+from snapcore.randomness._sources import ByteSource, ReplaySource, SeededSource, SystemSource
 
 MS = 1_000_000
 
@@ -188,7 +190,7 @@ def test_array_quantum_depends_only_on_length(stub_calibration: list[list[Any]])
     pad.quantum_for(np.zeros(41))
     assert len(stub_calibration) == 2  # a new length, a new quantum
     # Calibrated on synthetic arrays of that length, never on the caller's.
-    for arr, _mech in stub_calibration[0] + stub_calibration[1]:
+    for arr, *_ in stub_calibration[0] + stub_calibration[1]:
         assert arr is not a and arr is not b
         assert len(arr) in (40, 41)
 
@@ -432,7 +434,7 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     assert m.padding is not None
     cap = _padding.ARRAY_CALIBRATION_MAX
     q_cap = m.padding.array_quantum_ns(cap)
-    assert len(stub_calibration) == 1 and all(len(a) == cap for a, _ in stub_calibration[0])
+    assert len(stub_calibration) == 1 and all(len(a) == cap for a, *_ in stub_calibration[0])
     for n in (cap + 1, 3 * cap, 10 * cap + 7):
         assert m.padding.array_quantum_ns(n) == math.ceil(Fraction(q_cap * n, cap))
     assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
@@ -464,18 +466,21 @@ def test_array_calibration_includes_the_covered_exact_fallbacks(
     m.padding.quantum_for(np.zeros(n))
     (runs,) = stub_calibration
     centre = float(m.calibration.centre)
-    # Each class is run by the release of an unpadded copy of the mechanism.
-    copies = [(a, release.__self__) for a, release in runs]
-    assert all(c.padding is None and c.source is not m.source for _, c in copies)
-    forced = [(a, c) for a, c in copies if c.source is not copies[0][1].source]
+    # Every class is run by the release of one unpadded copy of the mechanism, whose
+    # source forces the class's count of rows.
+    (mech,) = {release.__self__ for _, _, release in runs}
+    assert mech.padding is None and mech.source is not m.source
+    forced = [(a, k) for a, k, _ in runs if k]
     assert len(forced) == 1, "one class with forced fallbacks, beside the usual ones"
-    arr, mech = forced[0]
+    arr, k = forced[0]
+    assert k == fallbacks_covered(n)
     assert arr.shape == (n,) and np.all(arr == centre)
     # Its draws make exactly F elements take the exact fallback (at random positions),
-    # and every output is still the exact pipeline's.
-    for _ in range(3):
+    # and every output is still the exact pipeline's; the other classes' draws, none.
+    for count in (k, 0, k, k):
+        mech.source.count = count
         out, st = release_batch(mech.pipeline, arr, mech.source, stats=True)
-        assert len(st.fallback_k) == fallbacks_covered(n)
+        assert len(st.fallback_k) == count
         assert np.all((out >= bounds[0]) & (out <= bounds[1]))
 
 
@@ -495,7 +500,8 @@ def test_short_arrays_and_exact_backends_get_no_fallback_class(
     assert a.padding is not None
     a.padding.quantum_for(np.zeros(AUTO_MIN_SIZE))  # mpmath has no batch path
     for runs in stub_calibration:
-        assert len({release.__self__ for _, release in runs}) == 1
+        assert len({release.__self__ for *_, release in runs}) == 1
+        assert not any(k for _, k, _ in runs)
 
 
 def test_fused_releases_agree_with_the_pipeline_on_either_side_of_the_log1p_rule() -> None:
@@ -541,7 +547,7 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
     monkeypatch.setattr(_padding, "calibrate_quantum", lambda run, classes, **kw: 1000)
     _quanta.clear_caches()
     kw: dict[str, Any] = {"epsilon": 1.0, "clamp_bounds": (0.0, 100.0), "backend": backend}
-    tie = _padding._tie_row(calibrate(epsilon=1.0, clamp_bounds=(0.0, 100.0)))
+    tie = _padding.tie_row(calibrate(epsilon=1.0, clamp_bounds=(0.0, 100.0)))
     outs = {}
     try:
         for mode in ("off", "constant"):
@@ -551,13 +557,13 @@ def test_padded_batches_do_the_covered_exact_work_whatever_falls_back(
             m = snapcore.SnappingMechanism(**kw, source=src, timing=mode)
             m.padding and m.padding.quantum_for(np.zeros(n))  # calibrate before counting
             calls = []
-            run = m.pipeline.run
+            exact = _engine.row_release(m.pipeline)
 
-            def counting(x: Any, d: Any, run: Any = run, calls: list[Any] = calls) -> float:
+            def counting(row: bytes, v: Any, exact: Any = exact, calls: list[Any] = calls) -> Any:
                 calls.append(1)
-                return run(x, d)
+                return exact(row, v)
 
-            monkeypatch.setattr(m.pipeline, "run", counting)
+            monkeypatch.setitem(_engine._ROW_RELEASES, m.pipeline, counting)
             random.seed(5)  # the forced rows' positions, the same in both runs
             outs[mode] = m.release(np.full(n, 50.0))
             want = max(floor, forced) if mode == "constant" else forced
@@ -592,3 +598,98 @@ def test_noise_draw_is_the_p_bit_u_nearest_its_target(
         target = mpmath.exp(-mpmath.mpf(ratio.numerator) / ratio.denominator)
         err = abs(mpmath.mpf(d.mantissa) * mpmath.mpf(2) ** d.exponent - target)
         assert err <= mpmath.mpf(2) ** (d.exponent - 1)
+
+
+class _Reservable(ByteSource):
+    """A stream that can be produced from any position (a test double for ChaCha20's
+    reserve), from fixed bytes."""
+
+    name = "reservable"
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self.data, self.position = data, 0
+
+    def read(self, n: int) -> bytes:
+        out = self.data[self.position : self.position + n]
+        self.position += n
+        return out
+
+    def reserve(self, n: int) -> Any:
+        start = self.position
+        self.position += n
+
+        def fill(offset: int, buffer: Any) -> None:
+            mv = memoryview(buffer).cast("B")
+            mv[:] = self.data[start + offset : start + offset + len(mv)]
+
+        return fill
+
+
+@pytest.mark.parametrize("path", ["read", "readinto", "reserve"])
+def test_forced_rows_replace_count_rows_per_release_on_every_path(path: str) -> None:
+    """The calibration's forcing source gives the inner stream's bytes with exactly
+    ``count`` whole rows of each release replaced by the chosen row, through reads,
+    reads in place and reserved fills (in parts, out of order), and the same
+    positions on every path for the same random state; ``count`` can change between
+    releases."""
+    row, rows = bytes(range(100, 123)), 50
+    r = len(row)
+    data = os.urandom(r * rows * 4)
+    got = {}
+    for way in ("read", path):
+        random.seed(11)
+        src = _padding._ForcedRows(_Reservable(data), row, 2, rows)
+        parts = []
+        for count, chunks in ((2, [rows]), (3, [20, 30]), (0, [rows]), (1, [7, 43])):
+            src.count = count
+            release = b""
+            for m in chunks:
+                if way == "read":
+                    release += src.read(m * r)
+                elif way == "readinto":
+                    buf = bytearray(m * r)
+                    src.readinto(buf)
+                    release += bytes(buf)
+                else:
+                    fill = src.reserve(m * r)
+                    buf = np.zeros(m * r, np.uint8)
+                    cut = (m * r) // 3 + 5  # a row split between two fills
+                    fill(cut, buf[cut:])
+                    fill(0, buf[:cut])
+                    release += buf.tobytes()
+            parts.append((count, release))
+        got[way] = parts
+    assert got["read"] == got[path]
+    inner = [data[i * rows * r : (i + 1) * rows * r] for i in range(4)]
+    for (count, release), plain in zip(got[path], inner, strict=True):
+        changed = [
+            j for j in range(rows) if release[j * r : (j + 1) * r] != plain[j * r : (j + 1) * r]
+        ]
+        assert len(changed) == count
+        assert all(release[j * r : (j + 1) * r] == row for j in changed)
+
+
+def test_array_quantum_lookup_follows_length_dtype_and_cleared_caches(
+    stub_calibration: list[list[Any]],
+) -> None:
+    """The padded call's quick lookup of an array's quantum (the last length and
+    dtype seen) gives what the shared cache gives: a new calibration for a new
+    length or dtype, and again after the caches are cleared."""
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    pad = m.padding
+    assert pad is not None
+    a = np.zeros(40)
+    q = pad.quantum_for(a)
+    assert pad.quantum_for(np.ones(40)) == q and len(stub_calibration) == 1
+    pad.quantum_for(np.zeros(40, np.int64))
+    assert len(stub_calibration) == 2
+    pad.quantum_for(np.zeros(41))
+    assert len(stub_calibration) == 3
+    _quanta.clear_caches()
+    pad.quantum_for(a)
+    assert len(stub_calibration) == 4
+    m.release(a)
+    assert len(stub_calibration) == 4

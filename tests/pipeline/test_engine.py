@@ -650,3 +650,78 @@ def test_value_classes_bit_identical_and_clamped_k_never_recomputed(
         if cls in ("at-upper", "clamped", "outside"):
             # the classes do reach the clamped output (and, at a bound, k == kmax)
             assert (ref == mech.calibration.upper).sum() > n // 8
+
+
+# ----------------------------------------------------------------------------------
+# The exact release of one row (the fused loop's fallback and the padded dummies)
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "kw", "vrange"), PARAMS, ids=IDS)
+def test_row_release_equals_the_exact_pipeline(name, kw, vrange):
+    """``row_release(pipe)(row, v)`` is ``pipe.run`` on the value and the draw the
+    scalar decoder reads from the row's bytes: random rows (both signs, exponents
+    from the first bits to the 63rd), values inside, at and beyond the bounds, and
+    the dummies' public row."""
+    mech = SnappingMechanism(**kw, timing="off")
+    pipe, p = mech.pipeline, mech.precision
+    exact = _engine.row_release(pipe)
+    rng = random.Random(IDS.index(name))
+    nb = (p + 6) >> 3
+    values = [*random_values(*vrange, 60, 5), vrange[0] * 4, vrange[1] * 4, 0.0, -0.0]
+    rows = [bytes([0x5A]) * (8 + nb)]
+    for j in range(len(values) - 1):
+        # A sign bit, then j % 63 zero bits: the exponent ends in the first word.
+        word = rng.getrandbits(1) << 63 | (rng.getrandbits(63) >> (j % 63) or 1)
+        rows.append(word.to_bytes(8, "big") + rng.getrandbits(8 * nb).to_bytes(nb, "big"))
+    for v, row in zip(values, rows, strict=True):
+        draw = Draw(*_draw_of(row, p))
+        want = pipe.run(pipe.centre(Fraction(float(v))), draw)
+        got = exact(row, np.float64(v))
+        assert identical(np.array([got]), np.array([want])), (name, v, row.hex())
+    assert _engine.row_release(pipe) is exact  # built once per pipeline
+
+
+def _draw_of(row: bytes, p: int) -> tuple[int, int, int]:
+    from snapcore.randomness._draw import decode_draw_raw
+
+    return decode_draw_raw(io.BytesIO(row).read, p)
+
+
+@pytest.mark.skipif(not numba_available(), reason="the fused loop is compiled")
+@pytest.mark.parametrize("floor", [0, 1, 3])
+def test_fused_loop_runs_fallbacks_and_dummies_through_one_loop(floor, monkeypatch):
+    """The fused loop computes its undecided elements after the loop, with the padded
+    release's dummies (``exact_floor``) in the same loop of :func:`row_release`
+    calls: as many calls as ``max(floor, fallbacks)``, the dummies on the public row
+    and the calibration's centre, and outputs equal to the exact pipeline's."""
+    from snapcore.padding._pad import tie_row
+
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), timing="off")
+    pipe, p = mech.pipeline, mech.precision
+    n, ties = 2000, (3, 1500)
+    rng = random.Random(floor)
+    nb = (p + 6) >> 3
+    rows = [
+        rng.getrandbits(64).to_bytes(8, "big") + rng.getrandbits(8 * nb).to_bytes(nb, "big")
+        for _ in range(n)
+    ]
+    for j in ties:  # near-ties at the centre: the kernel leaves them undecided
+        rows[j] = tie_row(mech.calibration)
+    values = np.full(n, 50.0)
+    exact = _engine.row_release(pipe)
+    calls = []
+
+    def counting(row, v):
+        calls.append((row, float(v)))
+        return exact(row, v)
+
+    monkeypatch.setitem(_engine._ROW_RELEASES, pipe, counting)
+    out, st = release_batch(
+        pipe, values, FixedBytes(b"".join(rows)), stats=True, exact_floor=floor
+    )
+    assert sorted(st.fallback_k.tolist()) == list(ties)
+    assert len(calls) == max(floor, len(ties))
+    dummy = (tie_row(mech.calibration), float(mech.calibration.centre))
+    assert calls[: len(ties)] == [(rows[j], 50.0) for j in ties]
+    assert calls[len(ties) :] == [dummy] * (len(calls) - len(ties))
+    want = exact_outputs(mech, values, [Draw(*_draw_of(r, p)) for r in rows])
+    assert identical(out, want)

@@ -273,9 +273,9 @@ def test_release_batch_auto_on_a_byte_source_takes_the_fused_loop(monkeypatch):
     calls = []
     run_stream = _engine.FastEngine.run_stream
 
-    def spy(self, v, source, pipe, threads=1):
+    def spy(self, v, source, pipe, threads=1, **kw):
         calls.append(v.size)
-        return run_stream(self, v, source, pipe, threads)
+        return run_stream(self, v, source, pipe, threads, **kw)
 
     monkeypatch.setattr(_engine.FastEngine, "run_stream", spy)
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))

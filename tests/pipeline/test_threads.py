@@ -118,9 +118,9 @@ def test_release_passes_threads_and_checks_it_before_the_budget(monkeypatch):
     seen = []
     run_stream = _engine.FastEngine.run_stream
 
-    def spy(self, v, source, pipe, threads=1):
+    def spy(self, v, source, pipe, threads=1, **kw):
         seen.append(threads)
-        return run_stream(self, v, source, pipe, threads)
+        return run_stream(self, v, source, pipe, threads, **kw)
 
     monkeypatch.setattr(_engine.FastEngine, "run_stream", spy)
     data = np.random.default_rng(2).integers(0, 70_000, 1000).astype(float)
