@@ -301,6 +301,7 @@ def calibrate_quantum(
     margin: float,
     warmup: int = 2,
     min_margin: float | None = None,
+    spread_quantile: float = SPREAD_QUANTILE,
 ) -> int:
     """A quantum in ns: the slowest class's time times a margin.
 
@@ -313,9 +314,9 @@ def calibrate_quantum(
     slowest class's least time are left out as pauses of the machine (a class's
     ordinary spread is far smaller), and the quantum is the slowest class's median
     time without them, times a margin derived from the calibration's spread: one plus
-    the ``SPREAD_QUANTILE`` of the kept times' excess over their class's median,
+    the ``spread_quantile`` of the kept times' excess over their class's median,
     relative to it, within ``[min_margin, margin]``.  Under the jitter measured,
-    about ``1 − SPREAD_QUANTILE`` of the slowest class's calls then overrun; on a
+    about ``1 − spread_quantile`` of the slowest class's calls then overrun; on a
     machine whose jitter is larger the margin is ``margin``.
 
     Within ``measuring_floor()`` it returns the classes' floor instead: the least
@@ -339,7 +340,7 @@ def calibrate_quantum(
         return max(1, math.ceil(float(np.quantile(times, QUANTILE, axis=0).max()) * margin))
     kept = np.where(times <= PAUSE * times.min(axis=0).max(), times, np.nan)
     each = np.maximum(np.nanquantile(kept, QUANTILE, axis=0), 1.0)
-    excess = float(np.nanquantile(kept / each - 1.0, SPREAD_QUANTILE))
+    excess = float(np.nanquantile(kept / each - 1.0, spread_quantile))
     spread = min(margin, max(min_margin, 1.0 + excess))
     return max(1, math.ceil(float(each.max()) * spread))
 
