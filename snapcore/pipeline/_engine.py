@@ -746,12 +746,17 @@ def row_release(pipe: Pipeline) -> Callable[[bytes, Any], float]:
     t_shift = low - (p - 1)
     top = 1 << (p - 1)
     low63 = (1 << 63) - 1
-    centre, noise, lam = pipe.centre_ratio, pipe.arith.noise, pipe.noise_scale
+    noise, lam = pipe.arith.noise, pipe.noise_scale
     L, kmax = pipe.granularity_log2, pipe.grid_index_bound
-    grid, end = pipe.grid_output, pipe.clamped_output
+    # The pipeline's own stages, unbound, and a weak reference to it: a closure that
+    # held the pipeline (its cache's key) would keep it alive for ever.
+    centre, grid, end = Pipeline.centre_ratio, Pipeline.grid_output, Pipeline.clamped_output
+    pipe_ref = weakref.ref(pipe)
     from_bytes = int.from_bytes
 
     def exact(row: bytes, v: Any) -> float:
+        me = pipe_ref()
+        assert me is not None  # the caller holds the pipeline
         whole = from_bytes(row, "big")
         w = whole >> low
         r = w & low63
@@ -760,8 +765,8 @@ def row_release(pipe: Pipeline) -> Callable[[bytes, Any], float]:
         um = top | ((whole & t_mask) >> t_shift)
         ue = r.bit_length() - 64 - (p - 1)
         n = noise(lam, -1 if w >> 63 else 1, (um, ue))
-        k = snap(*add(centre(*float(v).as_integer_ratio()), n, p), L)
-        return grid(k, L) if -kmax < k < kmax else end(k)
+        k = snap(*add(centre(me, *float(v).as_integer_ratio()), n, p), L)
+        return grid(me, k, L) if -kmax < k < kmax else end(me, k)
 
     _ROW_RELEASES[pipe] = exact
     return exact

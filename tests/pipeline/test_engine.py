@@ -680,6 +680,22 @@ def test_row_release_equals_the_exact_pipeline(name, kw, vrange):
     assert _engine.row_release(pipe) is exact  # built once per pipeline
 
 
+def test_row_release_does_not_keep_its_pipeline_alive():
+    """The cache of :func:`row_release` is keyed weakly by the pipeline: once the
+    pipeline is dropped, it and its closure are collected."""
+    import gc
+    import weakref
+
+    mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0), timing="off")
+    pipe = mech.pipeline
+    _engine.row_release(pipe)
+    assert pipe in _engine._ROW_RELEASES
+    gone = weakref.ref(pipe)
+    del mech, pipe
+    gc.collect()
+    assert gone() is None
+
+
 def _draw_of(row: bytes, p: int) -> tuple[int, int, int]:
     from snapcore.randomness._draw import decode_draw_raw
 
