@@ -669,7 +669,6 @@ def test_audit_builds_no_fraction_per_output(monkeypatch):
     assert r.private and calls == []
     pmf = r.distribution.pmf
     assert len(calls) == len(pmf) == len(r.distribution) and r.distribution.pmf is pmf
-    assert len(calls) == len(pmf)
 
 
 @pytest.mark.slow
