@@ -220,6 +220,7 @@ def _after_fork_in_child() -> None:
     # A lock held by another thread at fork time would never be released in the child.
     for stats in list(_LIVE_STATS):
         stats.reset_lock()
+    _DITHERS.clear()  # the parent's read-ahead dithers: the child draws its own
 
 
 if hasattr(os, "register_at_fork"):
@@ -260,7 +261,6 @@ def pad(
 
 _DITHERS: list[int] = []
 _dither_pop = _DITHERS.pop  # refilled in place, so this stays the list's pop
-os.register_at_fork(after_in_child=_DITHERS.clear)  # a child draws its own
 
 
 def next_dither() -> int:
