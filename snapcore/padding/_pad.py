@@ -233,10 +233,11 @@ def pad(
     """Wait until ``start_ns + j·quantum_ns + dither_ns`` for the least ``j >= 1`` not
     yet passed.
 
-    ``dither_ns`` (:func:`next_dither`, drawn before the call started) makes where the
-    first clock reading past the deadline falls, and how long the spin ran, independent
-    of the work's own length.  Returns ``j`` (1 unless the call overran) and records it
-    in ``stats``.
+    ``dither_ns`` (:func:`next_dither`, drawn before the call started) spreads the
+    spin's length over several periods of its clock readings, so that where the first
+    reading past the deadline falls does not follow the work's own length
+    (docs/timing.md, "The dither").  Returns ``j`` (1 unless the call overran) and
+    records it in ``stats``.
     """
     now = _now
     start_ns += dither_ns
