@@ -55,8 +55,7 @@ import snapcore.backends.mpfr as mpfr
 from scipy import stats
 
 import snapcore
-from snapcore.mechanism._padding import noise_draw
-from snapcore.padding._pad import fallbacks_covered
+from snapcore.padding._pad import fallbacks_covered, noise_draw, tie_row
 from snapcore.padding._quanta import statistic_stats
 from snapcore.randomness._draw import Draw, encode_draw, row_size
 from snapcore.randomness._sources import ByteSource
@@ -468,7 +467,7 @@ def noise_cases(p: int, calibration: Any) -> list[Case]:
 def batch_cases(p: int, calibration: Any, step: float) -> list[Case]:
     row = row_size(p)
     rng = np.random.default_rng(12)
-    tie = encode_draw(noise_draw(calibration, Fraction(3, 2) * calibration.granularity), p)
+    tie = tie_row(calibration)
     decided = encode_draw(noise_draw(calibration, Fraction(5, 4) * calibration.granularity), p)
     grid = np.arange(BATCH, dtype=np.float64) % 64 * step  # exact grid points near 0
 

@@ -225,7 +225,8 @@ class Padding:
         return self.scalar_quantum_for(type(value))
 
     def padded_call(self, release: Callable[[Any], object], value: Any) -> Any:
-        """``release(value)``, returning at a whole number of quanta after it started.
+        """``release(value)``, returning at a whole number of quanta plus a dither
+        (:func:`~snapcore.padding.next_dither`) after it started.
 
         A float's remembered quantum is read inside the padded window (its few checks
         cost the window's slack, not the call's time); any other lookup, which may

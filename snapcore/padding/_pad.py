@@ -220,6 +220,7 @@ def _after_fork_in_child() -> None:
     # A lock held by another thread at fork time would never be released in the child.
     for stats in list(_LIVE_STATS):
         stats.reset_lock()
+    _DITHERS.clear()  # the parent's read-ahead dithers: the child draws its own
 
 
 if hasattr(os, "register_at_fork"):
@@ -232,10 +233,11 @@ def pad(
     """Wait until ``start_ns + j·quantum_ns + dither_ns`` for the least ``j >= 1`` not
     yet passed.
 
-    ``dither_ns`` (:func:`next_dither`, drawn before the call started) makes where the
-    first clock reading past the deadline falls, and how long the spin ran, independent
-    of the work's own length.  Returns ``j`` (1 unless the call overran) and records it
-    in ``stats``.
+    ``dither_ns`` (:func:`next_dither`, drawn before the call started) spreads the
+    spin's length over several periods of its clock readings, so that where the first
+    reading past the deadline falls does not follow the work's own length
+    (docs/timing.md, "The dither").  Returns ``j`` (1 unless the call overran) and
+    records it in ``stats``.
     """
     now = _now
     start_ns += dither_ns
@@ -260,7 +262,6 @@ def pad(
 
 _DITHERS: list[int] = []
 _dither_pop = _DITHERS.pop  # refilled in place, so this stays the list's pop
-os.register_at_fork(after_in_child=_DITHERS.clear)  # a child draws its own
 
 
 def next_dither() -> int:

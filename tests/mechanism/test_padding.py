@@ -84,6 +84,49 @@ def test_a_padded_release_takes_at_least_its_quantum(stub_calibration: list[list
     assert m.padding.stats.calls == 7
 
 
+def test_a_padded_call_draws_its_dither_first_and_starts_after_any_calibration(
+    stub_calibration: list[list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scripted clock (a reading is its position in the call's events): the dither
+    is drawn before the clock's first reading, the padded window starts after a
+    calibration, and ``pad`` gets that window's start, the quantum and the dither."""
+    events: list[str] = []
+    pads: list[tuple[int, int, int]] = []
+
+    def now() -> int:
+        events.append("now")
+        return len(events) - 1
+
+    def calibrate(run: Any, classes: Any, **kw: Any) -> int:
+        events.append("calibrate")
+        return 2 * MS
+
+    def pad(start: int, q: int, stats: Any = None, dither: int = 0) -> int:
+        pads.append((start, q, dither))
+        return 1
+
+    def dither() -> int:
+        events.append("dither")
+        return 500
+
+    monkeypatch.setattr(_padding, "_now", now)
+    monkeypatch.setattr(_padding, "calibrate_quantum", calibrate)
+    monkeypatch.setattr(_padding, "pad", pad)
+    monkeypatch.setattr(_padding, "next_dither", dither)
+    m = snapcore.SnappingMechanism(
+        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
+    )
+    for value in (5.0, 5.0, np.zeros(5), np.zeros(5)):
+        events.clear()
+        m.release(value)
+        assert events[0] == "dither"
+        start, q, d = pads[-1]
+        assert (q, d) == (2 * MS, 500)
+        assert events[start] == "now"
+        assert "calibrate" not in events[start:]
+    assert len(pads) == 4
+
+
 def test_a_padded_scalar_release_returns_a_new_float_every_time(
     stub_calibration: list[list[Any]],
 ) -> None:

@@ -254,6 +254,22 @@ def test_a_spread_calibrated_quantum_follows_the_jitter_within_its_bounds(
     assert q == want
 
 
+@pytest.mark.parametrize(("quantile", "want"), [(None, 528), (0.9, 528), (0.97, 576)])
+def test_the_spread_quantile_sets_how_much_of_the_jitter_the_margin_covers(
+    monkeypatch: pytest.MonkeyPatch, quantile: float | None, want: int
+) -> None:
+    """One call in ten 1/8 slower: 6 of the 60 excesses are 1/8, the rest 0.  Their
+    90th percentile (the default) interpolates between positions 53 and 54 of 59, to
+    1/80: the least margin, 512 · 1.03 = 527.36; their 97th (position 57.23) is 1/8:
+    512 · 9/8 = 576."""
+    run = _scripted(monkeypatch, lambda c, i: c // 8 if i % 10 == 0 else 0)
+    kw = {} if quantile is None else {"spread_quantile": quantile}
+    q = _pad.calibrate_quantum(
+        run, [256, 512, 384], reps=20, margin=1.2, min_margin=1.03, warmup=0, **kw
+    )
+    assert q == want
+
+
 def test_a_fixed_margin_quantum_is_the_slowest_median_times_the_margin(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

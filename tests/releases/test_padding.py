@@ -413,12 +413,18 @@ def test_a_release_waits_for_its_delay_after_its_quanta(
     stub_quantum: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A scripted clock-free check: the release's final deadline is its padded end
-    (``begin + dither + j·q``, the dither below ``DITHER_NS``) plus a delay in
+    (``begin + dither + j·q``, the dither drawn for the call) plus the delay drawn, in
     ``[0, 2·shift]``."""
     ends: list[int] = []
     deadlines: list[int] = []
     dithers: list[int] = []
+    waits: list[int] = []
     real_pad, real_wait = _padding.pad, _padding.wait_until
+    real_sample = _pad.RandomDelay.sample_ns
+
+    def sample_ns(self: _pad.RandomDelay, quantum_ns: int) -> int:
+        waits.append(real_sample(self, quantum_ns))
+        return waits[-1]
 
     def pad(begin: int, q: int, stats: Any = None, dither: int = 0) -> int:
         j = real_pad(begin, q, stats, dither)
@@ -432,12 +438,16 @@ def test_a_release_waits_for_its_delay_after_its_quanta(
 
     monkeypatch.setattr(_padding, "pad", pad)
     monkeypatch.setattr(_padding, "wait_until", wait_until)
+    # The largest dither: a deadline that left it out would end before the padded end.
+    monkeypatch.setattr(_padding, "next_dither", lambda: _pad.DITHER_NS - 1)
+    monkeypatch.setattr(_pad.RandomDelay, "sample_ns", sample_ns)
     delay = _pad.RandomDelay(epsilon=1, jitter_ns=500, basis="test")
     with _pad.random_delay(delay):
         r = snapcore.release("mean", DATA, **KW)
     assert len(ends) == len(deadlines) == 1
-    assert 0 <= dithers[0] < _pad.DITHER_NS
-    assert 0 <= deadlines[0] - ends[0] <= 2 * delay.shift_for(2 * MS)
+    assert dithers == [_pad.DITHER_NS - 1]
+    assert deadlines[0] - ends[0] == waits[0]
+    assert 0 <= waits[0] <= 2 * delay.shift_for(2 * MS)
     assert r.timing_guarantee == delay.guarantee(2 * MS)  # the stub's quantum
     assert r.to_dict()["timing_guarantee"]["bound_ns"] == 2 * MS + 500
     assert r.epsilon_spent == Fraction(1, 2)  # ε_t is not part of it
