@@ -323,6 +323,11 @@ def calibrate_quantum(
     Within ``measuring_floor()`` it returns the classes' floor instead: the least
     time of the slowest class (see there).
     """
+    if not (isinstance(spread_quantile, float) and 0.0 < spread_quantile <= 1.0):
+        raise ParameterError(
+            "spread_quantile must be a float in (0, 1], got "
+            f"{type(spread_quantile).__name__} {spread_quantile!r}"
+        )
     if getattr(_FLOOR, "on", False):
         return _floor(run, classes)
     for c in classes:

@@ -138,6 +138,23 @@ def test_a_forked_child_draws_its_own_dithers() -> None:
     assert child != str([_pad.next_dither() for _ in range(32)])
 
 
+@pytest.mark.parametrize("bad", [0.0, -0.5, 1.5, float("nan"), 1, "0.9"])
+def test_a_spread_quantile_outside_the_unit_interval_is_refused_before_any_run(
+    bad: object,
+) -> None:
+    runs: list[int] = []
+    with pytest.raises(ParameterError, match="spread_quantile must be a float in"):
+        _pad.calibrate_quantum(
+            runs.append,
+            [1, 2],
+            reps=3,
+            margin=1.2,
+            min_margin=1.03,
+            spread_quantile=bad,  # type: ignore[arg-type]
+        )
+    assert runs == []
+
+
 def test_calibrate_quantum_takes_the_slowest_class() -> None:
     def run(c: int) -> None:
         target = time.perf_counter_ns() + c
