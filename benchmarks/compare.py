@@ -33,8 +33,10 @@ import argparse
 import math
 import os
 import platform
+import runpy
 import sys
 import time
+import types
 from collections.abc import Callable
 from statistics import median
 from typing import Any
@@ -45,21 +47,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 
 import numpy as np  # noqa: E402
 
-
-def _sibling(name: str) -> Any:
-    """The benchmark script ``name``.py beside this one, loaded by path: the scripts run
-    with ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``."""
-    import importlib.util
-
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_bench_statistics = _sibling("bench_statistics")
+#: ``bench_statistics.py`` beside this script, run by path (the scripts run with
+#: ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``).
+_bench_statistics = types.SimpleNamespace(
+    **runpy.run_path(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_statistics.py")
+    )
+)
 median_interval = _bench_statistics.median_interval
 
 

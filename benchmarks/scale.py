@@ -53,8 +53,10 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import runpy
 import statistics
 import time
+import types
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -65,21 +67,13 @@ import numpy as np
 
 import snapcore
 
-
-def _sibling(name: str) -> Any:
-    """The benchmark script ``name``.py beside this one, loaded by path: the scripts run
-    with ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``."""
-    import importlib.util
-
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_bench_statistics = _sibling("bench_statistics")
+#: ``bench_statistics.py`` beside this script, run by path (the scripts run with
+#: ``PYTHONSAFEPATH=1``, which keeps their directory off ``sys.path``).
+_bench_statistics = types.SimpleNamespace(
+    **runpy.run_path(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_statistics.py")
+    )
+)
 median_interval = _bench_statistics.median_interval
 
 
