@@ -112,6 +112,25 @@ def test_a_dithered_call_ends_at_its_dither_plus_whole_quanta() -> None:
     assert (stats.calls, stats.overruns, stats.max_multiple) == (1, 1, 3)
 
 
+def test_a_dithered_deadline_is_start_plus_dither_plus_quantum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scripted clock, start 0, quantum 200, dither 100: readings 250 and 299 are
+    before the deadline 300 and 300 is past it, so the call fits (``j = 1``) and reads
+    the clock exactly three times.  Without the dither, 250 would already be an
+    overrun; counted from the undithered start, an overrun would end elsewhere."""
+    readings = iter([250, 299, 300])
+    monkeypatch.setattr(_pad, "_now", lambda: next(readings))
+    assert _pad.pad(0, 200, None, 100) == 1
+    assert next(readings, None) is None
+    # An overrun counts its multiples from the dithered start: 100 + 2·200 = 500.
+    readings = iter([450, 499, 500])
+    waits: list[int] = []
+    monkeypatch.setattr(_pad, "wait_until", waits.append)
+    assert _pad.pad(0, 200, None, 100) == 2
+    assert waits == [500]
+
+
 def test_dithers_cover_their_range_and_nothing_else() -> None:
     """2**17 dithers: every value of ``range(DITHER_NS)`` occurs (uniform draws miss
     one of the 768 with probability below 768·exp(−170)), none outside."""
