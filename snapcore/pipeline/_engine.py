@@ -469,22 +469,26 @@ class FastEngine:
 def _take(
     source: ByteSource, buf: npt.NDArray[np.uint8], sizes: list[int], row: int
 ) -> list[Callable[[int, Any], None]] | None:
-    """Take the next chunks (``sizes`` rows each) from ``source``: reserved, one
-    reservation per chunk (returned, to be filled by the threads), or read in place
-    into ``buf`` chunk by chunk (None returned)."""
-    first = source.reserve(sizes[0] * row)
-    if first is None:
+    """Take the next chunks (``sizes`` rows each) from ``source``: reserved at once,
+    with one filler per chunk (returned, to be called by the threads; a thread that
+    fills its chunks in order continues one encryptor), or read in place into ``buf``
+    chunk by chunk (None returned)."""
+    fill = source.reserve(sum(sizes) * row)
+    if fill is None:
         a = 0
         for m in sizes:
             source.readinto(buf[a * row : (a + m) * row])
             a += m
         return None
-    fills = [first]
-    for m in sizes[1:]:
-        got = source.reserve(m * row)
-        if got is None:
-            raise RuntimeError("a source reserved its stream, then declined")
-        fills.append(got)
+
+    def chunk_filler(at: int) -> Callable[[int, Any], None]:
+        return lambda offset, buffer: fill(at + offset, buffer)
+
+    fills = []
+    a = 0
+    for m in sizes:
+        fills.append(chunk_filler(a * row))
+        a += m
     return fills
 
 

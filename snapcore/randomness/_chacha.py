@@ -94,9 +94,16 @@ class ChaCha20Source(ByteSource):
             self._zeros = bytes(n)
         return memoryview(self._zeros)[:n]
 
+    def _current(self, n: int) -> Any:
+        """The source's encryptor, positioned at the ``n`` bytes just accounted for by
+        :meth:`_check` (made there after a :meth:`reserve`, which skips bytes)."""
+        if self._enc is None:
+            self._enc = self._encryptor_at(self._key, self._nonce, self._produced - n)
+        return self._enc
+
     def _stream(self, n: int) -> bytes:
         self._check(n)
-        return bytes(self._enc.update(self._zeros_for(n)))
+        return bytes(self._current(n).update(self._zeros_for(n)))
 
     def read(self, n: int) -> bytes:
         if os.getpid() != self._pid:
@@ -127,7 +134,7 @@ class ChaCha20Source(ByteSource):
             self._pos += k
         if k < n:
             self._check(n - k)
-            self._enc.update_into(self._zeros_for(n - k), mv[k:])
+            self._current(n - k).update_into(self._zeros_for(n - k), mv[k:])
 
     def _encryptor_at(self, key: bytes, nonce: bytes, position: int) -> Any:
         """An encryptor whose keystream starts at byte ``position`` of the key's stream:
@@ -147,8 +154,9 @@ class ChaCha20Source(ByteSource):
 
         The bytes are those :meth:`readinto` of an ``n``-byte buffer would give: the
         buffered bytes first, then keystream, re-keyed first when the key's
-        ``REKEY_BYTES`` would be exceeded.  ``fill`` starts one encryptor at the
-        block counter of its offset (ChaCha20 is a counter mode), and
+        ``REKEY_BYTES`` would be exceeded.  ``fill`` starts an encryptor at the
+        block counter of its offset (ChaCha20 is a counter mode); a thread whose
+        next ``fill`` starts where its last one ended continues that encryptor.
         ``cryptography`` releases the GIL while it produces the keystream, so
         threads produce their parts in parallel.
         """
@@ -162,10 +170,15 @@ class ChaCha20Source(ByteSource):
         if rest:
             self._check(rest)  # may re-key
             start = self._produced - rest
-            # The source's own encryptor continues after the reserved bytes.
-            self._enc = self._encryptor_at(self._key, self._nonce, self._produced)
+            # The source's own encryptor continues after the reserved bytes: made
+            # when the source is next read (:meth:`_current`).
+            self._enc = None
         key, nonce = self._key, self._nonce
         zeros = self._zeros_for(rest)  # the cipher's input, shared read-only by fills
+        encryptor_at = self._encryptor_at
+        # Per thread: (the stream position its last fill ended at, its encryptor).
+        last: dict[int, tuple[int, Any]] = {}
+        ident = threading.get_ident
 
         def fill(offset: int, buffer: Any) -> None:
             mv = memoryview(buffer).cast("B")
@@ -176,8 +189,12 @@ class ChaCha20Source(ByteSource):
             if h:
                 mv[:h] = head[offset : offset + h]
             if h < size:
-                enc = self._encryptor_at(key, nonce, start + offset + h - k)
+                at = start + offset + h - k
+                tid = ident()
+                got = last.get(tid)
+                enc = got[1] if got is not None and got[0] == at else encryptor_at(key, nonce, at)
                 enc.update_into(zeros[: size - h], mv[h:])
+                last[tid] = (at + size - h, enc)
 
         return fill
 

@@ -216,12 +216,13 @@ def test_planted_continuations_and_fallbacks_in_many_chunks(source, setting):
     assert len({i // 16 for i in fallbacks}) >= 10  # fallbacks in many chunks
 
 
-def test_threads_share_a_round_and_reserve_each_chunk():
-    """A source that reserves is asked for one reservation per chunk (four for three
-    chunks and five draws), the same at every thread count, and takes exactly the
-    draws' bytes."""
+def test_threads_share_a_round_and_reserve_each_round():
+    """A source that reserves is asked for one reservation per round (two for a round
+    of chunks and five more draws), the same at every thread count, and takes exactly
+    the draws' bytes."""
     mech = SnappingMechanism(epsilon=1.0, clamp_bounds=(0.0, 100.0))
-    n = 3 * _engine.FastEngine.STREAM_CHUNK + 5
+    eng = _engine.FastEngine
+    n = eng.ROUND_CHUNKS * eng.STREAM_CHUNK + 5
     values = np.random.default_rng(1).uniform(0.0, 100.0, n)
     data = random.Random(2).randbytes(n * 23 + 64)
     counts = set()
@@ -229,7 +230,7 @@ def test_threads_share_a_round_and_reserve_each_chunk():
         src = Reservable(data)
         release_batch(mech.pipeline, values, src, threads=t)
         counts.add((src.reserved, src.position))
-    assert counts == {(4, n * 23)}
+    assert counts == {(2, n * 23)}
 
 
 def test_chacha20_reserve_path_equals_read_path():

@@ -311,6 +311,46 @@ def test_reserve_is_rfc_8439_across_counters_and_refuses_other_offsets():
         fill(-1, np.empty(1, np.uint8))
 
 
+def test_a_thread_filling_in_order_continues_its_encryptor(monkeypatch):
+    """Two threads each fill their half of a reservation in eight pieces in order and
+    then two of the pieces again: the bytes are the keystream read in one piece, and
+    each thread starts an encryptor for its first piece and for each refill only."""
+    key = bytes(range(2, 34))
+    nonce = bytes(range(3, 15))
+    n = 16 * 1000 + 13
+    ref = _keystream(key, nonce, n + 128)
+    src = _keyed(key, nonce)
+    src.readinto(np.empty(29, np.uint8))  # unbuffered: every reserved byte is made
+    made = []
+    real = ChaCha20Source._encryptor_at
+
+    def counted(self, key, nonce, position):
+        made.append(position)
+        return real(self, key, nonce, position)
+
+    monkeypatch.setattr(ChaCha20Source, "_encryptor_at", counted)
+    fill = src.reserve(n)
+    out = np.zeros(n, np.uint8)
+    cuts = [n * i // 16 for i in range(17)]
+
+    def work(part: int) -> None:
+        pieces = list(itertools.pairwise(cuts))[8 * part : 8 * part + 8]
+        for lo, hi in pieces:
+            fill(lo, out[lo:hi])
+        for lo, hi in (pieces[5], pieces[2]):
+            out[lo:hi] = 0
+            fill(lo, out[lo:hi])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out.tobytes() == ref[29 : 29 + n]
+    assert sorted(made) == sorted(29 + cuts[i] for i in (0, 5, 2, 8, 13, 10))
+    assert src.read(40) == ref[29 + n : 69 + n]  # the source's own encryptor resumes
+
+
 def test_fills_from_many_threads_at_once():
     """Eight threads fill parts of one 4 MB reservation at once (``cryptography``
     releases the GIL): the result is the keystream read in one piece."""
