@@ -144,6 +144,39 @@ def _load_be64() -> Any:
     return intrinsic(load_be64)
 
 
+def _fma() -> Any:
+    """An LLVM intrinsic ``fma(a, b, c) -> RN(a·b + c)`` on doubles, rounded once
+    (``llvm.fma``: the processor's fused multiply-add, or the C library's ``fma``,
+    also rounded once), or None in numba versions without the extension API."""
+    try:
+        from llvmlite import ir
+        from numba.core import types
+        from numba.extending import intrinsic
+    except ImportError:  # pragma: no cover - other numba versions
+        return None
+
+    def fma(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
+        f64 = types.float64
+        sig = f64(f64, f64, f64)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            d = ir.DoubleType()
+            fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+            return builder.call(fn, list(args))
+
+        return sig, codegen
+
+    return intrinsic(fma)
+
+
+def _two_prod_fma(a: Any, b: Any) -> tuple[Any, Any]:
+    # TwoProduct with a fused multiply-add: ``a·b − p`` rounded once is exact, so
+    # (p, err) are Dekker's :func:`~snapcore.pipeline._kernel.two_prod` wherever that
+    # is exact.
+    p = a * b
+    return p, _nb_fma(a, b, -p)
+
+
 def _leading_zeros() -> Any:
     """numba's ``ctlz`` (LLVM's count of leading zeros), or None in numba versions
     without it."""
@@ -435,11 +468,12 @@ class Compiled:
 def _compile(nb: Any) -> Compiled:
     """Every compiled function (compiled, or loaded from numba's disk cache, on first
     call)."""
-    global _nb_two_sum, _nb_two_prod, _nb_kernel, _nb_row_fields, _nb_be64, _nb_ctlz
+    global _nb_two_sum, _nb_two_prod, _nb_fma, _nb_kernel, _nb_row_fields, _nb_be64, _nb_ctlz
     global _nb_geometric, _nb_decode_row, _nb_output_dd, _nb_decide, _nb_decode_rows, _nb_fused
     inline = nb.njit(inline="always", error_model="numpy")
     _nb_two_sum = inline(two_sum)
-    _nb_two_prod = inline(two_prod)
+    _nb_fma = _fma()
+    _nb_two_prod = inline(two_prod if _nb_fma is None else _two_prod_fma)
     _nb_kernel = inline(make_kernel(_nb_two_sum, _nb_two_prod, inline(_select)))
     _nb_row_fields = inline(row_fields)
     _nb_be64 = _load_be64() or inline(_be64)
@@ -475,6 +509,7 @@ def _compile(nb: Any) -> Compiled:
 # when numba compiles them).
 _nb_two_sum: Any = None
 _nb_two_prod: Any = None
+_nb_fma: Any = None
 _nb_kernel: Any = None
 _nb_row_fields: Any = None
 _nb_be64: Any = None

@@ -4,6 +4,8 @@
   of the kernel (``t_hi``, ``t_lo``, ``err``, ``ok``) is bit-identical, on parameter
   sets covering the trivial and non-double centre and sensitivity and both output
   stages.
+- The compiled TwoProduct (a fused multiply-add) gives the exact error of a product,
+  the same pair as Dekker's TwoProduct of the numpy kernel, on random doubles.
 - The cached loops carry a fingerprint of the sources they inline from other modules
   (the kernel and the draw's row format) in their closures, which numba's cache key
   includes: editing those modules cannot load stale compiled code.
@@ -22,6 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from snapcore import SnappingMechanism
 from snapcore.exact._sums import numba_available
@@ -74,3 +78,23 @@ def test_cached_loops_close_over_the_fingerprint_of_what_they_inline():
         assert loop.stats.cache_path is not None  # cached on disk
         cells = [c.cell_contents for c in loop.py_func.__closure__]
         assert cells == [want], loop.py_func.__qualname__
+
+
+_PRODUCT_FACTORS = st.floats(
+    min_value=-(2.0**490), max_value=2.0**490, allow_nan=False, allow_infinity=False
+).filter(lambda x: x == 0.0 or abs(x) >= 2.0**-480)
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=_PRODUCT_FACTORS, b=_PRODUCT_FACTORS)
+def test_compiled_two_prod_is_the_exact_error_and_dekkers(a, b):
+    """``p + err == a·b`` exactly (Fractions) and ``(p, err)`` equals Dekker's pair, for
+    factors whose product neither overflows nor underflows."""
+    if _compiled._nb_fma is None:  # pragma: no cover - numba without the extension API
+        pytest.skip("this numba has no LLVM intrinsics")
+    import numba
+
+    fma_prod = numba.njit(_compiled._two_prod_fma)
+    p, err = fma_prod(a, b)
+    assert Fraction(p) + Fraction(err) == Fraction(a) * Fraction(b)
+    assert (p, err) == _kernel.two_prod(a, b)
