@@ -41,6 +41,7 @@ __all__ = [
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
     "FLOOR_ROUNDS",
+    "LENGTH_RATIO_MAX",
     "LENGTH_ROUNDS",
     "MIN_REPS",
     "MODES",
@@ -110,8 +111,14 @@ FLOOR_ROUNDS = 3
 #: call (:func:`unrelated_work`) sorts at most this many doubles (about 12 ms on the
 #: 2-core development machine).
 UNRELATED_WORK_MAX = 1 << 18
-#: Alternating rounds of :func:`length_ratio` (after one warm-up run of each array).
-LENGTH_ROUNDS = 3
+#: Alternating rounds of :func:`length_ratio` (after one warm-up run of the long
+#: array): with it, five times the long array's release.
+LENGTH_ROUNDS = 2
+#: The largest :func:`length_ratio`: the excess per element of a long array measured
+#: on the 2-core development machine is 0-12 %; a larger one is the machine's load
+#: during the measurement (up to 2 when another process took the core for seconds),
+#: which would raise every later quantum of that length.
+LENGTH_RATIO_MAX = 1.1
 
 _now = time.perf_counter_ns
 #: A padded call's deadline is offset by a dither uniform over ``range(DITHER_NS)`` ns
@@ -322,10 +329,10 @@ def calibrate_quantum(
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.  With ``between`` (work that
     stands for the caller's own, :func:`unrelated_work`), every second round calls
-    ``between()`` before each timed run, outside the timed region: the classes'
-    medians come from the other rounds (back to back), and the spread below from
-    all of them, so that the margin covers a call made after other work as far as
-    its bounds allow.
+    ``between()`` before each timed run, outside the timed region, and the next
+    round starts with one untimed run: the classes' medians come from the other
+    rounds (back to back), and the spread below from all of them, so that the
+    margin covers a call made after other work as far as its bounds allow.
 
     Without ``min_margin``: the slowest class's ``QUANTILE`` (median) time times
     ``margin``.  With it (arrays, statistics), the times above ``PAUSE`` times the
@@ -356,6 +363,10 @@ def calibrate_quantum(
     for r in range(reps):
         _SYSTEM.shuffle(order)
         after = between if r % 2 else None
+        if between is not None and after is None and r:
+            # A back-to-back round after one after other work: one untimed run first,
+            # so that its first timed run follows a call, not the work.
+            run(classes[order[0]])
         for i in order:
             if after is not None:
                 after()
@@ -475,9 +486,12 @@ def length_ratio(
     short_length: int,
     long_length: int,
     rounds: int = LENGTH_ROUNDS,
+    most: float = LENGTH_RATIO_MAX,
 ) -> float:
     """How much longer per element a call on ``long`` takes than calls on ``short``:
-    the ratio of their median times per element, at least 1.
+    the ratio of their least times per element (the machine's load only adds to a
+    time; the least of a few is what the lengths themselves cost), within ``[1,
+    most]``.
 
     After one warm-up run of ``long``, each of ``rounds`` rounds times one run of
     ``long`` and, as one measurement, ``k = round(long_length / short_length)``
@@ -505,8 +519,8 @@ def length_ratio(
                 t = _now()
                 run(long)
                 per_long[r] = (_now() - t) / max(1, long_length)
-    ratio = float(np.median(per_long)) / max(float(np.median(per_short)), 1e-9)
-    return max(1.0, ratio)
+    ratio = float(per_long.min()) / max(float(per_short.min()), 1e-9)
+    return min(most, max(1.0, ratio))
 
 
 @functools.lru_cache(maxsize=256)

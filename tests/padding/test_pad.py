@@ -362,6 +362,8 @@ def test_rounds_after_other_work_set_the_margin_not_the_median(
     assert log.count("between") == 10 * 3
     assert all(a == "run" for a, b in itertools.pairwise(log) if b == "between")
     assert log[:3] == ["run"] * 3  # the first round is back to back
+    # each later back-to-back round starts with one untimed run
+    assert log.count("run") == 20 * 3 + 9
 
 
 def test_a_fixed_margin_quantum_takes_its_median_from_the_back_to_back_rounds(
@@ -390,37 +392,40 @@ def _timed_lengths(monkeypatch: pytest.MonkeyPatch, took: dict[str, int]) -> tup
 @pytest.mark.parametrize(
     ("long_ns", "want"),
     [
-        (1500, Fraction(5, 4)),  # 125 ns per element against 100: the larger, 5/4
-        (1200, Fraction(1)),  # the same per element
-        (900, Fraction(1)),  # faster per element: the calibrated length's time
+        (1260, 1.05),  # 105 ns per element against 100: the larger, 21/20
+        (1200, 1.0),  # the same per element
+        (900, 1.0),  # faster per element: the calibrated length's time
     ],
 )
 def test_a_length_ratio_takes_the_larger_per_element_time(
-    monkeypatch: pytest.MonkeyPatch, long_ns: int, want: Fraction
+    monkeypatch: pytest.MonkeyPatch, long_ns: int, want: float
 ) -> None:
     """A short array of 4 elements (400 ns) against a long one of 12: three short runs
     (as many elements) are one measurement."""
     run, log = _timed_lengths(monkeypatch, {"short": 400, "long": long_ns})
     ratio = _pad.length_ratio(run, "short", "long", 4, 12, rounds=3)
-    assert Fraction(ratio) == want
+    assert ratio == pytest.approx(want, rel=1e-12)
     # one warm-up run of the long one, then three rounds in alternating order
     s3 = ["short"] * 3
     assert log == ["long", *s3, "long", "long", *s3, *s3, "long"]
 
 
-def test_a_length_ratio_takes_medians_and_runs_nothing_for_a_floor(
+def test_a_length_ratio_takes_least_times_and_runs_nothing_for_a_floor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = [0]
-    # warm-up 1000; then short 400, long 5000 (paused); long 1200, short 400; short
-    # 400, long 1100: the long run's median is 1200
-    times = iter([1000, 400, 5000, 1200, 400, 400, 1100])
+    # warm-up 1000; then short 400, long 5000 (paused); long 1200, short 450; short
+    # 420, long 1100: the least times are 1100 and 400
+    times = iter([1000, 400, 5000, 1200, 450, 420, 1100])
     monkeypatch.setattr(_pad, "_now", lambda: clock[0])
 
     def run(c: str) -> None:
         clock[0] += next(times)
 
-    assert _pad.length_ratio(run, "s", "l", 4, 4, rounds=3) == pytest.approx(3.0)
+    assert _pad.length_ratio(run, "s", "l", 4, 4, rounds=3, most=4.0) == pytest.approx(2.75)
+    # by default at most LENGTH_RATIO_MAX: a larger one is the machine's load
+    times = iter([1000, 400, 5000, 1200, 450, 420, 1100])
+    assert _pad.length_ratio(run, "s", "l", 4, 4, rounds=3) == _pad.LENGTH_RATIO_MAX
     ran: list[str] = []
     with _pad.measuring_floor():
         assert _pad.length_ratio(ran.append, "s", "l", 4, 12) == 1.0
