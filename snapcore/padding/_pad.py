@@ -461,12 +461,12 @@ def unrelated_work(length: int) -> Callable[[], None]:
     ``length`` elements: each call sorts a fresh copy of ``min(length,
     UNRELATED_WORK_MAX)`` random doubles (public, drawn once here).
 
-    A release right after other work is slower than one right after another release
-    (caches, the branch predictors and the idle threads of the fused loop are
-    someone else's; docs/timing.md, "Releases after other work"), by a time that
-    grows with that work: a calibration runs this before half of its timed calls
-    (:func:`calibrate_quantum`'s ``between``).  It holds two arrays of at most
-    ``UNRELATED_WORK_MAX`` doubles (4 MiB).
+    A release right after other work is slower than one right after another release,
+    by a roughly fixed time that grows with that work (its per-call machinery is
+    cold; docs/timing.md, "Releases after other work and long arrays"): an array
+    calibration runs this before half of its timed calls (:func:`calibrate_quantum`'s
+    ``between``).  It holds two arrays of at most ``UNRELATED_WORK_MAX`` doubles
+    (4 MiB).
     """
     m = max(1, min(int(length), UNRELATED_WORK_MAX))
     data = uniform_doubles(0.0, 1.0, m)
