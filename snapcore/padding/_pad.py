@@ -328,10 +328,10 @@ def calibrate_quantum(
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
     that the machine's drift affects all classes alike.  With ``between`` (work that
-    stands for the caller's own, :func:`unrelated_work`), every second round calls
-    ``between()`` before each timed run, outside the timed region, and the next
-    round starts with one untimed run: the classes' medians come from the other
-    rounds (back to back), and the spread below from all of them, so that the
+    stands for the caller's own, ``unrelated_work`` in this module), every second
+    round calls ``between()`` before each timed run, outside the timed region, and
+    the next round starts with one untimed run: the classes' medians come from the
+    other rounds (back to back), and the spread below from all of them, so that the
     margin covers a call made after other work as far as its bounds allow.
 
     Without ``min_margin``: the slowest class's ``QUANTILE`` (median) time times
