@@ -201,8 +201,8 @@ class Padding:
         key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         if n > ARRAY_CALIBRATION_MAX:
             # The quantum of the calibrated length, scaled by the lengths and by how
-            # much longer an element of this length takes (memory, page faults of a
-            # fresh output, threads): measured once per length, on one array.
+            # much longer an element of this length takes (docs/timing.md): measured
+            # once per length in the process, on one array.
             cap = ARRAY_CALIBRATION_MAX
             part = self.array_quantum_ns(cap, container, dtype)
             ratio = _LENGTH_RATIOS.get(key, lambda: self._length_ratio(n, container, dtype))
