@@ -60,6 +60,7 @@ from snapcore.randomness._draw import Draw, encode_draw
 from snapcore.randomness._sources import ByteSource, RandomSource
 
 __all__ = [
+    "AFTER_WORK_MIN_SIZE",
     "ARRAY_CALIBRATION_MAX",
     "ARRAY_MARGIN",
     "ARRAY_MIN_MARGIN",
@@ -85,6 +86,12 @@ SCALAR_REPS = 41
 #: up: calibrating on the classes at its length would cost several times its memory
 #: and time.
 ARRAY_CALIBRATION_MAX = 1 << 18
+#: Arrays of at least this many elements are calibrated with rounds after other work
+#: (:func:`~snapcore.padding._pad.unrelated_work`).  A shorter release (under a
+#: millisecond) is either barely slowed by such work or slowed by several times its
+#: margin, so the rounds would raise its quantum without covering more calls
+#: (docs/timing.md, "Releases after other work and long arrays").
+AFTER_WORK_MIN_SIZE = 1 << 15
 
 _now = time.perf_counter_ns
 
@@ -347,7 +354,7 @@ class Padding:
             margin=ARRAY_MARGIN,
             warmup=1,
             min_margin=ARRAY_MIN_MARGIN,
-            between=unrelated_work(n),
+            between=unrelated_work(n) if n >= AFTER_WORK_MIN_SIZE else None,
         )
 
     def _length_ratio(self, n: int, container: str, dtype: str) -> float:

@@ -535,7 +535,8 @@ def test_array_calibration_also_times_calls_after_other_work(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An array quantum's calibration passes work of the array's length (sorting at
-    most UNRELATED_WORK_MAX doubles) to run between timed calls; a scalar's does not."""
+    most UNRELATED_WORK_MAX doubles) to run between timed calls from
+    AFTER_WORK_MIN_SIZE elements on; a shorter array's and a scalar's do not."""
     from snapcore.padding import _pad
 
     seen: list[dict[str, Any]] = []
@@ -558,12 +559,15 @@ def test_array_calibration_also_times_calls_after_other_work(
             epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
         )
         assert m.padding is not None
-        m.padding.quantum_for(np.zeros(5000))
+        n = _padding.AFTER_WORK_MIN_SIZE
+        m.padding.quantum_for(np.zeros(n))
+        m.padding.quantum_for(np.zeros(n - 1))
         m.padding.quantum_for(1.0)
     finally:
         _quanta.clear_caches()
-    array_kw, scalar_kw = seen
-    assert callable(array_kw["between"]) and sizes == [5000]
+    long_kw, short_kw, scalar_kw = seen
+    assert callable(long_kw["between"]) and sizes == [n]
+    assert short_kw["between"] is None
     assert "between" not in scalar_kw
 
 
