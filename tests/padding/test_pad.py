@@ -12,6 +12,7 @@ here.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
@@ -313,6 +314,139 @@ def test_a_fixed_margin_quantum_is_the_slowest_median_times_the_margin(
     run = _scripted(monkeypatch, lambda c, i: 10_000 if i % 4 else 0)
     q = _pad.calibrate_quantum(run, [300, 700], reps=8, margin=1.5, warmup=0)
     assert q == math.ceil(10_700 * 1.5)
+
+
+def _after_work(monkeypatch: pytest.MonkeyPatch, slower: Any) -> tuple[Any, Any, list[str]]:
+    """A scripted clock for rounds after other work: ``between()`` takes 1 ms of the
+    clock (outside the timed region) and makes the next run of class ``c`` take
+    ``c + slower(c)`` ns instead of ``c``; ``log`` records the calls in order."""
+    clock = [0]
+    cold = [False]
+    log: list[str] = []
+    monkeypatch.setattr(_pad, "_now", lambda: clock[0])
+
+    def run(c: int) -> None:
+        clock[0] += c + (slower(c) if cold[0] else 0)
+        cold[0] = False
+        log.append("run")
+
+    def between() -> None:
+        clock[0] += MS
+        cold[0] = True
+        log.append("between")
+
+    return run, between, log
+
+
+@pytest.mark.parametrize(
+    ("slower", "want"),
+    [
+        # 1/16 slower after other work: half of the 60 times have an excess of 1/16,
+        # so their 90th percentile is 1/16: 512 · 17/16 = 544 (back to back: 528)
+        (lambda c: c // 16, 544),
+        # 1/4 slower: beyond the largest margin, 512 · 1.1 = 563.2
+        (lambda c: c // 4, 564),
+        # no slower: the least margin, as back to back
+        (lambda c: 0, 528),
+    ],
+)
+def test_rounds_after_other_work_set_the_margin_not_the_median(
+    monkeypatch: pytest.MonkeyPatch, slower: Any, want: int
+) -> None:
+    run, between, log = _after_work(monkeypatch, slower)
+    q = _pad.calibrate_quantum(
+        run, [256, 512, 384], reps=20, margin=1.1, min_margin=1.03, warmup=0, between=between
+    )
+    assert q == want
+    # every second round: before each of its timed runs, never inside one
+    assert log.count("between") == 10 * 3
+    assert all(a == "run" for a, b in itertools.pairwise(log) if b == "between")
+    assert log[:3] == ["run"] * 3  # the first round is back to back
+    # each later back-to-back round starts with one untimed run
+    assert log.count("run") == 20 * 3 + 9
+
+
+def test_a_fixed_margin_quantum_takes_its_median_from_the_back_to_back_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 4 rounds: two back to back (700 ns), two after other work (10,700 ns); the
+    # median of all four would be 5,700
+    run, between, _ = _after_work(monkeypatch, lambda c: 10_000)
+    q = _pad.calibrate_quantum(run, [300, 700], reps=4, margin=1.5, warmup=0, between=between)
+    assert q == math.ceil(700 * 1.5)
+
+
+def _timed_lengths(monkeypatch: pytest.MonkeyPatch, took: dict[str, int]) -> tuple[Any, list[str]]:
+    """A scripted clock: a run of ``c`` takes ``took[c]`` ns; the run and its log."""
+    clock = [0]
+    log: list[str] = []
+    monkeypatch.setattr(_pad, "_now", lambda: clock[0])
+
+    def run(c: str) -> None:
+        clock[0] += took[c]
+        log.append(c)
+
+    return run, log
+
+
+@pytest.mark.parametrize(
+    ("long_ns", "want"),
+    [
+        (1260, 1.05),  # 105 ns per element against 100: the larger, 21/20
+        (1200, 1.0),  # the same per element
+        (900, 1.0),  # faster per element: the calibrated length's time
+    ],
+)
+def test_a_length_ratio_takes_the_larger_per_element_time(
+    monkeypatch: pytest.MonkeyPatch, long_ns: int, want: float
+) -> None:
+    """A short array of 4 elements (400 ns) against a long one of 12: three short runs
+    (as many elements) are one measurement."""
+    run, log = _timed_lengths(monkeypatch, {"short": 400, "long": long_ns})
+    ratio = _pad.length_ratio(run, "short", "long", 4, 12, rounds=3)
+    assert ratio == pytest.approx(want, rel=1e-12)
+    # one warm-up run of the long one, then three rounds in alternating order
+    s3 = ["short"] * 3
+    assert log == ["long", *s3, "long", "long", *s3, *s3, "long"]
+
+
+def test_a_length_ratio_takes_least_times_and_runs_nothing_for_a_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [0]
+    # warm-up 1000; then short 400, long 5000 (paused); long 1200, short 450; short
+    # 420, long 1100: the least times are 1100 and 400
+    times = iter([1000, 400, 5000, 1200, 450, 420, 1100])
+    monkeypatch.setattr(_pad, "_now", lambda: clock[0])
+
+    def run(c: str) -> None:
+        clock[0] += next(times)
+
+    assert _pad.length_ratio(run, "s", "l", 4, 4, rounds=3, most=4.0) == pytest.approx(2.75)
+    # by default at most LENGTH_RATIO_MAX: a larger one is the machine's load
+    times = iter([1000, 400, 5000, 1200, 450, 420, 1100])
+    assert _pad.length_ratio(run, "s", "l", 4, 4, rounds=3) == _pad.LENGTH_RATIO_MAX
+    ran: list[str] = []
+    with _pad.measuring_floor():
+        assert _pad.length_ratio(ran.append, "s", "l", 4, 12) == 1.0
+    assert ran == []
+
+
+def test_unrelated_work_sorts_at_most_its_bound_of_doubles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sorted_sizes: list[int] = []
+    real_sort = _pad.np.ndarray.sort
+
+    class Spy(_pad.np.ndarray):
+        def sort(self, *a: Any, **k: Any) -> None:
+            sorted_sizes.append(self.size)
+            real_sort(self, *a, **k)
+
+    monkeypatch.setattr(_pad.np, "empty_like", lambda a: _pad.np.empty(a.size).view(Spy))
+    for length in (1, 100, _pad.UNRELATED_WORK_MAX, 10 * _pad.UNRELATED_WORK_MAX):
+        _pad.unrelated_work(length)()
+    assert sorted_sizes == [1, 100, _pad.UNRELATED_WORK_MAX, _pad.UNRELATED_WORK_MAX]
 
 
 def test_padding_stats_count_overruns_past_two_quanta_apart() -> None:
