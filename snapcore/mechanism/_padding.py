@@ -64,7 +64,6 @@ __all__ = [
     "ARRAY_CALIBRATION_MAX",
     "ARRAY_MARGIN",
     "ARRAY_MIN_MARGIN",
-    "LENGTH_RATIO_AT_MOST",
     "SCALAR_MARGIN",
     "SCALAR_REPS",
     "Padding",
@@ -83,15 +82,10 @@ ARRAY_MIN_MARGIN = 1.03
 SCALAR_REPS = 41
 #: An array longer than this gets the quantum of this length scaled by the ratio of the
 #: lengths and by the excess of its own per-element time over this length's
-#: (:func:`~snapcore.padding._pad.length_ratio`, on one array of its length, at most
-#: :data:`LENGTH_RATIO_AT_MOST`), rounded up: calibrating on the classes at its length
-#: would cost several times its memory and time.
+#: (:func:`~snapcore.padding._pad.length_ratio`, on one array of its length), rounded
+#: up: calibrating on the classes at its length would cost several times its memory
+#: and time.
 ARRAY_CALIBRATION_MAX = 1 << 18
-#: The per-element excess of an array longer than this is measured on this many
-#: elements (16 MiB of doubles, 80 MiB of stream and output: past the caches of the
-#: machines measured), so that measuring it holds less than a longer release's own
-#: output and takes a fixed time; every longer array shares it.
-LENGTH_RATIO_AT_MOST = 1 << 21
 #: Arrays of at least this many elements are calibrated with rounds after other work
 #: (:func:`~snapcore.padding._pad.unrelated_work`).  A shorter release (under a
 #: millisecond) is either barely slowed by such work or slowed by several times its
@@ -211,19 +205,14 @@ class Padding:
         the grid's half-points).
         """
         n = int(length)
-        threads = resolve_threads(self._threads, n)
-        key = (self._key, container, dtype, n, threads)
+        key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         if n > ARRAY_CALIBRATION_MAX:
             # The quantum of the calibrated length, scaled by the lengths and by how
             # much longer an element of this length takes (docs/timing.md): measured
-            # once per length (up to LENGTH_RATIO_AT_MOST) in the process, on one array.
+            # once per length in the process, on one array.
             cap = ARRAY_CALIBRATION_MAX
             part = self.array_quantum_ns(cap, container, dtype)
-            m = min(n, LENGTH_RATIO_AT_MOST)
-            ratio = _LENGTH_RATIOS.get(
-                (self._key, container, dtype, m, threads),
-                lambda: self._length_ratio(m, container, dtype),
-            )
+            ratio = _LENGTH_RATIOS.get(key, lambda: self._length_ratio(n, container, dtype))
             return math.ceil(Fraction(part * n, cap) * Fraction(ratio))
         return ARRAY_QUANTA.get(key, lambda: self._calibrate_array(n, container, dtype))
 
@@ -373,7 +362,7 @@ class Padding:
         :data:`ARRAY_CALIBRATION_MAX`: both arrays at the centre (one of the slowest
         classes), released by one unpadded copy, alternately
         (:func:`~snapcore.padding._pad.length_ratio`).  Holds one array of ``n``
-        elements (at most :data:`LENGTH_RATIO_AT_MOST`).  1 when such an array does
+        elements: the size of the release's own output.  1 when such an array does
         not go to a batch path (element by element, the time per element does not
         grow with the length, and a release of ``n`` would take minutes)."""
         if type(self._backend).batch is Backend.batch:

@@ -487,8 +487,7 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
 ) -> None:
     """Past the calibrated length: the calibrated quantum scaled by the lengths and
     by the larger per-element time, measured once per length on one array at the
-    centre (never the caller's), of at most LENGTH_RATIO_AT_MOST elements (shared by
-    every longer length), and again after the caches are cleared."""
+    centre (never the caller's), and again after the caches are cleared."""
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
@@ -496,16 +495,14 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     cap = _padding.ARRAY_CALIBRATION_MAX
     q_cap = m.padding.array_quantum_ns(cap)
     assert len(stub_calibration) == 1 and all(len(a) == cap for a, *_ in stub_calibration[0])
-    most = _padding.LENGTH_RATIO_AT_MOST
-    assert 3 * cap < most < 10 * cap
-    lengths = (cap + 1, 3 * cap, 10 * cap + 7, 12 * cap)
+    lengths = (cap + 1, 3 * cap, 10 * cap + 7)
     mine = {n: np.full(n, 1e300) for n in lengths}
     for n in lengths:
         want = math.ceil(Fraction(q_cap * n, cap) * Fraction(5, 4))
         assert m.padding.quantum_for(mine[n]) == want
         assert m.padding.quantum_for(np.zeros(n)) == want  # the same for other values
     assert len(stub_calibration) == 1  # no calibration classes longer than the cap
-    assert [(s, ln) for *_, s, ln in stub_ratio] == [(cap, cap + 1), (cap, 3 * cap), (cap, most)]
+    assert [(s, ln) for *_, s, ln in stub_ratio] == [(cap, n) for n in lengths]
     centre = float(m.calibration.centre)
     for run, short, long, s, ln in stub_ratio:
         assert run.__self__.padding is None and run.__self__.source is not m.source
