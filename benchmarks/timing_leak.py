@@ -29,8 +29,7 @@ batch      array release of 4096 values: values inside, on the bound, clamped, a
            forcing its exact fallback (covered), all of them forcing it (not covered)
 statistic  ``snapcore.release`` of built-in statistics on equal-size datasets
 cost       protected / unprotected time per block (default sources): a scalar
-           release, an array release, a statistic's release; ``--cost-after-work M``
-           sorts M random doubles before every timed array release
+           release, an array release, a statistic's release
 
 Run ``python benchmarks/timing_leak.py --calls 1000000 --batches 1000`` for the
 target (docs/timing.md).
@@ -167,13 +166,11 @@ def run_blocks(
     source: BufferSource | None,
     row: int,
     per_chunk: int,
-    before: Callable[[], object] | None = None,
 ) -> np.ndarray:
     """Times (blocks × classes, ns) of ``call(value)``: every block runs every class once
     in a fresh random order.  Inputs are laid out by position for ``per_chunk`` blocks
     at a time: a list of values (a new object per call, :func:`_fresh`) and, with
-    ``source``, one buffer of their draw bytes.  With ``before``, ``before()`` runs
-    before every timed call, outside the timed region."""
+    ``source``, one buffer of their draw bytes."""
     k = len(cases)
     out = np.empty((blocks, k), np.int64)
     now = time.perf_counter_ns
@@ -197,8 +194,6 @@ def run_blocks(
         times = [0] * len(flat)
         for i in range(len(flat)):
             v = values[i]
-            if before is not None:
-                before()
             t = now()
             call(v)
             times[i] = now() - t
@@ -565,19 +560,8 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
     source, ChaCha20) in a random order: the ratio on/off per block, its median and a
     bootstrap 95 % interval of that median; the mechanism's quantum over the unpadded
     median time (the padding's own cost, whatever the machine's pauses) and the share of
-    padded calls that overran (each costs one more quantum or more).  With
-    ``--cost-after-work M``, every timed array release follows (outside the timed
-    region) a sort of a copy of ``M`` random doubles: a release after other work."""
+    padded calls that overran (each costs one more quantum or more)."""
     data = np.random.default_rng(4).uniform(0.0, 100.0, 1000)
-    work = None
-    if args.cost_after_work > 0:
-        spare = np.random.default_rng(5).uniform(0.0, 1.0, args.cost_after_work)
-        scratch = np.empty_like(spare)
-
-        def work() -> None:
-            np.copyto(scratch, spare)
-            scratch.sort()
-
     mech = {t: snapcore.SnappingMechanism(**MECH, timing=t) for t in ("off", "constant")}
     padding = mech["constant"].padding
     assert padding is not None
@@ -609,8 +593,7 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
             args.statistic_calls,
         ),
     }
-    after = f", each array release after sorting {args.cost_after_work} doubles" if work else ""
-    print(f"\n### Cost: protected / unprotected, paired per block, same run{after}\n")
+    print("\n### Cost: protected / unprotected, paired per block, same run\n")
     print(
         "| workload | blocks | off median ns | on median ns | ratio (median) | 95 % CI | target "
         "| quantum / off median | on calls overrunning |"
@@ -620,8 +603,7 @@ def measure_cost(args: argparse.Namespace, rng: np.random.Generator) -> None:
         cases = [Case("off", make("off")), Case("on", make("constant"))]
         stats = padding.stats if w in quanta else statistic_stats()
         calls, overruns = stats.calls, stats.overruns
-        before = work if w.startswith("array") else None
-        times = run_blocks(lambda fn: fn(), cases, blocks, rng, None, 0, 1000, before)
+        times = run_blocks(lambda fn: fn(), cases, blocks, rng, None, 0, 1000)
         over = (stats.overruns - overruns) / max(1, stats.calls - calls)
         q = quanta[w]() / np.median(times[:, 0]) if w in quanta else math.nan
         r = times[:, 1] / times[:, 0]
@@ -657,13 +639,6 @@ def main() -> None:
     ap.add_argument("--cost-blocks", type=int, default=2_000, help="blocks of the cost group")
     ap.add_argument(
         "--cost-sizes", default=f"{BATCH},65536,1000000", help="array lengths of the cost group"
-    )
-    ap.add_argument(
-        "--cost-after-work",
-        type=int,
-        default=0,
-        metavar="M",
-        help="cost group: sort M random doubles before every timed array release (0: none)",
     )
     ap.add_argument("--protection", choices=["on", "off", "both"], default="both")
     ap.add_argument("--groups", default="value,noise,batch,statistic,cost")

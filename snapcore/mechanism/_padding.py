@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import math
 import random
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -38,29 +36,19 @@ from snapcore.padding._pad import (
     calibrate_quantum,
     calibration_source,
     fallbacks_covered,
-    length_ratio,
-    measuring_quantum,
     next_dither,
     noise_draw,
     pad,
     tie_row,
     uniform_doubles,
-    unrelated_work,
 )
-from snapcore.padding._quanta import (
-    ARRAY_QUANTA,
-    CACHE_SIZE,
-    SCALAR_QUANTA,
-    generation,
-    intern_key,
-)
+from snapcore.padding._quanta import ARRAY_QUANTA, SCALAR_QUANTA, generation, intern_key
 from snapcore.pipeline._backend import Backend
 from snapcore.pipeline._threads import resolve_threads
 from snapcore.randomness._draw import Draw, encode_draw
 from snapcore.randomness._sources import ByteSource, RandomSource
 
 __all__ = [
-    "AFTER_WORK_MIN_SIZE",
     "ARRAY_CALIBRATION_MAX",
     "ARRAY_MARGIN",
     "ARRAY_MIN_MARGIN",
@@ -81,17 +69,8 @@ ARRAY_MIN_MARGIN = 1.03
 #: Calibration rounds per class of a scalar quantum (and at most per array class).
 SCALAR_REPS = 41
 #: An array longer than this gets the quantum of this length scaled by the ratio of the
-#: lengths and by the excess of its own per-element time over this length's
-#: (:func:`~snapcore.padding._pad.length_ratio`, on one array of its length), rounded
-#: up: calibrating on the classes at its length would cost several times its memory
-#: and time.
+#: lengths (rounded up), so calibrating never copies a long array.
 ARRAY_CALIBRATION_MAX = 1 << 18
-#: Arrays of at least this many elements are calibrated with rounds after other work
-#: (:func:`~snapcore.padding._pad.unrelated_work`).  A shorter release (under a
-#: millisecond) is either barely slowed by such work or slowed by several times its
-#: margin, so the rounds would raise its quantum without covering more calls
-#: (docs/timing.md, "Releases after other work and long arrays").
-AFTER_WORK_MIN_SIZE = 1 << 15
 
 _now = time.perf_counter_ns
 
@@ -205,15 +184,13 @@ class Padding:
         the grid's half-points).
         """
         n = int(length)
-        key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         if n > ARRAY_CALIBRATION_MAX:
-            # The quantum of the calibrated length, scaled by the lengths and by how
-            # much longer an element of this length takes (docs/timing.md): measured
-            # once per length in the process, on one array.
-            cap = ARRAY_CALIBRATION_MAX
-            part = self.array_quantum_ns(cap, container, dtype)
-            ratio = _LENGTH_RATIOS.get(key, lambda: self._length_ratio(n, container, dtype))
-            return math.ceil(Fraction(part * n, cap) * Fraction(ratio))
+            # The array path's time is linear in the length past a few thousand
+            # elements (cache-sized chunks, one compiled loop); calibrating on copies
+            # of a long array would cost several times its memory and time.
+            part = self.array_quantum_ns(ARRAY_CALIBRATION_MAX, container, dtype)
+            return -(-part * n // ARRAY_CALIBRATION_MAX)
+        key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         return ARRAY_QUANTA.get(key, lambda: self._calibrate_array(n, container, dtype))
 
     def quantum_for(self, value: Any) -> int:
@@ -348,30 +325,8 @@ class Padding:
 
         reps = budget_reps(run, runs, SCALAR_REPS)
         return calibrate_quantum(
-            run,
-            runs,
-            reps=reps,
-            margin=ARRAY_MARGIN,
-            warmup=1,
-            min_margin=ARRAY_MIN_MARGIN,
-            between=unrelated_work(n) if n >= AFTER_WORK_MIN_SIZE else None,
+            run, runs, reps=reps, margin=ARRAY_MARGIN, warmup=1, min_margin=ARRAY_MIN_MARGIN
         )
-
-    def _length_ratio(self, n: int, container: str, dtype: str) -> float:
-        """How much longer per element a release of ``n`` elements takes than one of
-        :data:`ARRAY_CALIBRATION_MAX`: both arrays at the centre (one of the slowest
-        classes), released by one unpadded copy, alternately
-        (:func:`~snapcore.padding._pad.length_ratio`).  Holds one array of ``n``
-        elements: the size of the release's own output.  1 when such an array does
-        not go to a batch path (element by element, the time per element does not
-        grow with the length, and a release of ``n`` would take minutes)."""
-        if type(self._backend).batch is Backend.batch:
-            return 1.0
-        release = self._unpadded(calibration_source(self._source))
-        cap = ARRAY_CALIBRATION_MAX
-        short = _centre_array(self._cal, cap, container, dtype)
-        long = _centre_array(self._cal, n, container, dtype)
-        return length_ratio(release, short, long, cap, n)
 
     def _forced_rows(self, source: RandomSource, n: int) -> _ForcedRows | None:
         """A calibration source of ``source``'s bytes that can make
@@ -399,35 +354,6 @@ class Padding:
 
     def __repr__(self) -> str:
         return f"<Padding {self.stats!r}>"
-
-
-class _RatioCache:
-    """The per-element ratios of long arrays (:meth:`Padding._length_ratio`), kept per
-    quantum key while :func:`~snapcore.padding.clear_caches` has not run (at most
-    ``CACHE_SIZE``, least recently used dropped)."""
-
-    def __init__(self) -> None:
-        self._d: OrderedDict[Any, tuple[int, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any, compute: Callable[[], float]) -> float:
-        gen = generation()
-        with self._lock:
-            hit = self._d.get(key)
-            if hit is not None and hit[0] == gen:
-                self._d.move_to_end(key)
-                return hit[1]
-        with measuring_quantum():  # a ratio, even within a floor's measurement
-            ratio = compute()  # outside the lock: it runs releases
-        with self._lock:
-            self._d[key] = (gen, ratio)
-            self._d.move_to_end(key)
-            while len(self._d) > CACHE_SIZE:
-                self._d.popitem(last=False)
-        return ratio
-
-
-_LENGTH_RATIOS = _RatioCache()
 
 
 # -- calibration classes -------------------------------------------------------------
@@ -495,24 +421,16 @@ def _array_classes(calibration: Calibration, n: int, container: str, dtype: str)
         np.full(n, c),
         np.clip(half, lo, hi),
     ]
-    return [_as_class(a, container, dtype) for a in base]
-
-
-def _centre_array(calibration: Calibration, n: int, container: str, dtype: str) -> Any:
-    """The fifth class of :func:`_array_classes` alone: ``n`` elements at the centre."""
-    return _as_class(np.full(n, float(calibration.centre)), container, dtype)
-
-
-def _as_class(a: np.ndarray, container: str, dtype: str) -> Any:
-    """Doubles ``a`` as an array of ``dtype`` (rounded and clipped for integers) in
-    ``container``."""
     kind = np.dtype(dtype)
-    if kind.kind in "iu":
-        info = np.iinfo(kind)
-        a = np.clip(np.round(a), max(info.min, -(2**53)), min(info.max, 2**53)).astype(kind)
-    else:
-        a = a.astype(kind)
-    return a.tolist() if container == "list" else a
+    classes: list[Any] = []
+    for a in base:
+        if kind.kind in "iu":
+            info = np.iinfo(kind)
+            a = np.clip(np.round(a), max(info.min, -(2**53)), min(info.max, 2**53)).astype(kind)
+        else:
+            a = a.astype(kind)
+        classes.append(a.tolist() if container == "list" else a)
+    return classes
 
 
 def chosen_draws(precision: int) -> list[tuple[int, int, int]]:

@@ -41,14 +41,11 @@ __all__ = [
     "FALLBACK_RATE_BOUND",
     "FALLBACK_RISK",
     "FLOOR_ROUNDS",
-    "LENGTH_RATIO_MAX",
-    "LENGTH_ROUNDS",
     "MIN_REPS",
     "MODES",
     "PAUSE",
     "QUANTILE",
     "SPREAD_QUANTILE",
-    "UNRELATED_WORK_MAX",
     "PaddingStats",
     "RandomDelay",
     "TimingGuarantee",
@@ -61,8 +58,6 @@ __all__ = [
     "check_timing",
     "discrete_laplace",
     "fallbacks_covered",
-    "in_floor_mode",
-    "length_ratio",
     "measuring_floor",
     "measuring_quantum",
     "next_dither",
@@ -72,7 +67,6 @@ __all__ = [
     "resolve_mode",
     "tie_row",
     "uniform_doubles",
-    "unrelated_work",
     "wait_until",
 ]
 
@@ -107,18 +101,6 @@ FALLBACK_RISK = 2.0**-40
 
 #: Rounds of every class behind a floor (``measuring_floor()``).
 FLOOR_ROUNDS = 3
-#: The unrelated work a calibration's rounds "after other work" run before each timed
-#: call (:func:`unrelated_work`) sorts at most this many doubles (about 12 ms on the
-#: 2-core development machine).
-UNRELATED_WORK_MAX = 1 << 18
-#: Alternating rounds of :func:`length_ratio` (after one warm-up run of the long
-#: array): with it, five times the long array's release.
-LENGTH_ROUNDS = 2
-#: The largest :func:`length_ratio`: the excess per element of a long array measured
-#: on the 2-core development machine is 0-12 %; a larger one is the machine's load
-#: during the measurement (up to 2 when another process took the core for seconds),
-#: which would raise every later quantum of that length.
-LENGTH_RATIO_MAX = 1.1
 
 _now = time.perf_counter_ns
 #: A padded call's deadline is offset by a dither uniform over ``range(DITHER_NS)`` ns
@@ -321,18 +303,12 @@ def calibrate_quantum(
     warmup: int = 2,
     min_margin: float | None = None,
     spread_quantile: float = SPREAD_QUANTILE,
-    between: Callable[[], object] | None = None,
 ) -> int:
     """A quantum in ns: the slowest class's time times a margin.
 
     Each class is run ``warmup`` times first (caches, lazy imports, compilation),
     then ``reps`` rounds run every class once, in a fresh random order per round, so
-    that the machine's drift affects all classes alike.  With ``between`` (work that
-    stands for the caller's own, ``unrelated_work`` in this module), every second
-    round calls ``between()`` before each timed run, outside the timed region, and
-    the next round starts with one untimed run: the classes' medians come from the
-    other rounds (back to back), and the spread below from all of them, so that the
-    margin covers a call made after other work as far as its bounds allow.
+    that the machine's drift affects all classes alike.
 
     Without ``min_margin``: the slowest class's ``QUANTILE`` (median) time times
     ``margin``.  With it (arrays, statistics), the times above ``PAUSE`` times the
@@ -362,27 +338,14 @@ def calibrate_quantum(
     order = list(range(k))
     for r in range(reps):
         _SYSTEM.shuffle(order)
-        after = between if r % 2 else None
-        if between is not None and after is None and r:
-            # A back-to-back round after one after other work: one untimed run first,
-            # so that its first timed run follows a call, not the work.
-            run(classes[order[0]])
         for i in order:
-            if after is not None:
-                after()
             t = _now()
             run(classes[i])
             times[r, i] = _now() - t
-    # The rounds run back to back (every round without ``between``).
-    hot = times if between is None else times[0::2]
     if min_margin is None:
-        return max(1, math.ceil(float(np.quantile(hot, QUANTILE, axis=0).max()) * margin))
-    # Every class's least back-to-back time is at most the limit, so each class keeps
-    # at least one back-to-back time.
-    kept = np.where(times <= PAUSE * hot.min(axis=0).max(), times, np.nan)
-    each = np.maximum(
-        np.nanquantile(kept if between is None else kept[0::2], QUANTILE, axis=0), 1.0
-    )
+        return max(1, math.ceil(float(np.quantile(times, QUANTILE, axis=0).max()) * margin))
+    kept = np.where(times <= PAUSE * times.min(axis=0).max(), times, np.nan)
+    each = np.maximum(np.nanquantile(kept, QUANTILE, axis=0), 1.0)
     excess = float(np.nanquantile(kept / each - 1.0, spread_quantile))
     spread = min(margin, max(min_margin, 1.0 + excess))
     return max(1, math.ceil(float(each.max()) * spread))
@@ -402,12 +365,6 @@ def measuring_floor() -> Iterator[None]:
     """
     with _floor_mode(True):
         yield
-
-
-def in_floor_mode() -> bool:
-    """Whether :func:`calibrate_quantum` measures a floor here (within
-    ``measuring_floor()`` and not within ``measuring_quantum()``, in this thread)."""
-    return bool(getattr(_FLOOR, "on", False))
 
 
 @contextlib.contextmanager
@@ -454,73 +411,6 @@ def budget_reps(run: Callable[[C], object], classes: Sequence[C], cap: int) -> i
         run(classes[0])
         one = min(one, max(1, _now() - t0))
     return int(max(MIN_REPS, min(cap, ARRAY_BUDGET_NS // (one * len(classes)))))
-
-
-def unrelated_work(length: int) -> Callable[[], None]:
-    """Work that stands for what a caller does between two array releases of
-    ``length`` elements: each call sorts a fresh copy of ``min(length,
-    UNRELATED_WORK_MAX)`` random doubles (public, drawn once here).
-
-    A release right after other work is slower than one right after another release,
-    by a roughly fixed time that grows with that work (its per-call machinery is
-    cold; docs/timing.md, "Releases after other work and long arrays"): an array
-    calibration runs this before half of its timed calls (:func:`calibrate_quantum`'s
-    ``between``).  It holds two arrays of at most ``UNRELATED_WORK_MAX`` doubles
-    (4 MiB).
-    """
-    m = max(1, min(int(length), UNRELATED_WORK_MAX))
-    data = uniform_doubles(0.0, 1.0, m)
-    scratch = np.empty_like(data)
-
-    def work() -> None:
-        np.copyto(scratch, data)
-        scratch.sort()
-
-    return work
-
-
-def length_ratio(
-    run: Callable[[C], object],
-    short: C,
-    long: C,
-    short_length: int,
-    long_length: int,
-    rounds: int = LENGTH_ROUNDS,
-    most: float = LENGTH_RATIO_MAX,
-) -> float:
-    """How much longer per element a call on ``long`` takes than calls on ``short``:
-    the ratio of their least times per element (the machine's load only adds to a
-    time; the least of a few is what the lengths themselves cost), within ``[1,
-    most]``.
-
-    After one warm-up run of ``long``, each of ``rounds`` rounds times one run of
-    ``long`` and, as one measurement, ``k = round(long_length / short_length)``
-    runs of ``short`` back to back (as many elements, so that both measurements
-    last about as long and see the machine's load alike), in alternating order.  A
-    quantum scaled from ``short_length`` to ``long_length`` elements times this
-    ratio takes the larger of the two per-element times.  Within
-    ``measuring_floor()`` it is 1 without any run (a floor scaled by the lengths is
-    a lower bound whenever the ratio is at least 1).
-    """
-    if in_floor_mode():
-        return 1.0
-    k = max(1, round(long_length / max(1, short_length)))
-    run(long)
-    per_short = np.empty(rounds, np.float64)
-    per_long = np.empty(rounds, np.float64)
-    for r in range(rounds):
-        for short_turn in (True, False) if r % 2 == 0 else (False, True):
-            if short_turn:
-                t = _now()
-                for _ in range(k):
-                    run(short)
-                per_short[r] = (_now() - t) / (k * max(1, short_length))
-            else:
-                t = _now()
-                run(long)
-                per_long[r] = (_now() - t) / max(1, long_length)
-    ratio = float(per_long.min()) / max(float(per_short.min()), 1e-9)
-    return min(most, max(1.0, ratio))
 
 
 @functools.lru_cache(maxsize=256)

@@ -468,26 +468,9 @@ def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
     assert len(stub_calibration) == 3
 
 
-@pytest.fixture
-def stub_ratio(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
-    """Replace the per-element comparison of a long array by a ratio of 5/4; record
-    its arguments."""
-    seen: list[tuple[Any, ...]] = []
-
-    def fake(run: Any, short: Any, long: Any, short_length: int, long_length: int) -> float:
-        seen.append((run, short, long, short_length, long_length))
-        return 1.25
-
-    monkeypatch.setattr(_padding, "length_ratio", fake)
-    return seen
-
-
 def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
-    stub_calibration: list[list[Any]], stub_ratio: list[tuple[Any, ...]]
+    stub_calibration: list[list[Any]],
 ) -> None:
-    """Past the calibrated length: the calibrated quantum scaled by the lengths and
-    by the larger per-element time, measured once per length on one array at the
-    centre (never the caller's), and again after the caches are cleared."""
     m = snapcore.SnappingMechanism(
         epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
     )
@@ -495,80 +478,9 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     cap = _padding.ARRAY_CALIBRATION_MAX
     q_cap = m.padding.array_quantum_ns(cap)
     assert len(stub_calibration) == 1 and all(len(a) == cap for a, *_ in stub_calibration[0])
-    lengths = (cap + 1, 3 * cap, 10 * cap + 7)
-    mine = {n: np.full(n, 1e300) for n in lengths}
-    for n in lengths:
-        want = math.ceil(Fraction(q_cap * n, cap) * Fraction(5, 4))
-        assert m.padding.quantum_for(mine[n]) == want
-        assert m.padding.quantum_for(np.zeros(n)) == want  # the same for other values
-    assert len(stub_calibration) == 1  # no calibration classes longer than the cap
-    assert [(s, ln) for *_, s, ln in stub_ratio] == [(cap, n) for n in lengths]
-    centre = float(m.calibration.centre)
-    for run, short, long, s, ln in stub_ratio:
-        assert run.__self__.padding is None and run.__self__.source is not m.source
-        assert short.shape == (s,) and np.all(short == centre)
-        assert long.shape == (ln,) and np.all(long == centre)
-        assert all(long is not a for a in mine.values())
-    _quanta.clear_caches()
-    m.padding.array_quantum_ns(3 * cap)
-    assert len(stub_ratio) == 4 and len(stub_calibration) == 2
-
-
-def test_long_arrays_without_a_batch_path_are_scaled_by_the_lengths_alone(
-    stub_calibration: list[list[Any]], stub_ratio: list[tuple[Any, ...]]
-) -> None:
-    """Element by element (the mpmath backend) a long release is not timed: its time
-    per element does not grow with the length, and a release would take minutes."""
-    m = snapcore.SnappingMechanism(
-        epsilon=1.0, clamp_bounds=(0.0, 10.0), backend="mpmath", timing="constant"
-    )
-    assert m.padding is not None
-    cap = _padding.ARRAY_CALIBRATION_MAX
-    q_cap = m.padding.array_quantum_ns(cap)
-    assert m.padding.array_quantum_ns(5 * cap + 1) == math.ceil(
-        Fraction(q_cap * (5 * cap + 1), cap)
-    )
-    assert stub_ratio == []
-
-
-def test_array_calibration_also_times_calls_after_other_work(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """An array quantum's calibration passes work of the array's length (sorting at
-    most UNRELATED_WORK_MAX doubles) to run between timed calls from
-    AFTER_WORK_MIN_SIZE elements on; a shorter array's and a scalar's do not."""
-    from snapcore.padding import _pad
-
-    seen: list[dict[str, Any]] = []
-    sizes: list[int] = []
-    real = _pad.unrelated_work
-
-    def fake(run: Any, classes: Any, **kw: Any) -> int:
-        seen.append(kw)
-        return 2 * MS
-
-    def work(length: int) -> Any:
-        sizes.append(length)
-        return real(length)
-
-    monkeypatch.setattr(_padding, "calibrate_quantum", fake)
-    monkeypatch.setattr(_padding, "unrelated_work", work)
-    _quanta.clear_caches()
-    try:
-        m = snapcore.SnappingMechanism(
-            epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
-        )
-        assert m.padding is not None
-        n = _padding.AFTER_WORK_MIN_SIZE
-        m.padding.quantum_for(np.zeros(n))
-        m.padding.quantum_for(np.zeros(n - 1))
-        m.padding.quantum_for(1.0)
-    finally:
-        _quanta.clear_caches()
-    long_kw, short_kw, scalar_kw = seen
-    assert callable(long_kw["between"]) and sizes == [n]
-    assert short_kw["between"] is None
-    assert "between" not in scalar_kw
+    for n in (cap + 1, 3 * cap, 10 * cap + 7):
+        assert m.padding.array_quantum_ns(n) == math.ceil(Fraction(q_cap * n, cap))
+    assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
 
 
 # -- the fast path's exact fallbacks in arrays ----------------------------------------
