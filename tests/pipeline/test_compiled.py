@@ -24,8 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from snapcore import SnappingMechanism
 from snapcore.exact._sums import numba_available
