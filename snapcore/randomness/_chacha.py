@@ -90,9 +90,12 @@ class ChaCha20Source(ByteSource):
         self._produced += n
 
     def _zeros_for(self, n: int) -> memoryview:
-        if n > len(self._zeros):  # grow the (untouched, zero-page backed) input
-            self._zeros = bytes(n)
-        return memoryview(self._zeros)[:n]
+        # The cipher's input: zeros, grown to the longest request (untouched, backed by
+        # the zero page); threads filling a reservation share it read-only.
+        zeros = self._zeros
+        if n > len(zeros):
+            zeros = self._zeros = bytes(n)
+        return memoryview(zeros)[:n]
 
     def _current(self, n: int) -> Any:
         """The source's encryptor, positioned at the ``n`` bytes just accounted for by
@@ -174,7 +177,7 @@ class ChaCha20Source(ByteSource):
             # when the source is next read (:meth:`_current`).
             self._enc = None
         key, nonce = self._key, self._nonce
-        zeros = self._zeros_for(rest)  # the cipher's input, shared read-only by fills
+        zeros_for = self._zeros_for  # as long as one fill, not the whole reservation
         encryptor_at = self._encryptor_at
         # Per thread: (the stream position its last fill ended at, its encryptor).
         last: dict[int, tuple[int, Any]] = {}
@@ -193,7 +196,7 @@ class ChaCha20Source(ByteSource):
                 tid = ident()
                 got = last.get(tid)
                 enc = got[1] if got is not None and got[0] == at else encryptor_at(key, nonce, at)
-                enc.update_into(zeros[: size - h], mv[h:])
+                enc.update_into(zeros_for(size - h), mv[h:])
                 last[tid] = (at + size - h, enc)
 
         return fill
