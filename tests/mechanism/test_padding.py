@@ -479,7 +479,9 @@ def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     q_cap = m.padding.array_quantum_ns(cap)
     assert len(stub_calibration) == 1 and all(len(a) == cap for a, *_ in stub_calibration[0])
     for n in (cap + 1, 3 * cap, 10 * cap + 7):
-        assert m.padding.array_quantum_ns(n) == math.ceil(Fraction(q_cap * n, cap))
+        want = math.ceil(Fraction(q_cap * n, cap) * Fraction(11, 10))
+        assert m.padding.array_quantum_ns(n) == want
+        assert m.padding.quantum_for(np.full(n, 1e300)) == want  # whatever the values
     assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
 
 
