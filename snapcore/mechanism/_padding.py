@@ -70,13 +70,15 @@ ARRAY_MIN_MARGIN = 1.03
 #: Calibration rounds per class of a scalar quantum (and at most per array class).
 SCALAR_REPS = 41
 #: An array longer than this gets the quantum of this length scaled by the ratio of the
-#: lengths and by :data:`ARRAY_LENGTH_MARGIN` (rounded up), so calibrating never copies
-#: a long array.
+#: lengths (and, on several threads, by :data:`ARRAY_LENGTH_MARGIN`), rounded up, so
+#: calibrating never copies a long array.
 ARRAY_CALIBRATION_MAX = 1 << 18
-#: A longer array takes up to this much more per element than one of
-#: :data:`ARRAY_CALIBRATION_MAX` elements, whose stream, values and output fit in the
-#: caches (0-12 % measured at 10^6-10^7 elements on the 2-core development machine;
-#: docs/timing.md, "Releases after other work, long arrays and a busy second core").
+#: A longer array released on several threads takes up to this much more per element
+#: than one of :data:`ARRAY_CALIBRATION_MAX` elements, whose stream, values and output
+#: fit in the caches: the threads share the memory's bandwidth (up to 12 % measured at
+#: 10^6-10^7 elements on the 2-core development machine, against 0-3 % on one thread,
+#: which keeps the scaled quantum; docs/timing.md, "Releases after other work, long
+#: arrays and a busy second core").
 ARRAY_LENGTH_MARGIN = Fraction(11, 10)
 
 _now = time.perf_counter_ns
@@ -196,7 +198,8 @@ class Padding:
             # elements (cache-sized chunks, one compiled loop); calibrating on copies
             # of a long array would cost several times its memory and time.
             part = self.array_quantum_ns(ARRAY_CALIBRATION_MAX, container, dtype)
-            return math.ceil(Fraction(part * n, ARRAY_CALIBRATION_MAX) * ARRAY_LENGTH_MARGIN)
+            more = ARRAY_LENGTH_MARGIN if resolve_threads(self._threads, n) > 1 else 1
+            return math.ceil(Fraction(part * n, ARRAY_CALIBRATION_MAX) * more)
         key = (self._key, container, dtype, n, resolve_threads(self._threads, n))
         return ARRAY_QUANTA.get(key, lambda: self._calibrate_array(n, container, dtype))
 

@@ -471,18 +471,26 @@ def test_equal_mechanisms_share_one_calibration_until_caches_are_cleared(
 def test_long_arrays_get_a_scaled_quantum_without_long_calibration_arrays(
     stub_calibration: list[list[Any]],
 ) -> None:
-    m = snapcore.SnappingMechanism(
-        epsilon=1.0, clamp_bounds=(0.0, 10.0), source=SeededSource(3), timing="constant"
-    )
-    assert m.padding is not None
+    """Past 2^18 elements: the quantum of 2^18 scaled by the lengths, and by 11/10
+    when the release runs on several threads; whatever the values."""
     cap = _padding.ARRAY_CALIBRATION_MAX
-    q_cap = m.padding.array_quantum_ns(cap)
-    assert len(stub_calibration) == 1 and all(len(a) == cap for a, *_ in stub_calibration[0])
-    for n in (cap + 1, 3 * cap, 10 * cap + 7):
-        want = math.ceil(Fraction(q_cap * n, cap) * Fraction(11, 10))
-        assert m.padding.array_quantum_ns(n) == want
-        assert m.padding.quantum_for(np.full(n, 1e300)) == want  # whatever the values
-    assert len(stub_calibration) == 1  # no calibration on arrays longer than the cap
+    for threads, more in ((1, Fraction(1)), (2, Fraction(11, 10))):
+        m = snapcore.SnappingMechanism(
+            epsilon=1.0,
+            clamp_bounds=(0.0, 10.0),
+            source=SeededSource(3),
+            timing="constant",
+            threads=threads,
+        )
+        assert m.padding is not None
+        q_cap = m.padding.array_quantum_ns(cap)
+        runs = stub_calibration[-1]
+        assert all(len(a) == cap for a, *_ in runs)
+        for n in (cap + 1, 3 * cap, 10 * cap + 7):
+            want = math.ceil(Fraction(q_cap * n, cap) * more)
+            assert m.padding.array_quantum_ns(n) == want
+            assert m.padding.quantum_for(np.full(n, 1e300)) == want  # whatever the values
+        assert stub_calibration[-1] is runs  # no calibration on arrays longer than the cap
 
 
 # -- the fast path's exact fallbacks in arrays ----------------------------------------
