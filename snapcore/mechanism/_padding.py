@@ -194,9 +194,10 @@ class Padding:
         """
         n = int(length)
         if n > ARRAY_CALIBRATION_MAX:
-            # The array path's time is linear in the length past a few thousand
-            # elements (cache-sized chunks, one compiled loop); calibrating on copies
-            # of a long array would cost several times its memory and time.
+            # The array path's time is nearly linear in the length past a few
+            # thousand elements (cache-sized chunks, one compiled loop), up to the
+            # memory traffic that threads share (ARRAY_LENGTH_MARGIN); calibrating on
+            # copies of a long array would cost several times its memory and time.
             part = self.array_quantum_ns(ARRAY_CALIBRATION_MAX, container, dtype)
             more = ARRAY_LENGTH_MARGIN if resolve_threads(self._threads, n) > 1 else 1
             return math.ceil(Fraction(part * n, ARRAY_CALIBRATION_MAX) * more)
