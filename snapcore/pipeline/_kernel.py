@@ -14,7 +14,11 @@ The derivation of every constant below is in ``docs/fastpath.md``; the comments
 The kernel is written once, branch-free, over a few primitives (:func:`make_kernel`);
 the same source runs on whole numpy arrays here (:data:`numpy_kernel`) or, compiled by
 numba, element by element in a loop (:mod:`snapcore.pipeline._compiled`).  Both give
-the same bits (IEEE-754 double arithmetic, round to nearest, no contraction).
+the same bits (IEEE-754 double arithmetic, round to nearest, no contraction) wherever
+:func:`two_prod` is exact; the compiled one is a fused multiply-add, so where a
+product's error term underflows the two pairs may differ by a few 2**-1074, within
+the bound's absolute floor (docs/fastpath.md, Lemma 0 and E8), and every ``k``
+either decides is the same exact ``⌊y/Λ + 1/2⌋``.
 """
 
 from __future__ import annotations

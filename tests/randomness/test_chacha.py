@@ -351,6 +351,46 @@ def test_a_thread_filling_in_order_continues_its_encryptor(monkeypatch):
     assert src.read(40) == ref[29 + n : 69 + n]  # the source's own encryptor resumes
 
 
+def test_threads_never_continue_each_others_encryptors(monkeypatch):
+    """Two live threads take turns (in a fixed order) filling consecutive pieces, each
+    piece starting where the other thread's last one ended: every piece gets its own
+    encryptor (none is shared between threads), and the bytes are the keystream."""
+    key = bytes(range(5, 37))
+    nonce = bytes(range(7, 19))
+    n = 6 * 700 + 5
+    ref = _keystream(key, nonce, n + 64)
+    src = _keyed(key, nonce)
+    src.readinto(np.empty(11, np.uint8))
+    made = []
+    real = ChaCha20Source._encryptor_at
+
+    def counted(self, key, nonce, position):
+        made.append(position)
+        return real(self, key, nonce, position)
+
+    monkeypatch.setattr(ChaCha20Source, "_encryptor_at", counted)
+    fill = src.reserve(n)
+    out = np.zeros(n, np.uint8)
+    cuts = [n * i // 6 for i in range(7)]
+    turns = [threading.Event() for _ in range(7)]
+
+    def work(part: int) -> None:
+        for i in range(part, 6, 2):  # pieces 0, 2, 4 or 1, 3, 5, in turn
+            assert turns[i].wait(10)
+            fill(cuts[i], out[cuts[i] : cuts[i + 1]])
+            turns[i + 1].set()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    turns[0].set()
+    for t in threads:
+        t.join()
+    assert turns[6].is_set()
+    assert out.tobytes() == ref[11 : 11 + n]
+    assert sorted(made) == [11 + c for c in cuts[:6]]
+
+
 def test_fills_from_many_threads_at_once():
     """Eight threads fill parts of one 4 MB reservation at once (``cryptography``
     releases the GIL): the result is the keystream read in one piece."""
