@@ -311,6 +311,19 @@ def test_reserve_is_rfc_8439_across_counters_and_refuses_other_offsets():
         fill(-1, np.empty(1, np.uint8))
 
 
+def _count_encryptors(monkeypatch) -> list[int]:
+    """The stream positions of the encryptors ChaCha20 sources start from now on."""
+    made: list[int] = []
+    real = ChaCha20Source._encryptor_at
+
+    def counted(self, key, nonce, position):
+        made.append(position)
+        return real(self, key, nonce, position)
+
+    monkeypatch.setattr(ChaCha20Source, "_encryptor_at", counted)
+    return made
+
+
 def test_a_thread_filling_in_order_continues_its_encryptor(monkeypatch):
     """Two threads each fill their half of a reservation in eight pieces in order and
     then two of the pieces again: the bytes are the keystream read in one piece, and
@@ -321,14 +334,7 @@ def test_a_thread_filling_in_order_continues_its_encryptor(monkeypatch):
     ref = _keystream(key, nonce, n + 128)
     src = _keyed(key, nonce)
     src.readinto(np.empty(29, np.uint8))  # unbuffered: every reserved byte is made
-    made = []
-    real = ChaCha20Source._encryptor_at
-
-    def counted(self, key, nonce, position):
-        made.append(position)
-        return real(self, key, nonce, position)
-
-    monkeypatch.setattr(ChaCha20Source, "_encryptor_at", counted)
+    made = _count_encryptors(monkeypatch)
     fill = src.reserve(n)
     out = np.zeros(n, np.uint8)
     cuts = [n * i // 16 for i in range(17)]
@@ -361,14 +367,7 @@ def test_threads_never_continue_each_others_encryptors(monkeypatch):
     ref = _keystream(key, nonce, n + 64)
     src = _keyed(key, nonce)
     src.readinto(np.empty(11, np.uint8))
-    made = []
-    real = ChaCha20Source._encryptor_at
-
-    def counted(self, key, nonce, position):
-        made.append(position)
-        return real(self, key, nonce, position)
-
-    monkeypatch.setattr(ChaCha20Source, "_encryptor_at", counted)
+    made = _count_encryptors(monkeypatch)
     fill = src.reserve(n)
     out = np.zeros(n, np.uint8)
     cuts = [n * i // 6 for i in range(7)]
