@@ -437,8 +437,8 @@ class FastEngine:
                 else:
                     m = min(round_rows, n - first)
                     sizes = [min(chunk, m - a) for a in range(0, m, chunk)]
-                    fills = _take(source, buf, sizes, row)
-                    results = _run_round(loop, buf, first, sizes, fills, slots, pool)
+                    fill = _take(source, buf, sizes, row)
+                    results = _run_round(loop, buf, first, sizes, fill, slots, pool)
                 pos = first + m
                 for res in results:
                     settle(first, res)
@@ -468,28 +468,17 @@ class FastEngine:
 
 def _take(
     source: ByteSource, buf: npt.NDArray[np.uint8], sizes: list[int], row: int
-) -> list[Callable[[int, Any], None]] | None:
-    """Take the next chunks (``sizes`` rows each) from ``source``: reserved at once,
-    with one filler per chunk (returned, to be called by the threads; a thread that
-    fills its chunks in order continues one encryptor), or read in place into ``buf``
-    chunk by chunk (None returned)."""
+) -> Callable[[int, Any], None] | None:
+    """Take the next chunks (``sizes`` rows each) from ``source``: reserved at once
+    (the reservation's ``fill`` returned, to be called by the threads for their
+    chunks), or read in place into ``buf`` chunk by chunk (None returned)."""
     fill = source.reserve(sum(sizes) * row)
     if fill is None:
         a = 0
         for m in sizes:
             source.readinto(buf[a * row : (a + m) * row])
             a += m
-        return None
-
-    def chunk_filler(at: int) -> Callable[[int, Any], None]:
-        return lambda offset, buffer: fill(at + offset, buffer)
-
-    fills = []
-    a = 0
-    for m in sizes:
-        fills.append(chunk_filler(a * row))
-        a += m
-    return fills
+    return fill
 
 
 class _Slot:
@@ -571,14 +560,14 @@ def _run_round(
     buf: npt.NDArray[np.uint8],
     first: int,
     sizes: list[int],
-    fills: list[Callable[[int, Any], None]] | None,
+    fill: Callable[[int, Any], None] | None,
     slots: list[_Slot],
     pool: ThreadPoolExecutor | None,
 ) -> list[_RunResult]:
     """The fused loop on a round's chunks (``sizes`` rows each, from element
     ``first``), split into one contiguous run of chunks per slot; the runs after the
-    calling thread's go to ``pool``.  With ``fills``, each thread first produces its
-    chunks' stream bytes into ``buf``.  Returns the runs' results in order (those
+    calling thread's go to ``pool``.  With ``fill``, each thread first produces its
+    run's stream bytes into ``buf``, in one call.  Returns the runs' results in order (those
     after the first that stopped at a continuation row decoded rows that are
     decoded again)."""
     row = loop.row
@@ -590,9 +579,8 @@ def _run_round(
 
     def run(w: int) -> _RunResult:
         lo, hi = bounds[w], bounds[w + 1]
-        if fills is not None:
-            for i in range(lo, hi):
-                fills[i](0, buf[starts[i] * row : starts[i + 1] * row])
+        if fill is not None:
+            fill(starts[lo] * row, buf[starts[lo] * row : starts[hi] * row])
         return loop.run(buf, first, starts[lo], starts[hi], slots[w])
 
     futures = [] if pool is None else [pool.submit(run, w) for w in range(1, t)]

@@ -26,6 +26,11 @@ __all__ = ["REKEY_BYTES", "ChaCha20Source"]
 #: Bytes of keystream produced under one key before a fresh key is drawn from the OS.
 REKEY_BYTES = 1 << 30
 _BLOCK = 1 << 16
+#: Keystream written into a caller's buffer at a time: the cipher's input of zeros is
+#: this long at most, however long the buffer (a release's memory does not grow with
+#: its reservation; 64 KiB cost 0.5 % of a release of 10^6 values against 256 KiB,
+#: and 0.05 bytes per value less at 10^7).
+_SLICE = 1 << 16
 
 
 class ChaCha20Source(ByteSource):
@@ -97,6 +102,14 @@ class ChaCha20Source(ByteSource):
             zeros = self._zeros = bytes(n)
         return memoryview(zeros)[:n]
 
+    def _write(self, enc: Any, out: memoryview) -> None:
+        """``enc``'s next ``len(out)`` keystream bytes into ``out``, :data:`_SLICE`
+        bytes at a time."""
+        zeros = self._zeros_for(min(len(out), _SLICE))
+        for a in range(0, len(out), _SLICE):
+            piece = out[a : a + _SLICE]
+            enc.update_into(zeros[: len(piece)], piece)
+
     def _current(self, n: int) -> Any:
         """The source's encryptor, positioned at the ``n`` bytes just accounted for by
         :meth:`_check` (made there after a :meth:`reserve`, which skips bytes)."""
@@ -137,7 +150,7 @@ class ChaCha20Source(ByteSource):
             self._pos += k
         if k < n:
             self._check(n - k)
-            self._current(n - k).update_into(self._zeros_for(n - k), mv[k:])
+            self._write(self._current(n - k), mv[k:])
 
     def _encryptor_at(self, key: bytes, nonce: bytes, position: int) -> Any:
         """An encryptor whose keystream starts at byte ``position`` of the key's stream:
@@ -157,11 +170,10 @@ class ChaCha20Source(ByteSource):
 
         The bytes are those :meth:`readinto` of an ``n``-byte buffer would give: the
         buffered bytes first, then keystream, re-keyed first when the key's
-        ``REKEY_BYTES`` would be exceeded.  ``fill`` starts an encryptor at the
-        block counter of its offset (ChaCha20 is a counter mode); a thread whose
-        next ``fill`` starts where its last one ended continues that encryptor.
-        ``cryptography`` releases the GIL while it produces the keystream, so
-        threads produce their parts in parallel.
+        ``REKEY_BYTES`` would be exceeded.  Each ``fill`` starts one encryptor at
+        the block counter of its offset (ChaCha20 is a counter mode), so a thread
+        fills its whole part in one call; ``cryptography`` releases the GIL while it
+        produces the keystream, so threads produce their parts in parallel.
         """
         if os.getpid() != self._pid:
             self._rekey()
@@ -177,11 +189,6 @@ class ChaCha20Source(ByteSource):
             # when the source is next read (:meth:`_current`).
             self._enc = None
         key, nonce = self._key, self._nonce
-        zeros_for = self._zeros_for  # as long as one fill, not the whole reservation
-        encryptor_at = self._encryptor_at
-        # Per thread: (the stream position its last fill ended at, its encryptor).
-        last: dict[int, tuple[int, Any]] = {}
-        ident = threading.get_ident
 
         def fill(offset: int, buffer: Any) -> None:
             mv = memoryview(buffer).cast("B")
@@ -192,12 +199,7 @@ class ChaCha20Source(ByteSource):
             if h:
                 mv[:h] = head[offset : offset + h]
             if h < size:
-                at = start + offset + h - k
-                tid = ident()
-                got = last.get(tid)
-                enc = got[1] if got is not None and got[0] == at else encryptor_at(key, nonce, at)
-                enc.update_into(zeros_for(size - h), mv[h:])
-                last[tid] = (at + size - h, enc)
+                self._write(self._encryptor_at(key, nonce, start + offset + h - k), mv[h:])
 
         return fill
 

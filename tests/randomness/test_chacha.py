@@ -29,6 +29,7 @@ from hypothesis import given, settings, strategies as st
 pytest.importorskip("cryptography")
 
 from snapcore.errors import BackendUnavailableError
+from snapcore.randomness import _chacha
 from snapcore.randomness._chacha import ChaCha20Source
 from snapcore.testing.sources import SeededUrandom
 
@@ -324,70 +325,35 @@ def _count_encryptors(monkeypatch) -> list[int]:
     return made
 
 
-def test_a_thread_filling_in_order_continues_its_encryptor(monkeypatch):
-    """Two threads each fill their half of a reservation in eight pieces in order and
-    then two of the pieces again: the bytes are the keystream read in one piece, and
-    each thread starts an encryptor for its first piece and for each refill only."""
+def test_a_fill_starts_one_encryptor_and_writes_in_bounded_slices(monkeypatch):
+    """Two threads fill their halves of a reservation longer than several slices, one
+    call each, and then refill a piece: the bytes are the keystream read in one piece,
+    each call starts exactly one encryptor (at its own position), and the cipher's
+    input of zeros never grows past one slice."""
     key = bytes(range(2, 34))
     nonce = bytes(range(3, 15))
-    n = 16 * 1000 + 13
+    n = 5 * _chacha._SLICE + 13
     ref = _keystream(key, nonce, n + 128)
     src = _keyed(key, nonce)
     src.readinto(np.empty(29, np.uint8))  # unbuffered: every reserved byte is made
     made = _count_encryptors(monkeypatch)
     fill = src.reserve(n)
     out = np.zeros(n, np.uint8)
-    cuts = [n * i // 16 for i in range(17)]
-
-    def work(part: int) -> None:
-        pieces = list(itertools.pairwise(cuts))[8 * part : 8 * part + 8]
-        for lo, hi in pieces:
-            fill(lo, out[lo:hi])
-        for lo, hi in (pieces[5], pieces[2]):
-            out[lo:hi] = 0
-            fill(lo, out[lo:hi])
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    half = n // 2
+    threads = [
+        threading.Thread(target=fill, args=(lo, out[lo:hi])) for lo, hi in ((0, half), (half, n))
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    piece = slice(half - 1000, half + 7000)
+    out[piece] = 0
+    fill(piece.start, out[piece])
     assert out.tobytes() == ref[29 : 29 + n]
-    assert sorted(made) == sorted(29 + cuts[i] for i in (0, 5, 2, 8, 13, 10))
+    assert sorted(made) == [29, 29 + piece.start, 29 + half]
+    assert len(src._zeros) <= _chacha._SLICE
     assert src.read(40) == ref[29 + n : 69 + n]  # the source's own encryptor resumes
-
-
-def test_threads_never_continue_each_others_encryptors(monkeypatch):
-    """Two live threads take turns (in a fixed order) filling consecutive pieces, each
-    piece starting where the other thread's last one ended: every piece gets its own
-    encryptor (none is shared between threads), and the bytes are the keystream."""
-    key = bytes(range(5, 37))
-    nonce = bytes(range(7, 19))
-    n = 6 * 700 + 5
-    ref = _keystream(key, nonce, n + 64)
-    src = _keyed(key, nonce)
-    src.readinto(np.empty(11, np.uint8))
-    made = _count_encryptors(monkeypatch)
-    fill = src.reserve(n)
-    out = np.zeros(n, np.uint8)
-    cuts = [n * i // 6 for i in range(7)]
-    turns = [threading.Event() for _ in range(7)]
-
-    def work(part: int) -> None:
-        for i in range(part, 6, 2):  # pieces 0, 2, 4 or 1, 3, 5, in turn
-            assert turns[i].wait(10)
-            fill(cuts[i], out[cuts[i] : cuts[i + 1]])
-            turns[i + 1].set()
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    turns[0].set()
-    for t in threads:
-        t.join()
-    assert turns[6].is_set()
-    assert out.tobytes() == ref[11 : 11 + n]
-    assert sorted(made) == [11 + c for c in cuts[:6]]
 
 
 def test_fills_from_many_threads_at_once():
