@@ -329,16 +329,6 @@ def _check_pmf(value: Iterable[tuple[float, Fraction]]) -> tuple[tuple[float, Fr
     return pmf
 
 
-def _check_masses(instance: Any, attribute: Any, value: tuple[_Mass, ...] | None) -> None:
-    if value is None:
-        return
-    outs = [o for o, _, _ in value]
-    if outs != sorted(set(outs)):
-        raise ValueError("pmf: outputs must be distinct and sorted")
-    if any(m <= 0 or not m & 1 for _, m, _ in value):
-        raise ValueError("pmf: probabilities must be positive, with odd mantissas")
-
-
 def _as_masses(pmf: tuple[tuple[float, Fraction], ...]) -> tuple[_Mass, ...] | None:
     """The probabilities of ``pmf`` as normalised dyadics, or None if one is not dyadic."""
     out = []
@@ -375,8 +365,9 @@ class ExactOutputDistribution:
     """
 
     value: float
-    #: The probabilities as dyadics; None when some given probability is not dyadic.
-    _masses: tuple[_Mass, ...] | None = attrs.field(validator=_check_masses)
+    #: The probabilities as dyadics, outputs increasing (from a pmf checked by
+    #: ``__init__``, or from the audit's walk); None when one is not dyadic.
+    _masses: tuple[_Mass, ...] | None
     #: The pmf as given, when ``_masses`` is None.
     _rational: tuple[tuple[float, Fraction], ...] | None
     evaluations: int = 0
