@@ -686,9 +686,9 @@ def test_audit_memory_grows_linearly(slow_size):
         tracemalloc.start()
         try:
             r = audit(m, 0.0, 1.0)
-            peak = tracemalloc.get_traced_memory()[1]  # the result still held: it counts
+            top = tracemalloc.get_traced_memory()[1]  # the result still held: it counts
             assert r.private
-            return peak
+            return top
         finally:
             tracemalloc.stop()
 
